@@ -1,0 +1,9 @@
+//! Caches: a sharded LRU used for the block cache (uncompressed blocks, charged by bytes) and
+//! the table cache (open tables, charged one per table).
+
+mod lru;
+
+pub use lru::ShardedLruCache;
+
+/// Key of a block in the block cache: (the table's cache id, the block's offset in the file).
+pub type BlockCacheKey = (u64, u64);

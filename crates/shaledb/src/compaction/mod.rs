@@ -1,0 +1,1 @@
+//! Compaction: picking, running and the compaction iterator.

@@ -1,0 +1,102 @@
+//! The one filesystem trait all engine IO goes through.
+//!
+//! [`PosixFileSystem`] is the real one. [`MemFileSystem`] keeps files in memory and can simulate
+//! a power loss (drop everything not yet synced, including directory entries not yet made
+//! durable by a directory sync), which is what lets the tests check the durability contract.
+//!
+//! Contract for implementations:
+//! - `WritableFile::append` may buffer in user space; `flush` hands the bytes to the OS (they
+//!   survive a process crash); `sync` makes them durable (they survive a power loss).
+//! - Creating, renaming or removing a file is durable only after `sync_dir` on its directory.
+//! - `RandomAccessFile::read_exact_at` fails with `UnexpectedEof` when the file is too short.
+
+mod mem;
+mod posix;
+
+pub use mem::MemFileSystem;
+pub use posix::PosixFileSystem;
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A file opened for appending. Dropping it without `sync` may lose the unsynced tail.
+pub trait WritableFile: Send {
+    /// Appends bytes (possibly buffered in user space).
+    fn append(&mut self, data: &[u8]) -> io::Result<()>;
+    /// Hands buffered bytes to the operating system.
+    fn flush(&mut self) -> io::Result<()>;
+    /// Flushes and makes the file's data durable (fdatasync).
+    fn sync(&mut self) -> io::Result<()>;
+    /// Bytes appended so far, buffered or not.
+    fn len(&self) -> u64;
+    /// True if nothing was appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file read at arbitrary offsets by many threads at once.
+pub trait RandomAccessFile: Send + Sync {
+    /// Fills `buf` from `offset`; fails with `UnexpectedEof` if the file ends first.
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// The file's size in bytes.
+    fn len(&self) -> io::Result<u64>;
+}
+
+/// A file read from start to end.
+pub trait SequentialFile: Send {
+    /// Reads up to `buf.len()` bytes; 0 means end of file.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+}
+
+/// An exclusive lock on a database directory; released on drop.
+pub trait FileLock: Send + Sync {}
+
+/// Every filesystem operation the engine performs.
+pub trait FileSystem: Send + Sync + 'static {
+    /// Creates (or truncates) a file for appending. Mode 0644, close-on-exec.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Opens a file for positional reads.
+    fn open_random_access(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    /// Opens a file for reading from the start.
+    fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn SequentialFile>>;
+    /// True if the path exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Size of a file in bytes.
+    fn file_size(&self, path: &Path) -> io::Result<u64>;
+    /// Names (not paths) of the entries of a directory.
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Removes an empty directory.
+    fn remove_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Atomically renames `from` over `to`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Takes an exclusive lock on `path` (creating it if needed); fails with `WouldBlock` if it
+    /// is held by anyone else, including another handle in this process.
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
+
+    /// Reads a whole file (used for small files such as CURRENT).
+    fn read_to_vec(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let mut f = self.open_sequential(path)?;
+        let mut out = Vec::new();
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = f.read(&mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+}
+
+/// The default filesystem: the real one.
+pub fn default_fs() -> Arc<dyn FileSystem> {
+    Arc::new(PosixFileSystem::new())
+}

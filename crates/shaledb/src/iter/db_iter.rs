@@ -1,0 +1,1 @@
+//! The user-facing iterator.

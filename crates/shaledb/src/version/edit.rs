@@ -1,0 +1,1 @@
+//! Version edits and their MANIFEST encoding. See docs/format/manifest.md.
