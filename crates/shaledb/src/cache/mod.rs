@@ -2,8 +2,10 @@
 //! the table cache (open tables, charged one per table).
 
 mod lru;
+mod table_cache;
 
 pub use lru::ShardedLruCache;
+pub use table_cache::TableCache;
 
 /// Key of a block in the block cache: (the table's cache id, the block's offset in the file).
 pub type BlockCacheKey = (u64, u64);

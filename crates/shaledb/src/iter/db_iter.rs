@@ -1,1 +1,422 @@
-//! The user-facing iterator.
+//! The user-facing iterator: turns the merged stream of internal entries (every version of
+//! every key, tombstones included) into the user's view at one sequence number: one entry per
+//! live key, within optional bounds, in either direction.
+//!
+//! Moving forward, the inner iterator sits on the entry that yields the current key. Moving
+//! backward, the inner iterator sits just before all entries of the current key, whose value is
+//! held in `saved_value` (the same scheme as LevelDB's DBIter).
+
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::key::{self, SequenceNumber, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
+use std::any::Any;
+use std::sync::Arc;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// An ordered cursor over the database as of one sequence number (a snapshot or the moment it
+/// was created). Obtained from [`crate::Db::iter`].
+///
+/// ```
+/// # use shaledb::{Db, Options, ReadOptions};
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let db = Db::open(dir.path(), Options::default()).unwrap();
+/// db.put(b"a", b"1").unwrap();
+/// db.put(b"b", b"2").unwrap();
+/// let mut it = db.iter(&ReadOptions::default());
+/// it.seek_to_first();
+/// while it.valid() {
+///     println!("{:?} = {:?}", it.key(), it.value());
+///     it.next();
+/// }
+/// it.status().unwrap(); // an IO or corruption error would show here, never as a quiet end
+/// ```
+pub struct DbIterator {
+    inner: Box<dyn InternalIterator>,
+    sequence: SequenceNumber,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    direction: Direction,
+    valid: bool,
+    saved_key: Vec<u8>,
+    saved_value: Vec<u8>,
+    // Keeps the memtables, version and snapshot this iterator reads alive.
+    _pin: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl DbIterator {
+    /// Wraps a merged internal iterator.
+    pub fn new(
+        inner: Box<dyn InternalIterator>,
+        sequence: SequenceNumber,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+        pin: Option<Arc<dyn Any + Send + Sync>>,
+    ) -> Self {
+        DbIterator {
+            inner,
+            sequence,
+            lower,
+            upper,
+            direction: Direction::Forward,
+            valid: false,
+            saved_key: Vec::new(),
+            saved_value: Vec::new(),
+            _pin: pin,
+        }
+    }
+
+    /// True if positioned on an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key. REQUIRES: `valid()`.
+    pub fn key(&self) -> &[u8] {
+        if !self.valid {
+            return &[];
+        }
+        match self.direction {
+            Direction::Forward => key::user_key(self.inner.key()),
+            Direction::Reverse => &self.saved_key,
+        }
+    }
+
+    /// The current value. REQUIRES: `valid()`.
+    pub fn value(&self) -> &[u8] {
+        if !self.valid {
+            return &[];
+        }
+        match self.direction {
+            Direction::Forward => self.inner.value(),
+            Direction::Reverse => &self.saved_value,
+        }
+    }
+
+    /// The first IO or corruption error met. An error ends iteration (`valid()` turns false)
+    /// and shows here; check it after a loop.
+    pub fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+
+    /// Positions at the first key.
+    pub fn seek_to_first(&mut self) {
+        match self.lower.clone() {
+            Some(l) => self.seek(&l),
+            None => {
+                self.direction = Direction::Forward;
+                self.inner.seek_to_first();
+                self.find_next_user_entry(false);
+            }
+        }
+    }
+
+    /// Positions at the last key.
+    pub fn seek_to_last(&mut self) {
+        match self.upper.clone() {
+            Some(u) => {
+                // Last entry strictly below the upper bound.
+                self.inner
+                    .seek(&key::make_internal_key(&u, MAX_SEQUENCE, KIND_FOR_SEEK));
+                if self.inner.valid() {
+                    self.inner.prev();
+                } else if self.inner.status().is_ok() {
+                    self.inner.seek_to_last();
+                }
+            }
+            None => self.inner.seek_to_last(),
+        }
+        self.direction = Direction::Reverse;
+        self.find_prev_user_entry();
+    }
+
+    /// Positions at the first key >= `target`.
+    pub fn seek(&mut self, target: &[u8]) {
+        let target = match &self.lower {
+            Some(l) if target < l.as_slice() => l.clone(),
+            _ => target.to_vec(),
+        };
+        self.direction = Direction::Forward;
+        self.saved_key.clear();
+        self.saved_value.clear();
+        self.inner
+            .seek(&key::make_internal_key(&target, self.sequence, KIND_FOR_SEEK));
+        self.find_next_user_entry(false);
+    }
+
+    /// Positions at the last key <= `target`.
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        if let Some(u) = &self.upper {
+            if target >= u.as_slice() {
+                self.seek_to_last();
+                return;
+            }
+        }
+        // The smallest internal key for `target` is (target, 0, Delete): the last of its entries.
+        self.inner
+            .seek(&key::make_internal_key(target, 0, ValueKind::Delete));
+        if self.inner.valid() {
+            if key::user_key(self.inner.key()) > target {
+                self.inner.prev();
+            }
+        } else if self.inner.status().is_ok() {
+            self.inner.seek_to_last();
+        }
+        self.direction = Direction::Reverse;
+        self.find_prev_user_entry();
+    }
+
+    /// Moves to the next key. REQUIRES: `valid()`.
+    pub fn next(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if self.direction == Direction::Reverse {
+            // The inner iterator sits before the entries of saved_key: step into them, then skip
+            // them below.
+            self.direction = Direction::Forward;
+            if self.inner.valid() {
+                self.inner.next();
+            } else if self.inner.status().is_ok() {
+                self.inner.seek_to_first();
+            }
+        } else {
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(key::user_key(self.inner.key()));
+            self.inner.next();
+        }
+        if !self.inner.valid() {
+            self.valid = false;
+            self.saved_key.clear();
+            return;
+        }
+        self.find_next_user_entry(true);
+    }
+
+    /// Moves to the previous key. REQUIRES: `valid()`.
+    pub fn prev(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if self.direction == Direction::Forward {
+            // Step back past every entry of the current key.
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(key::user_key(self.inner.key()));
+            loop {
+                self.inner.prev();
+                if !self.inner.valid() {
+                    self.valid = false;
+                    self.saved_key.clear();
+                    self.saved_value.clear();
+                    return;
+                }
+                if key::user_key(self.inner.key()) < self.saved_key.as_slice() {
+                    break;
+                }
+            }
+            self.direction = Direction::Reverse;
+        }
+        self.find_prev_user_entry();
+    }
+
+    /// Forward: from the inner position, finds the first visible live entry, skipping entries of
+    /// `saved_key` when `skipping`.
+    fn find_next_user_entry(&mut self, mut skipping: bool) {
+        while self.inner.valid() {
+            let Some(p) = key::parse_internal_key(self.inner.key()) else {
+                // Unparseable keys were rejected when their block was read; skip defensively.
+                self.inner.next();
+                continue;
+            };
+            if let Some(u) = &self.upper {
+                if p.user_key >= u.as_slice() {
+                    break;
+                }
+            }
+            if p.sequence <= self.sequence {
+                match p.kind {
+                    ValueKind::Delete => {
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(p.user_key);
+                        skipping = true;
+                    }
+                    ValueKind::Put => {
+                        if !(skipping && p.user_key <= self.saved_key.as_slice()) {
+                            self.valid = true;
+                            self.saved_key.clear();
+                            return;
+                        }
+                    }
+                }
+            }
+            self.inner.next();
+        }
+        self.saved_key.clear();
+        self.valid = false;
+    }
+
+    /// Backward: collects the newest visible version of the key before the inner position.
+    fn find_prev_user_entry(&mut self) {
+        let mut kind = ValueKind::Delete;
+        while self.inner.valid() {
+            let Some(p) = key::parse_internal_key(self.inner.key()) else {
+                self.inner.prev();
+                continue;
+            };
+            if let Some(l) = &self.lower {
+                if p.user_key < l.as_slice() {
+                    break;
+                }
+            }
+            if p.sequence <= self.sequence {
+                if kind != ValueKind::Delete && p.user_key < self.saved_key.as_slice() {
+                    // Everything of saved_key has been seen; its newest version is a value.
+                    break;
+                }
+                kind = p.kind;
+                if kind == ValueKind::Delete {
+                    self.saved_key.clear();
+                    self.saved_value.clear();
+                } else {
+                    self.saved_key.clear();
+                    self.saved_key.extend_from_slice(p.user_key);
+                    self.saved_value.clear();
+                    self.saved_value.extend_from_slice(self.inner.value());
+                }
+            }
+            self.inner.prev();
+        }
+        if kind == ValueKind::Delete || self.inner.status().is_err() {
+            self.valid = false;
+            self.saved_key.clear();
+            self.saved_value.clear();
+            self.direction = Direction::Forward;
+        } else {
+            self.valid = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iter::merging::VecIterator;
+    use crate::key::{compare_internal, make_internal_key};
+
+    fn build(entries: &[(&str, u64, ValueKind, &str)]) -> Box<dyn InternalIterator> {
+        let mut v: Vec<_> = entries
+            .iter()
+            .map(|(k, s, kind, val)| {
+                (
+                    make_internal_key(k.as_bytes(), *s, *kind),
+                    val.as_bytes().to_vec(),
+                )
+            })
+            .collect();
+        v.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        Box::new(VecIterator::new(v))
+    }
+
+    fn forward(it: &mut DbIterator) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            out.push((
+                String::from_utf8_lossy(it.key()).into_owned(),
+                String::from_utf8_lossy(it.value()).into_owned(),
+            ));
+            it.next();
+        }
+        out
+    }
+
+    fn backward(it: &mut DbIterator) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        it.seek_to_last();
+        while it.valid() {
+            out.push((
+                String::from_utf8_lossy(it.key()).into_owned(),
+                String::from_utf8_lossy(it.value()).into_owned(),
+            ));
+            it.prev();
+        }
+        out
+    }
+
+    use ValueKind::{Delete as D, Put as P};
+    const DATA: &[(&str, u64, ValueKind, &str)] = &[
+        ("a", 1, P, "a1"),
+        ("a", 5, P, "a5"),
+        ("b", 2, P, "b2"),
+        ("b", 6, D, ""),
+        ("c", 3, D, ""),
+        ("c", 7, P, "c7"),
+        ("d", 4, P, "d4"),
+        ("e", 8, D, ""),
+    ];
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    #[test]
+    fn latest_view_both_directions() {
+        let mut it = DbIterator::new(build(DATA), 100, None, None, None);
+        let exp = pairs(&[("a", "a5"), ("c", "c7"), ("d", "d4")]);
+        assert_eq!(forward(&mut it), exp);
+        let mut rev = exp.clone();
+        rev.reverse();
+        assert_eq!(backward(&mut it), rev);
+    }
+
+    #[test]
+    fn older_sequence_sees_older_view() {
+        let mut it = DbIterator::new(build(DATA), 4, None, None, None);
+        let exp = pairs(&[("a", "a1"), ("b", "b2"), ("d", "d4")]);
+        assert_eq!(forward(&mut it), exp);
+        let mut rev = exp.clone();
+        rev.reverse();
+        assert_eq!(backward(&mut it), rev);
+    }
+
+    #[test]
+    fn bounds_and_seeks() {
+        let mut it = DbIterator::new(
+            build(DATA),
+            100,
+            Some(b"b".to_vec()),
+            Some(b"d".to_vec()),
+            None,
+        );
+        assert_eq!(forward(&mut it), pairs(&[("c", "c7")]));
+        assert_eq!(backward(&mut it), pairs(&[("c", "c7")]));
+        let mut it = DbIterator::new(build(DATA), 100, None, None, None);
+        it.seek(b"b");
+        assert_eq!(it.key(), b"c");
+        it.seek_for_prev(b"b");
+        assert_eq!(it.key(), b"a");
+        it.seek_for_prev(b"c");
+        assert_eq!(it.key(), b"c");
+        it.seek_for_prev(b"zz");
+        assert_eq!(it.key(), b"d");
+        // Direction changes in the middle.
+        it.seek(b"c");
+        it.prev();
+        assert_eq!(it.key(), b"a");
+        it.next();
+        assert_eq!(it.key(), b"c");
+        it.next();
+        assert_eq!(it.key(), b"d");
+        it.prev();
+        assert_eq!(it.key(), b"c");
+        it.prev();
+        it.prev();
+        assert!(!it.valid());
+    }
+}

@@ -1,0 +1,372 @@
+//! The version set: the current [`Version`], the file-number and sequence counters, and the
+//! MANIFEST that makes them durable.
+//!
+//! Every change is a [`VersionEdit`] appended to the MANIFEST (same record format as the WAL)
+//! and synced before the new version is installed. Each open starts a fresh MANIFEST holding a
+//! snapshot of the whole state, so a torn tail in the old one is never appended to; a MANIFEST
+//! that grows past `max_manifest_file_size` is rolled the same way. CURRENT is switched
+//! atomically: write a temp file, sync it, rename it over CURRENT, sync the directory. The old
+//! MANIFEST is deleted only after that.
+
+use super::edit::{FileMetaData, VersionEdit};
+use super::filename;
+use super::Version;
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
+use crate::key;
+use crate::log::{LogRead, LogReader, LogWriter};
+use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The current version and the counters persisted with it.
+pub struct VersionSet {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    num_levels: usize,
+    max_manifest_file_size: u64,
+    current: Arc<Version>,
+    next_file_number: u64,
+    /// The last sequence number recorded in the MANIFEST.
+    last_sequence: u64,
+    /// WALs numbered below this hold nothing that is not in tables.
+    log_number: u64,
+    manifest: Option<LogWriter>,
+    manifest_number: u64,
+    /// Per level, the largest key of the last compaction: the next one starts after it so
+    /// compactions rotate through the key space.
+    pub compact_pointers: Vec<Vec<u8>>,
+}
+
+impl VersionSet {
+    /// Writes the MANIFEST and CURRENT of a new, empty database.
+    pub fn create_new(fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<()> {
+        let manifest_number = 1;
+        let edit = VersionEdit {
+            log_number: Some(0),
+            next_file_number: Some(2),
+            last_sequence: Some(0),
+            ..Default::default()
+        };
+        let path = filename::manifest_file(dir, manifest_number);
+        let file = fs
+            .create(&path)
+            .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+        let mut w = LogWriter::new(file);
+        let mut rec = Vec::new();
+        edit.encode(&mut rec);
+        w.add_record(&rec)
+            .and_then(|_| w.sync())
+            .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+        set_current_file(fs, dir, manifest_number)
+    }
+
+    /// Reads CURRENT and replays the MANIFEST it names.
+    pub fn recover(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        num_levels: usize,
+        max_manifest_file_size: u64,
+    ) -> Result<VersionSet> {
+        let current_path = filename::current_file(dir);
+        let current = fs
+            .read_to_vec(&current_path)
+            .map_err(|e| Error::io(format!("reading {}", current_path.display()), e))?;
+        let name = std::str::from_utf8(&current)
+            .ok()
+            .and_then(|s| s.strip_suffix('\n'))
+            .filter(|s| {
+                matches!(
+                    filename::parse_file_name(s),
+                    Some((filename::FileKind::Manifest, _))
+                )
+            })
+            .ok_or_else(|| {
+                Error::corruption(
+                    &current_path,
+                    0,
+                    "CURRENT does not hold a MANIFEST name followed by a newline",
+                )
+            })?;
+        let manifest_path = dir.join(name);
+        let file = fs
+            .open_sequential(&manifest_path)
+            .map_err(|e| Error::io(format!("opening {}", manifest_path.display()), e))?;
+        let mut reader = LogReader::new(file, manifest_path.clone());
+
+        let mut levels: Vec<Vec<Arc<FileMetaData>>> = vec![Vec::new(); num_levels];
+        let mut log_number = None;
+        let mut next_file_number = None;
+        let mut last_sequence = None;
+        let mut compact_pointers = vec![Vec::new(); num_levels];
+        let mut damage: Option<(u64, String)> = None;
+        loop {
+            let read = reader
+                .read()
+                .map_err(|e| Error::io(format!("reading {}", manifest_path.display()), e))?;
+            match read {
+                LogRead::Eof => break,
+                LogRead::Damaged { offset, detail } => {
+                    if damage.is_none() {
+                        damage = Some((offset, detail));
+                    }
+                }
+                LogRead::Record { data, offset } => {
+                    if let Some((off, detail)) = damage {
+                        // Damage followed by intact records is not a torn tail.
+                        return Err(Error::corruption(&manifest_path, off, detail));
+                    }
+                    let edit = VersionEdit::decode(&data).map_err(|d| {
+                        Error::corruption(&manifest_path, offset, format!("bad version edit: {d}"))
+                    })?;
+                    apply_edit(&mut levels, &edit, num_levels).map_err(|d| {
+                        Error::corruption(&manifest_path, offset, d)
+                    })?;
+                    if let Some(n) = edit.log_number {
+                        log_number = Some(n);
+                    }
+                    if let Some(n) = edit.next_file_number {
+                        next_file_number = Some(n);
+                    }
+                    if let Some(n) = edit.last_sequence {
+                        last_sequence = Some(n);
+                    }
+                    for (level, k) in &edit.compact_pointers {
+                        if let Some(p) = compact_pointers.get_mut(*level) {
+                            *p = k.0.clone();
+                        }
+                    }
+                }
+            }
+        }
+        // A torn final record (damage then end of file) is an edit that was never
+        // acknowledged: ignore it.
+        let missing = |what: &str| {
+            Error::corruption(&manifest_path, 0, format!("MANIFEST has no {what}"))
+        };
+        let log_number = log_number.ok_or_else(|| missing("log number"))?;
+        let next_file_number = next_file_number.ok_or_else(|| missing("next file number"))?;
+        let last_sequence = last_sequence.ok_or_else(|| missing("last sequence number"))?;
+        let manifest_number = filename::parse_file_name(name).map_or(0, |(_, n)| n);
+
+        let version = build_version(levels);
+        Ok(VersionSet {
+            fs,
+            dir: dir.to_path_buf(),
+            num_levels,
+            max_manifest_file_size,
+            current: Arc::new(version),
+            next_file_number: next_file_number.max(manifest_number + 1),
+            last_sequence,
+            log_number,
+            manifest: None,
+            manifest_number,
+            compact_pointers,
+        })
+    }
+
+    /// The current version.
+    pub fn current(&self) -> Arc<Version> {
+        self.current.clone()
+    }
+
+    /// Allocates a file number.
+    pub fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file_number;
+        self.next_file_number += 1;
+        n
+    }
+
+    /// Makes sure numbers up to `n` are never handed out again (files found on disk).
+    pub fn mark_file_number_used(&mut self, n: u64) {
+        if self.next_file_number <= n {
+            self.next_file_number = n + 1;
+        }
+    }
+
+    /// The next file number that will be allocated.
+    pub fn next_file_number(&self) -> u64 {
+        self.next_file_number
+    }
+
+    /// WALs below this number are obsolete.
+    pub fn log_number(&self) -> u64 {
+        self.log_number
+    }
+
+    /// The last sequence number recorded in the MANIFEST.
+    pub fn last_sequence(&self) -> u64 {
+        self.last_sequence
+    }
+
+    /// The live MANIFEST's number.
+    pub fn manifest_number(&self) -> u64 {
+        self.manifest_number
+    }
+
+    /// Applies `edit`: writes it to the MANIFEST (a new one if none is open or the current one
+    /// is too large), syncs, and installs the new version. The caller fills in
+    /// `last_sequence`; the next file number is filled in here. On error nothing is installed
+    /// and the caller must treat the database as failed (the MANIFEST may hold a partial
+    /// record).
+    pub fn log_and_apply(&mut self, edit: &mut VersionEdit) -> Result<()> {
+        let mut levels = self.current.files.clone();
+        apply_edit(&mut levels, edit, self.num_levels).map_err(Error::InvalidArgument)?;
+        if let Some(n) = edit.log_number {
+            debug_assert!(n >= self.log_number);
+        }
+        let new_manifest = match &self.manifest {
+            None => true,
+            Some(w) => w.file_len() > self.max_manifest_file_size,
+        };
+        let old_manifest = self.manifest_number;
+        if new_manifest {
+            self.manifest = None;
+            self.manifest_number = self.new_file_number();
+        }
+        edit.next_file_number = Some(self.next_file_number);
+        let version = build_version(levels);
+        let path = filename::manifest_file(&self.dir, self.manifest_number);
+
+        if new_manifest {
+            let file = self
+                .fs
+                .create(&path)
+                .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+            let mut w = LogWriter::new(file);
+            let mut snapshot = self.snapshot_edit(&version, edit);
+            let mut rec = Vec::new();
+            snapshot.next_file_number = Some(self.next_file_number);
+            snapshot.encode(&mut rec);
+            w.add_record(&rec)
+                .and_then(|_| w.sync())
+                .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+            set_current_file(&self.fs, &self.dir, self.manifest_number)?;
+            self.manifest = Some(w);
+            if old_manifest != self.manifest_number && old_manifest != 0 {
+                // CURRENT no longer names it, durably; removal failure only leaves garbage.
+                let _ = self
+                    .fs
+                    .remove_file(&filename::manifest_file(&self.dir, old_manifest));
+            }
+        } else if let Some(w) = &mut self.manifest {
+            let mut rec = Vec::new();
+            edit.encode(&mut rec);
+            let res = w.add_record(&rec).and_then(|_| w.sync());
+            if let Err(e) = res {
+                self.manifest = None;
+                return Err(Error::io(format!("writing {}", path.display()), e));
+            }
+        }
+
+        if let Some(n) = edit.log_number {
+            self.log_number = n;
+        }
+        if let Some(s) = edit.last_sequence {
+            self.last_sequence = self.last_sequence.max(s);
+        }
+        for (level, k) in &edit.compact_pointers {
+            if let Some(p) = self.compact_pointers.get_mut(*level) {
+                *p = k.0.clone();
+            }
+        }
+        self.current = Arc::new(version);
+        Ok(())
+    }
+
+    /// An edit that recreates the whole state of `version` (the first record of a MANIFEST).
+    fn snapshot_edit(&self, version: &Version, edit: &VersionEdit) -> VersionEdit {
+        let mut s = VersionEdit {
+            log_number: Some(edit.log_number.unwrap_or(self.log_number)),
+            last_sequence: Some(
+                edit.last_sequence
+                    .unwrap_or(self.last_sequence)
+                    .max(self.last_sequence),
+            ),
+            ..Default::default()
+        };
+        for (level, p) in self.compact_pointers.iter().enumerate() {
+            if !p.is_empty() {
+                s.compact_pointers.push((level, key::InternalKey(p.clone())));
+            }
+        }
+        for (level, k) in &edit.compact_pointers {
+            s.compact_pointers.retain(|(l, _)| l != level);
+            s.compact_pointers.push((*level, k.clone()));
+        }
+        for (level, files) in version.files.iter().enumerate() {
+            for f in files {
+                s.add_file(level, (**f).clone());
+            }
+        }
+        s
+    }
+
+    /// Numbers of every table file in the current version.
+    pub fn live_files(&self) -> HashSet<u64> {
+        self.current.files.iter().flatten().map(|f| f.number).collect()
+    }
+}
+
+/// Applies an edit's deletions and additions to per-level file lists.
+fn apply_edit(
+    levels: &mut [Vec<Arc<FileMetaData>>],
+    edit: &VersionEdit,
+    num_levels: usize,
+) -> std::result::Result<(), String> {
+    for (level, number) in &edit.deleted_files {
+        let files = levels
+            .get_mut(*level)
+            .ok_or_else(|| format!("edit deletes a file at level {level} of {num_levels}"))?;
+        let before = files.len();
+        files.retain(|f| f.number != *number);
+        if files.len() == before {
+            return Err(format!("edit deletes file {number} which is not at level {level}"));
+        }
+    }
+    for (level, f) in &edit.new_files {
+        let files = levels
+            .get_mut(*level)
+            .ok_or_else(|| format!("edit adds a file at level {level} of {num_levels}"))?;
+        files.push(Arc::new(f.clone()));
+    }
+    Ok(())
+}
+
+/// Sorts each level: L0 newest first, deeper levels by smallest key.
+fn build_version(mut levels: Vec<Vec<Arc<FileMetaData>>>) -> Version {
+    for (level, files) in levels.iter_mut().enumerate() {
+        if level == 0 {
+            files.sort_by(|a, b| {
+                b.largest_seqno
+                    .cmp(&a.largest_seqno)
+                    .then(b.number.cmp(&a.number))
+            });
+        } else {
+            files.sort_by(|a, b| match key::compare_internal(a.smallest.encoded(), b.smallest.encoded()) {
+                Ordering::Equal => a.number.cmp(&b.number),
+                o => o,
+            });
+        }
+    }
+    Version { files: levels }
+}
+
+/// Points CURRENT at MANIFEST `manifest_number`, atomically and durably.
+pub fn set_current_file(fs: &Arc<dyn FileSystem>, dir: &Path, manifest_number: u64) -> Result<()> {
+    let tmp = filename::temp_file(dir, manifest_number);
+    let contents = format!("{}\n", filename::manifest_name(manifest_number));
+    let res = (|| -> std::io::Result<()> {
+        let mut f = fs.create(&tmp)?;
+        f.append(contents.as_bytes())?;
+        f.sync()?;
+        drop(f);
+        fs.rename(&tmp, &filename::current_file(dir))?;
+        fs.sync_dir(dir)
+    })();
+    res.map_err(|e| {
+        let _ = fs.remove_file(&tmp);
+        Error::io("updating CURRENT", e)
+    })
+}
