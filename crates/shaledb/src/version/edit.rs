@@ -1,1 +1,439 @@
 //! Version edits and their MANIFEST encoding. See docs/format/manifest.md.
+//!
+//! A [`VersionEdit`] is the delta between two versions: files added and removed per level plus
+//! a few counters. The MANIFEST is a log (crate::log) of encoded edits; replaying them in order
+//! rebuilds the current version.
+//!
+//! Encoding: a sequence of fields, each a varint32 tag followed by a tag-specific payload.
+//! Tags with [`TAG_SAFE_TO_IGNORE`] set carry a varint-length-prefixed payload that older
+//! readers skip, so optional fields can be added later without breaking them; any other unknown
+//! tag is an error because ignoring it could silently lose state.
+
+use crate::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
+use crate::key::{parse_internal_key, InternalKey};
+
+/// Levels in an edit must be below this; larger values are treated as corruption.
+pub const MAX_LEVELS: usize = 64;
+
+/// Field tags. Numbers are part of the on-disk format: never reuse or renumber.
+mod tag {
+    pub const LOG_NUMBER: u32 = 1;
+    pub const NEXT_FILE_NUMBER: u32 = 2;
+    pub const LAST_SEQUENCE: u32 = 3;
+    pub const COMPACT_POINTER: u32 = 4;
+    pub const DELETED_FILE: u32 = 5;
+    pub const NEW_FILE: u32 = 6;
+}
+
+/// Bit set in the tag of an optional field that readers which do not know it may skip. Such
+/// a field's payload is always a varint length followed by that many bytes.
+pub const TAG_SAFE_TO_IGNORE: u32 = 1 << 13;
+
+/// What the MANIFEST records about one table file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMetaData {
+    /// The file number: the table lives in `{number:06}.sst`.
+    pub number: u64,
+    /// Size of the file in bytes.
+    pub file_size: u64,
+    /// Smallest internal key in the file.
+    pub smallest: InternalKey,
+    /// Largest internal key in the file.
+    pub largest: InternalKey,
+    /// Smallest sequence number of any entry.
+    pub smallest_seqno: u64,
+    /// Largest sequence number of any entry.
+    pub largest_seqno: u64,
+    /// Number of entries (puts and deletes).
+    pub num_entries: u64,
+    /// Number of delete tombstones.
+    pub num_deletions: u64,
+}
+
+/// A change to the set of live files and counters, one MANIFEST record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// WAL files numbered below this are no longer needed (their data is in tables).
+    pub log_number: Option<u64>,
+    /// The next file number to allocate.
+    pub next_file_number: Option<u64>,
+    /// The last sequence number used.
+    pub last_sequence: Option<u64>,
+    /// Per level, the key after which the next compaction of that level starts.
+    pub compact_pointers: Vec<(usize, InternalKey)>,
+    /// Files removed, as (level, file number).
+    pub deleted_files: Vec<(usize, u64)>,
+    /// Files added, as (level, metadata).
+    pub new_files: Vec<(usize, FileMetaData)>,
+}
+
+impl VersionEdit {
+    /// Records that `f` was added at `level`.
+    pub fn add_file(&mut self, level: usize, f: FileMetaData) {
+        self.new_files.push((level, f));
+    }
+
+    /// Records that file `number` was removed from `level`.
+    pub fn delete_file(&mut self, level: usize, number: u64) {
+        self.deleted_files.push((level, number));
+    }
+
+    /// Appends the encoding of this edit to `dst` (docs/format/manifest.md).
+    pub fn encode(&self, dst: &mut Vec<u8>) {
+        if let Some(v) = self.log_number {
+            put_varint32(dst, tag::LOG_NUMBER);
+            put_varint64(dst, v);
+        }
+        if let Some(v) = self.next_file_number {
+            put_varint32(dst, tag::NEXT_FILE_NUMBER);
+            put_varint64(dst, v);
+        }
+        if let Some(v) = self.last_sequence {
+            put_varint32(dst, tag::LAST_SEQUENCE);
+            put_varint64(dst, v);
+        }
+        for (level, key) in &self.compact_pointers {
+            put_varint32(dst, tag::COMPACT_POINTER);
+            put_level(dst, *level);
+            put_length_prefixed(dst, key.encoded());
+        }
+        for (level, number) in &self.deleted_files {
+            put_varint32(dst, tag::DELETED_FILE);
+            put_level(dst, *level);
+            put_varint64(dst, *number);
+        }
+        for (level, f) in &self.new_files {
+            put_varint32(dst, tag::NEW_FILE);
+            put_level(dst, *level);
+            put_varint64(dst, f.number);
+            put_varint64(dst, f.file_size);
+            put_length_prefixed(dst, f.smallest.encoded());
+            put_length_prefixed(dst, f.largest.encoded());
+            put_varint64(dst, f.smallest_seqno);
+            put_varint64(dst, f.largest_seqno);
+            put_varint64(dst, f.num_entries);
+            put_varint64(dst, f.num_deletions);
+        }
+    }
+
+    /// Decodes and validates an edit. `Err` describes the first problem and its byte offset:
+    /// truncation, an unknown tag without [`TAG_SAFE_TO_IGNORE`], a repeated counter field,
+    /// a level >= [`MAX_LEVELS`], an unparseable internal key, or a file whose smallest key
+    /// sorts after its largest.
+    pub fn decode(src: &[u8]) -> Result<VersionEdit, String> {
+        let mut edit = VersionEdit::default();
+        let mut d = Decoder::new(src);
+        while !d.is_empty() {
+            let at = d.position();
+            let t = d
+                .varint32()
+                .ok_or_else(|| format!("bad field tag at byte {at}"))?;
+            let field = |what: &str| format!("{what} (tag {t} at byte {at})");
+            match t {
+                tag::LOG_NUMBER | tag::NEXT_FILE_NUMBER | tag::LAST_SEQUENCE => {
+                    let v = d
+                        .varint64()
+                        .ok_or_else(|| field("truncated or bad number"))?;
+                    let slot = match t {
+                        tag::LOG_NUMBER => &mut edit.log_number,
+                        tag::NEXT_FILE_NUMBER => &mut edit.next_file_number,
+                        _ => &mut edit.last_sequence,
+                    };
+                    if slot.replace(v).is_some() {
+                        return Err(field("field appears twice"));
+                    }
+                }
+                tag::COMPACT_POINTER => {
+                    let level = get_level(&mut d).map_err(|e| field(&e))?;
+                    let key = get_internal_key(&mut d).map_err(|e| field(&e))?;
+                    edit.compact_pointers.push((level, key));
+                }
+                tag::DELETED_FILE => {
+                    let level = get_level(&mut d).map_err(|e| field(&e))?;
+                    let number = d
+                        .varint64()
+                        .ok_or_else(|| field("truncated or bad file number"))?;
+                    edit.deleted_files.push((level, number));
+                }
+                tag::NEW_FILE => {
+                    let level = get_level(&mut d).map_err(|e| field(&e))?;
+                    let f = get_file_meta(&mut d).map_err(|e| field(&e))?;
+                    edit.new_files.push((level, f));
+                }
+                t if t & TAG_SAFE_TO_IGNORE != 0 => {
+                    // An optional field from a newer writer: skip its payload.
+                    d.length_prefixed()
+                        .ok_or_else(|| field("truncated optional field"))?;
+                }
+                _ => return Err(field("unknown field tag")),
+            }
+        }
+        Ok(edit)
+    }
+}
+
+fn put_level(dst: &mut Vec<u8>, level: usize) {
+    debug_assert!(level < MAX_LEVELS);
+    put_varint32(dst, level as u32);
+}
+
+fn get_level(d: &mut Decoder<'_>) -> Result<usize, String> {
+    let level = d.varint32().ok_or("truncated or bad level")?;
+    let level = level as usize;
+    if level >= MAX_LEVELS {
+        return Err(format!(
+            "level {level} out of range (max {})",
+            MAX_LEVELS - 1
+        ));
+    }
+    Ok(level)
+}
+
+fn get_internal_key(d: &mut Decoder<'_>) -> Result<InternalKey, String> {
+    let bytes = d.length_prefixed().ok_or("truncated internal key")?;
+    if parse_internal_key(bytes).is_none() {
+        return Err(format!("unparseable internal key {bytes:?}"));
+    }
+    Ok(InternalKey(bytes.to_vec()))
+}
+
+fn get_file_meta(d: &mut Decoder<'_>) -> Result<FileMetaData, String> {
+    let mut num = |what: &str| {
+        d.varint64()
+            .ok_or_else(|| format!("truncated or bad {what}"))
+    };
+    let number = num("file number")?;
+    let file_size = num("file size")?;
+    let smallest = get_internal_key(d)?;
+    let largest = get_internal_key(d)?;
+    let mut num = |what: &str| {
+        d.varint64()
+            .ok_or_else(|| format!("truncated or bad {what}"))
+    };
+    let smallest_seqno = num("smallest sequence number")?;
+    let largest_seqno = num("largest sequence number")?;
+    let num_entries = num("entry count")?;
+    let num_deletions = num("deletion count")?;
+    if smallest > largest {
+        return Err(format!(
+            "file {number}: smallest key {smallest:?} sorts after largest key {largest:?}"
+        ));
+    }
+    Ok(FileMetaData {
+        number,
+        file_size,
+        smallest,
+        largest,
+        smallest_seqno,
+        largest_seqno,
+        num_entries,
+        num_deletions,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{ValueKind, MAX_SEQUENCE};
+
+    fn file(number: u64, small: &[u8], large: &[u8]) -> FileMetaData {
+        FileMetaData {
+            number,
+            file_size: 4096 * number + 17,
+            smallest: InternalKey::new(small, 5, ValueKind::Put),
+            largest: InternalKey::new(large, 3, ValueKind::Delete),
+            smallest_seqno: 3,
+            largest_seqno: 5,
+            num_entries: 1000,
+            num_deletions: 12,
+        }
+    }
+
+    fn full_edit() -> VersionEdit {
+        let mut e = VersionEdit {
+            log_number: Some(7),
+            next_file_number: Some(u64::MAX),
+            last_sequence: Some(MAX_SEQUENCE),
+            compact_pointers: vec![
+                (1, InternalKey::new(b"cp", 9, ValueKind::Put)),
+                (63, InternalKey::new(b"", 0, ValueKind::Delete)),
+            ],
+            ..Default::default()
+        };
+        e.delete_file(0, 3);
+        e.delete_file(2, 1 << 40);
+        e.add_file(0, file(8, b"a", b"z"));
+        e.add_file(6, file(9, b"same", b"same"));
+        e
+    }
+
+    fn encoded(e: &VersionEdit) -> Vec<u8> {
+        let mut v = Vec::new();
+        e.encode(&mut v);
+        v
+    }
+
+    #[test]
+    fn round_trip_every_field() {
+        let e = full_edit();
+        let bytes = encoded(&e);
+        assert_eq!(VersionEdit::decode(&bytes), Ok(e.clone()));
+        // encode appends.
+        let mut two = vec![0xAA];
+        e.encode(&mut two);
+        assert_eq!(&two[1..], &bytes[..]);
+        // Each counter alone.
+        for e in [
+            VersionEdit {
+                log_number: Some(0),
+                ..Default::default()
+            },
+            VersionEdit {
+                next_file_number: Some(2),
+                ..Default::default()
+            },
+            VersionEdit {
+                last_sequence: Some(300),
+                ..Default::default()
+            },
+        ] {
+            assert_eq!(VersionEdit::decode(&encoded(&e)), Ok(e));
+        }
+    }
+
+    #[test]
+    fn empty_edit_is_empty_bytes() {
+        let e = VersionEdit::default();
+        assert!(encoded(&e).is_empty());
+        assert_eq!(VersionEdit::decode(&[]), Ok(e));
+    }
+
+    #[test]
+    fn exact_encoding_of_small_edit() {
+        let mut e = VersionEdit {
+            log_number: Some(5),
+            ..Default::default()
+        };
+        e.delete_file(1, 300);
+        assert_eq!(encoded(&e), vec![1, 5, 5, 1, 0xac, 0x02]);
+    }
+
+    #[test]
+    fn truncation_never_yields_the_original() {
+        let e = full_edit();
+        let bytes = encoded(&e);
+        let mut errors = 0;
+        for cut in 0..bytes.len() {
+            match VersionEdit::decode(&bytes[..cut]) {
+                Ok(d) => assert_ne!(d, e, "cut {cut}"),
+                Err(_) => errors += 1,
+            }
+        }
+        // Only cuts at field boundaries decode (to a prefix of the fields).
+        assert!(errors > bytes.len() - 12);
+        // A cut inside the last new-file field is always an error.
+        assert!(VersionEdit::decode(&bytes[..bytes.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn unknown_tags() {
+        let mut bytes = Vec::new();
+        put_varint32(&mut bytes, 99);
+        put_varint64(&mut bytes, 1);
+        let err = VersionEdit::decode(&bytes).expect_err("unknown tag");
+        assert!(err.contains("unknown"), "{err}");
+
+        // A safe-to-ignore field is skipped, whatever its payload.
+        let mut bytes = Vec::new();
+        put_varint32(&mut bytes, TAG_SAFE_TO_IGNORE | 1);
+        put_length_prefixed(&mut bytes, b"future stuff \x00\xff");
+        full_edit().encode(&mut bytes);
+        put_varint32(&mut bytes, TAG_SAFE_TO_IGNORE | 77);
+        put_length_prefixed(&mut bytes, b"");
+        assert_eq!(VersionEdit::decode(&bytes), Ok(full_edit()));
+        // ...but its payload must be complete.
+        let mut bytes = Vec::new();
+        put_varint32(&mut bytes, TAG_SAFE_TO_IGNORE | 2);
+        put_varint64(&mut bytes, 10);
+        bytes.extend_from_slice(b"short");
+        assert!(VersionEdit::decode(&bytes).is_err());
+    }
+
+    #[test]
+    fn invalid_content_is_rejected() {
+        // Level out of range.
+        let mut bytes = Vec::new();
+        put_varint32(&mut bytes, tag::DELETED_FILE);
+        put_varint32(&mut bytes, 64);
+        put_varint64(&mut bytes, 1);
+        assert!(VersionEdit::decode(&bytes)
+            .expect_err("level")
+            .contains("level"));
+
+        // Smallest after largest.
+        let mut e = VersionEdit::default();
+        e.add_file(1, file(4, b"z", b"a"));
+        assert!(VersionEdit::decode(&encoded(&e))
+            .expect_err("order")
+            .contains("sorts after"));
+        // Same user key: smallest must be the newer (higher sequence) version.
+        let mut f = file(4, b"k", b"k");
+        std::mem::swap(&mut f.smallest, &mut f.largest);
+        let mut e = VersionEdit::default();
+        e.add_file(1, f);
+        assert!(VersionEdit::decode(&encoded(&e)).is_err());
+
+        // Unparseable internal keys: too short, and a bad kind byte.
+        let mut e = VersionEdit::default();
+        e.compact_pointers.push((1, InternalKey(b"short".to_vec())));
+        assert!(VersionEdit::decode(&encoded(&e)).is_err());
+        let mut bad = InternalKey::new(b"k", 1, ValueKind::Put);
+        let n = bad.0.len();
+        bad.0[n - 8] = 9;
+        let mut f = file(4, b"a", b"b");
+        f.largest = bad;
+        let mut e = VersionEdit::default();
+        e.add_file(0, f);
+        assert!(VersionEdit::decode(&encoded(&e)).is_err());
+
+        // A counter twice.
+        let mut bytes = encoded(&VersionEdit {
+            log_number: Some(1),
+            ..Default::default()
+        });
+        bytes.extend(bytes.clone());
+        assert!(VersionEdit::decode(&bytes)
+            .expect_err("twice")
+            .contains("twice"));
+
+        // Bad varints.
+        assert!(VersionEdit::decode(&[0xff; 6]).is_err());
+        assert!(VersionEdit::decode(&[1, 0x80]).is_err());
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let valid = encoded(&full_edit());
+        for _ in 0..5000 {
+            let mut bytes = if rng.gen_bool(0.5) {
+                valid.clone()
+            } else {
+                (0..rng.gen_range(0..80))
+                    .map(|_| rng.gen_range(0..10))
+                    .collect()
+            };
+            for _ in 0..rng.gen_range(0..4) {
+                if !bytes.is_empty() {
+                    let i = rng.gen_range(0..bytes.len());
+                    bytes[i] = rng.gen();
+                }
+            }
+            if let Ok(e) = VersionEdit::decode(&bytes) {
+                // Whatever decodes re-encodes to something that decodes the same.
+                assert_eq!(VersionEdit::decode(&encoded(&e)), Ok(e));
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Appends logical records to a log file, fragmenting them across 32 KiB blocks.
+
+use super::{record_type, BLOCK_SIZE, HEADER_SIZE};
+use crate::checksum;
+use crate::fs::WritableFile;
+
+/// Writes records in the log format (docs/format/wal.md) to a [`WritableFile`].
+///
+/// If any call returns an error the file's tail is in an unknown state (a record may be partly
+/// written); the caller must stop using this writer (the engine poisons itself). Readers treat
+/// such a partial tail as damage, never as a wrong record.
+pub struct LogWriter {
+    file: Box<dyn WritableFile>,
+    /// Offset of the next write inside the current block.
+    block_offset: usize,
+    /// Precomputed CRC32C of each type byte, the prefix of every fragment's checksum.
+    type_crc: [u32; 5],
+}
+
+impl LogWriter {
+    /// Starts writing at the current end of `file`. A non-empty file is continued at its
+    /// current position within the block layout (the length is taken from `file.len()`).
+    pub fn new(file: Box<dyn WritableFile>) -> Self {
+        let block_offset = (file.len() % BLOCK_SIZE as u64) as usize;
+        let mut type_crc = [0u32; 5];
+        for (t, c) in type_crc.iter_mut().enumerate() {
+            *c = checksum::crc32c(&[t as u8]);
+        }
+        LogWriter {
+            file,
+            block_offset,
+            type_crc,
+        }
+    }
+
+    /// Appends one logical record (possibly empty), fragmenting it as needed. The bytes may
+    /// stay buffered in user space until [`flush`](Self::flush) or [`sync`](Self::sync).
+    pub fn add_record(&mut self, data: &[u8]) -> std::io::Result<()> {
+        let mut left = data;
+        let mut begin = true;
+        // Loop at least once so an empty record still emits a (zero-length) Full fragment.
+        loop {
+            let leftover = BLOCK_SIZE - self.block_offset;
+            if leftover < HEADER_SIZE {
+                // Too small for a header: zero-fill the trailer and start a new block.
+                if leftover > 0 {
+                    const ZEROS: [u8; HEADER_SIZE] = [0; HEADER_SIZE];
+                    self.file.append(&ZEROS[..leftover])?;
+                }
+                self.block_offset = 0;
+            }
+            let avail = BLOCK_SIZE - self.block_offset - HEADER_SIZE;
+            let frag_len = left.len().min(avail);
+            let end = frag_len == left.len();
+            let typ = match (begin, end) {
+                (true, true) => record_type::FULL,
+                (true, false) => record_type::FIRST,
+                (false, false) => record_type::MIDDLE,
+                (false, true) => record_type::LAST,
+            };
+            let (frag, rest) = left.split_at(frag_len);
+            self.emit_fragment(typ, frag)?;
+            left = rest;
+            begin = false;
+            if end {
+                return Ok(());
+            }
+        }
+    }
+
+    fn emit_fragment(&mut self, typ: u8, payload: &[u8]) -> std::io::Result<()> {
+        debug_assert!(payload.len() <= BLOCK_SIZE - HEADER_SIZE);
+        debug_assert!(self.block_offset + HEADER_SIZE + payload.len() <= BLOCK_SIZE);
+        // The CRC covers the type byte and the payload, so a fragment whose type byte was
+        // corrupted into another valid type is still detected.
+        let crc = checksum::crc32c_extend(self.type_crc[usize::from(typ)], payload);
+        let mut header = [0u8; HEADER_SIZE];
+        header[..4].copy_from_slice(&checksum::mask(crc).to_le_bytes());
+        header[4..6].copy_from_slice(&(payload.len() as u16).to_le_bytes());
+        header[6] = typ;
+        self.file.append(&header)?;
+        self.file.append(payload)?;
+        self.block_offset += HEADER_SIZE + payload.len();
+        Ok(())
+    }
+
+    /// Hands buffered bytes to the operating system (survives a process crash).
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+
+    /// Makes everything appended so far durable (survives a power loss).
+    pub fn sync(&mut self) -> std::io::Result<()> {
+        self.file.sync()
+    }
+
+    /// Bytes appended to the file so far, including headers and block padding.
+    pub fn file_len(&self) -> u64 {
+        self.file.len()
+    }
+}
