@@ -130,11 +130,13 @@ impl InternalIterator for MemTableIterator {
         self.current.is_some()
     }
     fn seek_to_first(&mut self) {
-        let e = self.mem.map.front();
+        let mem = self.mem.clone();
+        let e = mem.map.front();
         self.set(e);
     }
     fn seek_to_last(&mut self) {
-        let e = self.mem.map.back();
+        let mem = self.mem.clone();
+        let e = mem.map.back();
         self.set(e);
     }
     fn seek(&mut self, target: &[u8]) {

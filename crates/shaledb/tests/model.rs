@@ -1,0 +1,283 @@
+//! Model-based randomized test: thousands of mixed operations against ShaleDB and a BTreeMap,
+//! with tiny memtables and files so flushes and compactions run constantly, over several
+//! option sets. Every answer must match the model exactly.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use shaledb::{CompressionType, Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn small_options(compression: CompressionType, bloom: usize, block_size: usize) -> Options {
+    let mut o = Options::default();
+    o.write_buffer_size = 16 << 10;
+    o.max_write_buffer_number = 3;
+    o.target_file_size_base = 8 << 10;
+    o.max_bytes_for_level_base = 32 << 10;
+    o.max_bytes_for_level_multiplier = 4.0;
+    o.level0_file_num_compaction_trigger = 2;
+    o.block_size = block_size;
+    o.bloom_bits_per_key = bloom;
+    o.set_compression(compression);
+    o.max_background_jobs = 2;
+    o.block_cache_size = 64 << 10;
+    o
+}
+
+fn random_key(rng: &mut StdRng) -> Vec<u8> {
+    // A small key space so keys are overwritten and deleted often; sometimes empty.
+    let n: u32 = rng.gen_range(0..400);
+    if n == 0 {
+        return Vec::new();
+    }
+    format!("key{n:05}").into_bytes()
+}
+
+fn random_value(rng: &mut StdRng) -> Vec<u8> {
+    let len = match rng.gen_range(0..10) {
+        0 => 0,
+        1 => rng.gen_range(500..3000),
+        _ => rng.gen_range(1..60),
+    };
+    (0..len).map(|_| rng.gen_range(b'a'..=b'z')).collect()
+}
+
+fn check_full_scan(db: &Db, ro: &ReadOptions, model: &Model) {
+    let mut it = db.iter(ro);
+    it.seek_to_first();
+    let mut got = Vec::new();
+    while it.valid() {
+        got.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().expect("forward scan status");
+    let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(got.len(), want.len(), "forward scan length");
+    assert!(got == want, "forward scan differs from the model");
+
+    it.seek_to_last();
+    let mut back = Vec::new();
+    while it.valid() {
+        back.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev();
+    }
+    it.status().expect("backward scan status");
+    back.reverse();
+    assert!(back == want, "backward scan differs from the model");
+}
+
+fn check_seek(db: &Db, ro: &ReadOptions, model: &Model, target: &[u8], rng: &mut StdRng) {
+    let mut it = db.iter(ro);
+    it.seek(target);
+    let mut expect = model.range(target.to_vec()..);
+    // Walk a few steps forward, then back.
+    let steps = rng.gen_range(0..5);
+    let mut seen = Vec::new();
+    for _ in 0..steps {
+        match expect.next() {
+            Some((k, v)) => {
+                assert!(it.valid(), "iterator ended early after seek");
+                assert_eq!(it.key(), k.as_slice());
+                assert_eq!(it.value(), v.as_slice());
+                seen.push(k.clone());
+                it.next();
+            }
+            None => {
+                assert!(!it.valid(), "iterator has extra keys after seek");
+                break;
+            }
+        }
+    }
+    it.status().expect("seek status");
+    // seek_for_prev
+    let mut it = db.iter(ro);
+    it.seek_for_prev(target);
+    match model.range(..=target.to_vec()).next_back() {
+        Some((k, v)) => {
+            assert!(it.valid(), "seek_for_prev found nothing");
+            assert_eq!(it.key(), k.as_slice());
+            assert_eq!(it.value(), v.as_slice());
+            it.prev();
+            match model.range(..k.clone()).next_back() {
+                Some((k2, _)) => assert_eq!(it.key(), k2.as_slice()),
+                None => assert!(!it.valid()),
+            }
+        }
+        None => assert!(!it.valid()),
+    }
+}
+
+fn run_model(seed: u64, opts: Options, ops: usize, dir: &Path) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut db = Some(Db::open(dir, opts.clone()).expect("open"));
+    let mut model: Model = BTreeMap::new();
+    let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
+    for step in 0..ops {
+        let d = db.as_ref().expect("db open");
+        let op = rng.gen_range(0..100);
+        match op {
+            0..=39 => {
+                let k = random_key(&mut rng);
+                let v = random_value(&mut rng);
+                d.put(&k, &v).expect("put");
+                model.insert(k, v);
+            }
+            40..=49 => {
+                let k = random_key(&mut rng);
+                d.delete(&k).expect("delete");
+                model.remove(&k);
+            }
+            50..=56 => {
+                let mut b = WriteBatch::new();
+                let mut staged = Vec::new();
+                for _ in 0..rng.gen_range(1..20) {
+                    let k = random_key(&mut rng);
+                    if rng.gen_bool(0.3) {
+                        b.delete(&k);
+                        staged.push((k, None));
+                    } else {
+                        let v = random_value(&mut rng);
+                        b.put(&k, &v);
+                        staged.push((k, Some(v)));
+                    }
+                }
+                let wo = WriteOptions {
+                    sync: rng.gen_bool(0.1),
+                    disable_wal: false,
+                };
+                d.write(&wo, &b).expect("write batch");
+                for (k, v) in staged {
+                    match v {
+                        Some(v) => {
+                            model.insert(k, v);
+                        }
+                        None => {
+                            model.remove(&k);
+                        }
+                    }
+                }
+            }
+            57..=74 => {
+                let k = random_key(&mut rng);
+                let got = d.get(&k).expect("get");
+                assert_eq!(
+                    got.as_deref(),
+                    model.get(&k).map(|v| v.as_slice()),
+                    "seed {seed} step {step}: get {:?}",
+                    String::from_utf8_lossy(&k)
+                );
+            }
+            75..=79 => {
+                let k = random_key(&mut rng);
+                check_seek(d, &ReadOptions::default(), &model, &k, &mut rng);
+            }
+            80..=82 => check_full_scan(d, &ReadOptions::default(), &model),
+            83..=85 => {
+                if snapshots.len() < 4 {
+                    snapshots.push((d.snapshot(), model.clone()));
+                } else {
+                    let i = rng.gen_range(0..snapshots.len());
+                    snapshots.swap_remove(i);
+                }
+            }
+            86..=89 => {
+                if let Some((s, m)) = snapshots.get(rng.gen_range(0..snapshots.len().max(1))) {
+                    let ro = ReadOptions {
+                        snapshot: Some(s.clone()),
+                        ..Default::default()
+                    };
+                    let k = random_key(&mut rng);
+                    assert_eq!(
+                        d.get_opt(&ro, &k).expect("snapshot get").as_deref(),
+                        m.get(&k).map(|v| v.as_slice()),
+                        "seed {seed} step {step}: snapshot get"
+                    );
+                    if rng.gen_bool(0.2) {
+                        check_full_scan(d, &ro, m);
+                    }
+                }
+            }
+            90..=92 => d.flush().expect("flush"),
+            93..=94 => {
+                let a = random_key(&mut rng);
+                let b = random_key(&mut rng);
+                let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                if rng.gen_bool(0.5) {
+                    d.compact_range(Some(&lo), Some(&hi)).expect("compact range");
+                } else {
+                    d.compact_range(None, None).expect("compact all");
+                }
+            }
+            95..=96 => {
+                // Bounded iteration.
+                let a = random_key(&mut rng);
+                let b = random_key(&mut rng);
+                let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                let got: Vec<_> = d
+                    .range(lo.clone()..hi.clone())
+                    .collect::<Result<_, _>>()
+                    .expect("range");
+                let want: Vec<_> = model
+                    .range(lo..hi)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                assert!(got == want, "seed {seed} step {step}: range differs");
+            }
+            _ => {
+                // Close and reopen; snapshots do not survive a reopen.
+                snapshots.clear();
+                let old = db.take().expect("db");
+                old.close().expect("close");
+                drop(old);
+                db = Some(Db::open(dir, opts.clone()).expect("reopen"));
+            }
+        }
+    }
+    let d = db.as_ref().expect("db");
+    check_full_scan(d, &ReadOptions::default(), &model);
+    d.close().expect("final close");
+}
+
+fn ops_count() -> usize {
+    std::env::var("SHALEDB_MODEL_OPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6000)
+}
+
+#[test]
+fn model_no_compression_with_bloom() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_model(1, small_options(CompressionType::None, 10, 256), ops_count(), dir.path());
+}
+
+#[test]
+fn model_lz4_without_bloom() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_model(2, small_options(CompressionType::Lz4, 0, 1024), ops_count(), dir.path());
+}
+
+#[test]
+fn model_zstd_large_blocks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_model(3, small_options(CompressionType::Zstd, 10, 4096), ops_count(), dir.path());
+}
+
+#[test]
+fn model_snappy_tiny_blocks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options(CompressionType::Snappy, 4, 64);
+    o.block_restart_interval = 1;
+    run_model(4, o, ops_count(), dir.path());
+}
+
+#[test]
+fn model_per_level_compression_default_shape() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options(CompressionType::None, 10, 512);
+    o.compression_per_level = Options::default().compression_per_level;
+    o.compression_per_level[1] = CompressionType::Zlib;
+    run_model(5, o, ops_count(), dir.path());
+}
