@@ -288,6 +288,7 @@ impl FileSystem for PosixFileSystem {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
