@@ -1,4 +1,974 @@
-//! In-memory filesystem with crash simulation (work in progress).
+//! In-memory filesystem with power-loss simulation.
+//!
+//! The model, kept deliberately small:
+//! - A file is an *inode* (`Arc<Mutex<FileData>>`); the *namespace* maps paths to inodes.
+//!   Renames move the inode, so open handles follow the file like on a real filesystem.
+//! - Each inode knows its *durable contents*: what `sync` last made durable. Appends land in
+//!   the inode at once (there is no user-space buffer, so `flush` has nothing to do).
+//! - Besides the live namespace there is a *durable namespace*. `sync_dir(d)` copies the live
+//!   entries of `d` into it, replacing d's old durable entries; so creations, renames and
+//!   removals in `d` survive a crash only once `d` has been synced.
+//! - [`MemFileSystem::crash`] replaces the live namespace by the durable one and each surviving
+//!   file's contents by its durable contents, then invalidates every open handle.
+//! - Directories are simplified: they are durable as soon as they are created, and a crash
+//!   re-creates the parents of surviving files. The engine creates its directory once, before
+//!   anything that matters, so this does not hide the bugs these tests are after.
+//!
+//! One mutex guards the whole state and is held for every operation, handles included; inode
+//! mutexes are only ever taken while holding it. That makes each operation atomic with respect
+//! to `crash`, which is what lets a stale handle be refused reliably.
 
-/// An in-memory filesystem.
-pub struct MemFileSystem {}
+use super::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A file's identity, shared by every path naming it and every handle open on it.
+type Inode = Arc<Mutex<FileData>>;
+
+/// What survives of a file's data on power loss.
+enum Durable {
+    /// The durable contents are `data[..n]`: everything past `n` was appended since the last
+    /// sync. This avoids copying the file on every sync (a WAL syncs after every write).
+    Prefix(usize),
+    /// The file was truncated since its last sync; these are the durable contents.
+    Snapshot(Vec<u8>),
+}
+
+struct FileData {
+    /// Current contents, as readers see them.
+    data: Vec<u8>,
+    durable: Durable,
+}
+
+impl FileData {
+    fn new(data: Vec<u8>) -> Inode {
+        let len = data.len();
+        Arc::new(Mutex::new(FileData {
+            data,
+            durable: Durable::Prefix(len),
+        }))
+    }
+
+    fn durable_contents(&self) -> &[u8] {
+        match &self.durable {
+            Durable::Prefix(n) => &self.data[..*n],
+            Durable::Snapshot(s) => s,
+        }
+    }
+
+    /// Empties the file (`O_TRUNC`) without losing what a crash would bring back.
+    fn truncate(&mut self) {
+        if let Durable::Prefix(n) = self.durable {
+            let mut old = std::mem::take(&mut self.data);
+            old.truncate(n);
+            self.durable = Durable::Snapshot(old);
+        } else {
+            self.data.clear();
+        }
+    }
+
+    fn sync(&mut self) {
+        self.durable = Durable::Prefix(self.data.len());
+    }
+}
+
+#[derive(Default)]
+struct State {
+    /// Bumped by every crash; handles remember the epoch they were opened in.
+    epoch: u64,
+    /// The live namespace: normalized path → inode.
+    files: BTreeMap<PathBuf, Inode>,
+    /// The namespace as it would be found after a power loss.
+    durable_files: BTreeMap<PathBuf, Inode>,
+    /// Existing directories (the root and "" always exist and are not listed).
+    dirs: BTreeSet<PathBuf>,
+    /// Paths locked through [`FileSystem::lock`].
+    locks: HashSet<PathBuf>,
+}
+
+/// An in-memory filesystem that can simulate a power loss. Clones share the same files.
+#[derive(Clone, Default)]
+pub struct MemFileSystem {
+    inner: Arc<Mutex<State>>,
+}
+
+/// Collapses `a//b`, `./a/./b` and trailing slashes so each file has one key (`.` alone
+/// becomes "", the parent of bare relative names). `..` is kept as is: the engine never
+/// produces it.
+fn normalize(path: &Path) -> PathBuf {
+    path.components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect()
+}
+
+/// The directory holding `path` ("" for a bare relative name).
+fn parent_of(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new(""))
+}
+
+/// An error of the kind the OS would give for `errno`, naming the path.
+fn os_err(errno: i32, what: &str, path: &Path) -> io::Error {
+    let os = io::Error::from_raw_os_error(errno);
+    io::Error::new(os.kind(), format!("{what} {}: {os}", path.display()))
+}
+
+fn stale_handle() -> io::Error {
+    io::Error::other("file handle opened before a simulated crash")
+}
+
+impl State {
+    fn dir_exists(&self, dir: &Path) -> bool {
+        dir.parent().is_none() || self.dirs.contains(dir)
+    }
+
+    /// Fails like the OS when `path`'s directory is missing or is a file.
+    fn check_parent(&self, what: &str, path: &Path) -> io::Result<()> {
+        let parent = parent_of(path);
+        if self.files.contains_key(parent) {
+            Err(os_err(libc::ENOTDIR, what, path))
+        } else if !self.dir_exists(parent) {
+            Err(os_err(libc::ENOENT, what, path))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn file(&self, what: &str, path: &Path) -> io::Result<Inode> {
+        match self.files.get(path) {
+            Some(inode) => Ok(inode.clone()),
+            None if self.dirs.contains(path) => Err(os_err(libc::EISDIR, what, path)),
+            None => Err(os_err(libc::ENOENT, what, path)),
+        }
+    }
+
+    /// True if some file or directory lives directly in `dir`.
+    fn has_children(&self, dir: &Path) -> bool {
+        self.children(dir).next().is_some()
+    }
+
+    /// Direct children of `dir`, files and directories.
+    fn children<'a>(&'a self, dir: &'a Path) -> impl Iterator<Item = &'a Path> + 'a {
+        let files = self.files.keys().map(PathBuf::as_path);
+        let dirs = self.dirs.iter().map(PathBuf::as_path);
+        files.chain(dirs).filter(move |p| p.parent() == Some(dir))
+    }
+
+    fn add_dir_all(&mut self, dir: &Path) -> io::Result<()> {
+        for d in dir.ancestors() {
+            if d.parent().is_none() {
+                break;
+            }
+            if self.files.contains_key(d) {
+                return Err(os_err(libc::EEXIST, "creating directory", d));
+            }
+        }
+        for d in dir.ancestors() {
+            if d.parent().is_none() {
+                break;
+            }
+            self.dirs.insert(d.to_path_buf());
+        }
+        Ok(())
+    }
+}
+
+/// A small deterministic PRNG (splitmix64); `rand` is only a dev-dependency.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform-ish in `0..=max`.
+    fn up_to(&mut self, max: usize) -> usize {
+        (self.next() % (max as u64 + 1)) as usize
+    }
+}
+
+impl MemFileSystem {
+    /// An empty filesystem.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Simulates a power loss: only durable directory entries survive, each with only its
+    /// synced contents (a file whose entry is durable but whose data was never synced comes back
+    /// empty). Every handle opened before the crash fails from now on, and all locks are freed.
+    pub fn crash(&self) {
+        self.crash_with(|_| 0);
+    }
+
+    /// Like [`crash`](Self::crash), but each surviving file whose unsynced data was only
+    /// appended also keeps a random-length prefix of those appended bytes: a torn tail, as when
+    /// some of the OS's dirty pages reached the disk. The same seed gives the same outcome.
+    pub fn crash_keep_unsynced_prefix(&self, rng_seed: u64) {
+        let mut rng = SplitMix64(rng_seed);
+        self.crash_with(|unsynced| rng.up_to(unsynced));
+    }
+
+    /// `keep(n)` says how many of a file's `n` unsynced appended bytes survive.
+    fn crash_with(&self, mut keep: impl FnMut(usize) -> usize) {
+        let mut st = self.inner.lock();
+        st.epoch += 1;
+        st.locks.clear();
+        // Fresh inodes, so nothing a stale handle holds is part of the new state. Paths that
+        // named one inode still share one (keyed by the old inode's address, alive meanwhile).
+        let mut renewed: HashMap<usize, Inode> = HashMap::new();
+        let mut files = BTreeMap::new();
+        // BTreeMap order keeps the random draws deterministic for a given seed.
+        for (path, inode) in &st.durable_files {
+            let new = renewed
+                .entry(Arc::as_ptr(inode) as usize)
+                .or_insert_with(|| {
+                    let d = inode.lock();
+                    let mut data = d.durable_contents().to_vec();
+                    if let Durable::Prefix(n) = d.durable {
+                        let kept = keep(d.data.len() - n).min(d.data.len() - n);
+                        data.extend_from_slice(&d.data[n..n + kept]);
+                    }
+                    FileData::new(data)
+                })
+                .clone();
+            files.insert(path.clone(), new);
+        }
+        st.durable_files = files.clone();
+        st.files = files;
+        // A file that came back wins over a directory made at its path (or above it) since.
+        let State { files, dirs, .. } = &mut *st;
+        dirs.retain(|d| !d.ancestors().any(|a| files.contains_key(a)));
+        let parents: Vec<PathBuf> = files.keys().map(|p| parent_of(p).to_path_buf()).collect();
+        for dir in parents {
+            // Fails only if a durable file sits where this file's parent directory goes (a
+            // pathological remove/mkdir sequence); the file then simply has no listed parent.
+            let _ = st.add_dir_all(&dir);
+        }
+    }
+
+    /// Paths of all files in the live namespace, sorted.
+    pub fn file_names(&self) -> Vec<PathBuf> {
+        self.inner.lock().files.keys().cloned().collect()
+    }
+
+    /// Test helper: replaces (or creates) a file's contents, durably at once (data and
+    /// directory entry), creating missing parent directories. Open handles see the new bytes.
+    ///
+    /// # Panics
+    /// If `path` or one of its parents is an existing directory/file in the way.
+    pub fn write_file_bytes(&self, path: impl AsRef<Path>, bytes: &[u8]) {
+        let path = normalize(path.as_ref());
+        let mut st = self.inner.lock();
+        assert!(
+            !st.dirs.contains(&path),
+            "write_file_bytes: {} is a directory",
+            path.display()
+        );
+        if let Err(e) = st.add_dir_all(parent_of(&path)) {
+            panic!("write_file_bytes: {e}");
+        }
+        let inode = match st.files.get(&path) {
+            Some(inode) => {
+                let mut d = inode.lock();
+                d.data = bytes.to_vec();
+                d.sync();
+                inode.clone()
+            }
+            None => FileData::new(bytes.to_vec()),
+        };
+        st.files.insert(path.clone(), inode.clone());
+        st.durable_files.insert(path, inode);
+    }
+
+    /// Test helper: a file's current contents, or `None` if there is no such file.
+    pub fn read_file_bytes(&self, path: impl AsRef<Path>) -> Option<Vec<u8>> {
+        let path = normalize(path.as_ref());
+        let st = self.inner.lock();
+        let inode = st.files.get(&path)?;
+        let data = inode.lock().data.clone();
+        Some(data)
+    }
+
+    fn handle(&self, st: &State, inode: Inode) -> Handle {
+        Handle {
+            fs: self.inner.clone(),
+            inode,
+            epoch: st.epoch,
+        }
+    }
+}
+
+/// What every open file holds: its inode and the epoch it was opened in.
+struct Handle {
+    fs: Arc<Mutex<State>>,
+    inode: Inode,
+    epoch: u64,
+}
+
+impl Handle {
+    /// Runs `f` on the file's data unless a crash happened since the handle was opened. The
+    /// state lock is held throughout, so a crash cannot slip in between check and access.
+    fn with<R>(&self, f: impl FnOnce(&mut FileData) -> R) -> io::Result<R> {
+        let st = self.fs.lock();
+        if st.epoch != self.epoch {
+            return Err(stale_handle());
+        }
+        let mut d = self.inode.lock();
+        Ok(f(&mut d))
+    }
+}
+
+struct MemWritableFile {
+    h: Handle,
+    len: u64,
+}
+
+impl WritableFile for MemWritableFile {
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        self.h.with(|d| d.data.extend_from_slice(data))?;
+        self.len += data.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        // Appends already reached the "OS"; still refuse stale handles, like every call.
+        self.h.with(|_| ())
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.h.with(FileData::sync)
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+struct MemRandomAccessFile {
+    h: Handle,
+}
+
+impl RandomAccessFile for MemRandomAccessFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.h.with(|d| {
+            let len = d.data.len() as u64;
+            match offset.checked_add(buf.len() as u64) {
+                Some(end) if end <= len => {
+                    buf.copy_from_slice(&d.data[offset as usize..end as usize]);
+                    Ok(())
+                }
+                _ => Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "read of {} bytes at offset {offset} past end of file ({len} bytes)",
+                        buf.len()
+                    ),
+                )),
+            }
+        })?
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        self.h.with(|d| d.data.len() as u64)
+    }
+}
+
+struct MemSequentialFile {
+    h: Handle,
+    pos: usize,
+}
+
+impl SequentialFile for MemSequentialFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let pos = self.pos;
+        let n = self.h.with(|d| {
+            let start = pos.min(d.data.len());
+            let n = buf.len().min(d.data.len() - start);
+            buf[..n].copy_from_slice(&d.data[start..start + n]);
+            n
+        })?;
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+struct MemFileLock {
+    fs: Arc<Mutex<State>>,
+    path: PathBuf,
+    epoch: u64,
+}
+
+impl FileLock for MemFileLock {}
+
+impl Drop for MemFileLock {
+    fn drop(&mut self) {
+        let mut st = self.fs.lock();
+        // After a crash the lock was already freed and may belong to someone new.
+        if st.epoch == self.epoch {
+            st.locks.remove(&self.path);
+        }
+    }
+}
+
+impl FileSystem for MemFileSystem {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let path = normalize(path);
+        let mut st = self.inner.lock();
+        if st.dirs.contains(&path) || path.parent().is_none() {
+            return Err(os_err(libc::EISDIR, "creating", &path));
+        }
+        st.check_parent("creating", &path)?;
+        let inode = match st.files.get(&path) {
+            Some(inode) => {
+                // Like O_TRUNC: same inode, emptied; readers already open see it shrink.
+                inode.lock().truncate();
+                inode.clone()
+            }
+            None => {
+                let inode = FileData::new(Vec::new());
+                st.files.insert(path, inode.clone());
+                inode
+            }
+        };
+        let h = self.handle(&st, inode);
+        Ok(Box::new(MemWritableFile { h, len: 0 }))
+    }
+
+    fn open_random_access(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        let path = normalize(path);
+        let st = self.inner.lock();
+        let inode = st.file("opening", &path)?;
+        let h = self.handle(&st, inode);
+        Ok(Arc::new(MemRandomAccessFile { h }))
+    }
+
+    fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn SequentialFile>> {
+        let path = normalize(path);
+        let st = self.inner.lock();
+        let inode = st.file("opening", &path)?;
+        let h = self.handle(&st, inode);
+        Ok(Box::new(MemSequentialFile { h, pos: 0 }))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        let path = normalize(path);
+        let st = self.inner.lock();
+        st.files.contains_key(&path) || st.dir_exists(&path)
+    }
+
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        let path = normalize(path);
+        let st = self.inner.lock();
+        let inode = st.file("reading metadata of", &path)?;
+        let len = inode.lock().data.len() as u64;
+        Ok(len)
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let dir = normalize(dir);
+        let st = self.inner.lock();
+        if st.files.contains_key(&dir) {
+            return Err(os_err(libc::ENOTDIR, "listing", &dir));
+        }
+        if !st.dir_exists(&dir) {
+            return Err(os_err(libc::ENOENT, "listing", &dir));
+        }
+        Ok(st
+            .children(&dir)
+            .filter_map(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect())
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let dir = normalize(dir);
+        self.inner.lock().add_dir_all(&dir)
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        let path = normalize(path);
+        let mut st = self.inner.lock();
+        st.file("removing", &path)?;
+        st.files.remove(&path);
+        Ok(())
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let dir = normalize(dir);
+        let mut st = self.inner.lock();
+        if st.files.contains_key(&dir) {
+            return Err(os_err(libc::ENOTDIR, "removing directory", &dir));
+        }
+        if !st.dirs.contains(&dir) {
+            let errno = if dir.parent().is_none() {
+                libc::EBUSY
+            } else {
+                libc::ENOENT
+            };
+            return Err(os_err(errno, "removing directory", &dir));
+        }
+        if st.has_children(&dir) {
+            return Err(os_err(libc::ENOTEMPTY, "removing directory", &dir));
+        }
+        st.dirs.remove(&dir);
+        Ok(())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let (from, to) = (normalize(from), normalize(to));
+        let mut st = self.inner.lock();
+        if st.dirs.contains(&from) {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "MemFileSystem cannot rename directories ({})",
+                    from.display()
+                ),
+            ));
+        }
+        let inode = st.file("renaming", &from)?;
+        if st.dirs.contains(&to) || to.parent().is_none() {
+            return Err(os_err(libc::EISDIR, "renaming onto", &to));
+        }
+        st.check_parent("renaming onto", &to)?;
+        if from != to {
+            st.files.remove(&from);
+            st.files.insert(to, inode);
+        }
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let dir = normalize(dir);
+        let mut st = self.inner.lock();
+        if st.files.contains_key(&dir) {
+            return Err(os_err(libc::ENOTDIR, "syncing directory", &dir));
+        }
+        if !st.dir_exists(&dir) {
+            return Err(os_err(libc::ENOENT, "syncing directory", &dir));
+        }
+        let State {
+            files,
+            durable_files,
+            ..
+        } = &mut *st;
+        durable_files.retain(|p, _| parent_of(p) != dir);
+        for (p, inode) in files.iter() {
+            if parent_of(p) == dir {
+                durable_files.insert(p.clone(), inode.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        let path = normalize(path);
+        let mut st = self.inner.lock();
+        // Like open(O_CREAT) without O_TRUNC: make sure the file exists, keep its contents.
+        if !st.files.contains_key(&path) {
+            if st.dirs.contains(&path) || path.parent().is_none() {
+                return Err(os_err(libc::EISDIR, "opening lock file", &path));
+            }
+            st.check_parent("opening lock file", &path)?;
+            st.files.insert(path.clone(), FileData::new(Vec::new()));
+        }
+        if !st.locks.insert(path.clone()) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is already locked", path.display()),
+            ));
+        }
+        Ok(Box::new(MemFileLock {
+            fs: self.inner.clone(),
+            path,
+            epoch: st.epoch,
+        }))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> PathBuf {
+        PathBuf::from(s)
+    }
+
+    /// A filesystem with directory `/db`, made durable.
+    fn fs_with_db() -> MemFileSystem {
+        let fs = MemFileSystem::new();
+        fs.create_dir_all(&p("/db")).unwrap();
+        fs
+    }
+
+    fn write(fs: &MemFileSystem, path: &str, data: &[u8], sync: bool) {
+        let mut f = fs.create(&p(path)).unwrap();
+        f.append(data).unwrap();
+        if sync {
+            f.sync().unwrap();
+        }
+    }
+
+    #[test]
+    fn write_flush_read_back() {
+        let fs = fs_with_db();
+        let mut f = fs.create(&p("/db/a")).unwrap();
+        assert!(f.is_empty());
+        f.append(b"hello ").unwrap();
+        f.append(b"world").unwrap();
+        f.flush().unwrap();
+        assert_eq!(f.len(), 11);
+        assert_eq!(fs.file_size(&p("/db/a")).unwrap(), 11);
+        assert_eq!(fs.read_to_vec(&p("/db/a")).unwrap(), b"hello world");
+        let r = fs.open_random_access(&p("/db/a")).unwrap();
+        let mut buf = [0u8; 5];
+        r.read_exact_at(6, &mut buf).unwrap();
+        assert_eq!(&buf, b"world");
+        // Readers see later appends (same inode).
+        f.append(b"!").unwrap();
+        assert_eq!(r.len().unwrap(), 12);
+        // Paths are normalized.
+        assert!(fs.exists(&p("/db//./a")));
+        assert_eq!(fs.read_file_bytes("/db/a").unwrap(), b"hello world!");
+    }
+
+    #[test]
+    fn read_past_eof() {
+        let fs = fs_with_db();
+        write(&fs, "/db/a", b"0123456789", true);
+        let r = fs.open_random_access(&p("/db/a")).unwrap();
+        let mut buf = [0u8; 4];
+        for off in [7, 11, u64::MAX - 1] {
+            let err = r.read_exact_at(off, &mut buf).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        }
+        r.read_exact_at(6, &mut buf).unwrap();
+        assert_eq!(&buf, b"6789");
+        let mut s = fs.open_sequential(&p("/db/a")).unwrap();
+        let mut out = Vec::new();
+        loop {
+            let n = s.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(out, b"0123456789");
+    }
+
+    #[test]
+    fn errors_like_the_os() {
+        let fs = fs_with_db();
+        let missing = p("/db/nope");
+        assert!(!fs.exists(&missing));
+        for err in [
+            fs.open_random_access(&missing).err().unwrap(),
+            fs.open_sequential(&missing).err().unwrap(),
+            fs.file_size(&missing).unwrap_err(),
+            fs.remove_file(&missing).unwrap_err(),
+            fs.list_dir(&missing).unwrap_err(),
+            fs.rename(&missing, &p("/db/x")).unwrap_err(),
+            fs.create(&p("/nodir/a")).err().unwrap(),
+            fs.sync_dir(&p("/nodir")).unwrap_err(),
+        ] {
+            assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        }
+        write(&fs, "/db/f", b"x", false);
+        assert!(fs.create_dir_all(&p("/db/f/sub")).is_err());
+        assert!(fs.create(&p("/db/f/sub")).is_err());
+        assert!(fs.list_dir(&p("/db/f")).is_err());
+        assert!(fs.create(&p("/db")).is_err());
+        assert!(fs.remove_file(&p("/db")).is_err());
+    }
+
+    #[test]
+    fn rename_over_existing() {
+        let fs = fs_with_db();
+        write(&fs, "/db/a", b"new", true);
+        write(&fs, "/db/b", b"old contents", true);
+        let r = fs.open_random_access(&p("/db/a")).unwrap();
+        fs.rename(&p("/db/a"), &p("/db/b")).unwrap();
+        assert!(!fs.exists(&p("/db/a")));
+        assert_eq!(fs.read_to_vec(&p("/db/b")).unwrap(), b"new");
+        assert_eq!(fs.file_names(), [p("/db/b")]);
+        // The handle follows the inode.
+        assert_eq!(r.len().unwrap(), 3);
+    }
+
+    #[test]
+    fn list_dir_and_remove() {
+        let fs = MemFileSystem::new();
+        fs.create_dir_all(&p("/x/y")).unwrap();
+        fs.create_dir_all(&p("/x/y")).unwrap();
+        write(&fs, "/x/y/f1", b"1", false);
+        write(&fs, "/x/y/f2", b"2", false);
+        write(&fs, "/x/top", b"3", false);
+        let mut names = fs.list_dir(&p("/x/y")).unwrap();
+        names.sort();
+        assert_eq!(names, ["f1", "f2"]);
+        let mut names = fs.list_dir(&p("/x")).unwrap();
+        names.sort();
+        assert_eq!(names, ["top", "y"]);
+        assert_eq!(fs.list_dir(&p("/")).unwrap(), ["x"]);
+        let err = fs.remove_dir(&p("/x/y")).unwrap_err();
+        assert_eq!(
+            err.kind(),
+            io::Error::from_raw_os_error(libc::ENOTEMPTY).kind()
+        );
+        fs.remove_file(&p("/x/y/f1")).unwrap();
+        fs.remove_file(&p("/x/y/f2")).unwrap();
+        assert!(fs.list_dir(&p("/x/y")).unwrap().is_empty());
+        fs.remove_dir(&p("/x/y")).unwrap();
+        assert!(!fs.exists(&p("/x/y")));
+        assert_eq!(fs.list_dir(&p("/x")).unwrap(), ["top"]);
+    }
+
+    #[test]
+    fn lock_twice_would_block_until_dropped() {
+        let fs = fs_with_db();
+        let guard = fs.lock(&p("/db/LOCK")).unwrap();
+        assert!(fs.exists(&p("/db/LOCK")));
+        let err = fs.lock(&p("/db/LOCK")).err().unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        // A clone is the same filesystem, so the same lock.
+        let err = fs.clone().lock(&p("/db/./LOCK")).err().unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        drop(guard);
+        drop(fs.lock(&p("/db/LOCK")).unwrap());
+    }
+
+    #[test]
+    fn crash_releases_locks_and_old_guards_do_not_free_new_ones() {
+        let fs = fs_with_db();
+        let old = fs.lock(&p("/db/LOCK")).unwrap();
+        fs.crash();
+        let new = fs.lock(&p("/db/LOCK")).unwrap();
+        drop(old);
+        let err = fs.lock(&p("/db/LOCK")).err().unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        drop(new);
+    }
+
+    #[test]
+    fn crash_drops_unsynced_data() {
+        let fs = fs_with_db();
+        let mut f = fs.create(&p("/db/wal")).unwrap();
+        fs.sync_dir(&p("/db")).unwrap();
+        f.append(b"synced").unwrap();
+        f.sync().unwrap();
+        f.append(b" unsynced").unwrap();
+        f.flush().unwrap();
+        write(&fs, "/db/never_synced", b"data", false);
+        fs.sync_dir(&p("/db")).unwrap();
+        fs.crash();
+        assert_eq!(fs.read_file_bytes("/db/wal").unwrap(), b"synced");
+        // Entry durable, data never synced: the file is there but empty.
+        assert_eq!(fs.read_file_bytes("/db/never_synced").unwrap(), b"");
+    }
+
+    #[test]
+    fn crash_drops_file_whose_dir_was_not_synced() {
+        let fs = fs_with_db();
+        write(&fs, "/db/a", b"data", true);
+        fs.crash();
+        assert!(!fs.exists(&p("/db/a")));
+        assert!(fs.file_names().is_empty());
+        // The directory itself survives (directories are durable when created).
+        assert!(fs.list_dir(&p("/db")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn crash_keeps_file_after_sync_and_sync_dir() {
+        let fs = fs_with_db();
+        write(&fs, "/db/a", b"data", true);
+        fs.sync_dir(&p("/db")).unwrap();
+        fs.crash();
+        assert_eq!(fs.read_file_bytes("/db/a").unwrap(), b"data");
+        assert_eq!(fs.file_names(), [p("/db/a")]);
+        // After a crash everything present is durable: a second crash changes nothing.
+        fs.crash();
+        assert_eq!(fs.read_file_bytes("/db/a").unwrap(), b"data");
+    }
+
+    #[test]
+    fn crash_undoes_rename_without_sync_dir() {
+        let fs = fs_with_db();
+        write(&fs, "/db/CURRENT", b"MANIFEST-1\n", true);
+        write(&fs, "/db/CURRENT.tmp", b"MANIFEST-2\n", true);
+        fs.sync_dir(&p("/db")).unwrap();
+        fs.rename(&p("/db/CURRENT.tmp"), &p("/db/CURRENT")).unwrap();
+        assert_eq!(fs.read_file_bytes("/db/CURRENT").unwrap(), b"MANIFEST-2\n");
+        fs.crash();
+        assert_eq!(fs.read_file_bytes("/db/CURRENT").unwrap(), b"MANIFEST-1\n");
+        assert_eq!(
+            fs.read_file_bytes("/db/CURRENT.tmp").unwrap(),
+            b"MANIFEST-2\n"
+        );
+        // With the directory sync the rename sticks.
+        fs.rename(&p("/db/CURRENT.tmp"), &p("/db/CURRENT")).unwrap();
+        fs.sync_dir(&p("/db")).unwrap();
+        fs.crash();
+        assert_eq!(fs.read_file_bytes("/db/CURRENT").unwrap(), b"MANIFEST-2\n");
+        assert_eq!(fs.file_names(), [p("/db/CURRENT")]);
+    }
+
+    #[test]
+    fn crash_undoes_remove_without_sync_dir() {
+        let fs = fs_with_db();
+        write(&fs, "/db/a", b"data", true);
+        fs.sync_dir(&p("/db")).unwrap();
+        fs.remove_file(&p("/db/a")).unwrap();
+        fs.crash();
+        assert_eq!(fs.read_file_bytes("/db/a").unwrap(), b"data");
+        fs.remove_file(&p("/db/a")).unwrap();
+        fs.sync_dir(&p("/db")).unwrap();
+        fs.crash();
+        assert!(!fs.exists(&p("/db/a")));
+    }
+
+    #[test]
+    fn crash_undoes_unsynced_truncation() {
+        let fs = fs_with_db();
+        write(&fs, "/db/a", b"old", true);
+        fs.sync_dir(&p("/db")).unwrap();
+        write(&fs, "/db/a", b"new but not synced", false);
+        fs.crash();
+        assert_eq!(fs.read_file_bytes("/db/a").unwrap(), b"old");
+        write(&fs, "/db/a", b"new", true);
+        fs.crash_keep_unsynced_prefix(7);
+        assert_eq!(fs.read_file_bytes("/db/a").unwrap(), b"new");
+    }
+
+    #[test]
+    fn stale_handles_cannot_change_files() {
+        let fs = fs_with_db();
+        let mut w = fs.create(&p("/db/a")).unwrap();
+        w.append(b"before").unwrap();
+        w.sync().unwrap();
+        fs.sync_dir(&p("/db")).unwrap();
+        let r = fs.open_random_access(&p("/db/a")).unwrap();
+        let mut s = fs.open_sequential(&p("/db/a")).unwrap();
+        fs.crash();
+        assert!(w.append(b" after").is_err());
+        assert!(w.flush().is_err());
+        assert!(w.sync().is_err());
+        drop(w);
+        let mut buf = [0u8; 1];
+        assert!(r.read_exact_at(0, &mut buf).is_err());
+        assert!(r.len().is_err());
+        assert!(s.read(&mut buf).is_err());
+        assert_eq!(fs.read_file_bytes("/db/a").unwrap(), b"before");
+        // A new handle works.
+        let mut w = fs.create(&p("/db/b")).unwrap();
+        w.append(b"x").unwrap();
+        let r = fs.open_random_access(&p("/db/a")).unwrap();
+        assert_eq!(r.len().unwrap(), 6);
+    }
+
+    #[test]
+    fn crash_keep_unsynced_prefix_keeps_synced_data_and_a_prefix() {
+        let mut lens = BTreeSet::new();
+        for seed in 0..40 {
+            let fs = fs_with_db();
+            let mut w = fs.create(&p("/db/wal")).unwrap();
+            fs.sync_dir(&p("/db")).unwrap();
+            w.append(b"synced|").unwrap();
+            w.sync().unwrap();
+            w.append(b"0123456789").unwrap();
+            fs.crash_keep_unsynced_prefix(seed);
+            let got = fs.read_file_bytes("/db/wal").unwrap();
+            let full = b"synced|0123456789";
+            assert!(
+                got.len() >= 7 && full.starts_with(&got),
+                "seed {seed}: {got:?}"
+            );
+            lens.insert(got.len());
+
+            // Same seed, same outcome.
+            let fs2 = fs_with_db();
+            let mut w = fs2.create(&p("/db/wal")).unwrap();
+            fs2.sync_dir(&p("/db")).unwrap();
+            w.append(b"synced|").unwrap();
+            w.sync().unwrap();
+            w.append(b"0123456789").unwrap();
+            fs2.crash_keep_unsynced_prefix(seed);
+            assert_eq!(fs2.read_file_bytes("/db/wal").unwrap(), got);
+        }
+        assert!(lens.len() > 3, "tails should vary: {lens:?}");
+    }
+
+    #[test]
+    fn renamed_file_shared_by_two_durable_names_stays_one_file() {
+        // Rename across directories with only the target dir synced: both names survive (the
+        // source dir's removal was not durable) and they still name one file.
+        let fs = MemFileSystem::new();
+        fs.create_dir_all(&p("/a")).unwrap();
+        fs.create_dir_all(&p("/b")).unwrap();
+        write(&fs, "/a/f", b"data", true);
+        fs.sync_dir(&p("/a")).unwrap();
+        fs.rename(&p("/a/f"), &p("/b/f")).unwrap();
+        fs.sync_dir(&p("/b")).unwrap();
+        fs.crash();
+        assert_eq!(fs.file_names(), [p("/a/f"), p("/b/f")]);
+        let mut w = fs.create(&p("/a/f")).unwrap();
+        w.append(b"z").unwrap();
+        assert_eq!(fs.read_file_bytes("/b/f").unwrap(), b"z");
+    }
+
+    #[test]
+    fn relative_paths_and_current_dir() {
+        let fs = MemFileSystem::new();
+        write(&fs, "a", b"x", true);
+        assert!(fs.exists(&p("./a")));
+        assert_eq!(fs.list_dir(&p(".")).unwrap(), ["a"]);
+        fs.sync_dir(&p(".")).unwrap();
+        fs.crash();
+        assert_eq!(fs.read_file_bytes("./a").unwrap(), b"x");
+    }
+
+    #[test]
+    fn test_helpers_are_durable_and_visible_to_open_handles() {
+        let fs = MemFileSystem::new();
+        fs.write_file_bytes("/d/e/f", b"abc");
+        let r = fs.open_random_access(&p("/d/e/f")).unwrap();
+        fs.write_file_bytes("/d/e/f", b"xyz!");
+        let mut buf = [0u8; 4];
+        r.read_exact_at(0, &mut buf).unwrap();
+        assert_eq!(&buf, b"xyz!");
+        fs.crash();
+        assert_eq!(fs.read_file_bytes("/d/e/f").unwrap(), b"xyz!");
+        assert_eq!(fs.read_file_bytes("/d/e/g"), None);
+        assert_eq!(fs.list_dir(&p("/d")).unwrap(), ["e"]);
+    }
+
+    #[test]
+    fn usable_as_shared_dyn_filesystem_across_threads() {
+        let mem = MemFileSystem::new();
+        let fs: Arc<dyn FileSystem> = Arc::new(mem.clone());
+        fs.create_dir_all(&p("/db")).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let fs = fs.clone();
+                s.spawn(move || {
+                    let path = PathBuf::from(format!("/db/{t}"));
+                    let mut w = fs.create(&path).unwrap();
+                    for _ in 0..1000 {
+                        w.append(&[t as u8; 10]).unwrap();
+                    }
+                    w.sync().unwrap();
+                });
+            }
+        });
+        fs.sync_dir(&p("/db")).unwrap();
+        mem.crash();
+        assert_eq!(mem.file_names().len(), 4);
+        assert_eq!(fs.file_size(&p("/db/3")).unwrap(), 10_000);
+    }
+}

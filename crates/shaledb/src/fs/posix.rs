@@ -1,7 +1,37 @@
-//! The real filesystem (work in progress).
+//! The real filesystem, on top of `std::fs` and a little `libc` (for `flock`).
+
+use super::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+use std::collections::BTreeSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Size of the user-space write buffer of a [`WritableFile`]. Appends smaller than this are
+/// coalesced so that many small WAL records cost one `write(2)`.
+const WRITE_BUFFER_SIZE: usize = 64 * 1024;
+
+/// Permission bits of every file the engine creates (before the umask).
+const FILE_MODE: u32 = 0o644;
+
+/// Canonical paths locked by this process. `flock` locks belong to the open file description,
+/// so two opens in one process already conflict on Linux, but not on every platform or
+/// filesystem (e.g. some NFS setups emulate `flock` with `fcntl` locks, which are per process);
+/// this table makes "already open in this process" fail reliably everywhere.
+static LOCKED_PATHS: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+fn locked_paths() -> MutexGuard<'static, BTreeSet<PathBuf>> {
+    // A panic while holding this lock cannot leave the set inconsistent (each operation is a
+    // single insert or remove), so a poisoned lock is safe to keep using.
+    LOCKED_PATHS.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The operating system's filesystem.
+#[derive(Debug, Clone, Copy)]
 pub struct PosixFileSystem {}
+
 impl PosixFileSystem {
     /// A handle to the real filesystem.
     pub fn new() -> Self {
@@ -15,48 +45,456 @@ impl Default for PosixFileSystem {
     }
 }
 
-#[allow(unused_variables)]
-impl super::FileSystem for PosixFileSystem {
-    fn create(&self, path: &std::path::Path) -> std::io::Result<Box<dyn super::WritableFile>> {
-        unimplemented!()
+/// A file being appended to, with a user-space buffer in front of `write(2)`.
+struct PosixWritableFile {
+    file: File,
+    /// Appended bytes not yet handed to the OS.
+    buf: Vec<u8>,
+    /// All bytes appended, buffered or written.
+    len: u64,
+}
+
+impl PosixWritableFile {
+    fn flush_buffer(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            // `File` writes go straight to the fd; `write_all` retries short writes and EINTR.
+            let res = self.file.write_all(&self.buf);
+            // After a failed write we cannot tell how much reached the file, so retrying the
+            // same bytes could duplicate them; drop them and let the caller treat the file as
+            // failed (the engine poisons itself on WAL/MANIFEST write errors).
+            self.buf.clear();
+            res?;
+        }
+        Ok(())
     }
-    fn open_random_access(
-        &self,
-        path: &std::path::Path,
-    ) -> std::io::Result<std::sync::Arc<dyn super::RandomAccessFile>> {
-        unimplemented!()
+}
+
+impl WritableFile for PosixWritableFile {
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        if self.buf.len() + data.len() > WRITE_BUFFER_SIZE {
+            self.flush_buffer()?;
+        }
+        if data.len() >= WRITE_BUFFER_SIZE {
+            // Large writes skip the buffer: copying them would only cost time.
+            self.file.write_all(data)?;
+        } else {
+            self.buf.extend_from_slice(data);
+        }
+        self.len += data.len() as u64;
+        Ok(())
     }
-    fn open_sequential(
-        &self,
-        path: &std::path::Path,
-    ) -> std::io::Result<Box<dyn super::SequentialFile>> {
-        unimplemented!()
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.flush_buffer()
     }
-    fn exists(&self, path: &std::path::Path) -> bool {
-        unimplemented!()
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.flush_buffer()?;
+        // fdatasync: the data plus the metadata needed to read it back (the size), not mtime.
+        self.file.sync_data()
     }
-    fn file_size(&self, path: &std::path::Path) -> std::io::Result<u64> {
-        unimplemented!()
+
+    fn len(&self) -> u64 {
+        self.len
     }
-    fn list_dir(&self, dir: &std::path::Path) -> std::io::Result<Vec<String>> {
-        unimplemented!()
+}
+
+impl Drop for PosixWritableFile {
+    fn drop(&mut self) {
+        // Best effort, like closing a buffered stream: the bytes reach the OS so they survive
+        // a process exit. Errors have nowhere to go; callers needing certainty call `sync`.
+        let _ = self.flush_buffer();
     }
-    fn create_dir_all(&self, dir: &std::path::Path) -> std::io::Result<()> {
-        unimplemented!()
+}
+
+/// A file read with `pread`, which needs no shared cursor and so is safe from many threads.
+struct PosixRandomAccessFile {
+    file: File,
+}
+
+impl RandomAccessFile for PosixRandomAccessFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        // std's `read_exact_at` retries short reads and EINTR and reports `UnexpectedEof`.
+        self.file.read_exact_at(buf, offset)
     }
-    fn remove_file(&self, path: &std::path::Path) -> std::io::Result<()> {
-        unimplemented!()
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
     }
-    fn remove_dir(&self, dir: &std::path::Path) -> std::io::Result<()> {
-        unimplemented!()
+}
+
+/// A file read front to back.
+struct PosixSequentialFile {
+    file: File,
+}
+
+impl SequentialFile for PosixSequentialFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.file.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                res => return res,
+            }
+        }
     }
-    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
-        unimplemented!()
+}
+
+/// Holds an `flock` on an open file plus this process's table entry for it.
+struct PosixFileLock {
+    file: File,
+    /// Canonical path: the key in [`LOCKED_PATHS`].
+    path: PathBuf,
+}
+
+impl FileLock for PosixFileLock {}
+
+impl Drop for PosixFileLock {
+    fn drop(&mut self) {
+        // Unlock before leaving the table so that a thread which sees the entry gone and then
+        // takes the lock never collides with our still-held flock. (Closing the file would also
+        // release the flock; doing it explicitly makes the order certain.)
+        // SAFETY: the fd is valid for as long as `self.file` lives.
+        unsafe {
+            libc::flock(self.file.as_raw_fd(), libc::LOCK_UN);
+        }
+        locked_paths().remove(&self.path);
     }
-    fn sync_dir(&self, dir: &std::path::Path) -> std::io::Result<()> {
-        unimplemented!()
+}
+
+/// Adds the path to an OS error's message, which otherwise says only "No such file".
+fn with_path(e: io::Error, what: &str, path: &Path) -> io::Error {
+    io::Error::new(e.kind(), format!("{what} {}: {e}", path.display()))
+}
+
+impl FileSystem for PosixFileSystem {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        // std sets O_CLOEXEC on every open, so fds never leak into child processes.
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(FILE_MODE)
+            .open(path)
+            .map_err(|e| with_path(e, "creating", path))?;
+        Ok(Box::new(PosixWritableFile {
+            file,
+            buf: Vec::with_capacity(WRITE_BUFFER_SIZE),
+            len: 0,
+        }))
     }
-    fn lock(&self, path: &std::path::Path) -> std::io::Result<Box<dyn super::FileLock>> {
-        unimplemented!()
+
+    fn open_random_access(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(|e| with_path(e, "opening", path))?;
+        Ok(Arc::new(PosixRandomAccessFile { file }))
+    }
+
+    fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn SequentialFile>> {
+        let file = File::open(path).map_err(|e| with_path(e, "opening", path))?;
+        Ok(Box::new(PosixSequentialFile { file }))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        Ok(fs::metadata(path)
+            .map_err(|e| with_path(e, "reading metadata of", path))?
+            .len())
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir).map_err(|e| with_path(e, "listing", dir))? {
+            let name = entry?.file_name();
+            // The engine only names files in ASCII; anything else is not ours, so it is
+            // reported lossily rather than failing the whole listing.
+            names.push(name.to_string_lossy().into_owned());
+        }
+        Ok(names)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir_all(dir).map_err(|e| with_path(e, "creating directory", dir))
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path).map_err(|e| with_path(e, "removing", path))
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::remove_dir(dir).map_err(|e| with_path(e, "removing directory", dir))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        // rename(2) replaces `to` atomically.
+        fs::rename(from, to).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("renaming {} to {}: {e}", from.display(), to.display()),
+            )
+        })
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        // fsync on a directory fd persists its entries (creations, renames, removals).
+        let d = File::open(dir).map_err(|e| with_path(e, "opening directory", dir))?;
+        d.sync_all()
+            .map_err(|e| with_path(e, "syncing directory", dir))
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(FILE_MODE)
+            .open(path)
+            .map_err(|e| with_path(e, "opening lock file", path))?;
+        // Canonicalize after creating it: the file must exist, and then "db/LOCK",
+        // "./db/LOCK" and a symlinked path all map to the same key.
+        let canonical = fs::canonicalize(path).map_err(|e| with_path(e, "resolving", path))?;
+        if !locked_paths().insert(canonical.clone()) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is already locked by this process", path.display()),
+            ));
+        }
+        loop {
+            // SAFETY: the fd is valid for as long as `file` lives.
+            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            if rc == 0 {
+                return Ok(Box::new(PosixFileLock {
+                    file,
+                    path: canonical,
+                }));
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            locked_paths().remove(&canonical);
+            return Err(if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!("{} is locked by another process", path.display()),
+                )
+            } else {
+                with_path(err, "locking", path)
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn write_file(fs: &PosixFileSystem, path: &Path, data: &[u8]) {
+        let mut f = fs.create(path).unwrap();
+        f.append(data).unwrap();
+        f.sync().unwrap();
+    }
+
+    #[test]
+    fn write_flush_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFileSystem::new();
+        let path = dir.path().join("a");
+        let mut f = fs.create(&path).unwrap();
+        assert!(f.is_empty());
+        f.append(b"hello ").unwrap();
+        f.append(b"world").unwrap();
+        assert_eq!(f.len(), 11);
+        // Still buffered in user space.
+        assert_eq!(fs.file_size(&path).unwrap(), 0);
+        f.flush().unwrap();
+        assert_eq!(fs.file_size(&path).unwrap(), 11);
+        assert_eq!(fs.read_to_vec(&path).unwrap(), b"hello world");
+
+        // A write larger than the buffer, around buffered bytes, keeps the order.
+        let big = vec![7u8; WRITE_BUFFER_SIZE * 2 + 3];
+        f.append(b"x").unwrap();
+        f.append(&big).unwrap();
+        f.append(b"y").unwrap();
+        f.sync().unwrap();
+        assert_eq!(f.len(), 11 + 1 + big.len() as u64 + 1);
+        let mut expected = b"hello worldx".to_vec();
+        expected.extend_from_slice(&big);
+        expected.push(b'y');
+        assert_eq!(fs.read_to_vec(&path).unwrap(), expected);
+
+        let r = fs.open_random_access(&path).unwrap();
+        assert_eq!(r.len().unwrap(), expected.len() as u64);
+        let mut buf = [0u8; 5];
+        r.read_exact_at(6, &mut buf).unwrap();
+        assert_eq!(&buf, b"world");
+    }
+
+    #[test]
+    fn drop_flushes() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFileSystem::new();
+        let path = dir.path().join("a");
+        let mut f = fs.create(&path).unwrap();
+        f.append(b"abc").unwrap();
+        drop(f);
+        assert_eq!(fs.read_to_vec(&path).unwrap(), b"abc");
+    }
+
+    #[test]
+    fn read_past_eof() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFileSystem::new();
+        let path = dir.path().join("a");
+        write_file(&fs, &path, b"0123456789");
+        let r = fs.open_random_access(&path).unwrap();
+        let mut buf = [0u8; 4];
+        let err = r.read_exact_at(8, &mut buf).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        let err = r.read_exact_at(100, &mut buf).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        r.read_exact_at(6, &mut buf).unwrap();
+        assert_eq!(&buf, b"6789");
+    }
+
+    #[test]
+    fn missing_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFileSystem::new();
+        let path = dir.path().join("nope");
+        assert!(!fs.exists(&path));
+        for err in [
+            fs.open_random_access(&path).err().unwrap(),
+            fs.open_sequential(&path).err().unwrap(),
+            fs.file_size(&path).unwrap_err(),
+            fs.remove_file(&path).unwrap_err(),
+            fs.list_dir(&path).unwrap_err(),
+        ] {
+            assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+            assert!(err.to_string().contains("nope"), "{err}");
+        }
+    }
+
+    #[test]
+    fn rename_over_existing() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFileSystem::new();
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        write_file(&fs, &a, b"new");
+        write_file(&fs, &b, b"old contents");
+        fs.rename(&a, &b).unwrap();
+        fs.sync_dir(dir.path()).unwrap();
+        assert!(!fs.exists(&a));
+        assert_eq!(fs.read_to_vec(&b).unwrap(), b"new");
+    }
+
+    #[test]
+    fn list_remove_dirs() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFileSystem::new();
+        let sub = dir.path().join("x/y");
+        fs.create_dir_all(&sub).unwrap();
+        fs.create_dir_all(&sub).unwrap(); // idempotent
+        write_file(&fs, &sub.join("f1"), b"1");
+        write_file(&fs, &sub.join("f2"), b"2");
+        let mut names = fs.list_dir(&sub).unwrap();
+        names.sort();
+        assert_eq!(names, ["f1", "f2"]);
+        assert_eq!(fs.list_dir(&dir.path().join("x")).unwrap(), ["y"]);
+        assert!(fs.remove_dir(&sub).is_err(), "not empty");
+        fs.remove_file(&sub.join("f1")).unwrap();
+        fs.remove_file(&sub.join("f2")).unwrap();
+        assert!(fs.list_dir(&sub).unwrap().is_empty());
+        fs.remove_dir(&sub).unwrap();
+        assert!(!fs.exists(&sub));
+    }
+
+    #[test]
+    fn lock_twice_would_block_until_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFileSystem::new();
+        let path = dir.path().join("LOCK");
+        let guard = fs.lock(&path).unwrap();
+        assert!(fs.exists(&path));
+        let err = fs.lock(&path).err().unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        // A different spelling of the same path is the same lock.
+        let alias = dir.path().join(".").join("LOCK");
+        let err = fs.lock(&alias).err().unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        drop(guard);
+        let again = fs.lock(&alias).unwrap();
+        drop(again);
+    }
+
+    #[test]
+    fn lock_conflicts_across_open_file_descriptions() {
+        // Another holder (as another process would be) makes lock() fail with WouldBlock.
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFileSystem::new();
+        let path = dir.path().join("LOCK");
+        let other = File::create(&path).unwrap();
+        // SAFETY: valid fd.
+        let rc = unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        assert_eq!(rc, 0);
+        let err = fs.lock(&path).err().unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        drop(other);
+        drop(fs.lock(&path).unwrap());
+    }
+
+    #[test]
+    fn files_are_created_0644() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFileSystem::new();
+        let path = dir.path().join("a");
+        write_file(&fs, &path, b"x");
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        // The umask can only clear bits; 0644 must never gain group/other write.
+        assert_eq!(mode & !FILE_MODE, 0, "mode {mode:o}");
+        assert_eq!(mode & 0o600, 0o600, "mode {mode:o}");
+        let lock_path = dir.path().join("LOCK");
+        drop(fs.lock(&lock_path).unwrap());
+        let mode = fs::metadata(&lock_path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & !FILE_MODE, 0, "mode {mode:o}");
+    }
+
+    #[test]
+    fn create_truncates() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFileSystem::new();
+        let path = dir.path().join("a");
+        write_file(&fs, &path, b"long old contents");
+        write_file(&fs, &path, b"new");
+        assert_eq!(fs.read_to_vec(&path).unwrap(), b"new");
+    }
+
+    #[test]
+    fn concurrent_positional_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFileSystem::new();
+        let path = dir.path().join("a");
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        write_file(&fs, &path, &data);
+        let r = fs.open_random_access(&path).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let r = &r;
+                let data = &data;
+                s.spawn(move || {
+                    for i in 0..200u64 {
+                        let off = ((i * 37 + t * 101) % 9_000) as usize;
+                        let mut buf = [0u8; 100];
+                        r.read_exact_at(off as u64, &mut buf).unwrap();
+                        assert_eq!(&buf[..], &data[off..off + 100]);
+                    }
+                });
+            }
+        });
     }
 }
