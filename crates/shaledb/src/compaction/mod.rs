@@ -16,8 +16,11 @@ use std::sync::Arc;
 pub struct Compaction {
     /// The source level.
     pub level: usize,
-    /// The level outputs go to (`level + 1`).
+    /// The level outputs go to: `level + 1`, or `level` itself for a manual compaction of
+    /// the deepest level (which rewrites it to drop garbage).
     pub output_level: usize,
+    /// Manual compactions always rewrite, so they drop garbage even where a move would do.
+    pub manual: bool,
     /// Input files: `inputs[0]` at `level`, `inputs[1]` at `output_level`.
     pub inputs: [Vec<Arc<FileMetaData>>; 2],
     /// Smallest user key of all inputs.
@@ -30,6 +33,7 @@ impl Compaction {
     /// Builds a compaction and computes its key range.
     pub fn new(
         level: usize,
+        output_level: usize,
         inputs0: Vec<Arc<FileMetaData>>,
         inputs1: Vec<Arc<FileMetaData>>,
     ) -> Self {
@@ -47,7 +51,8 @@ impl Compaction {
             .to_vec();
         Compaction {
             level,
-            output_level: level + 1,
+            output_level,
+            manual: false,
             inputs: [inputs0, inputs1],
             smallest_user_key: smallest,
             largest_user_key: largest,
@@ -56,7 +61,10 @@ impl Compaction {
 
     /// True if the single input file can be moved down without rewriting it.
     pub fn is_trivial_move(&self) -> bool {
-        self.inputs[0].len() == 1 && self.inputs[1].is_empty()
+        !self.manual
+            && self.output_level != self.level
+            && self.inputs[0].len() == 1
+            && self.inputs[1].is_empty()
     }
 
     /// Every input file number.

@@ -195,7 +195,7 @@ fn compaction_with_overlap(
     if busy.any_busy(&inputs1) {
         return None;
     }
-    let c = Compaction::new(level, inputs0, inputs1);
+    let c = Compaction::new(level, level + 1, inputs0, inputs1);
     if busy.range_busy(c.output_level, &c.smallest_user_key, &c.largest_user_key) {
         return None;
     }

@@ -229,10 +229,11 @@ impl DbInner {
             )
         })?;
         let written: u64 = outputs.iter().map(|m| m.file_size).sum();
-        for (i, files) in c.inputs.iter().enumerate() {
-            for f in files {
-                edit.delete_file(c.level + i, f.number);
-            }
+        for f in &c.inputs[0] {
+            edit.delete_file(c.level, f.number);
+        }
+        for f in &c.inputs[1] {
+            edit.delete_file(c.output_level, f.number);
         }
         for m in outputs {
             edit.add_file(c.output_level, m);
@@ -364,38 +365,45 @@ impl DbInner {
             .rev()
             .find(|&l| !v.overlapping_files(l, begin, end).is_empty())
             .unwrap_or(0);
-        let last_source = deepest.max(1).min(v.num_levels() - 1);
-        for level in 0..last_source {
-            loop {
-                if let Some(e) = &st.bg_error {
-                    return Err(e.duplicate());
-                }
-                if self.shutting_down.load(Ordering::Acquire) {
-                    return Err(Error::Closed);
-                }
-                let v = st.versions.current();
-                let inputs0 = if level == 0 {
-                    v.level_files(0).to_vec()
-                } else {
-                    v.overlapping_files(level, begin, end)
-                };
-                if inputs0.is_empty() {
-                    break;
-                }
-                let Some((s, l)) = picker::user_range(&inputs0) else {
-                    break;
-                };
-                let inputs1 = v.overlapping_files(level + 1, Some(&s), Some(&l));
-                let c = Compaction::new(level, inputs0, inputs1);
-                st.busy.add(&c);
-                st.running_compactions += 1;
-                let res = self.run_compaction(st, &c);
-                st.busy.remove(&c);
-                st.running_compactions -= 1;
-                res?;
-                MutexGuard::unlocked(st, || self.delete_obsolete_files());
+        // Everything in the range ends up merged at `target`.
+        let target = deepest.max(1).min(v.num_levels() - 1);
+        let mut wrote_target = false;
+        for level in 0..=target {
+            if let Some(e) = &st.bg_error {
+                return Err(e.duplicate());
+            }
+            if self.shutting_down.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
+            // The last step rewrites `target` into itself, only if nothing was merged into it.
+            if level == target && wrote_target {
                 break;
             }
+            let output = (level + 1).min(target);
+            let v = st.versions.current();
+            let inputs0 = if level == 0 {
+                v.level_files(0).to_vec()
+            } else {
+                v.overlapping_files(level, begin, end)
+            };
+            let Some((s, l)) = picker::user_range(&inputs0) else {
+                continue;
+            };
+            let inputs1 = if output == level {
+                Vec::new()
+            } else {
+                v.overlapping_files(output, Some(&s), Some(&l))
+            };
+            let mut c = Compaction::new(level, output, inputs0, inputs1);
+            c.manual = true;
+            st.busy.add(&c);
+            st.running_compactions += 1;
+            let res = self.run_compaction(st, &c);
+            st.busy.remove(&c);
+            st.running_compactions -= 1;
+            res?;
+            wrote_target |= output == target;
+            MutexGuard::unlocked(st, || self.delete_obsolete_files());
         }
         Ok(())
     }

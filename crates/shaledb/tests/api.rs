@@ -1,0 +1,177 @@
+//! API behaviour: locking, argument checks, large values, properties, destroy.
+
+use shaledb::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
+
+#[test]
+fn second_open_in_the_same_process_is_locked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    match Db::open(dir.path(), Options::default()) {
+        Err(Error::Locked(p)) => assert_eq!(p, dir.path()),
+        Err(e) => panic!("expected Locked, got {e}"),
+        Ok(_) => panic!("second open succeeded"),
+    }
+    db.put(b"still", b"works").expect("first handle unaffected");
+    db.close().expect("close");
+    let again = Db::open(dir.path(), Options::default()).expect("reopen after close");
+    assert_eq!(again.get(b"still").expect("get"), Some(b"works".to_vec()));
+}
+
+#[test]
+fn second_open_from_another_process_is_locked() {
+    if let Ok(path) = std::env::var("SHALEDB_LOCK_CHILD_DIR") {
+        // Child mode: report what a second process sees.
+        let code = match Db::open(&path, Options::default()) {
+            Err(Error::Locked(_)) => 0,
+            _ => 1,
+        };
+        std::process::exit(code);
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let exe = std::env::current_exe().expect("exe");
+    let status = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "second_open_from_another_process_is_locked",
+            "--nocapture",
+        ])
+        .env("SHALEDB_LOCK_CHILD_DIR", dir.path())
+        .status()
+        .expect("spawn child");
+    assert!(status.success(), "the child process was not refused with Locked");
+    db.close().expect("close");
+}
+
+#[test]
+fn empty_keys_empty_values_and_limits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = Options::default();
+    o.max_key_size = 1024;
+    let db = Db::open(dir.path(), o).expect("open");
+    db.put(b"", b"empty key").expect("empty key");
+    db.put(b"k", b"").expect("empty value");
+    assert_eq!(db.get(b"").expect("get"), Some(b"empty key".to_vec()));
+    assert_eq!(db.get(b"k").expect("get"), Some(Vec::new()));
+    match db.put(&vec![b'x'; 1025], b"v") {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("max_key_size"), "{msg}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    db.flush().expect("flush");
+    assert_eq!(db.get(b"").expect("get"), Some(b"empty key".to_vec()));
+    assert_eq!(db.get(b"k").expect("get"), Some(Vec::new()));
+}
+
+#[test]
+fn sixty_four_mib_value_round_trips_through_wal_and_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let big: Vec<u8> = (0..64usize << 20).map(|i| (i % 251) as u8).collect();
+    {
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        db.put(b"big", &big).expect("put big");
+        assert!(db.get(b"big").expect("get") == Some(big.clone()));
+        db.close().expect("close");
+    }
+    // Reopen replays the WAL (64 MiB record) and flushes it to a table.
+    let db = Db::open(dir.path(), Options::default()).expect("reopen");
+    assert!(db.get(b"big").expect("get after replay") == Some(big.clone()));
+    db.compact_range(None, None).expect("compact");
+    assert!(db.get(b"big").expect("get from table") == Some(big));
+}
+
+#[test]
+fn properties_report_levels_and_sizes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    for i in 0..1000u32 {
+        db.put(format!("key{i:05}").as_bytes(), &[7u8; 100])
+            .expect("put");
+    }
+    assert!(
+        db.property("shaledb.cur-size-all-mem-tables")
+            .and_then(|s| s.parse::<u64>().ok())
+            .expect("mem size")
+            > 100_000
+    );
+    db.flush().expect("flush");
+    assert_eq!(
+        db.property("shaledb.num-files-at-level0").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        db.property("shaledb.estimate-num-keys").as_deref(),
+        Some("1000")
+    );
+    let size: u64 = db
+        .property("shaledb.total-sst-files-size")
+        .and_then(|s| s.parse().ok())
+        .expect("size");
+    assert!(size > 100_000, "{size}");
+    let stats = db.property("shaledb.stats").expect("stats");
+    assert!(stats.contains("L0"), "{stats}");
+    assert!(db.property("shaledb.block-cache-usage").is_some());
+    assert!(db.property("shaledb.no-such-thing").is_none());
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(
+        db.property("shaledb.num-files-at-level0").as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        db.property("shaledb.num-files-at-level1").as_deref(),
+        Some("1")
+    );
+}
+
+#[test]
+fn create_if_missing_error_if_exists_and_destroy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let o = Options {
+        create_if_missing: false,
+        ..Default::default()
+    };
+    assert!(matches!(Db::open(&path, o), Err(Error::NotFound(_))));
+    Db::open(&path, Options::default())
+        .expect("create")
+        .close()
+        .expect("close");
+    let o = Options {
+        error_if_exists: true,
+        ..Default::default()
+    };
+    assert!(matches!(Db::open(&path, o), Err(Error::AlreadyExists(_))));
+    Db::destroy(&path, &Options::default()).expect("destroy");
+    assert!(!path.exists());
+}
+
+#[test]
+fn deletes_and_overwrites_survive_compaction_with_snapshots() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    db.put(b"a", b"1").expect("put");
+    let snap = db.snapshot();
+    db.put(b"a", b"2").expect("put");
+    db.delete(b"a").expect("delete");
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(db.get(b"a").expect("get"), None);
+    let ro = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..Default::default()
+    };
+    assert_eq!(db.get_opt(&ro, b"a").expect("get"), Some(b"1".to_vec()));
+    drop(ro);
+    drop(snap);
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(db.get(b"a").expect("get"), None);
+    assert_eq!(
+        db.property("shaledb.estimate-num-keys").as_deref(),
+        Some("0")
+    );
+    let mut b = WriteBatch::new();
+    b.put(b"x", b"1");
+    b.delete(b"x");
+    b.put(b"y", b"2");
+    db.write(&WriteOptions::default(), &b).expect("batch");
+    assert_eq!(db.get(b"x").expect("get"), None);
+    assert_eq!(db.get(b"y").expect("get"), Some(b"2".to_vec()));
+}
