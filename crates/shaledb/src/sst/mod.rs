@@ -1,1 +1,77 @@
 //! Table (SST) files: blocks, filters, index, properties, footer. See docs/format/sstable.md.
+//!
+//! A table is written once by [`TableBuilder`] from entries in internal-key order and then read
+//! by many threads through [`Table`]. Everything read from disk is treated as untrusted: any
+//! inconsistency is reported as `Error::Corruption` naming the file and byte offset.
+
+mod block;
+mod builder;
+mod filter;
+mod format;
+mod properties;
+mod table;
+
+#[cfg(test)]
+mod tests;
+
+pub use block::{Block, BlockIter};
+pub use builder::TableBuilder;
+pub use table::{Table, TableIterator};
+
+use crate::compression::CompressionType;
+
+/// The shared cache of decoded (uncompressed) blocks, keyed by (table cache id, block offset)
+/// and charged by decoded block size.
+pub type BlockCache = crate::cache::ShardedLruCache<crate::cache::BlockCacheKey, Block>;
+
+/// Where a block lives in a table file: its offset and the size of its stored contents,
+/// excluding the 5-byte trailer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockHandle {
+    /// Byte offset of the block in the file.
+    pub offset: u64,
+    /// Bytes of stored (possibly compressed) contents, trailer not included.
+    pub size: u64,
+}
+
+/// How a [`TableBuilder`] lays out a table.
+#[derive(Debug, Clone)]
+pub struct TableBuilderOptions {
+    /// Approximate uncompressed size at which a data block is cut.
+    pub block_size: usize,
+    /// Entries between restart points in data blocks (index blocks always use 1).
+    pub restart_interval: usize,
+    /// Bloom filter bits per key; 0 writes no filter.
+    pub bloom_bits_per_key: usize,
+    /// Codec for data and index blocks (a block is stored raw if compression saves < 12.5%).
+    pub compression: CompressionType,
+}
+
+/// Facts about a table, recorded in its properties block when it is written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableProperties {
+    /// Entries (puts and deletions).
+    pub num_entries: u64,
+    /// Entries that are deletion tombstones.
+    pub num_deletions: u64,
+    /// Sum of internal key lengths (user key + 8-byte trailer).
+    pub raw_key_size: u64,
+    /// Sum of value lengths.
+    pub raw_value_size: u64,
+    /// Bytes of data blocks on disk, trailers included.
+    pub data_size: u64,
+    /// Bytes of the index block on disk, trailer included.
+    pub index_size: u64,
+    /// Bytes of the filter block on disk, trailer included (0 if none).
+    pub filter_size: u64,
+    /// Number of data blocks.
+    pub num_data_blocks: u64,
+    /// Name of the codec the table was written with (blocks that did not shrink are raw).
+    pub compression: String,
+    /// Smallest sequence number of any entry (0 if the table is empty).
+    pub smallest_seqno: u64,
+    /// Largest sequence number of any entry.
+    pub largest_seqno: u64,
+    /// Total file size. Not stored in the properties block: it is the file's length.
+    pub file_size: u64,
+}

@@ -1,0 +1,616 @@
+//! Blocks: sorted key/value entries with prefix-compressed keys and restart points.
+//!
+//! Layout (docs/format/block.md):
+//!
+//! ```text
+//! entry*  restart_offset: fixed32 * num_restarts  num_restarts: fixed32
+//! entry = shared: varint32, non_shared: varint32, value_len: varint32,
+//!         key_delta: [u8; non_shared], value: [u8; value_len]
+//! ```
+//!
+//! At a restart point `shared` is 0, so a key can be decoded there without context; that is
+//! what lets `seek` binary-search the restart array and `prev` step back.
+
+use crate::coding::{decode_fixed32, get_varint32, put_fixed32, put_varint32};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key;
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Builds the contents of one block (before compression and trailer).
+#[derive(Debug)]
+pub(crate) struct BlockBuilder {
+    buf: Vec<u8>,
+    restarts: Vec<u32>,
+    restart_interval: usize,
+    counter: usize,
+    last_key: Vec<u8>,
+    num_entries: usize,
+}
+
+impl BlockBuilder {
+    /// A builder that starts a restart point every `restart_interval` entries (at least 1).
+    pub(crate) fn new(restart_interval: usize) -> Self {
+        BlockBuilder {
+            buf: Vec::new(),
+            restarts: vec![0],
+            restart_interval: restart_interval.max(1),
+            counter: 0,
+            last_key: Vec::new(),
+            num_entries: 0,
+        }
+    }
+
+    /// Appends an entry. Keys must be added in the block's order; the builder does not check.
+    pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) {
+        let mut shared = 0;
+        if self.counter < self.restart_interval {
+            let max = self.last_key.len().min(key.len());
+            while shared < max && self.last_key[shared] == key[shared] {
+                shared += 1;
+            }
+        } else {
+            // Restart: the key is stored whole so it can be decoded without context.
+            self.restarts.push(self.buf.len() as u32);
+            self.counter = 0;
+        }
+        let non_shared = key.len() - shared;
+        put_varint32(&mut self.buf, shared as u32);
+        put_varint32(&mut self.buf, non_shared as u32);
+        put_varint32(&mut self.buf, value.len() as u32);
+        self.buf.extend_from_slice(&key[shared..]);
+        self.buf.extend_from_slice(value);
+        self.last_key.truncate(shared);
+        self.last_key.extend_from_slice(&key[shared..]);
+        self.counter += 1;
+        self.num_entries += 1;
+    }
+
+    /// Size of the block if finished now.
+    pub(crate) fn size_estimate(&self) -> usize {
+        self.buf.len() + self.restarts.len() * 4 + 4
+    }
+
+    /// True if no entry was added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.num_entries == 0
+    }
+
+    /// Appends the restart array and returns the finished block contents; the builder is reset.
+    pub(crate) fn finish(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.buf);
+        for &r in &self.restarts {
+            put_fixed32(&mut out, r);
+        }
+        put_fixed32(&mut out, self.restarts.len() as u32);
+        self.restarts.clear();
+        self.restarts.push(0);
+        self.counter = 0;
+        self.last_key.clear();
+        self.num_entries = 0;
+        out
+    }
+}
+
+/// A decoded (uncompressed) block. Its restart array was validated when it was built, so
+/// iterators only have to check the entries themselves.
+#[derive(Debug)]
+pub struct Block {
+    data: Vec<u8>,
+    /// Offset of the restart array = end of the entries.
+    restarts_offset: usize,
+    num_restarts: usize,
+}
+
+impl Block {
+    /// Validates the block's restart array. The error is a message; the caller adds the file and
+    /// offset.
+    pub fn new(data: Vec<u8>) -> std::result::Result<Block, String> {
+        let n = data.len();
+        let num_restarts = n
+            .checked_sub(4)
+            .and_then(|p| data.get(p..))
+            .and_then(decode_fixed32)
+            .ok_or_else(|| format!("block of {n} bytes is too short for its restart count"))?
+            as usize;
+        if num_restarts == 0 {
+            return Err("block has no restart points".to_string());
+        }
+        let restarts_offset = num_restarts
+            .checked_mul(4)
+            .and_then(|b| b.checked_add(4))
+            .and_then(|b| n.checked_sub(b))
+            .ok_or_else(|| {
+                format!("block of {n} bytes cannot hold {num_restarts} restart points")
+            })?;
+        let mut prev = 0usize;
+        for i in 0..num_restarts {
+            let r = data
+                .get(restarts_offset + 4 * i..)
+                .and_then(decode_fixed32)
+                .ok_or("restart array out of bounds")? as usize;
+            if (i == 0 && r != 0) || r < prev || r > restarts_offset {
+                return Err(format!("restart point {i} has bad offset {r}"));
+            }
+            prev = r;
+        }
+        Ok(Block {
+            data,
+            restarts_offset,
+            num_restarts,
+        })
+    }
+
+    /// Size of the decoded block in bytes (its block-cache charge).
+    pub fn size(&self) -> usize {
+        self.data.len()
+    }
+
+    /// The raw block bytes.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    fn restart_point(&self, i: usize) -> usize {
+        // In range: validated in `new`; the fallback is unreachable but keeps this panic-free.
+        self.data
+            .get(self.restarts_offset + 4 * i..)
+            .and_then(decode_fixed32)
+            .map_or(self.restarts_offset, |r| r as usize)
+    }
+}
+
+/// The order of the keys in a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyOrder {
+    Internal,
+    Bytewise,
+}
+
+/// An iterator over one block. Keys are rebuilt from their prefix-compressed form into an
+/// owned buffer; values borrow from the shared block.
+pub struct BlockIter {
+    block: Arc<Block>,
+    order: KeyOrder,
+    /// Where errors are reported: the file and the block's offset in it.
+    file: Option<Arc<Path>>,
+    block_offset: u64,
+    /// Offset of the current entry; `restarts_offset` when not positioned.
+    current: usize,
+    /// Offset just past the current entry.
+    next_offset: usize,
+    /// Index of the restart point at or before `current`.
+    restart_index: usize,
+    key: Vec<u8>,
+    value: (usize, usize),
+    valid: bool,
+    error: Option<Error>,
+}
+
+impl BlockIter {
+    /// An iterator over a block whose keys are internal keys (data and index blocks).
+    pub fn new(block: Arc<Block>) -> Self {
+        Self::with_order(block, KeyOrder::Internal)
+    }
+
+    /// An iterator over a block whose keys are ordered bytewise (metaindex, properties).
+    pub fn new_bytewise(block: Arc<Block>) -> Self {
+        Self::with_order(block, KeyOrder::Bytewise)
+    }
+
+    fn with_order(block: Arc<Block>, order: KeyOrder) -> Self {
+        let end = block.restarts_offset;
+        BlockIter {
+            block,
+            order,
+            file: None,
+            block_offset: 0,
+            current: end,
+            next_offset: end,
+            restart_index: 0,
+            key: Vec::new(),
+            value: (0, 0),
+            valid: false,
+            error: None,
+        }
+    }
+
+    /// Names the file and block offset used in corruption errors.
+    pub fn with_origin(mut self, file: Arc<Path>, block_offset: u64) -> Self {
+        self.file = Some(file);
+        self.block_offset = block_offset;
+        self
+    }
+
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        match self.order {
+            KeyOrder::Internal => key::compare_internal(a, b),
+            KeyOrder::Bytewise => a.cmp(b),
+        }
+    }
+
+    fn corrupt(&mut self, at: usize, what: &str) {
+        let file = self
+            .file
+            .as_deref()
+            .map_or_else(|| Path::new("<block>").to_path_buf(), Path::to_path_buf);
+        self.error = Some(Error::corruption(
+            file,
+            self.block_offset,
+            format!("bad block entry at byte {at} of the decoded block: {what}"),
+        ));
+        self.invalidate();
+    }
+
+    fn invalidate(&mut self) {
+        self.valid = false;
+        self.current = self.block.restarts_offset;
+        self.next_offset = self.block.restarts_offset;
+        self.key.clear();
+        self.value = (0, 0);
+    }
+
+    fn seek_to_restart(&mut self, index: usize) {
+        self.key.clear();
+        self.restart_index = index;
+        let off = self.block.restart_point(index);
+        self.current = off;
+        self.next_offset = off;
+        self.valid = false;
+    }
+
+    /// Decodes the entry at `next_offset`. Returns false at the end of the block or on error.
+    fn parse_next(&mut self) -> bool {
+        let p = self.next_offset;
+        let end = self.block.restarts_offset;
+        if p >= end {
+            self.invalidate();
+            return false;
+        }
+        let data = &self.block.data[..end];
+        let Some((shared, non_shared, value_len, header)) = decode_entry_header(data, p) else {
+            self.corrupt(p, "truncated entry header");
+            return false;
+        };
+        let (shared, non_shared, value_len) =
+            (shared as usize, non_shared as usize, value_len as usize);
+        if shared > self.key.len() {
+            self.corrupt(p, "shared prefix longer than previous key");
+            return false;
+        }
+        let key_start = p + header;
+        let Some(value_start) = key_start.checked_add(non_shared) else {
+            self.corrupt(p, "key length overflow");
+            return false;
+        };
+        let Some(value_end) = value_start.checked_add(value_len).filter(|&e| e <= end) else {
+            self.corrupt(p, "entry runs past the end of the block");
+            return false;
+        };
+        let Some(delta) = data.get(key_start..value_start) else {
+            self.corrupt(p, "key runs past the end of the block");
+            return false;
+        };
+        self.key.truncate(shared);
+        self.key.extend_from_slice(delta);
+        self.value = (value_start, value_end);
+        self.current = p;
+        self.next_offset = value_end;
+        while self.restart_index + 1 < self.block.num_restarts
+            && self.block.restart_point(self.restart_index + 1) <= p
+        {
+            self.restart_index += 1;
+        }
+        self.valid = true;
+        true
+    }
+
+    /// The full key stored at restart point `index`, without moving the iterator.
+    fn restart_key(&self, index: usize) -> std::result::Result<&[u8], usize> {
+        let p = self.block.restart_point(index);
+        let end = self.block.restarts_offset;
+        let data = &self.block.data[..end];
+        let (shared, non_shared, _, header) = decode_entry_header(data, p).ok_or(p)?;
+        if shared != 0 {
+            return Err(p);
+        }
+        let start = p + header;
+        let stop = start.checked_add(non_shared as usize).ok_or(p)?;
+        data.get(start..stop).ok_or(p)
+    }
+}
+
+/// Decodes (shared, non_shared, value_len, header_len) of the entry at `p`.
+fn decode_entry_header(data: &[u8], p: usize) -> Option<(u32, u32, u32, usize)> {
+    let mut pos = p;
+    let (shared, n) = get_varint32(data.get(pos..)?)?;
+    pos += n;
+    let (non_shared, n) = get_varint32(data.get(pos..)?)?;
+    pos += n;
+    let (value_len, n) = get_varint32(data.get(pos..)?)?;
+    pos += n;
+    Some((shared, non_shared, value_len, pos - p))
+}
+
+impl InternalIterator for BlockIter {
+    fn valid(&self) -> bool {
+        self.valid && self.error.is_none()
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        self.seek_to_restart(0);
+        self.parse_next();
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        self.seek_to_restart(self.block.num_restarts - 1);
+        while self.parse_next() && self.next_offset < self.block.restarts_offset {}
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        // Binary search for the last restart point whose key is < target.
+        let (mut left, mut right) = (0usize, self.block.num_restarts - 1);
+        while left < right {
+            let mid = left + (right - left).div_ceil(2);
+            match self.restart_key(mid) {
+                Ok(k) => {
+                    if self.compare(k, target) == Ordering::Less {
+                        left = mid;
+                    } else {
+                        right = mid - 1;
+                    }
+                }
+                Err(at) => {
+                    self.corrupt(at, "bad entry at restart point");
+                    return;
+                }
+            }
+        }
+        self.seek_to_restart(left);
+        // Linear scan to the first key >= target.
+        while self.parse_next() {
+            if self.compare(&self.key, target) != Ordering::Less {
+                return;
+            }
+        }
+    }
+
+    fn next(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        self.parse_next();
+    }
+
+    fn prev(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        let original = self.current;
+        // Back up to a restart point strictly before the current entry, then scan forward.
+        while self.block.restart_point(self.restart_index) >= original {
+            if self.restart_index == 0 {
+                self.invalidate();
+                return;
+            }
+            self.restart_index -= 1;
+        }
+        self.seek_to_restart(self.restart_index);
+        while self.parse_next() && self.next_offset < original {}
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    fn value(&self) -> &[u8] {
+        self.block
+            .data
+            .get(self.value.0..self.value.1)
+            .unwrap_or(&[])
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(e.duplicate()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+
+    fn ikey(k: &str, seq: u64) -> Vec<u8> {
+        make_internal_key(k.as_bytes(), seq, ValueKind::Put)
+    }
+
+    fn build(entries: &[(Vec<u8>, Vec<u8>)], interval: usize) -> Arc<Block> {
+        let mut b = BlockBuilder::new(interval);
+        for (k, v) in entries {
+            b.add(k, v);
+        }
+        let est = b.size_estimate();
+        let data = b.finish();
+        assert_eq!(data.len(), est);
+        Arc::new(Block::new(data).expect("valid block"))
+    }
+
+    fn entries(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..n)
+            .map(|i| {
+                (
+                    ikey(&format!("key{:05}", i * 2), 7),
+                    format!("v{i}").into_bytes(),
+                )
+            })
+            .collect()
+    }
+
+    fn collect_forward(it: &mut BlockIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        out
+    }
+
+    #[test]
+    fn round_trip_with_various_restart_intervals() {
+        for interval in [1, 2, 3, 16, 1000] {
+            for n in [0, 1, 2, 17, 100] {
+                let e = entries(n);
+                let block = build(&e, interval);
+                let mut it = BlockIter::new(block.clone());
+                assert_eq!(collect_forward(&mut it), e, "interval {interval} n {n}");
+                // Backwards.
+                let mut back = Vec::new();
+                it.seek_to_last();
+                while it.valid() {
+                    back.push((it.key().to_vec(), it.value().to_vec()));
+                    it.prev();
+                }
+                back.reverse();
+                assert_eq!(back, e, "interval {interval} n {n} backwards");
+                assert!(it.status().is_ok());
+            }
+        }
+    }
+
+    #[test]
+    fn prefix_compression_shrinks_keys_and_restarts_store_full_keys() {
+        let e = entries(32);
+        let compressed = build(&e, 16);
+        let uncompressed = build(&e, 1);
+        assert!(compressed.size() < uncompressed.size());
+        // Restart points: entries 0 and 16 start with shared == 0.
+        assert_eq!(compressed.num_restarts, 2);
+        let it = BlockIter::new(compressed.clone());
+        assert_eq!(it.restart_key(1).expect("restart key"), &e[16].0[..]);
+        // The first entry after a restart shares the "key000" prefix with it.
+        let p = compressed.restart_point(1);
+        let (shared, ..) = decode_entry_header(compressed.data(), p).expect("hdr");
+        assert_eq!(shared, 0);
+        let (shared, ..) = decode_entry_header(compressed.data(), 0).expect("hdr");
+        assert_eq!(shared, 0);
+        let second = 3 + e[0].0.len() + e[0].1.len();
+        let (shared, ..) = decode_entry_header(compressed.data(), second).expect("hdr");
+        assert!(shared >= 6, "shared {shared}");
+    }
+
+    #[test]
+    fn seek_finds_exact_and_next_keys() {
+        let e = entries(50); // keys key00000, key00002, ... key00098
+        for interval in [1, 4, 16] {
+            let mut it = BlockIter::new(build(&e, interval));
+            for i in 0..100usize {
+                it.seek(&ikey(&format!("key{i:05}"), 100));
+                let want = i.div_ceil(2);
+                if want < 50 {
+                    assert!(it.valid());
+                    assert_eq!(it.key(), &e[want].0[..], "seek {i}");
+                } else {
+                    assert!(!it.valid());
+                }
+            }
+            // Same user key, older sequence than stored: lands on the next user key.
+            it.seek(&ikey("key00004", 3));
+            assert_eq!(it.key(), &e[3].0[..]);
+            it.seek(b"");
+            assert_eq!(it.key(), &e[0].0[..]);
+            it.seek(&ikey("zzz", 0));
+            assert!(!it.valid());
+            // Mixed directions.
+            it.seek(&ikey("key00010", 100));
+            assert_eq!(it.key(), &e[5].0[..]);
+            it.prev();
+            assert_eq!(it.key(), &e[4].0[..]);
+            it.prev();
+            assert_eq!(it.key(), &e[3].0[..]);
+            it.next();
+            assert_eq!(it.key(), &e[4].0[..]);
+            it.seek_to_first();
+            it.prev();
+            assert!(!it.valid());
+            assert!(it.status().is_ok());
+        }
+    }
+
+    #[test]
+    fn bytewise_blocks_use_bytewise_order() {
+        let e: Vec<(Vec<u8>, Vec<u8>)> = ["a", "ab", "b", "shaledb.x"]
+            .iter()
+            .map(|k| (k.as_bytes().to_vec(), b"v".to_vec()))
+            .collect();
+        let mut it = BlockIter::new_bytewise(build(&e, 2));
+        it.seek(b"aa");
+        assert_eq!(it.key(), b"ab");
+        it.seek(b"shaledb.x");
+        assert_eq!(it.key(), b"shaledb.x");
+    }
+
+    #[test]
+    fn bad_blocks_are_rejected() {
+        assert!(Block::new(vec![]).is_err());
+        assert!(Block::new(vec![0, 0, 0, 0]).is_err()); // zero restarts
+        assert!(Block::new(vec![0xff, 0xff, 0xff, 0xff]).is_err());
+        let mut bad_restart = vec![5, 0, 0, 0];
+        bad_restart.extend_from_slice(&1u32.to_le_bytes());
+        assert!(Block::new(bad_restart).is_err());
+        // Empty block: valid, no entries.
+        let empty = Block::new(vec![0, 0, 0, 0, 1, 0, 0, 0]).expect("empty block");
+        let mut it = BlockIter::new(Arc::new(empty));
+        it.seek_to_first();
+        assert!(!it.valid());
+        it.seek_to_last();
+        assert!(!it.valid());
+        it.seek(b"x");
+        assert!(!it.valid());
+        assert!(it.status().is_ok());
+    }
+
+    #[test]
+    fn corrupt_entries_become_errors_never_panics() {
+        let e = entries(40);
+        let good = build(&e, 4).data().to_vec();
+        for i in 0..good.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut d = good.clone();
+                d[i] ^= flip;
+                let Ok(block) = Block::new(d) else { continue };
+                let block = Arc::new(block);
+                let mut it = BlockIter::new(block.clone());
+                it.seek_to_first();
+                let mut n = 0;
+                while it.valid() && n < 1000 {
+                    it.next();
+                    n += 1;
+                }
+                it.seek_to_last();
+                let mut n = 0;
+                while it.valid() && n < 1000 {
+                    it.prev();
+                    n += 1;
+                }
+                let mut it = BlockIter::new(block);
+                it.seek(&ikey("key00031", 1));
+                let _ = it.status();
+            }
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! Writes a table file from entries in internal-key order.
+
+use super::block::BlockBuilder;
+use super::format::{append_block_trailer, maybe_compress, Footer, BLOCK_TRAILER_LEN};
+use super::{filter, properties, BlockHandle, TableBuilderOptions, TableProperties};
+use crate::compression::CompressionType;
+use crate::error::{Error, Result};
+use crate::fs::WritableFile;
+use crate::key::{self, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
+use std::path::PathBuf;
+
+/// Metaindex key of the whole-table bloom filter block.
+pub(crate) const FILTER_META_KEY: &str = "filter.shaledb.bloom";
+/// Metaindex key of the properties block.
+pub(crate) const PROPERTIES_META_KEY: &str = "shaledb.properties";
+
+/// Builds one table file. Entries must be added in strictly increasing internal-key order;
+/// then `finish` writes the metadata and footer and syncs the file.
+pub struct TableBuilder {
+    opts: TableBuilderOptions,
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    file_number: u64,
+    /// Bytes written to the file so far.
+    offset: u64,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    last_key: Vec<u8>,
+    /// Handle of the last data block written, whose index entry waits for the next key so the
+    /// separator can be shortened.
+    pending_index: Option<BlockHandle>,
+    filter_hashes: Vec<u64>,
+    props: TableProperties,
+    /// Set after a failed write: the file is in an unknown state, refuse to go on.
+    failed: bool,
+    scratch: Vec<u8>,
+    stored: Vec<u8>,
+}
+
+impl TableBuilder {
+    /// Starts a table written to `file` (already created at `path`); `file_number` is recorded
+    /// in the footer and checked by [`super::Table::open`].
+    pub fn new(
+        opts: TableBuilderOptions,
+        file: Box<dyn WritableFile>,
+        path: PathBuf,
+        file_number: u64,
+    ) -> Self {
+        let data_block = BlockBuilder::new(opts.restart_interval);
+        let props = TableProperties {
+            compression: opts.compression.name().to_string(),
+            ..TableProperties::default()
+        };
+        TableBuilder {
+            opts,
+            file,
+            path,
+            file_number,
+            offset: 0,
+            data_block,
+            index_block: BlockBuilder::new(1),
+            last_key: Vec::new(),
+            pending_index: None,
+            filter_hashes: Vec::new(),
+            props,
+            failed: false,
+            scratch: Vec::new(),
+            stored: Vec::new(),
+        }
+    }
+
+    /// Adds an entry. REQUIRES: `ikey` sorts strictly after every key added before.
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        self.check_ok()?;
+        debug_assert!(
+            self.props.num_entries == 0
+                || key::compare_internal(&self.last_key, ikey) == std::cmp::Ordering::Less,
+            "table keys out of order"
+        );
+        debug_assert!(key::parse_internal_key(ikey).is_some(), "bad internal key");
+        let user_key = key::user_key(ikey);
+        if let Some(handle) = self.pending_index.take() {
+            let sep = separator(&self.last_key, ikey);
+            self.add_index_entry(&sep, handle);
+        }
+        if self.opts.bloom_bits_per_key > 0
+            && (self.props.num_entries == 0 || key::user_key(&self.last_key) != user_key)
+        {
+            self.filter_hashes.push(filter::key_hash(user_key));
+        }
+        if let Some(p) = key::parse_internal_key(ikey) {
+            if self.props.num_entries == 0 {
+                self.props.smallest_seqno = p.sequence;
+                self.props.largest_seqno = p.sequence;
+            } else {
+                self.props.smallest_seqno = self.props.smallest_seqno.min(p.sequence);
+                self.props.largest_seqno = self.props.largest_seqno.max(p.sequence);
+            }
+            if p.kind == ValueKind::Delete {
+                self.props.num_deletions += 1;
+            }
+        }
+        self.props.num_entries += 1;
+        self.props.raw_key_size += ikey.len() as u64;
+        self.props.raw_value_size += value.len() as u64;
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+        self.data_block.add(ikey, value);
+        if self.data_block.size_estimate() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    /// Bytes written so far plus the size of the block being built: what the file would
+    /// roughly be if finished now (used to cut compaction outputs).
+    pub fn file_size(&self) -> u64 {
+        let pending = if self.data_block.is_empty() {
+            0
+        } else {
+            self.data_block.size_estimate() as u64
+        };
+        self.offset + pending
+    }
+
+    /// Writes the last data block, the filter, properties, metaindex, index and footer, then
+    /// syncs the file. Returns the table's properties (with `file_size` set).
+    pub fn finish(mut self) -> Result<TableProperties> {
+        self.check_ok()?;
+        self.flush_data_block()?;
+        if let Some(handle) = self.pending_index.take() {
+            let sep = successor(&self.last_key);
+            self.add_index_entry(&sep, handle);
+        }
+
+        let mut meta: Vec<(&str, BlockHandle)> = Vec::new();
+        if self.opts.bloom_bits_per_key > 0 && self.props.num_entries > 0 {
+            let f = filter::build(&self.filter_hashes, self.opts.bloom_bits_per_key);
+            // Filter bits look random: compressing them would not pay.
+            let h = self.write_block(&f, CompressionType::None)?;
+            self.props.filter_size = h.size + BLOCK_TRAILER_LEN as u64;
+            meta.push((FILTER_META_KEY, h));
+        }
+
+        // The index is stored last, but its size goes into the properties: encode it first.
+        let index_raw = self.index_block.finish();
+        let index_kind = maybe_compress(
+            &index_raw,
+            self.opts.compression,
+            &mut self.scratch,
+            &mut self.stored,
+        );
+        let index_stored = std::mem::take(&mut self.stored);
+        self.props.index_size = (index_stored.len() + BLOCK_TRAILER_LEN) as u64;
+
+        let props_raw = properties::encode(&self.props);
+        let h = self.write_block(&props_raw, CompressionType::None)?;
+        meta.push((PROPERTIES_META_KEY, h));
+
+        meta.sort_by(|a, b| a.0.cmp(b.0));
+        let mut metaindex = BlockBuilder::new(1);
+        for (name, h) in &meta {
+            let mut v = Vec::new();
+            h.encode_to(&mut v);
+            metaindex.add(name.as_bytes(), &v);
+        }
+        let metaindex_raw = metaindex.finish();
+        let metaindex_handle = self.write_block(&metaindex_raw, CompressionType::None)?;
+        let index_handle = self.write_stored(&index_stored, index_kind)?;
+
+        let footer = Footer {
+            metaindex: metaindex_handle,
+            index: index_handle,
+            file_number: self.file_number,
+        }
+        .encode();
+        self.append(&footer)?;
+        let path = self.path.clone();
+        self.file
+            .sync()
+            .map_err(|e| Error::io(format!("syncing table {}", path.display()), e))?;
+        self.props.file_size = self.offset;
+        Ok(self.props)
+    }
+
+    /// Drops the builder without finishing the file; the caller deletes it.
+    pub fn abandon(self) {}
+
+    fn check_ok(&self) -> Result<()> {
+        if self.failed {
+            return Err(Error::io(
+                format!("building table {}", self.path.display()),
+                std::io::Error::other("an earlier write to this table failed"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn add_index_entry(&mut self, sep: &[u8], handle: BlockHandle) {
+        let mut v = Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN);
+        handle.encode_to(&mut v);
+        self.index_block.add(sep, &v);
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data_block.is_empty() {
+            return Ok(());
+        }
+        let raw = self.data_block.finish();
+        let h = self.write_block(&raw, self.opts.compression)?;
+        self.props.num_data_blocks += 1;
+        self.props.data_size += h.size + BLOCK_TRAILER_LEN as u64;
+        self.pending_index = Some(h);
+        Ok(())
+    }
+
+    fn write_block(&mut self, raw: &[u8], kind: CompressionType) -> Result<BlockHandle> {
+        let kind = maybe_compress(raw, kind, &mut self.scratch, &mut self.stored);
+        let stored = std::mem::take(&mut self.stored);
+        let h = self.write_stored(&stored, kind);
+        self.stored = stored;
+        h
+    }
+
+    fn write_stored(&mut self, stored: &[u8], kind: CompressionType) -> Result<BlockHandle> {
+        let handle = BlockHandle {
+            offset: self.offset,
+            size: stored.len() as u64,
+        };
+        let mut trailer = Vec::with_capacity(BLOCK_TRAILER_LEN);
+        append_block_trailer(&mut trailer, stored, kind, handle.offset);
+        self.append(stored)?;
+        self.append(&trailer)?;
+        Ok(handle)
+    }
+
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        if let Err(e) = self.file.append(data) {
+            self.failed = true;
+            return Err(Error::io(
+                format!("writing table {}", self.path.display()),
+                e,
+            ));
+        }
+        self.offset += data.len() as u64;
+        Ok(())
+    }
+}
+
+/// An index key `k` with `last <= k < next` in internal order, as short as possible.
+fn separator(last: &[u8], next: &[u8]) -> Vec<u8> {
+    let last_user = key::user_key(last);
+    let sep = key::shortest_separator(last_user, key::user_key(next));
+    with_seek_trailer(sep, last_user, last)
+}
+
+/// An index key `k >= last` for the final block.
+fn successor(last: &[u8]) -> Vec<u8> {
+    let last_user = key::user_key(last);
+    with_seek_trailer(key::short_successor(last_user), last_user, last)
+}
+
+/// A shortened user key gets the smallest trailer of its user key (the newest possible entry),
+/// which sorts after every key with the original, smaller user key. If no shortening was
+/// possible the full last key is used: a seek trailer on the same user key would sort before
+/// the last entry.
+fn with_seek_trailer(mut short_user: Vec<u8>, last_user: &[u8], last: &[u8]) -> Vec<u8> {
+    if short_user.as_slice() > last_user {
+        short_user.extend_from_slice(&key::pack_trailer(MAX_SEQUENCE, KIND_FOR_SEEK).to_le_bytes());
+        short_user
+    } else {
+        last.to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::make_internal_key;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn separators_bound_their_blocks() {
+        let cases: &[(&[u8], u64, &[u8], u64)] = &[
+            (b"abcd", 5, b"abzz", 1),
+            (b"abc", 5, b"abd", 9),
+            (b"ab", 5, b"abc", 9),
+            (b"a", 5, b"a", 3),
+            (b"a\xff", 1, b"b", 1),
+            (b"", 1, b"a", 1),
+        ];
+        for &(lk, ls, nk, ns) in cases {
+            let last = make_internal_key(lk, ls, ValueKind::Put);
+            let next = make_internal_key(nk, ns, ValueKind::Delete);
+            let sep = separator(&last, &next);
+            assert_ne!(key::compare_internal(&sep, &last), Ordering::Less, "{lk:?}");
+            assert_eq!(key::compare_internal(&sep, &next), Ordering::Less, "{lk:?}");
+        }
+        let sep = separator(
+            &make_internal_key(b"abcd", 5, ValueKind::Put),
+            &make_internal_key(b"abzz", 5, ValueKind::Put),
+        );
+        assert_eq!(key::user_key(&sep), b"abd");
+        for lk in [&b"abc"[..], b"\xff\xff", b""] {
+            let last = make_internal_key(lk, 0, ValueKind::Delete);
+            let s = successor(&last);
+            assert_ne!(key::compare_internal(&s, &last), Ordering::Less);
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! Pieces of the table format shared by the builder and the reader: block handles, the block
+//! trailer, the footer, and reading a block from a file. See docs/format/sstable.md.
+
+use super::block::Block;
+use super::BlockHandle;
+use crate::checksum;
+use crate::coding::{get_varint64, put_fixed32, put_fixed64, put_varint64};
+use crate::compression::{self, CompressionType};
+use crate::error::{Error, Result};
+use crate::fs::RandomAccessFile;
+use std::path::Path;
+
+/// Bytes after every block: 1 byte compression type + fixed32 masked CRC32C.
+pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
+
+/// Bytes of the footer at the end of every table.
+pub(crate) const FOOTER_LEN: usize = 64;
+
+/// Bytes of the footer holding the two zero-padded block handles.
+const FOOTER_HANDLES_LEN: usize = 40;
+
+/// The footer's last 8 bytes.
+pub(crate) const TABLE_MAGIC: [u8; 8] = *b"shaleSST";
+
+/// The one table format version this code reads and writes.
+pub(crate) const FORMAT_VERSION: u32 = 1;
+
+/// Upper bound on a decoded block. Blocks are cut at `block_size` (at most 256 MiB) but a single
+/// entry can be a 8 MiB key plus a value of up to 4 GiB - 1 (`max_value_size` fits in 32 bits);
+/// a block claiming more than this is corrupt.
+pub(crate) const MAX_DECODED_BLOCK: u64 = (4 << 30) + (16 << 20);
+
+impl BlockHandle {
+    /// Most bytes an encoded handle takes (two varint64s).
+    pub const MAX_ENCODED_LEN: usize = 20;
+
+    /// Appends the handle as varint64 offset, varint64 size.
+    pub fn encode_to(&self, dst: &mut Vec<u8>) {
+        put_varint64(dst, self.offset);
+        put_varint64(dst, self.size);
+    }
+
+    /// Decodes a handle from the start of `src`; returns it and the bytes consumed.
+    pub fn decode_from(src: &[u8]) -> Option<(BlockHandle, usize)> {
+        let (offset, n1) = get_varint64(src)?;
+        let (size, n2) = get_varint64(src.get(n1..)?)?;
+        Some((BlockHandle { offset, size }, n1 + n2))
+    }
+}
+
+/// Appends the trailer of a block whose (possibly compressed) contents are `contents`, written
+/// at file offset `offset`. The CRC covers contents, type byte and offset, so a valid block
+/// copied to the wrong place fails verification.
+pub(crate) fn append_block_trailer(
+    dst: &mut Vec<u8>,
+    contents: &[u8],
+    kind: CompressionType,
+    offset: u64,
+) {
+    dst.push(kind as u8);
+    put_fixed32(dst, checksum::mask(block_crc(contents, kind as u8, offset)));
+}
+
+fn block_crc(contents: &[u8], kind: u8, offset: u64) -> u32 {
+    let crc = checksum::crc32c(contents);
+    let crc = checksum::crc32c_extend(crc, &[kind]);
+    checksum::crc32c_extend(crc, &offset.to_le_bytes())
+}
+
+/// Produces the stored form of a block: compressed (with a varint64 uncompressed-length
+/// prefix) if that saves at least 12.5%, else the raw bytes. Returns the type actually used.
+pub(crate) fn maybe_compress(
+    raw: &[u8],
+    kind: CompressionType,
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> CompressionType {
+    out.clear();
+    if kind != CompressionType::None && compression::compress(kind, raw, scratch) {
+        put_varint64(out, raw.len() as u64);
+        out.extend_from_slice(scratch);
+        if out.len() <= raw.len() - raw.len() / 8 {
+            return kind;
+        }
+        out.clear();
+    }
+    out.extend_from_slice(raw);
+    CompressionType::None
+}
+
+/// Reads `buf.len()` bytes at `offset`, mapping a short read to corruption (truncated file).
+pub(crate) fn read_at(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    offset: u64,
+    buf: &mut [u8],
+    what: &str,
+) -> Result<()> {
+    file.read_exact_at(offset, buf).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            Error::corruption(path, offset, format!("file truncated while reading {what}"))
+        } else {
+            Error::io(format!("reading {what} of {}", path.display()), e)
+        }
+    })
+}
+
+/// Reads, verifies (if asked) and decodes the block at `handle`. `data_end` is where the footer
+/// starts: every block must end before it.
+pub(crate) fn read_block(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    handle: BlockHandle,
+    data_end: u64,
+    verify_checksum: bool,
+    what: &str,
+) -> Result<Block> {
+    let data = read_block_contents(file, path, handle, data_end, verify_checksum, what)?;
+    Block::new(data).map_err(|e| Error::corruption(path, handle.offset, format!("{what}: {e}")))
+}
+
+/// Reads, verifies (if asked) and decompresses the stored contents at `handle`, without
+/// interpreting them (the filter block is not a key/value block).
+pub(crate) fn read_block_contents(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    handle: BlockHandle,
+    data_end: u64,
+    verify_checksum: bool,
+    what: &str,
+) -> Result<Vec<u8>> {
+    let corrupt = |detail: String| Error::corruption(path, handle.offset, detail);
+    let end = handle
+        .offset
+        .checked_add(handle.size)
+        .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64));
+    match end {
+        Some(e) if e <= data_end => {}
+        _ => {
+            return Err(corrupt(format!(
+                "{what} handle (offset {}, size {}) points past the data area ending at {data_end}",
+                handle.offset, handle.size
+            )))
+        }
+    }
+    // Bounded by data_end <= file size, so this allocation is no larger than the file.
+    let len = usize::try_from(handle.size).map_err(|_| corrupt(format!("{what} too large")))?;
+    let mut buf = vec![0u8; len + BLOCK_TRAILER_LEN];
+    read_at(file, path, handle.offset, &mut buf, what)?;
+    let kind_byte = buf[len];
+    if verify_checksum {
+        let stored = buf
+            .get(len + 1..)
+            .and_then(crate::coding::decode_fixed32)
+            .ok_or_else(|| corrupt(format!("{what} trailer truncated")))?;
+        let actual = block_crc(&buf[..len], kind_byte, handle.offset);
+        if checksum::unmask(stored) != actual {
+            return Err(corrupt(format!("{what} checksum mismatch")));
+        }
+    }
+    let kind = CompressionType::from_u8(kind_byte)
+        .ok_or_else(|| corrupt(format!("{what} has unknown compression type {kind_byte}")))?;
+    buf.truncate(len);
+    if kind == CompressionType::None {
+        Ok(buf)
+    } else {
+        let (raw_len, n) =
+            get_varint64(&buf).ok_or_else(|| corrupt(format!("{what} bad length prefix")))?;
+        let raw_len = Some(raw_len)
+            .filter(|&l| l <= MAX_DECODED_BLOCK)
+            .and_then(|l| usize::try_from(l).ok())
+            .ok_or_else(|| corrupt(format!("{what} claims {raw_len} decoded bytes")))?;
+        let body = buf.get(n..).unwrap_or(&[]);
+        let out = compression::decompress(kind, body, raw_len)
+            .map_err(|e| corrupt(format!("{what} does not decompress: {e}")))?;
+        if out.len() != raw_len {
+            return Err(corrupt(format!(
+                "{what} decompressed to {} bytes, expected {raw_len}",
+                out.len()
+            )));
+        }
+        Ok(out)
+    }
+}
+
+/// The decoded footer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Footer {
+    pub(crate) metaindex: BlockHandle,
+    pub(crate) index: BlockHandle,
+    pub(crate) file_number: u64,
+}
+
+impl Footer {
+    /// Encodes the 64-byte footer.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(FOOTER_LEN);
+        self.metaindex.encode_to(&mut out);
+        self.index.encode_to(&mut out);
+        out.resize(FOOTER_HANDLES_LEN, 0);
+        put_fixed64(&mut out, self.file_number);
+        put_fixed32(&mut out, FORMAT_VERSION);
+        let crc = checksum::mask(checksum::crc32c(&out));
+        put_fixed32(&mut out, crc);
+        out.extend_from_slice(&TABLE_MAGIC);
+        debug_assert_eq!(out.len(), FOOTER_LEN);
+        out
+    }
+
+    /// Decodes and validates a footer read from `offset`.
+    pub(crate) fn decode(
+        buf: &[u8],
+        path: &Path,
+        offset: u64,
+        expected_file_number: u64,
+    ) -> Result<Footer> {
+        let corrupt = |at: usize, d: String| Error::corruption(path, offset + at as u64, d);
+        if buf.len() != FOOTER_LEN {
+            return Err(corrupt(0, "short footer".into()));
+        }
+        if buf.get(56..64) != Some(&TABLE_MAGIC[..]) {
+            return Err(corrupt(
+                56,
+                "bad table magic: not a ShaleDB table, or truncated".into(),
+            ));
+        }
+        let stored = buf.get(52..).and_then(crate::coding::decode_fixed32);
+        let actual = checksum::crc32c(buf.get(..52).unwrap_or(&[]));
+        if stored.map(checksum::unmask) != Some(actual) {
+            return Err(corrupt(52, "footer checksum mismatch".into()));
+        }
+        let version = buf.get(48..).and_then(crate::coding::decode_fixed32);
+        if version != Some(FORMAT_VERSION) {
+            return Err(corrupt(
+                48,
+                format!("unsupported table format version {version:?}"),
+            ));
+        }
+        let file_number = buf
+            .get(40..)
+            .and_then(crate::coding::decode_fixed64)
+            .ok_or_else(|| corrupt(40, "short footer".into()))?;
+        if file_number != expected_file_number {
+            return Err(corrupt(
+                40,
+                format!("footer names file number {file_number}, expected {expected_file_number}"),
+            ));
+        }
+        let handles = buf.get(..FOOTER_HANDLES_LEN).unwrap_or(&[]);
+        let (metaindex, n1) = BlockHandle::decode_from(handles)
+            .ok_or_else(|| corrupt(0, "bad metaindex handle".into()))?;
+        let (index, n2) = BlockHandle::decode_from(handles.get(n1..).unwrap_or(&[]))
+            .ok_or_else(|| corrupt(n1, "bad index handle".into()))?;
+        if handles
+            .get(n1 + n2..)
+            .is_some_and(|p| p.iter().any(|&b| b != 0))
+        {
+            return Err(corrupt(n1 + n2, "footer padding is not zero".into()));
+        }
+        Ok(Footer {
+            metaindex,
+            index,
+            file_number,
+        })
+    }
+}
+
+/// Decodes a block handle stored as a block entry's value.
+pub(crate) fn decode_handle_value(v: &[u8]) -> Option<BlockHandle> {
+    match BlockHandle::decode_from(v) {
+        Some((h, n)) if n == v.len() => Some(h),
+        _ => None,
+    }
+}

@@ -1,0 +1,121 @@
+//! The properties block: bytewise-sorted string keys, varint64 values (the codec name is raw
+//! UTF-8). Unknown keys are ignored so newer writers can add properties.
+
+use super::block::{Block, BlockBuilder, BlockIter};
+use super::TableProperties;
+use crate::coding::{get_varint64, put_varint64};
+use crate::iter::InternalIterator;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub(crate) const COMPRESSION: &str = "shaledb.compression";
+pub(crate) const DATA_SIZE: &str = "shaledb.data.size";
+pub(crate) const FILTER_SIZE: &str = "shaledb.filter.size";
+pub(crate) const INDEX_SIZE: &str = "shaledb.index.size";
+pub(crate) const LARGEST_SEQNO: &str = "shaledb.largest.seqno";
+pub(crate) const NUM_DATA_BLOCKS: &str = "shaledb.num.data.blocks";
+pub(crate) const NUM_DELETIONS: &str = "shaledb.num.deletions";
+pub(crate) const NUM_ENTRIES: &str = "shaledb.num.entries";
+pub(crate) const RAW_KEY_SIZE: &str = "shaledb.raw.key.size";
+pub(crate) const RAW_VALUE_SIZE: &str = "shaledb.raw.value.size";
+pub(crate) const SMALLEST_SEQNO: &str = "shaledb.smallest.seqno";
+
+fn numeric(p: &TableProperties) -> [(&'static str, u64); 10] {
+    [
+        (DATA_SIZE, p.data_size),
+        (FILTER_SIZE, p.filter_size),
+        (INDEX_SIZE, p.index_size),
+        (LARGEST_SEQNO, p.largest_seqno),
+        (NUM_DATA_BLOCKS, p.num_data_blocks),
+        (NUM_DELETIONS, p.num_deletions),
+        (NUM_ENTRIES, p.num_entries),
+        (RAW_KEY_SIZE, p.raw_key_size),
+        (RAW_VALUE_SIZE, p.raw_value_size),
+        (SMALLEST_SEQNO, p.smallest_seqno),
+    ]
+}
+
+/// Encodes the properties block contents (restart interval 1: it is tiny and read once).
+pub(crate) fn encode(p: &TableProperties) -> Vec<u8> {
+    let mut entries: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
+    for (k, v) in numeric(p) {
+        let mut buf = Vec::new();
+        put_varint64(&mut buf, v);
+        entries.insert(k, buf);
+    }
+    entries.insert(COMPRESSION, p.compression.as_bytes().to_vec());
+    let mut b = BlockBuilder::new(1);
+    for (k, v) in &entries {
+        b.add(k.as_bytes(), v);
+    }
+    b.finish()
+}
+
+/// Decodes a properties block. The error is a message; the caller adds file and offset.
+pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
+    let mut p = TableProperties::default();
+    let mut it = BlockIter::new_bytewise(block);
+    it.seek_to_first();
+    while it.valid() {
+        let key = it.key();
+        let value = it.value();
+        if key == COMPRESSION.as_bytes() {
+            p.compression = std::str::from_utf8(value)
+                .map_err(|_| "compression name is not UTF-8".to_string())?
+                .to_string();
+        } else {
+            let slot = match key {
+                k if k == DATA_SIZE.as_bytes() => Some(&mut p.data_size),
+                k if k == FILTER_SIZE.as_bytes() => Some(&mut p.filter_size),
+                k if k == INDEX_SIZE.as_bytes() => Some(&mut p.index_size),
+                k if k == LARGEST_SEQNO.as_bytes() => Some(&mut p.largest_seqno),
+                k if k == NUM_DATA_BLOCKS.as_bytes() => Some(&mut p.num_data_blocks),
+                k if k == NUM_DELETIONS.as_bytes() => Some(&mut p.num_deletions),
+                k if k == NUM_ENTRIES.as_bytes() => Some(&mut p.num_entries),
+                k if k == RAW_KEY_SIZE.as_bytes() => Some(&mut p.raw_key_size),
+                k if k == RAW_VALUE_SIZE.as_bytes() => Some(&mut p.raw_value_size),
+                k if k == SMALLEST_SEQNO.as_bytes() => Some(&mut p.smallest_seqno),
+                _ => None,
+            };
+            if let Some(slot) = slot {
+                match get_varint64(value) {
+                    Some((v, n)) if n == value.len() => *slot = v,
+                    _ => {
+                        return Err(format!(
+                            "property {} has a bad value",
+                            String::from_utf8_lossy(key)
+                        ))
+                    }
+                }
+            }
+        }
+        it.next();
+    }
+    it.status().map_err(|e| e.to_string())?;
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let p = TableProperties {
+            num_entries: 1,
+            num_deletions: 2,
+            raw_key_size: 3,
+            raw_value_size: 4,
+            data_size: 5,
+            index_size: 6,
+            filter_size: 7,
+            num_data_blocks: 8,
+            compression: "zstd".into(),
+            smallest_seqno: 9,
+            largest_seqno: u64::MAX >> 8,
+            file_size: 0,
+        };
+        let block = Arc::new(Block::new(encode(&p)).expect("block"));
+        assert_eq!(decode(block).expect("decode"), p);
+    }
+}

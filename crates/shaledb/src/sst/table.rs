@@ -1,0 +1,521 @@
+//! Reading a table: open (footer, metaindex, index, filter, properties), point lookups and a
+//! two-level iterator (index block -> data block).
+
+use super::block::{Block, BlockIter};
+use super::builder::{FILTER_META_KEY, PROPERTIES_META_KEY};
+use super::filter::{self, BloomFilter};
+use super::format::{
+    decode_handle_value, read_at, read_block, read_block_contents, Footer, FOOTER_LEN,
+};
+use super::{properties, BlockCache, BlockHandle, TableProperties};
+use crate::error::{Error, Result};
+use crate::fs::RandomAccessFile;
+use crate::iter::InternalIterator;
+use crate::key;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Source of block-cache ids: every opened table gets its own, so a reopened or replaced file
+/// can never be served another table's cached blocks.
+static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// An open table file. Index, filter and properties are held in memory; data blocks are read
+/// on demand through the block cache. Shareable between threads.
+pub struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    path: Arc<Path>,
+    file_number: u64,
+    /// Where the footer starts; every block ends at or before it.
+    data_end: u64,
+    cache: Option<Arc<BlockCache>>,
+    cache_id: u64,
+    index: Arc<Block>,
+    index_handle: BlockHandle,
+    metaindex_handle: BlockHandle,
+    filter: Option<BloomFilter>,
+    filter_handle: Option<BlockHandle>,
+    properties_handle: BlockHandle,
+    props: TableProperties,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("path", &self.path)
+            .field("file_number", &self.file_number)
+            .field("props", &self.props)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Table {
+    /// Opens the table at `path` of `file_size` bytes, checking its footer (including that it
+    /// names `file_number`), and loading its index, filter and properties with checksums
+    /// verified.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        path: PathBuf,
+        file_number: u64,
+        file_size: u64,
+        block_cache: Option<Arc<BlockCache>>,
+    ) -> Result<Table> {
+        let path: Arc<Path> = Arc::from(path);
+        let footer_len = FOOTER_LEN as u64;
+        if file_size < footer_len {
+            return Err(Error::corruption(
+                &*path,
+                0,
+                format!("file of {file_size} bytes is too short to be a table"),
+            ));
+        }
+        let data_end = file_size - footer_len;
+        let mut buf = [0u8; FOOTER_LEN];
+        read_at(&*file, &path, data_end, &mut buf, "footer")?;
+        let footer = Footer::decode(&buf, &path, data_end, file_number)?;
+
+        let index = read_block(&*file, &path, footer.index, data_end, true, "index block")?;
+        let metaindex = read_block(
+            &*file,
+            &path,
+            footer.metaindex,
+            data_end,
+            true,
+            "metaindex block",
+        )?;
+        let meta_corrupt = |d: &str| Error::corruption(&*path, footer.metaindex.offset, d);
+        let mut filter_handle = None;
+        let mut properties_handle = None;
+        let mut it = BlockIter::new_bytewise(Arc::new(metaindex))
+            .with_origin(path.clone(), footer.metaindex.offset);
+        it.seek_to_first();
+        while it.valid() {
+            let slot = if it.key() == FILTER_META_KEY.as_bytes() {
+                &mut filter_handle
+            } else if it.key() == PROPERTIES_META_KEY.as_bytes() {
+                &mut properties_handle
+            } else {
+                it.next();
+                continue;
+            };
+            let h = decode_handle_value(it.value())
+                .ok_or_else(|| meta_corrupt("bad block handle in metaindex"))?;
+            *slot = Some(h);
+            it.next();
+        }
+        it.status()?;
+        let properties_handle =
+            properties_handle.ok_or_else(|| meta_corrupt("metaindex lists no properties block"))?;
+        let props_block = read_block(
+            &*file,
+            &path,
+            properties_handle,
+            data_end,
+            true,
+            "properties block",
+        )?;
+        let mut props = properties::decode(Arc::new(props_block))
+            .map_err(|e| Error::corruption(&*path, properties_handle.offset, e))?;
+        props.file_size = file_size;
+
+        let filter = match filter_handle {
+            Some(h) => {
+                let data = read_block_contents(&*file, &path, h, data_end, true, "filter block")?;
+                Some(BloomFilter::new(data).map_err(|e| Error::corruption(&*path, h.offset, e))?)
+            }
+            None => None,
+        };
+
+        Ok(Table {
+            file,
+            path,
+            file_number,
+            data_end,
+            cache: block_cache,
+            cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
+            index: Arc::new(index),
+            index_handle: footer.index,
+            metaindex_handle: footer.metaindex,
+            filter,
+            filter_handle,
+            properties_handle,
+            props,
+        })
+    }
+
+    /// Finds the first entry whose internal key is >= `lookup` and returns it (key, value) if
+    /// it has the same user key; `None` if there is no such entry. Consults the bloom filter
+    /// first.
+    pub fn get(
+        &self,
+        lookup: &[u8],
+        verify_checksums: bool,
+        fill_cache: bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let user_key = key::user_key(lookup);
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        let mut index = self.index_iter();
+        index.seek(lookup);
+        if !index.valid() {
+            index.status()?;
+            return Ok(None);
+        }
+        let handle = self.index_value_handle(index.value())?;
+        let block = self.data_block(handle, verify_checksums, fill_cache)?;
+        let mut it = BlockIter::new(block).with_origin(self.path.clone(), handle.offset);
+        it.seek(lookup);
+        // If the block has no key >= lookup, the next block's first key is > this block's
+        // separator >= lookup and has a larger user key (a separator only shares the user key
+        // of its block's last entry when it is that entry), so there is no match.
+        if !it.valid() {
+            it.status()?;
+            return Ok(None);
+        }
+        if key::user_key(it.key()) == user_key {
+            Ok(Some((it.key().to_vec(), it.value().to_vec())))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// A two-level iterator over the whole table.
+    pub fn iter(self: &Arc<Self>, verify_checksums: bool, fill_cache: bool) -> TableIterator {
+        TableIterator {
+            table: self.clone(),
+            index: self.index_iter(),
+            data: None,
+            data_handle: BlockHandle::default(),
+            verify_checksums,
+            fill_cache,
+            error: None,
+        }
+    }
+
+    /// The properties recorded when the table was written (`file_size` is the file's length).
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    /// The table's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The table's file number.
+    pub fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    /// Approximate byte offset in the file where entries >= `ikey` start; the offset of the
+    /// metadata (about the data size) for keys past the last.
+    pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
+        let mut index = self.index_iter();
+        index.seek(ikey);
+        if index.valid() {
+            if let Some(h) = decode_handle_value(index.value()) {
+                return h.offset;
+            }
+        }
+        self.metaindex_handle.offset
+    }
+
+    /// False only if the table certainly holds no entry for `user_key` (bloom filter check);
+    /// true if there is no filter.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        match &self.filter {
+            Some(f) => f.may_contain_hash(filter::key_hash(user_key)),
+            None => true,
+        }
+    }
+
+    /// Reads every block from disk (bypassing the cache) with checksums verified and checks
+    /// that every data block decodes and that keys are in strictly increasing order.
+    pub fn verify_checksums(&self) -> Result<()> {
+        let file = &*self.file;
+        let mut metas = vec![
+            (self.index_handle, "index block"),
+            (self.metaindex_handle, "metaindex block"),
+            (self.properties_handle, "properties block"),
+        ];
+        if let Some(h) = self.filter_handle {
+            metas.push((h, "filter block"));
+        }
+        for (h, what) in metas {
+            read_block_contents(file, &self.path, h, self.data_end, true, what)?;
+        }
+        let mut index = self.index_iter();
+        index.seek_to_first();
+        let mut last_key: Vec<u8> = Vec::new();
+        let mut first = true;
+        while index.valid() {
+            let h = self.index_value_handle(index.value())?;
+            let block = read_block(file, &self.path, h, self.data_end, true, "data block")?;
+            let mut it = BlockIter::new(Arc::new(block)).with_origin(self.path.clone(), h.offset);
+            it.seek_to_first();
+            while it.valid() {
+                if key::parse_internal_key(it.key()).is_none() {
+                    return Err(Error::corruption(
+                        &*self.path,
+                        h.offset,
+                        "data block holds a malformed internal key",
+                    ));
+                }
+                if !first && key::compare_internal(&last_key, it.key()) != std::cmp::Ordering::Less
+                {
+                    return Err(Error::corruption(
+                        &*self.path,
+                        h.offset,
+                        "keys out of order",
+                    ));
+                }
+                if key::compare_internal(it.key(), index.key()) == std::cmp::Ordering::Greater {
+                    return Err(Error::corruption(
+                        &*self.path,
+                        h.offset,
+                        "key beyond its index separator",
+                    ));
+                }
+                first = false;
+                last_key.clear();
+                last_key.extend_from_slice(it.key());
+                it.next();
+            }
+            it.status()?;
+            index.next();
+        }
+        index.status()
+    }
+
+    #[cfg(test)]
+    pub(super) fn index_handle_for_tests(&self) -> BlockHandle {
+        self.index_handle
+    }
+
+    #[cfg(test)]
+    pub(super) fn first_data_handle_for_tests(&self) -> BlockHandle {
+        let mut it = self.index_iter();
+        it.seek_to_first();
+        decode_handle_value(it.value()).unwrap_or_default()
+    }
+
+    fn index_iter(&self) -> BlockIter {
+        BlockIter::new(self.index.clone()).with_origin(self.path.clone(), self.index_handle.offset)
+    }
+
+    fn index_value_handle(&self, v: &[u8]) -> Result<BlockHandle> {
+        decode_handle_value(v).ok_or_else(|| {
+            Error::corruption(
+                &*self.path,
+                self.index_handle.offset,
+                "bad block handle in index block",
+            )
+        })
+    }
+
+    /// A data block, from the cache if there, else read (and cached if `fill_cache`).
+    fn data_block(
+        &self,
+        handle: BlockHandle,
+        verify_checksums: bool,
+        fill_cache: bool,
+    ) -> Result<Arc<Block>> {
+        let key = (self.cache_id, handle.offset);
+        if let Some(cache) = &self.cache {
+            if let Some(b) = cache.get(&key) {
+                return Ok(b);
+            }
+        }
+        let block = Arc::new(read_block(
+            &*self.file,
+            &self.path,
+            handle,
+            self.data_end,
+            verify_checksums,
+            "data block",
+        )?);
+        if fill_cache {
+            if let Some(cache) = &self.cache {
+                cache.insert(key, block.clone(), block.size());
+            }
+        }
+        Ok(block)
+    }
+}
+
+/// Iterates a table: an index-block iterator picks the data block, a block iterator walks it.
+pub struct TableIterator {
+    table: Arc<Table>,
+    index: BlockIter,
+    data: Option<BlockIter>,
+    data_handle: BlockHandle,
+    verify_checksums: bool,
+    fill_cache: bool,
+    error: Option<Error>,
+}
+
+impl TableIterator {
+    /// Loads the data block the index iterator points at (keeps the current one if it is the
+    /// same block). On error, records it and leaves no data iterator.
+    fn init_data_block(&mut self) {
+        if !self.index.valid() {
+            self.data = None;
+            return;
+        }
+        let handle = match self.table.index_value_handle(self.index.value()) {
+            Ok(h) => h,
+            Err(e) => {
+                self.fail(e);
+                return;
+            }
+        };
+        if self.data.is_some() && handle == self.data_handle {
+            return;
+        }
+        match self
+            .table
+            .data_block(handle, self.verify_checksums, self.fill_cache)
+        {
+            Ok(block) => {
+                self.data =
+                    Some(BlockIter::new(block).with_origin(self.table.path.clone(), handle.offset));
+                self.data_handle = handle;
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn fail(&mut self, e: Error) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+        self.data = None;
+    }
+
+    /// True if the data iterator stopped because of an error (which is then recorded).
+    fn data_failed(&mut self) -> bool {
+        if let Some(d) = &self.data {
+            if let Err(e) = d.status() {
+                self.fail(e);
+                return true;
+            }
+        }
+        self.error.is_some()
+    }
+
+    fn skip_empty_forward(&mut self) {
+        while !self.data.as_ref().is_some_and(|d| d.valid()) {
+            if self.data_failed() || !self.index.valid() {
+                self.data = None;
+                return;
+            }
+            self.index.next();
+            self.init_data_block();
+            if let Some(d) = &mut self.data {
+                d.seek_to_first();
+            }
+        }
+    }
+
+    fn skip_empty_backward(&mut self) {
+        while !self.data.as_ref().is_some_and(|d| d.valid()) {
+            if self.data_failed() || !self.index.valid() {
+                self.data = None;
+                return;
+            }
+            self.index.prev();
+            self.init_data_block();
+            if let Some(d) = &mut self.data {
+                d.seek_to_last();
+            }
+        }
+    }
+}
+
+impl InternalIterator for TableIterator {
+    fn valid(&self) -> bool {
+        self.error.is_none() && self.data.as_ref().is_some_and(|d| d.valid())
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        self.index.seek_to_first();
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_to_first();
+        }
+        self.skip_empty_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        self.index.seek_to_last();
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_to_last();
+        }
+        self.skip_empty_backward();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        self.index.seek(target);
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek(target);
+        }
+        self.skip_empty_forward();
+    }
+
+    fn next(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        if let Some(d) = &mut self.data {
+            d.next();
+        }
+        self.skip_empty_forward();
+    }
+
+    fn prev(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        if let Some(d) = &mut self.data {
+            d.prev();
+        }
+        self.skip_empty_backward();
+    }
+
+    fn key(&self) -> &[u8] {
+        match &self.data {
+            Some(d) => d.key(),
+            None => &[],
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        match &self.data {
+            Some(d) => d.value(),
+            None => &[],
+        }
+    }
+
+    fn status(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(e.duplicate());
+        }
+        self.index.status()?;
+        match &self.data {
+            Some(d) => d.status(),
+            None => Ok(()),
+        }
+    }
+}
