@@ -25,10 +25,10 @@ pub(crate) const TABLE_MAGIC: [u8; 8] = *b"shaleSST";
 /// The one table format version this code reads and writes.
 pub(crate) const FORMAT_VERSION: u32 = 1;
 
-/// Upper bound on a decoded block. Blocks are cut at `block_size` (at most 256 MiB) but a single
-/// entry can be a 8 MiB key plus a value of up to 4 GiB - 1 (`max_value_size` fits in 32 bits);
-/// a block claiming more than this is corrupt.
-pub(crate) const MAX_DECODED_BLOCK: u64 = (4 << 30) + (16 << 20);
+/// Upper bound on a decoded block. A block is cut once it reaches `block_size` (at most 256 MiB),
+/// so it holds at most that plus one entry: an 8 MiB key and a value under 4 GiB
+/// (`max_value_size` fits in 32 bits). A block claiming more is corrupt.
+pub(crate) const MAX_DECODED_BLOCK: u64 = (4 << 30) + (512 << 20);
 
 impl BlockHandle {
     /// Most bytes an encoded handle takes (two varint64s).

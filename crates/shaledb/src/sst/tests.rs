@@ -178,6 +178,15 @@ fn round_trip_every_compression() {
         assert_eq!(props.largest_seqno, 1000);
         let t = open_bytes(bytes, None).expect("open");
         assert_eq!(t.properties(), &props);
+        // Recorded sizes match the layout: data blocks start at 0 and are followed directly
+        // by the filter; the index is the block before the footer.
+        let index = t.index_handle_for_tests();
+        assert_eq!(props.index_size, index.size + 5);
+        assert_eq!(
+            index.offset + index.size + 5 + FOOTER_LEN as u64,
+            props.file_size
+        );
+        assert_eq!(t.approximate_offset_of(&e[0].0), 0);
         assert_eq!(t.file_number(), FILE_NUMBER);
         assert_eq!(t.path(), Path::new("/test/000042.sst"));
         assert_eq!(collect(&mut t.iter(true, true)), e, "{c:?}");
