@@ -114,7 +114,9 @@ pub fn decompress(kind: CompressionType, input: &[u8], limit: usize) -> Result<V
         CompressionType::Snappy => {
             let n = snap::raw::decompress_len(input).map_err(|e| format!("snappy: {e}"))?;
             if n > limit {
-                return Err(format!("snappy block claims {n} bytes, over the limit {limit}"));
+                return Err(format!(
+                    "snappy block claims {n} bytes, over the limit {limit}"
+                ));
             }
             snap::raw::Decoder::new()
                 .decompress_vec(input)
@@ -138,14 +140,18 @@ pub fn decompress(kind: CompressionType, input: &[u8], limit: usize) -> Result<V
                 .map(u32::from_le_bytes)
                 .ok_or_else(|| "lz4 block too short".to_string())? as usize;
             if n > limit {
-                return Err(format!("lz4 block claims {n} bytes, over the limit {limit}"));
+                return Err(format!(
+                    "lz4 block claims {n} bytes, over the limit {limit}"
+                ));
             }
             lz4_flex::block::decompress_size_prepended(input).map_err(|e| format!("lz4: {e}"))
         }
         CompressionType::Zstd => {
             if let Ok(Some(n)) = zstd::zstd_safe::get_frame_content_size(input) {
                 if n > limit as u64 {
-                    return Err(format!("zstd block claims {n} bytes, over the limit {limit}"));
+                    return Err(format!(
+                        "zstd block claims {n} bytes, over the limit {limit}"
+                    ));
                 }
             }
             zstd::bulk::decompress(input, limit).map_err(|e| format!("zstd: {e}"))
@@ -189,7 +195,10 @@ mod tests {
         ] {
             let mut out = Vec::new();
             assert!(compress(kind, &data, &mut out));
-            assert!(decompress(kind, &out, 100).is_err(), "{kind:?} ignored limit");
+            assert!(
+                decompress(kind, &out, 100).is_err(),
+                "{kind:?} ignored limit"
+            );
             let garbage = [0xffu8, 0xff, 0xff, 0x7f, 1, 2, 3];
             assert!(decompress(kind, &garbage, 1 << 20).is_err(), "{kind:?}");
         }

@@ -39,7 +39,10 @@ fn second_open_from_another_process_is_locked() {
         .env("SHALEDB_LOCK_CHILD_DIR", dir.path())
         .status()
         .expect("spawn child");
-    assert!(status.success(), "the child process was not refused with Locked");
+    assert!(
+        status.success(),
+        "the child process was not refused with Locked"
+    );
     db.close().expect("close");
 }
 

@@ -98,7 +98,10 @@ fn writers_readers_and_iterators_with_background_work() {
         .collect::<Result<_, _>>()
         .expect("scan");
     assert_eq!(got.len(), expected.len());
-    assert!(got == expected, "final contents differ from the union of writes");
+    assert!(
+        got == expected,
+        "final contents differ from the union of writes"
+    );
     for (k, v) in expected.iter().step_by(37) {
         assert_eq!(db.get(k).expect("get").as_ref(), Some(v));
     }

@@ -57,7 +57,11 @@ fn check_reads(db: &Db, table: &Path) -> usize {
     let mut i = 0;
     while it.valid() {
         assert_eq!(it.key(), key(i).as_slice(), "scan returned a wrong key");
-        assert_eq!(it.value(), value(i).as_slice(), "scan returned a wrong value");
+        assert_eq!(
+            it.value(),
+            value(i).as_slice(),
+            "scan returned a wrong value"
+        );
         i += 1;
         it.next();
     }
@@ -89,7 +93,10 @@ fn sweep(compression: CompressionType) {
     for cut in [0, 1, original.len() / 2, original.len() - 1] {
         fs.write_file_bytes(&sst, &original[..cut]);
         let db = Db::open("/db", o.clone()).expect("open");
-        assert!(check_reads(&db, &sst) > 0, "truncation to {cut} not detected");
+        assert!(
+            check_reads(&db, &sst) > 0,
+            "truncation to {cut} not detected"
+        );
         db.close().expect("close");
     }
     fs.write_file_bytes(&sst, &original);

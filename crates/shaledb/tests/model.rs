@@ -205,7 +205,8 @@ fn run_model(seed: u64, opts: Options, ops: usize, dir: &Path) {
                 let b = random_key(&mut rng);
                 let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
                 if rng.gen_bool(0.5) {
-                    d.compact_range(Some(&lo), Some(&hi)).expect("compact range");
+                    d.compact_range(Some(&lo), Some(&hi))
+                        .expect("compact range");
                 } else {
                     d.compact_range(None, None).expect("compact all");
                 }
@@ -250,19 +251,34 @@ fn ops_count() -> usize {
 #[test]
 fn model_no_compression_with_bloom() {
     let dir = tempfile::tempdir().expect("tempdir");
-    run_model(1, small_options(CompressionType::None, 10, 256), ops_count(), dir.path());
+    run_model(
+        1,
+        small_options(CompressionType::None, 10, 256),
+        ops_count(),
+        dir.path(),
+    );
 }
 
 #[test]
 fn model_lz4_without_bloom() {
     let dir = tempfile::tempdir().expect("tempdir");
-    run_model(2, small_options(CompressionType::Lz4, 0, 1024), ops_count(), dir.path());
+    run_model(
+        2,
+        small_options(CompressionType::Lz4, 0, 1024),
+        ops_count(),
+        dir.path(),
+    );
 }
 
 #[test]
 fn model_zstd_large_blocks() {
     let dir = tempfile::tempdir().expect("tempdir");
-    run_model(3, small_options(CompressionType::Zstd, 10, 4096), ops_count(), dir.path());
+    run_model(
+        3,
+        small_options(CompressionType::Zstd, 10, 4096),
+        ops_count(),
+        dir.path(),
+    );
 }
 
 #[test]

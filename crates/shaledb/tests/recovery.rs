@@ -2,6 +2,7 @@
 //! simulated power loss, and each recovery mode behaves as documented.
 
 use shaledb::fs::{FileSystem, MemFileSystem};
+
 use shaledb::{Db, Error, Options, WalRecoveryMode, WriteOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -171,8 +172,14 @@ fn corrupt_middle_of_wal(recovery: WalRecoveryMode) -> (MemFileSystem, Options) 
     }
     let wal = wal_files(&fs, dir).remove(0);
     let mut bytes = fs.read_file_bytes(&wal).expect("wal");
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0x40;
+    // Damage the payload of a record in the middle (a value byte), with intact records after
+    // it in the same block.
+    let needle = b"value-50-";
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .expect("record 50 in the WAL");
+    bytes[at + 2] ^= 0x40;
     fs.write_file_bytes(&wal, &bytes);
     (fs, o)
 }
@@ -196,9 +203,15 @@ fn point_in_time_recovery_stops_at_the_damage() {
     let present: Vec<bool> = (0..100)
         .map(|i| db.get(&key(i)).expect("get").is_some())
         .collect();
-    let first_missing = present.iter().position(|p| !p).expect("some writes dropped");
+    let first_missing = present
+        .iter()
+        .position(|p| !p)
+        .expect("some writes dropped");
     assert!(first_missing > 10, "too much dropped: {first_missing}");
-    assert!(present[first_missing..].iter().all(|p| !p), "hole after damage");
+    assert!(
+        present[first_missing..].iter().all(|p| !p),
+        "hole after damage"
+    );
 }
 
 #[test]
@@ -276,7 +289,10 @@ fn current_pointing_nowhere_is_reported() {
     let dir = Path::new("/db");
     let fs = MemFileSystem::new();
     let o = mem_options(&fs);
-    Db::open(dir, o.clone()).expect("open").close().expect("close");
+    Db::open(dir, o.clone())
+        .expect("open")
+        .close()
+        .expect("close");
     fs.write_file_bytes(dir.join("CURRENT"), b"garbage");
     assert!(matches!(Db::open(dir, o), Err(Error::Corruption { .. })));
 }

@@ -105,7 +105,11 @@ fn write_inner(
         }
         let ikey = input.key();
         let p = key::parse_internal_key(ikey).ok_or_else(|| {
-            Error::corruption(spec.dir, 0, "compaction input holds an unparseable internal key")
+            Error::corruption(
+                spec.dir,
+                0,
+                "compaction input holds an unparseable internal key",
+            )
         })?;
         let new_user_key = current_user_key.as_deref() != Some(p.user_key);
         if new_user_key {

@@ -128,7 +128,12 @@ pub fn pick(
         let c = if level == 0 {
             pick_level0(v, busy)
         } else {
-            pick_level(v, level, busy, compact_pointers.get(level).map(|p| p.as_slice()))
+            pick_level(
+                v,
+                level,
+                busy,
+                compact_pointers.get(level).map(|p| p.as_slice()),
+            )
         };
         if c.is_some() {
             return c;

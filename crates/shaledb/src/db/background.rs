@@ -135,11 +135,7 @@ impl DbInner {
 
     /// Logs an edit to the MANIFEST and installs it; a failure poisons the database. Files the
     /// edit removes are queued for deletion once no reader holds them.
-    pub(crate) fn log_and_apply(
-        &self,
-        st: &mut DbState,
-        edit: &mut VersionEdit,
-    ) -> Result<()> {
+    pub(crate) fn log_and_apply(&self, st: &mut DbState, edit: &mut VersionEdit) -> Result<()> {
         let before = st.versions.current();
         if let Err(e) = st.versions.log_and_apply(edit) {
             let err = Error::Poisoned(format!("writing the MANIFEST failed: {e}"));
@@ -151,7 +147,11 @@ impl DbInner {
             if live.contains(number) {
                 continue; // moved, not removed
             }
-            if let Some(f) = before.level_files(*level).iter().find(|f| f.number == *number) {
+            if let Some(f) = before
+                .level_files(*level)
+                .iter()
+                .find(|f| f.number == *number)
+            {
                 st.obsolete_tables.push(f.clone());
             }
         }
@@ -317,8 +317,7 @@ impl DbInner {
             }
             let v = st.versions.current();
             let needs = !self.opts.disable_auto_compactions
-                && picker::pick(&v, &self.opts, &st.busy, &st.versions.compact_pointers)
-                    .is_some();
+                && picker::pick(&v, &self.opts, &st.busy, &st.versions.compact_pointers).is_some();
             if st.imms.is_empty() && !st.flush_running && st.running_compactions == 0 && !needs {
                 return Ok(());
             }

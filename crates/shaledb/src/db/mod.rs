@@ -249,7 +249,12 @@ impl Db {
     /// The error that stopped writes, if any (a failed WAL or MANIFEST write or sync, or a
     /// failed background flush or compaction).
     pub fn background_error(&self) -> Option<Error> {
-        self.inner.state.lock().bg_error.as_ref().map(Error::duplicate)
+        self.inner
+            .state
+            .lock()
+            .bg_error
+            .as_ref()
+            .map(Error::duplicate)
     }
 
     /// The database directory.

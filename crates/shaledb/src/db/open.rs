@@ -7,8 +7,8 @@
 use super::{Db, DbInner, DbState, SuperVersion};
 use crate::cache::TableCache;
 use crate::compaction::job::{self, OutputSpec};
-use crate::compaction::LevelStats;
 use crate::compaction::picker::Busy;
+use crate::compaction::LevelStats;
 use crate::error::{Error, Result};
 use crate::log::{LogRead, LogReader, LogWriter};
 use crate::memtable::MemTable;
@@ -148,24 +148,22 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
                     .map_err(|e| Error::io(format!("reading WAL {}", path.display()), e))?;
                 let (data, offset) = match read {
                     LogRead::Eof => break,
-                    LogRead::Damaged { offset, detail } => {
-                        match opts.wal_recovery_mode {
-                            WalRecoveryMode::AbsoluteConsistency => {
-                                return Err(Error::corruption(&path, offset, detail));
-                            }
-                            WalRecoveryMode::PointInTimeRecovery => {
-                                stop_all = true;
-                                break;
-                            }
-                            WalRecoveryMode::SkipAnyCorruptedRecords => continue,
-                            WalRecoveryMode::TolerateCorruptedTailRecords => {
-                                if damage.is_none() {
-                                    damage = Some((offset, detail));
-                                }
-                                continue;
-                            }
+                    LogRead::Damaged { offset, detail } => match opts.wal_recovery_mode {
+                        WalRecoveryMode::AbsoluteConsistency => {
+                            return Err(Error::corruption(&path, offset, detail));
                         }
-                    }
+                        WalRecoveryMode::PointInTimeRecovery => {
+                            stop_all = true;
+                            break;
+                        }
+                        WalRecoveryMode::SkipAnyCorruptedRecords => continue,
+                        WalRecoveryMode::TolerateCorruptedTailRecords => {
+                            if damage.is_none() {
+                                damage = Some((offset, detail));
+                            }
+                            continue;
+                        }
+                    },
                     LogRead::Record { data, offset } => (data, offset),
                 };
                 if let Some((off, detail)) = &damage {
@@ -202,9 +200,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
                     let s = seq + i as u64;
                     match e {
                         BatchEntry::Put(k, v) => mem.add(s, crate::key::ValueKind::Put, k, v),
-                        BatchEntry::Delete(k) => {
-                            mem.add(s, crate::key::ValueKind::Delete, k, &[])
-                        }
+                        BatchEntry::Delete(k) => mem.add(s, crate::key::ValueKind::Delete, k, &[]),
                     }
                 }
                 if count > 0 {

@@ -7,7 +7,9 @@ use std::sync::atomic::Ordering;
 
 impl DbInner {
     pub(crate) fn property(&self, name: &str) -> Option<String> {
-        let name = name.strip_prefix("shaledb.").or_else(|| name.strip_prefix("rocksdb."))?;
+        let name = name
+            .strip_prefix("shaledb.")
+            .or_else(|| name.strip_prefix("rocksdb."))?;
         if let Some(level) = name.strip_prefix("num-files-at-level") {
             let level: usize = level.parse().ok()?;
             let st = self.state.lock();

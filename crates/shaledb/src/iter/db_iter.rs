@@ -143,8 +143,11 @@ impl DbIterator {
         self.direction = Direction::Forward;
         self.saved_key.clear();
         self.saved_value.clear();
-        self.inner
-            .seek(&key::make_internal_key(&target, self.sequence, KIND_FOR_SEEK));
+        self.inner.seek(&key::make_internal_key(
+            &target,
+            self.sequence,
+            KIND_FOR_SEEK,
+        ));
         self.find_next_user_entry(false);
     }
 
@@ -362,7 +365,9 @@ mod tests {
     ];
 
     fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
     }
 
     #[test]

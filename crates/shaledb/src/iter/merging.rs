@@ -213,7 +213,11 @@ impl InternalIterator for VecIterator {
         self.pos.is_some()
     }
     fn seek_to_first(&mut self) {
-        self.pos = if self.entries.is_empty() { None } else { Some(0) };
+        self.pos = if self.entries.is_empty() {
+            None
+        } else {
+            Some(0)
+        };
     }
     fn seek_to_last(&mut self) {
         self.pos = self.entries.len().checked_sub(1);
@@ -222,13 +226,14 @@ impl InternalIterator for VecIterator {
         let i = self
             .entries
             .partition_point(|(k, _)| compare_internal(k, target) == Ordering::Less);
-        self.pos = if i < self.entries.len() { Some(i) } else { None };
+        self.pos = if i < self.entries.len() {
+            Some(i)
+        } else {
+            None
+        };
     }
     fn next(&mut self) {
-        self.pos = self
-            .pos
-            .map(|p| p + 1)
-            .filter(|&p| p < self.entries.len());
+        self.pos = self.pos.map(|p| p + 1).filter(|&p| p < self.entries.len());
     }
     fn prev(&mut self) {
         self.pos = self.pos.and_then(|p| p.checked_sub(1));
@@ -319,7 +324,9 @@ mod tests {
     fn child_error_stops_the_merge() {
         let mut m = MergingIterator::new(vec![
             source(&[("a", 1)]),
-            Box::new(EmptyIterator::with_error(Error::corruption("x.sst", 7, "bad"))),
+            Box::new(EmptyIterator::with_error(Error::corruption(
+                "x.sst", 7, "bad",
+            ))),
         ]);
         m.seek_to_first();
         assert!(!m.valid());

@@ -253,8 +253,9 @@ impl LogReader {
         Ok(())
     }
 
-    /// Reads the next fragment. Damage inside a block makes the rest of that block be skipped,
-    /// because its length fields can no longer be trusted.
+    /// Reads the next fragment. A fragment whose checksum fails is skipped by its length; any
+    /// other damage inside a block (bad length, zeroed header, unknown type) makes the rest of
+    /// that block be skipped, because its length fields can no longer be trusted.
     fn read_physical(&mut self) -> std::io::Result<Physical> {
         loop {
             let remaining = self.block_len - self.pos;
@@ -299,7 +300,10 @@ impl LogReader {
             let crc =
                 checksum::crc32c_extend(checksum::crc32c(&[typ]), &self.block[start..start + len]);
             if checksum::unmask(masked_crc) != crc {
-                self.pos = self.block_len;
+                // The length fits its block, so most likely the payload (not the header) is
+                // damaged: skip just this fragment, so intact fragments after it in the same
+                // block still show the damage is mid-log rather than a torn tail.
+                self.pos = start + len;
                 return Ok(Physical::Bad {
                     offset,
                     detail: "fragment checksum mismatch".into(),

@@ -142,7 +142,10 @@ impl InternalIterator for MemTableIterator {
     fn seek(&mut self, target: &[u8]) {
         let t = InternalKey(target.to_vec());
         let mem = self.mem.clone();
-        let e = mem.map.range((Bound::Included(&t), Bound::Unbounded)).next();
+        let e = mem
+            .map
+            .range((Bound::Included(&t), Bound::Unbounded))
+            .next();
         self.set(e);
     }
     fn next(&mut self) {
@@ -150,7 +153,10 @@ impl InternalIterator for MemTableIterator {
             return;
         };
         let mem = self.mem.clone();
-        let e = mem.map.range((Bound::Excluded(&k), Bound::Unbounded)).next();
+        let e = mem
+            .map
+            .range((Bound::Excluded(&k), Bound::Unbounded))
+            .next();
         self.set(e);
     }
     fn prev(&mut self) {
@@ -235,6 +241,9 @@ mod tests {
         }
         assert_eq!(back, vec![Some(2), Some(5), Some(7), Some(1)]);
         it.seek(&key::make_internal_key(b"b", 6, ValueKind::Put));
-        assert_eq!(key::parse_internal_key(it.key()).map(|p| p.sequence), Some(5));
+        assert_eq!(
+            key::parse_internal_key(it.key()).map(|p| p.sequence),
+            Some(5)
+        );
     }
 }

@@ -104,7 +104,15 @@ mod tests {
             let name = p.file_name().and_then(|s| s.to_str()).unwrap_or_default();
             assert_eq!(parse_file_name(name), Some((kind, n)), "{name}");
         }
-        for bad in ["", "x.log", "12.txt", "MANIFEST-", "MANIFEST-1a", "-1.log", "1.2.sst"] {
+        for bad in [
+            "",
+            "x.log",
+            "12.txt",
+            "MANIFEST-",
+            "MANIFEST-1a",
+            "-1.log",
+            "1.2.sst",
+        ] {
             assert_eq!(parse_file_name(bad), None, "{bad}");
         }
     }

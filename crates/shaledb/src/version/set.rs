@@ -120,9 +120,8 @@ impl VersionSet {
                     let edit = VersionEdit::decode(&data).map_err(|d| {
                         Error::corruption(&manifest_path, offset, format!("bad version edit: {d}"))
                     })?;
-                    apply_edit(&mut levels, &edit, num_levels).map_err(|d| {
-                        Error::corruption(&manifest_path, offset, d)
-                    })?;
+                    apply_edit(&mut levels, &edit, num_levels)
+                        .map_err(|d| Error::corruption(&manifest_path, offset, d))?;
                     if let Some(n) = edit.log_number {
                         log_number = Some(n);
                     }
@@ -142,9 +141,8 @@ impl VersionSet {
         }
         // A torn final record (damage then end of file) is an edit that was never
         // acknowledged: ignore it.
-        let missing = |what: &str| {
-            Error::corruption(&manifest_path, 0, format!("MANIFEST has no {what}"))
-        };
+        let missing =
+            |what: &str| Error::corruption(&manifest_path, 0, format!("MANIFEST has no {what}"));
         let log_number = log_number.ok_or_else(|| missing("log number"))?;
         let next_file_number = next_file_number.ok_or_else(|| missing("next file number"))?;
         let last_sequence = last_sequence.ok_or_else(|| missing("last sequence number"))?;
@@ -288,7 +286,8 @@ impl VersionSet {
         };
         for (level, p) in self.compact_pointers.iter().enumerate() {
             if !p.is_empty() {
-                s.compact_pointers.push((level, key::InternalKey(p.clone())));
+                s.compact_pointers
+                    .push((level, key::InternalKey(p.clone())));
             }
         }
         for (level, k) in &edit.compact_pointers {
@@ -305,7 +304,12 @@ impl VersionSet {
 
     /// Numbers of every table file in the current version.
     pub fn live_files(&self) -> HashSet<u64> {
-        self.current.files.iter().flatten().map(|f| f.number).collect()
+        self.current
+            .files
+            .iter()
+            .flatten()
+            .map(|f| f.number)
+            .collect()
     }
 }
 
@@ -322,7 +326,9 @@ fn apply_edit(
         let before = files.len();
         files.retain(|f| f.number != *number);
         if files.len() == before {
-            return Err(format!("edit deletes file {number} which is not at level {level}"));
+            return Err(format!(
+                "edit deletes file {number} which is not at level {level}"
+            ));
         }
     }
     for (level, f) in &edit.new_files {
@@ -344,9 +350,11 @@ fn build_version(mut levels: Vec<Vec<Arc<FileMetaData>>>) -> Version {
                     .then(b.number.cmp(&a.number))
             });
         } else {
-            files.sort_by(|a, b| match key::compare_internal(a.smallest.encoded(), b.smallest.encoded()) {
-                Ordering::Equal => a.number.cmp(&b.number),
-                o => o,
+            files.sort_by(|a, b| {
+                match key::compare_internal(a.smallest.encoded(), b.smallest.encoded()) {
+                    Ordering::Equal => a.number.cmp(&b.number),
+                    o => o,
+                }
             });
         }
     }
