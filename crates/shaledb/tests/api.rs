@@ -1,4 +1,5 @@
 //! API behaviour: locking, argument checks, large values, properties, destroy.
+#![allow(clippy::field_reassign_with_default)] // options are built field by field for readability
 
 use shaledb::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
 

@@ -1,5 +1,6 @@
 //! Several writers, readers and iterators at once while flushes and compactions run; at the
 //! end the database holds exactly the union of what was written.
+#![allow(clippy::field_reassign_with_default)] // options are built field by field for readability
 
 use shaledb::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;

@@ -1,6 +1,7 @@
 //! Corrupted tables: every byte flip in a table either leaves reads correct (the byte was not
 //! used, e.g. a filter bit that only adds a false positive) or is reported as
 //! `Error::Corruption` naming the table. Never a wrong value, never a false "not found".
+#![allow(clippy::field_reassign_with_default)] // options are built field by field for readability
 
 use shaledb::fs::MemFileSystem;
 use shaledb::{CompressionType, Db, Error, Options, ReadOptions};

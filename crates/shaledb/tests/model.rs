@@ -1,6 +1,7 @@
 //! Model-based randomized test: thousands of mixed operations against ShaleDB and a BTreeMap,
 //! with tiny memtables and files so flushes and compactions run constantly, over several
 //! option sets. Every answer must match the model exactly.
+#![allow(clippy::field_reassign_with_default)] // options are built field by field for readability
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -1,7 +1,8 @@
 //! Recovery: torn WAL tails are dropped record by record, acknowledged synced writes survive a
 //! simulated power loss, and each recovery mode behaves as documented.
+#![allow(clippy::field_reassign_with_default)] // options are built field by field for readability
 
-use shaledb::fs::{FileSystem, MemFileSystem};
+use shaledb::fs::MemFileSystem;
 
 use shaledb::{Db, Error, Options, WalRecoveryMode, WriteOptions};
 use std::path::{Path, PathBuf};

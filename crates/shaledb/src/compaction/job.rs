@@ -100,7 +100,7 @@ fn write_inner(
     input.seek_to_first();
     while input.valid() {
         counter = counter.wrapping_add(1);
-        if counter % 1024 == 0 && shutting_down.load(Ordering::Relaxed) {
+        if counter.is_multiple_of(1024) && shutting_down.load(Ordering::Relaxed) {
             return Err(Error::Closed);
         }
         let ikey = input.key();

@@ -166,9 +166,9 @@ impl DbInner {
             let mut wal = self.wal.lock();
             let w = wal.as_mut().ok_or(Error::Closed)?;
             let number = self.wal_number.load(Ordering::Relaxed);
-            let res =
-                w.add_record(group.data())
-                    .and_then(|_| if sync { w.sync() } else { w.flush() });
+            let res = w
+                .add_record(group.data())
+                .and_then(|_| if sync { w.sync() } else { w.flush() });
             res.map_err(|e| {
                 Error::Poisoned(format!(
                     "writing WAL {} failed: {e}",

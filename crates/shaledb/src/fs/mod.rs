@@ -37,6 +37,7 @@ pub trait WritableFile: Send {
 }
 
 /// A file read at arbitrary offsets by many threads at once.
+#[allow(clippy::len_without_is_empty)] // `len` can fail, so `is_empty` would add little
 pub trait RandomAccessFile: Send + Sync {
     /// Fills `buf` from `offset`; fails with `UnexpectedEof` if the file ends first.
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
