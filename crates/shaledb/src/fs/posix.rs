@@ -1,11 +1,10 @@
-//! The real filesystem, on top of `std::fs` and a little `libc` (for `flock`).
+//! The real filesystem, on top of `std::fs` (locks via `File::try_lock`, which is flock on Linux).
 
 use super::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -153,10 +152,7 @@ impl Drop for PosixFileLock {
         // Unlock before leaving the table so that a thread which sees the entry gone and then
         // takes the lock never collides with our still-held flock. (Closing the file would also
         // release the flock; doing it explicitly makes the order certain.)
-        // SAFETY: the fd is valid for as long as `self.file` lives.
-        unsafe {
-            libc::flock(self.file.as_raw_fd(), libc::LOCK_UN);
-        }
+        let _ = self.file.unlock();
         locked_paths().remove(&self.path);
     }
 }
@@ -261,28 +257,24 @@ impl FileSystem for PosixFileSystem {
                 format!("{} is already locked by this process", path.display()),
             ));
         }
-        loop {
-            // SAFETY: the fd is valid for as long as `file` lives.
-            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-            if rc == 0 {
-                return Ok(Box::new(PosixFileLock {
-                    file,
-                    path: canonical,
-                }));
-            }
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            locked_paths().remove(&canonical);
-            return Err(if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                io::Error::new(
+        // std's try_lock is flock(LOCK_EX | LOCK_NB) on Linux: held per open file description,
+        // released when `file` closes.
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(PosixFileLock {
+                file,
+                path: canonical,
+            })),
+            Err(fs::TryLockError::WouldBlock) => {
+                locked_paths().remove(&canonical);
+                Err(io::Error::new(
                     io::ErrorKind::WouldBlock,
                     format!("{} is locked by another process", path.display()),
-                )
-            } else {
-                with_path(err, "locking", path)
-            });
+                ))
+            }
+            Err(fs::TryLockError::Error(e)) => {
+                locked_paths().remove(&canonical);
+                Err(with_path(e, "locking", path))
+            }
         }
     }
 }
@@ -439,9 +431,7 @@ mod tests {
         let fs = PosixFileSystem::new();
         let path = dir.path().join("LOCK");
         let other = File::create(&path).unwrap();
-        // SAFETY: valid fd.
-        let rc = unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        assert_eq!(rc, 0);
+        other.try_lock().unwrap();
         let err = fs.lock(&path).err().unwrap();
         assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
         drop(other);
