@@ -27,7 +27,7 @@ pub mod version;
 pub mod write_batch;
 
 pub use compression::CompressionType;
-pub use db::{Db, DbIterator, Snapshot};
+pub use db::{Db, DbIterator, KeyRange, RangeIter, Snapshot};
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WalRecoveryMode, WriteOptions};
 pub use write_batch::WriteBatch;

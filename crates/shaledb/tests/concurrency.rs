@@ -94,10 +94,7 @@ fn writers_readers_and_iterators_with_background_work() {
         assert!(r.join().expect("reader thread") > 0);
     }
     db.wait_for_compactions().expect("compactions");
-    let got: BTreeMap<_, _> = db
-        .range::<&[u8], _>(..)
-        .collect::<Result<_, _>>()
-        .expect("scan");
+    let got: BTreeMap<_, _> = db.range(..).collect::<Result<_, _>>().expect("scan");
     assert_eq!(got.len(), expected.len());
     assert!(
         got == expected,

@@ -33,7 +33,7 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 use snapshot::SnapshotList;
 use std::collections::VecDeque;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -180,23 +180,25 @@ impl Db {
         self.inner.new_iterator(ro)
     }
 
-    /// The entries with keys in `range`, in order, as `(key, value)` items. An IO or
-    /// corruption error appears as an `Err` item and ends the sequence.
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> RangeIter {
+    /// The entries with keys in `range`, in order, as `(key, value)` items. Takes any Rust
+    /// range of byte strings (`..`, `a..b`, `a..=b`, `a..`, `..b`, with `&[u8]`, `Vec<u8>`,
+    /// `&str`, ...). An IO or corruption error appears as an `Err` item and ends the sequence.
+    pub fn range<R: KeyRange>(&self, range: R) -> RangeIter {
+        let (start, end) = range.key_bounds();
         let mut ro = ReadOptions::default();
         let mut skip_lower_equal = None;
-        match range.start_bound() {
-            Bound::Included(k) => ro.iterate_lower_bound = Some(k.as_ref().to_vec()),
+        match start {
+            Bound::Included(k) => ro.iterate_lower_bound = Some(k.to_vec()),
             Bound::Excluded(k) => {
-                ro.iterate_lower_bound = Some(k.as_ref().to_vec());
-                skip_lower_equal = Some(k.as_ref().to_vec());
+                ro.iterate_lower_bound = Some(k.to_vec());
+                skip_lower_equal = Some(k.to_vec());
             }
             Bound::Unbounded => {}
         }
         let mut inclusive_upper = None;
-        match range.end_bound() {
-            Bound::Excluded(k) => ro.iterate_upper_bound = Some(k.as_ref().to_vec()),
-            Bound::Included(k) => inclusive_upper = Some(k.as_ref().to_vec()),
+        match end {
+            Bound::Excluded(k) => ro.iterate_upper_bound = Some(k.to_vec()),
+            Bound::Included(k) => inclusive_upper = Some(k.to_vec()),
             Bound::Unbounded => {}
         }
         let mut it = self.iter(&ro);
@@ -297,6 +299,68 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.close();
+    }
+}
+
+/// A range of keys for [`Db::range`]: implemented for every Rust range type over anything that
+/// is `AsRef<[u8]>`, and for a pair of `Bound`s.
+pub trait KeyRange {
+    /// The start and end bounds.
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>);
+}
+
+impl KeyRange for std::ops::RangeFull {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Unbounded, Bound::Unbounded)
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for std::ops::Range<K> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (
+            Bound::Included(self.start.as_ref()),
+            Bound::Excluded(self.end.as_ref()),
+        )
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for std::ops::RangeInclusive<K> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (
+            Bound::Included(self.start().as_ref()),
+            Bound::Included(self.end().as_ref()),
+        )
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for std::ops::RangeFrom<K> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Included(self.start.as_ref()), Bound::Unbounded)
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for std::ops::RangeTo<K> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Unbounded, Bound::Excluded(self.end.as_ref()))
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for std::ops::RangeToInclusive<K> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Unbounded, Bound::Included(self.end.as_ref()))
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for (Bound<K>, Bound<K>) {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        fn map<K: AsRef<[u8]>>(b: &Bound<K>) -> Bound<&[u8]> {
+            match b {
+                Bound::Included(k) => Bound::Included(k.as_ref()),
+                Bound::Excluded(k) => Bound::Excluded(k.as_ref()),
+                Bound::Unbounded => Bound::Unbounded,
+            }
+        }
+        (map(&self.0), map(&self.1))
     }
 }
 
