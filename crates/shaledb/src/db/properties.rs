@@ -57,6 +57,19 @@ impl DbInner {
                     .as_ref()
                     .map_or_else(String::new, |e| e.to_string()),
             ),
+            "compaction-bytes-written" => {
+                let st = self.state.lock();
+                Some(
+                    st.level_stats
+                        .iter()
+                        .map(|s| s.bytes_written)
+                        .sum::<u64>()
+                        .to_string(),
+                )
+            }
+            "user-bytes-written" => {
+                Some(self.user_bytes_written.load(Ordering::Relaxed).to_string())
+            }
             "last-sequence" => Some(self.last_sequence.load(Ordering::Acquire).to_string()),
             _ => None,
         }

@@ -1,0 +1,158 @@
+//! The one trait every engine under test implements, and the option set shared by all of them.
+
+use std::path::Path;
+
+/// Errors from any engine, as text (peers report C strings).
+pub type EngineResult<T> = Result<T, String>;
+
+/// Options every engine gets, mapped to its own knobs (see docs/benchmarks.md).
+#[derive(Debug, Clone)]
+pub struct CommonOptions {
+    /// Block cache bytes (WiredTiger: cache size).
+    pub cache_size: u64,
+    /// Memtable / write buffer bytes.
+    pub write_buffer_size: u64,
+    /// Memtables kept before stalling.
+    pub max_write_buffer_number: u32,
+    /// Bloom filter bits per key; 0 = none.
+    pub bloom_bits: u32,
+    /// Codec name: none, snappy, lz4, zstd, zlib.
+    pub compression: String,
+    /// Data block size in bytes.
+    pub block_size: u64,
+    /// Max open files.
+    pub open_files: i64,
+    /// Target SST size.
+    pub target_file_size_base: u64,
+    /// Target SST size multiplier.
+    pub target_file_size_multiplier: u64,
+    /// L1 target size.
+    pub max_bytes_for_level_base: u64,
+    /// Level size multiplier.
+    pub max_bytes_for_level_multiplier: f64,
+    /// Levels.
+    pub num_levels: u32,
+    /// L0 compaction trigger.
+    pub level0_file_num_compaction_trigger: u32,
+    /// L0 slowdown trigger.
+    pub level0_slowdown_writes_trigger: u32,
+    /// L0 stop trigger.
+    pub level0_stop_writes_trigger: u32,
+    /// Background threads.
+    pub max_background_jobs: u32,
+    /// Disable automatic compactions (bulk load).
+    pub disable_auto_compactions: bool,
+    /// Skip the WAL.
+    pub disable_wal: bool,
+    /// fsync every write.
+    pub sync: bool,
+    /// Verify block checksums on reads.
+    pub verify_checksums: bool,
+    /// Use O_DIRECT reads where the engine supports it.
+    pub use_direct_reads: bool,
+    /// Open an existing database instead of creating a fresh one.
+    pub use_existing_db: bool,
+}
+
+impl Default for CommonOptions {
+    fn default() -> Self {
+        CommonOptions {
+            cache_size: 8 << 20,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            bloom_bits: 10,
+            compression: "snappy".into(),
+            block_size: 4096,
+            open_files: 5000,
+            target_file_size_base: 64 << 20,
+            target_file_size_multiplier: 1,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            num_levels: 7,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            max_background_jobs: 2,
+            disable_auto_compactions: false,
+            disable_wal: false,
+            sync: false,
+            verify_checksums: true,
+            use_direct_reads: false,
+            use_existing_db: false,
+        }
+    }
+}
+
+/// A write batch as plain operations, applied atomically by [`Engine::write_batch`].
+#[derive(Debug, Clone)]
+pub enum BatchOp {
+    /// Store a value.
+    Put(Vec<u8>, Vec<u8>),
+    /// Delete a key.
+    Delete(Vec<u8>),
+}
+
+/// An ordered cursor over an engine.
+pub trait EngineIterator {
+    /// Positions at the first key >= `key`.
+    fn seek(&mut self, key: &[u8]);
+    /// Positions at the first key.
+    fn seek_to_first(&mut self);
+    /// Positions at the last key.
+    fn seek_to_last(&mut self);
+    /// True if positioned on an entry.
+    fn valid(&self) -> bool;
+    /// Moves forward.
+    fn next(&mut self);
+    /// Moves backward.
+    fn prev(&mut self);
+    /// Current key.
+    fn key(&self) -> &[u8];
+    /// Current value.
+    fn value(&self) -> &[u8];
+    /// Error met during iteration, if any.
+    fn status(&self) -> EngineResult<()>;
+}
+
+/// One storage engine under test. Shared across benchmark threads.
+pub trait Engine: Send + Sync {
+    /// The engine's name as used by `--engine`.
+    fn name(&self) -> &'static str;
+    /// Stores a value.
+    fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()>;
+    /// Reads a value.
+    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>>;
+    /// Deletes a key.
+    fn delete(&self, key: &[u8]) -> EngineResult<()>;
+    /// Applies operations atomically.
+    fn write_batch(&self, ops: &[BatchOp]) -> EngineResult<()>;
+    /// A new iterator over the current state.
+    fn iter(&self) -> Box<dyn EngineIterator + '_>;
+    /// Flushes memtables to disk and waits.
+    fn flush(&self) -> EngineResult<()>;
+    /// Compacts everything and waits.
+    fn compact(&self) -> EngineResult<()>;
+    /// Waits for background compactions to settle (best effort for peers without a call).
+    fn wait_for_compactions(&self) -> EngineResult<()>;
+    /// Engine statistics text, if any (`stats` benchmark).
+    fn stats(&self) -> Option<String>;
+    /// Bytes written by flush and compaction so far, if the engine reports it.
+    fn compaction_bytes_written(&self) -> Option<u64>;
+}
+
+/// Bytes used by the files under `path`.
+pub fn size_on_disk(path: &Path) -> u64 {
+    fn walk(p: &Path) -> u64 {
+        let Ok(meta) = std::fs::symlink_metadata(p) else {
+            return 0;
+        };
+        if meta.is_dir() {
+            std::fs::read_dir(p)
+                .map(|rd| rd.flatten().map(|e| walk(&e.path())).sum())
+                .unwrap_or(0)
+        } else {
+            meta.len()
+        }
+    }
+    walk(path)
+}

@@ -1,0 +1,143 @@
+//! ShaleDB behind the benchmark [`Engine`] trait.
+
+use crate::engine::{BatchOp, CommonOptions, Engine, EngineIterator, EngineResult};
+use shaledb::{CompressionType, Db, DbIterator, Options, ReadOptions, WriteBatch, WriteOptions};
+use std::path::Path;
+
+/// An open ShaleDB database.
+pub struct ShaleEngine {
+    db: Db,
+    wo: WriteOptions,
+    ro: ReadOptions,
+}
+
+/// Maps the common options onto ShaleDB's.
+pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
+    let mut o = Options::default();
+    o.create_if_missing = true;
+    o.block_cache_size = c.cache_size as usize;
+    o.write_buffer_size = c.write_buffer_size as usize;
+    o.max_write_buffer_number = c.max_write_buffer_number.max(2) as usize;
+    o.bloom_bits_per_key = c.bloom_bits as usize;
+    let codec = CompressionType::from_name(&c.compression)
+        .ok_or_else(|| format!("unknown compression type {:?}", c.compression))?;
+    o.set_compression(codec);
+    o.block_size = c.block_size as usize;
+    if c.open_files > 0 {
+        o.max_open_files = c.open_files as usize;
+    }
+    o.target_file_size_base = c.target_file_size_base;
+    o.target_file_size_multiplier = c.target_file_size_multiplier;
+    o.max_bytes_for_level_base = c.max_bytes_for_level_base;
+    o.max_bytes_for_level_multiplier = c.max_bytes_for_level_multiplier;
+    o.num_levels = c.num_levels as usize;
+    o.level0_file_num_compaction_trigger = c.level0_file_num_compaction_trigger as usize;
+    o.level0_slowdown_writes_trigger = c.level0_slowdown_writes_trigger as usize;
+    o.level0_stop_writes_trigger = c.level0_stop_writes_trigger as usize;
+    o.max_background_jobs = c.max_background_jobs.max(1) as usize;
+    o.disable_auto_compactions = c.disable_auto_compactions;
+    Ok(o)
+}
+
+impl ShaleEngine {
+    /// Opens (creating) a database at `path`.
+    pub fn open(path: &Path, c: &CommonOptions) -> EngineResult<Self> {
+        let opts = shale_options(c)?;
+        let db = Db::open(path, opts).map_err(|e| e.to_string())?;
+        Ok(ShaleEngine {
+            db,
+            wo: WriteOptions {
+                sync: c.sync,
+                disable_wal: c.disable_wal,
+            },
+            ro: ReadOptions {
+                verify_checksums: c.verify_checksums,
+                ..Default::default()
+            },
+        })
+    }
+
+    /// The underlying database.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+}
+
+struct ShaleIter(DbIterator);
+
+impl EngineIterator for ShaleIter {
+    fn seek(&mut self, key: &[u8]) {
+        self.0.seek(key)
+    }
+    fn seek_to_first(&mut self) {
+        self.0.seek_to_first()
+    }
+    fn seek_to_last(&mut self) {
+        self.0.seek_to_last()
+    }
+    fn valid(&self) -> bool {
+        self.0.valid()
+    }
+    fn next(&mut self) {
+        self.0.next()
+    }
+    fn prev(&mut self) {
+        self.0.prev()
+    }
+    fn key(&self) -> &[u8] {
+        self.0.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.0.value()
+    }
+    fn status(&self) -> EngineResult<()> {
+        self.0.status().map_err(|e| e.to_string())
+    }
+}
+
+impl Engine for ShaleEngine {
+    fn name(&self) -> &'static str {
+        "shaledb"
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        self.db
+            .put_opt(&self.wo, key, value)
+            .map_err(|e| e.to_string())
+    }
+    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
+        self.db.get_opt(&self.ro, key).map_err(|e| e.to_string())
+    }
+    fn delete(&self, key: &[u8]) -> EngineResult<()> {
+        self.db.delete_opt(&self.wo, key).map_err(|e| e.to_string())
+    }
+    fn write_batch(&self, ops: &[BatchOp]) -> EngineResult<()> {
+        let mut b = WriteBatch::new();
+        for op in ops {
+            match op {
+                BatchOp::Put(k, v) => b.put(k, v),
+                BatchOp::Delete(k) => b.delete(k),
+            }
+        }
+        self.db.write(&self.wo, &b).map_err(|e| e.to_string())
+    }
+    fn iter(&self) -> Box<dyn EngineIterator + '_> {
+        Box::new(ShaleIter(self.db.iter(&self.ro)))
+    }
+    fn flush(&self) -> EngineResult<()> {
+        self.db.flush().map_err(|e| e.to_string())
+    }
+    fn compact(&self) -> EngineResult<()> {
+        self.db.compact_range(None, None).map_err(|e| e.to_string())
+    }
+    fn wait_for_compactions(&self) -> EngineResult<()> {
+        self.db.wait_for_compactions().map_err(|e| e.to_string())
+    }
+    fn stats(&self) -> Option<String> {
+        self.db.property("shaledb.stats")
+    }
+    fn compaction_bytes_written(&self) -> Option<u64> {
+        self.db
+            .property("shaledb.compaction-bytes-written")
+            .and_then(|s| s.parse().ok())
+    }
+}

@@ -1,0 +1,7 @@
+//! Benchmarks our users trust: a db_bench-compatible tool, YCSB workloads, and every peer engine
+//! behind one trait, so that every figure is a ratio measured side by side in one run.
+//!
+//! The binaries in `src/bin/` are thin; all logic lives here.
+
+pub mod engine;
+pub mod engines;
