@@ -3,6 +3,7 @@
 //! Each shard is a hash map plus an intrusive doubly linked list threaded through a slab of
 //! nodes, so lookups, inserts and evictions are O(1). Values are `Arc`s: an entry evicted while a
 //! reader still holds it stays alive until the reader drops it, and is no longer charged.
+//! `V` may be unsized (`dyn Any + Send + Sync`), so one cache can hold values of several types.
 //! Shards are chosen by key hash so concurrent readers rarely contend on the same mutex.
 
 use parking_lot::Mutex;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 
 const NIL: usize = usize::MAX;
 
-struct Node<K, V> {
+struct Node<K, V: ?Sized> {
     key: K,
     value: Arc<V>,
     charge: usize,
@@ -21,7 +22,7 @@ struct Node<K, V> {
     next: usize,
 }
 
-struct Shard<K, V> {
+struct Shard<K, V: ?Sized> {
     map: HashMap<K, usize>,
     nodes: Vec<Option<Node<K, V>>>,
     free: Vec<usize>,
@@ -32,7 +33,7 @@ struct Shard<K, V> {
     capacity: usize,
 }
 
-impl<K: Hash + Eq + Clone, V> Shard<K, V> {
+impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
     fn new(capacity: usize) -> Self {
         Shard {
             map: HashMap::new(),
@@ -133,14 +134,14 @@ impl<K: Hash + Eq + Clone, V> Shard<K, V> {
 }
 
 /// A thread-safe LRU cache split into `2^shard_bits` independently locked shards.
-pub struct ShardedLruCache<K, V> {
+pub struct ShardedLruCache<K, V: ?Sized> {
     shards: Vec<Mutex<Shard<K, V>>>,
     hasher: std::collections::hash_map::RandomState,
     usage: AtomicUsize,
     capacity: usize,
 }
 
-impl<K: Hash + Eq + Clone, V> ShardedLruCache<K, V> {
+impl<K: Hash + Eq + Clone, V: ?Sized> ShardedLruCache<K, V> {
     /// A cache holding at most `capacity` units of charge across `2^shard_bits` shards.
     pub fn new(capacity: usize, shard_bits: u32) -> Self {
         let n = 1usize << shard_bits.min(16);

@@ -86,7 +86,6 @@ impl BloomFilter {
     }
 
     /// Size of the filter bytes.
-    #[cfg(test)]
     pub(crate) fn size(&self) -> usize {
         self.bits.len() + 1
     }

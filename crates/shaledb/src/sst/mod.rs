@@ -22,7 +22,10 @@ use crate::compression::CompressionType;
 
 /// The shared cache of decoded (uncompressed) blocks, keyed by (table cache id, block offset)
 /// and charged by decoded block size.
-pub type BlockCache = crate::cache::ShardedLruCache<crate::cache::BlockCacheKey, Block>;
+/// The shared block cache. Values are type-erased so data blocks, index blocks and filters
+/// share one byte budget; readers downcast to the type they stored.
+pub type BlockCache =
+    crate::cache::ShardedLruCache<crate::cache::BlockCacheKey, dyn std::any::Any + Send + Sync>;
 
 /// Where a block lives in a table file: its offset and the size of its stored contents,
 /// excluding the 5-byte trailer.

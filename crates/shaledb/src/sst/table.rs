@@ -30,10 +30,12 @@ pub struct Table {
     data_end: u64,
     cache: Option<Arc<BlockCache>>,
     cache_id: u64,
-    index: Arc<Block>,
+    /// Pinned here only when there is no block cache; otherwise read through the cache.
+    pinned_index: Option<Arc<Block>>,
     index_handle: BlockHandle,
     metaindex_handle: BlockHandle,
-    filter: Option<BloomFilter>,
+    /// Pinned here only when there is no block cache; otherwise read through the cache.
+    pinned_filter: Option<Arc<BloomFilter>>,
     filter_handle: Option<BlockHandle>,
     properties_handle: BlockHandle,
     props: TableProperties,
@@ -119,11 +121,22 @@ impl Table {
         props.file_size = file_size;
 
         let filter = match filter_handle {
-            Some(h) => {
-                let data = read_block_contents(&*file, &path, h, data_end, true, "filter block")?;
-                Some(BloomFilter::new(data).map_err(|e| Error::corruption(&*path, h.offset, e))?)
-            }
+            Some(h) => Some(Arc::new(read_filter(&*file, &path, h, data_end)?)),
             None => None,
+        };
+        let index = Arc::new(index);
+        let cache_id = NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed);
+        // With a cache, index and filter live in it (charged to its budget) and are re-read if
+        // evicted; without one they are pinned in the table.
+        let (pinned_index, pinned_filter) = match &block_cache {
+            Some(cache) => {
+                cache.insert((cache_id, footer.index.offset), index.clone(), index.size());
+                if let (Some(f), Some(h)) = (&filter, filter_handle) {
+                    cache.insert((cache_id, h.offset), f.clone(), f.size());
+                }
+                (None, None)
+            }
+            None => (Some(index), filter),
         };
 
         Ok(Table {
@@ -132,11 +145,11 @@ impl Table {
             file_number,
             data_end,
             cache: block_cache,
-            cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
-            index: Arc::new(index),
+            cache_id,
+            pinned_index,
             index_handle: footer.index,
             metaindex_handle: footer.metaindex,
-            filter,
+            pinned_filter,
             filter_handle,
             properties_handle,
             props,
@@ -153,10 +166,12 @@ impl Table {
         fill_cache: bool,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let user_key = key::user_key(lookup);
-        if !self.may_contain(user_key) {
-            return Ok(None);
+        if let Some(filter) = self.filter()? {
+            if !filter.may_contain_hash(filter::key_hash(user_key)) {
+                return Ok(None);
+            }
         }
-        let mut index = self.index_iter();
+        let mut index = self.index_iter()?;
         index.seek(lookup);
         if !index.valid() {
             index.status()?;
@@ -184,7 +199,7 @@ impl Table {
     pub fn iter(self: &Arc<Self>, verify_checksums: bool, fill_cache: bool) -> TableIterator {
         TableIterator {
             table: self.clone(),
-            index: self.index_iter(),
+            index: None,
             data: None,
             data_handle: BlockHandle::default(),
             verify_checksums,
@@ -211,7 +226,9 @@ impl Table {
     /// Approximate byte offset in the file where entries >= `ikey` start; the offset of the
     /// metadata (about the data size) for keys past the last.
     pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
-        let mut index = self.index_iter();
+        let Ok(mut index) = self.index_iter() else {
+            return self.metaindex_handle.offset;
+        };
         index.seek(ikey);
         if index.valid() {
             if let Some(h) = decode_handle_value(index.value()) {
@@ -224,9 +241,10 @@ impl Table {
     /// False only if the table certainly holds no entry for `user_key` (bloom filter check);
     /// true if there is no filter.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        match &self.filter {
-            Some(f) => f.may_contain_hash(filter::key_hash(user_key)),
-            None => true,
+        match self.filter() {
+            Ok(Some(f)) => f.may_contain_hash(filter::key_hash(user_key)),
+            // No filter, or it cannot be read: the table may hold the key.
+            Ok(None) | Err(_) => true,
         }
     }
 
@@ -245,7 +263,7 @@ impl Table {
         for (h, what) in metas {
             read_block_contents(file, &self.path, h, self.data_end, true, what)?;
         }
-        let mut index = self.index_iter();
+        let mut index = self.index_iter()?;
         index.seek_to_first();
         let mut last_key: Vec<u8> = Vec::new();
         let mut first = true;
@@ -295,13 +313,63 @@ impl Table {
 
     #[cfg(test)]
     pub(super) fn first_data_handle_for_tests(&self) -> BlockHandle {
-        let mut it = self.index_iter();
+        let Ok(mut it) = self.index_iter() else {
+            return BlockHandle::default();
+        };
         it.seek_to_first();
         decode_handle_value(it.value()).unwrap_or_default()
     }
 
-    fn index_iter(&self) -> BlockIter {
-        BlockIter::new(self.index.clone()).with_origin(self.path.clone(), self.index_handle.offset)
+    fn index_iter(&self) -> Result<BlockIter> {
+        Ok(BlockIter::new(self.index_block()?)
+            .with_origin(self.path.clone(), self.index_handle.offset))
+    }
+
+    /// The index block: pinned, or from the cache, or read (and cached) again after eviction.
+    fn index_block(&self) -> Result<Arc<Block>> {
+        if let Some(b) = &self.pinned_index {
+            return Ok(b.clone());
+        }
+        let key = (self.cache_id, self.index_handle.offset);
+        if let Some(b) = self.cached::<Block>(&key) {
+            return Ok(b);
+        }
+        let b = Arc::new(read_block(
+            &*self.file,
+            &self.path,
+            self.index_handle,
+            self.data_end,
+            true,
+            "index block",
+        )?);
+        if let Some(cache) = &self.cache {
+            cache.insert(key, b.clone(), b.size());
+        }
+        Ok(b)
+    }
+
+    /// The bloom filter, if the table has one: pinned, cached, or read again after eviction.
+    fn filter(&self) -> Result<Option<Arc<BloomFilter>>> {
+        if let Some(f) = &self.pinned_filter {
+            return Ok(Some(f.clone()));
+        }
+        let Some(h) = self.filter_handle else {
+            return Ok(None);
+        };
+        let key = (self.cache_id, h.offset);
+        if let Some(f) = self.cached::<BloomFilter>(&key) {
+            return Ok(Some(f));
+        }
+        let f = Arc::new(read_filter(&*self.file, &self.path, h, self.data_end)?);
+        if let Some(cache) = &self.cache {
+            cache.insert(key, f.clone(), f.size());
+        }
+        Ok(Some(f))
+    }
+
+    fn cached<T: Send + Sync + 'static>(&self, key: &(u64, u64)) -> Option<Arc<T>> {
+        let v = self.cache.as_ref()?.get(key)?;
+        v.downcast::<T>().ok()
     }
 
     fn index_value_handle(&self, v: &[u8]) -> Result<BlockHandle> {
@@ -322,10 +390,8 @@ impl Table {
         fill_cache: bool,
     ) -> Result<Arc<Block>> {
         let key = (self.cache_id, handle.offset);
-        if let Some(cache) = &self.cache {
-            if let Some(b) = cache.get(&key) {
-                return Ok(b);
-            }
+        if let Some(b) = self.cached::<Block>(&key) {
+            return Ok(b);
         }
         let block = Arc::new(read_block(
             &*self.file,
@@ -347,7 +413,8 @@ impl Table {
 /// Iterates a table: an index-block iterator picks the data block, a block iterator walks it.
 pub struct TableIterator {
     table: Arc<Table>,
-    index: BlockIter,
+    /// Loaded at the first positioning call (through the block cache).
+    index: Option<BlockIter>,
     data: Option<BlockIter>,
     data_handle: BlockHandle,
     verify_checksums: bool,
@@ -359,11 +426,11 @@ impl TableIterator {
     /// Loads the data block the index iterator points at (keeps the current one if it is the
     /// same block). On error, records it and leaves no data iterator.
     fn init_data_block(&mut self) {
-        if !self.index.valid() {
+        let Some(index) = self.index.as_ref().filter(|i| i.valid()) else {
             self.data = None;
             return;
-        }
-        let handle = match self.table.index_value_handle(self.index.value()) {
+        };
+        let handle = match self.table.index_value_handle(index.value()) {
             Ok(h) => h,
             Err(e) => {
                 self.fail(e);
@@ -386,6 +453,27 @@ impl TableIterator {
         }
     }
 
+    fn index_valid(&self) -> bool {
+        self.index.as_ref().is_some_and(|i| i.valid())
+    }
+
+    /// Loads the index iterator if needed; false (with the error recorded) if it failed.
+    fn ensure_index(&mut self) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        if self.index.is_none() {
+            match self.table.index_iter() {
+                Ok(i) => self.index = Some(i),
+                Err(e) => {
+                    self.fail(e);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     fn fail(&mut self, e: Error) {
         if self.error.is_none() {
             self.error = Some(e);
@@ -406,11 +494,13 @@ impl TableIterator {
 
     fn skip_empty_forward(&mut self) {
         while !self.data.as_ref().is_some_and(|d| d.valid()) {
-            if self.data_failed() || !self.index.valid() {
+            if self.data_failed() || !self.index_valid() {
                 self.data = None;
                 return;
             }
-            self.index.next();
+            if let Some(i) = &mut self.index {
+                i.next();
+            }
             self.init_data_block();
             if let Some(d) = &mut self.data {
                 d.seek_to_first();
@@ -420,11 +510,13 @@ impl TableIterator {
 
     fn skip_empty_backward(&mut self) {
         while !self.data.as_ref().is_some_and(|d| d.valid()) {
-            if self.data_failed() || !self.index.valid() {
+            if self.data_failed() || !self.index_valid() {
                 self.data = None;
                 return;
             }
-            self.index.prev();
+            if let Some(i) = &mut self.index {
+                i.prev();
+            }
             self.init_data_block();
             if let Some(d) = &mut self.data {
                 d.seek_to_last();
@@ -439,10 +531,12 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_first(&mut self) {
-        if self.error.is_some() {
+        if !self.ensure_index() {
             return;
         }
-        self.index.seek_to_first();
+        if let Some(i) = &mut self.index {
+            i.seek_to_first();
+        }
         self.init_data_block();
         if let Some(d) = &mut self.data {
             d.seek_to_first();
@@ -451,10 +545,12 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_last(&mut self) {
-        if self.error.is_some() {
+        if !self.ensure_index() {
             return;
         }
-        self.index.seek_to_last();
+        if let Some(i) = &mut self.index {
+            i.seek_to_last();
+        }
         self.init_data_block();
         if let Some(d) = &mut self.data {
             d.seek_to_last();
@@ -463,10 +559,12 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) {
-        if self.error.is_some() {
+        if !self.ensure_index() {
             return;
         }
-        self.index.seek(target);
+        if let Some(i) = &mut self.index {
+            i.seek(target);
+        }
         self.init_data_block();
         if let Some(d) = &mut self.data {
             d.seek(target);
@@ -512,10 +610,23 @@ impl InternalIterator for TableIterator {
         if let Some(e) = &self.error {
             return Err(e.duplicate());
         }
-        self.index.status()?;
+        if let Some(i) = &self.index {
+            i.status()?;
+        }
         match &self.data {
             Some(d) => d.status(),
             None => Ok(()),
         }
     }
+}
+
+/// Reads and validates a filter block.
+fn read_filter(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    h: BlockHandle,
+    data_end: u64,
+) -> Result<BloomFilter> {
+    let data = read_block_contents(file, path, h, data_end, true, "filter block")?;
+    BloomFilter::new(data).map_err(|e| Error::corruption(path, h.offset, e))
 }

@@ -363,9 +363,12 @@ fn fill_cache_false_does_not_insert() {
     let (bytes, _) = build(opts(CompressionType::None), &e);
     let cache = Arc::new(BlockCache::new(1 << 20, 0));
     let t = open_bytes(bytes, Some(cache.clone())).expect("open");
+    // Opening caches (and charges) the index and filter blocks, nothing else.
+    let meta = cache.usage();
+    assert!(meta > 0);
     assert!(t.get(&e[5].0, true, false).expect("get").is_some());
     collect(&mut t.iter(true, false));
-    assert_eq!(cache.usage(), 0);
+    assert_eq!(cache.usage(), meta);
     assert!(t.get(&e[5].0, true, true).expect("get").is_some());
     let used = cache.usage();
     assert!(used > 0);
@@ -722,4 +725,19 @@ fn large_values_and_incompressible_blocks() {
             Some(e[13].clone())
         );
     }
+}
+
+#[test]
+fn evicted_index_and_filter_are_read_again() {
+    let e = entries(500);
+    let (bytes, _) = build(opts(CompressionType::Lz4), &e);
+    // A cache too small to keep anything: every index, filter and data block is re-read.
+    let cache = Arc::new(BlockCache::new(1, 0));
+    let t = open_bytes(bytes, Some(cache.clone())).expect("open");
+    for (k, v) in e.iter().step_by(7) {
+        let got = t.get(k, true, true).expect("get").expect("present");
+        assert_eq!(&got.1, v);
+    }
+    assert_eq!(collect(&mut t.iter(true, true)), e);
+    assert!(cache.usage() <= 64 << 10, "cache kept more than one entry");
 }
