@@ -179,3 +179,37 @@ fn deletes_and_overwrites_survive_compaction_with_snapshots() {
     assert_eq!(db.get(b"x").expect("get"), None);
     assert_eq!(db.get(b"y").expect("get"), Some(b"2".to_vec()));
 }
+
+#[test]
+fn manifest_rolls_when_it_grows_and_reopens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = Options::default();
+    o.max_manifest_file_size = 1; // every edit starts a new MANIFEST
+    o.write_buffer_size = 4096;
+    o.level0_file_num_compaction_trigger = 2;
+    let manifests = |p: &std::path::Path| {
+        std::fs::read_dir(p)
+            .expect("read dir")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("MANIFEST-"))
+            .count()
+    };
+    {
+        let db = Db::open(dir.path(), o.clone()).expect("open");
+        for i in 0..2000u32 {
+            db.put(format!("k{i:05}").as_bytes(), &[1u8; 50])
+                .expect("put");
+        }
+        db.wait_for_compactions().expect("settle");
+        assert_eq!(manifests(dir.path()), 1, "old MANIFESTs are deleted");
+        db.close().expect("close");
+    }
+    let db = Db::open(dir.path(), o).expect("reopen");
+    for i in (0..2000u32).step_by(97) {
+        assert_eq!(
+            db.get(format!("k{i:05}").as_bytes()).expect("get"),
+            Some(vec![1u8; 50])
+        );
+    }
+    assert_eq!(manifests(dir.path()), 1);
+}
