@@ -177,8 +177,7 @@ impl DbInner {
         let version = st.versions.current();
         let smallest_snapshot = self
             .snapshots
-            .oldest()
-            .unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire));
+            .oldest_or(|| self.last_sequence.load(Ordering::Acquire));
         let outputs = MutexGuard::unlocked(st, || {
             let ro = ReadOptions {
                 fill_cache: false,

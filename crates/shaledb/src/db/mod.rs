@@ -217,10 +217,9 @@ impl Db {
 
     /// A consistent point-in-time view until dropped.
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::new(
-            &self.inner.snapshots,
-            self.inner.last_sequence.load(Ordering::Acquire),
-        )
+        Snapshot::new(&self.inner.snapshots, || {
+            self.inner.last_sequence.load(Ordering::Acquire)
+        })
     }
 
     /// Writes the active memtable to a table file and waits for it.
@@ -414,9 +413,11 @@ impl DbInner {
     }
 
     fn get(&self, ro: &ReadOptions, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
-        // Sequence first, then the super version: everything up to the sequence is in it.
-        let seq = self.read_sequence(ro);
+        // Super version first, then the sequence: a compaction that dropped versions hidden
+        // below some sequence installed its version before we loaded it, so our sequence is
+        // at least that high.
         let sv = self.super_version.load();
+        let seq = self.read_sequence(ro);
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             match mem.get(user_key, seq) {
                 LookupResult::Found(v) => return Ok(Some(v)),
@@ -432,8 +433,9 @@ impl DbInner {
     }
 
     fn new_iterator(&self, ro: &ReadOptions) -> DbIterator {
-        let seq = self.read_sequence(ro);
+        // Same order as `get`.
         let sv = self.super_version.load_full();
+        let seq = self.read_sequence(ro);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(sv.mem.iter()));
         for m in &sv.imms {

@@ -13,9 +13,15 @@ pub(crate) struct SnapshotList {
 }
 
 impl SnapshotList {
-    /// The oldest pinned sequence number, if any snapshot lives.
-    pub(crate) fn oldest(&self) -> Option<SequenceNumber> {
-        self.live.lock().keys().next().copied()
+    /// The oldest sequence number any reader may still ask for: the oldest snapshot, or
+    /// `latest()` if there is none. Read under the list's lock, so a snapshot being created
+    /// concurrently either is counted or gets a sequence number >= the result.
+    pub(crate) fn oldest_or(&self, latest: impl FnOnce() -> SequenceNumber) -> SequenceNumber {
+        let live = self.live.lock();
+        match live.keys().next() {
+            Some(&s) => s,
+            None => latest(),
+        }
     }
 
     pub(crate) fn count(&self) -> usize {
@@ -59,8 +65,16 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub(crate) fn new(list: &Arc<SnapshotList>, sequence: SequenceNumber) -> Snapshot {
-        *list.live.lock().entry(sequence).or_insert(0) += 1;
+    /// Registers a snapshot at the sequence `current()` returns, read under the list's lock
+    /// (see `SnapshotList::oldest_or`).
+    pub(crate) fn new(
+        list: &Arc<SnapshotList>,
+        current: impl FnOnce() -> SequenceNumber,
+    ) -> Snapshot {
+        let mut live = list.live.lock();
+        let sequence = current();
+        *live.entry(sequence).or_insert(0) += 1;
+        drop(live);
         Snapshot {
             inner: Arc::new(SnapshotInner {
                 sequence,
