@@ -1,13 +1,18 @@
 //! The whole-table bloom filter over user keys. See docs/format/filter.md.
 //!
-//! Filter bytes: `bits: [u8; m]` then one byte `k` (number of probes). Probe `i` of a key tests
-//! bit `(h + i * delta) mod (8 * m)` (wrapping u64 arithmetic), where `h = xxh3_64(user_key)`
-//! and `delta = h.rotate_right(17) | 1` (double hashing: one hash, k probes).
+//! Cache-local ("blocked") bloom: the filter is an array of 64-byte lines and all `k` probes of
+//! a key fall in one line, so a lookup touches one cache line instead of `k` scattered ones.
+//! Filter bytes: `lines: [[u8; 64]; L]` then one byte `k` (number of probes). A key's line is
+//! `((h >> 32) * L) >> 32` with `h = xxh3_64(user_key)`; probe `i` tests bit `g_i >> 23` of that
+//! line (a 9-bit index into its 512 bits), where `g_0 = h as u32` and
+//! `g_{i+1} = g_i * 0x9e3779b9` (wrapping).
 
 use xxhash_rust::xxh3::xxh3_64;
 
-/// Fewest bits a filter has, so tiny tables do not get a uselessly small filter.
-const MIN_BITS: usize = 64;
+/// Bytes per line: one cache line.
+const LINE_BYTES: usize = 64;
+const LINE_BITS: u64 = (LINE_BYTES * 8) as u64;
+const GOLDEN: u32 = 0x9e37_79b9;
 
 /// Hash of a user key as the filter uses it.
 #[inline]
@@ -21,26 +26,26 @@ pub(crate) fn num_probes(bits_per_key: usize) -> u8 {
     k.clamp(1.0, 30.0) as u8
 }
 
+#[inline]
+fn line_of(h: u64, lines: usize) -> usize {
+    (((h >> 32) * lines as u64) >> 32) as usize
+}
+
 /// Builds the filter for the given key hashes.
 pub(crate) fn build(hashes: &[u64], bits_per_key: usize) -> Vec<u8> {
     let k = num_probes(bits_per_key);
-    let bits = hashes
-        .len()
-        .saturating_mul(bits_per_key)
-        .max(MIN_BITS)
-        .div_ceil(8)
-        * 8;
-    let mut out = vec![0u8; bits / 8 + 1];
-    let nbits = bits as u64;
+    let bits = hashes.len().saturating_mul(bits_per_key);
+    let lines = bits.div_ceil(LINE_BITS as usize).max(1);
+    let mut out = vec![0u8; lines * LINE_BYTES + 1];
     for &h in hashes {
-        let delta = h.rotate_right(17) | 1;
-        let mut p = h;
+        let base = line_of(h, lines) * LINE_BYTES;
+        let mut g = h as u32;
         for _ in 0..k {
-            let bit = (p % nbits) as usize;
-            if let Some(b) = out.get_mut(bit / 8) {
+            let bit = (g >> 23) as usize;
+            if let Some(b) = out.get_mut(base + bit / 8) {
                 *b |= 1 << (bit % 8);
             }
-            p = p.wrapping_add(delta);
+            g = g.wrapping_mul(GOLDEN);
         }
     }
     if let Some(last) = out.last_mut() {
@@ -53,6 +58,7 @@ pub(crate) fn build(hashes: &[u64], bits_per_key: usize) -> Vec<u8> {
 #[derive(Debug, Clone)]
 pub(crate) struct BloomFilter {
     bits: Vec<u8>,
+    lines: usize,
     k: u8,
 }
 
@@ -63,24 +69,34 @@ impl BloomFilter {
         if !(1..=30).contains(&k) {
             return Err(format!("filter has {k} probes, expected 1 to 30"));
         }
-        if data.is_empty() {
-            return Err("filter has no bits".to_string());
+        if data.is_empty() || data.len() % LINE_BYTES != 0 {
+            return Err(format!(
+                "filter has {} bytes of bits, not a positive multiple of {LINE_BYTES}",
+                data.len()
+            ));
         }
-        Ok(BloomFilter { bits: data, k })
+        let lines = data.len() / LINE_BYTES;
+        Ok(BloomFilter {
+            bits: data,
+            lines,
+            k,
+        })
     }
 
     /// False only if the key is definitely absent.
+    #[inline]
     pub(crate) fn may_contain_hash(&self, h: u64) -> bool {
-        let nbits = self.bits.len() as u64 * 8;
-        let delta = h.rotate_right(17) | 1;
-        let mut p = h;
+        let base = line_of(h, self.lines) * LINE_BYTES;
+        let Some(line) = self.bits.get(base..base + LINE_BYTES) else {
+            return true;
+        };
+        let mut g = h as u32;
         for _ in 0..self.k {
-            let bit = (p % nbits) as usize;
-            match self.bits.get(bit / 8) {
-                Some(b) if b & (1 << (bit % 8)) != 0 => {}
-                _ => return false,
+            let bit = (g >> 23) as usize;
+            if line[bit / 8] & (1 << (bit % 8)) == 0 {
+                return false;
             }
-            p = p.wrapping_add(delta);
+            g = g.wrapping_mul(GOLDEN);
         }
         true
     }
@@ -112,7 +128,7 @@ mod tests {
         let n = 10_000u32;
         let hashes: Vec<u64> = (0..n).map(|i| key_hash(&key(i))).collect();
         let f = BloomFilter::new(build(&hashes, 10)).expect("filter");
-        assert_eq!(f.size(), 10_000 * 10 / 8 + 1);
+        assert_eq!(f.size(), (10_000usize * 10).div_ceil(512) * 64 + 1);
         for i in 0..n {
             assert!(f.may_contain_hash(key_hash(&key(i))), "false negative {i}");
         }
@@ -133,6 +149,12 @@ mod tests {
         assert!(BloomFilter::new(vec![]).is_err());
         assert!(BloomFilter::new(vec![7]).is_err());
         assert!(BloomFilter::new(vec![0, 0, 31]).is_err());
-        assert!(BloomFilter::new(vec![0, 0, 0]).is_err());
+        assert!(BloomFilter::new(vec![0, 0, 7]).is_err(), "not whole lines");
+        let mut ok = vec![0u8; 64];
+        ok.push(7);
+        assert!(BloomFilter::new(ok).is_ok());
+        let mut zero_k = vec![0u8; 64];
+        zero_k.push(0);
+        assert!(BloomFilter::new(zero_k).is_err());
     }
 }
