@@ -1,10 +1,10 @@
-//! Caches: a sharded LRU used for the block cache (uncompressed blocks, charged by bytes) and
+//! Caches: a sharded CLOCK cache used for the block cache (uncompressed blocks, charged by bytes) and
 //! the table cache (open tables, charged one per table).
 
-mod lru;
+mod clock;
 mod table_cache;
 
-pub use lru::ShardedLruCache;
+pub use clock::ShardedCache;
 pub use table_cache::TableCache;
 
 /// Key of a block in the block cache: (the table's cache id, the block's offset in the file).

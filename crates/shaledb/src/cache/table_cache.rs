@@ -1,7 +1,7 @@
 //! The table cache: open table files (their index and filter in memory), bounded by
 //! `max_open_files`, so a read does not reopen and re-parse a file every time.
 
-use super::ShardedLruCache;
+use super::ShardedCache;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::sst::{BlockCache, Table};
@@ -13,7 +13,7 @@ use std::sync::Arc;
 pub struct TableCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
-    tables: ShardedLruCache<u64, Table>,
+    tables: ShardedCache<u64, Table>,
     block_cache: Arc<BlockCache>,
 }
 
@@ -28,7 +28,7 @@ impl TableCache {
         TableCache {
             fs,
             dir,
-            tables: ShardedLruCache::new(capacity, 4),
+            tables: ShardedCache::new(capacity, 4),
             block_cache,
         }
     }

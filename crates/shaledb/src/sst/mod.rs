@@ -25,7 +25,7 @@ use crate::compression::CompressionType;
 /// The shared block cache. Values are type-erased so data blocks, index blocks and filters
 /// share one byte budget; readers downcast to the type they stored.
 pub type BlockCache =
-    crate::cache::ShardedLruCache<crate::cache::BlockCacheKey, dyn std::any::Any + Send + Sync>;
+    crate::cache::ShardedCache<crate::cache::BlockCacheKey, dyn std::any::Any + Send + Sync>;
 
 /// Where a block lives in a table file: its offset and the size of its stored contents,
 /// excluding the 5-byte trailer.
