@@ -69,7 +69,7 @@ impl BloomFilter {
         if !(1..=30).contains(&k) {
             return Err(format!("filter has {k} probes, expected 1 to 30"));
         }
-        if data.is_empty() || data.len() % LINE_BYTES != 0 {
+        if data.is_empty() || !data.len().is_multiple_of(LINE_BYTES) {
             return Err(format!(
                 "filter has {} bytes of bits, not a positive multiple of {LINE_BYTES}",
                 data.len()
