@@ -264,10 +264,7 @@ impl Engine for FjallEngine {
     }
 
     fn stats(&self) -> Option<String> {
-        let disk = self
-            .db
-            .disk_space()
-            .map_or_else(|e| err(e), |b| b.to_string());
+        let disk = self.db.disk_space().map_or_else(err, |b| b.to_string());
         Some(format!(
             "fjall: tables {} (L0 {}), disk space {} bytes, journals {}, write buffer {} bytes, \
              cache {} / {} bytes, compactions completed {}, time compacting {:?}",

@@ -339,3 +339,26 @@ fn peers_concurrent_writers_and_readers() {
         assert_eq!(n, 2000, "{name}");
     }
 }
+
+#[test]
+fn peers_compaction_bytes_written() {
+    // 20,000 x 216 B, about 4 MB of user data, flushed and compacted.
+    for name in super::PEER_NAMES {
+        let dir = TempDir::new(name);
+        let db = open(name, dir.path(), &small_opts("none")).unwrap_or_else(|e| panic!("{e}"));
+        for i in 0..20000u64 {
+            db.put(&key(i), &[7u8; 200])
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        db.compact().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let stats = db.stats().unwrap_or_default();
+        assert!(!stats.is_empty(), "{name}: stats");
+        let written = db.compaction_bytes_written();
+        match *name {
+            // RocksDB reports in units of 0.01 GiB: 4 MB may round to 0.
+            "rocksdb" => assert!(written.is_some(), "{name}"),
+            "fjall" => assert_eq!(written, None),
+            _ => assert!(written.unwrap_or(0) >= 2 << 20, "{name}: {written:?}"),
+        }
+    }
+}
