@@ -78,14 +78,20 @@ int shwt_put(WT_CURSOR *cursor, const void *key, size_t klen, const void *val, s
 	return cursor->insert(cursor);
 }
 
-/* Removes a key; with overwrite=true a missing key is not an error. */
+/*
+ * Removes a key; with overwrite=true a missing key is not an error. The cursor may keep a
+ * reference to the caller's key after remove, so it is reset before returning.
+ */
 int shwt_remove(WT_CURSOR *cursor, const void *key, size_t klen) {
 	WT_ITEM k;
+	int ret, tret;
 	memset(&k, 0, sizeof(k));
 	k.data = key;
 	k.size = klen;
 	cursor->set_key(cursor, &k);
-	return cursor->remove(cursor);
+	ret = cursor->remove(cursor);
+	tret = cursor->reset(cursor);
+	return ret != 0 ? ret : tret;
 }
 
 /*
