@@ -362,3 +362,49 @@ fn peers_compaction_bytes_written() {
         }
     }
 }
+
+/// A throughput smoke run to catch a pathological adapter (not a benchmark):
+/// `cargo test -p shaledb-bench --features peers peers_smoke -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn peers_smoke_throughput() {
+    let n = 100_000u64;
+    for (name, codec) in [
+        ("rocksdb", "snappy"),
+        ("leveldb", "snappy"),
+        ("wiredtiger", "snappy"),
+        ("fjall", "lz4"),
+    ] {
+        let dir = TempDir::new(name);
+        let o = CommonOptions {
+            compression: codec.into(),
+            ..CommonOptions::default()
+        };
+        let db = open(name, dir.path(), &o).unwrap_or_else(|e| panic!("{e}"));
+        let mut rng = Rng(42);
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            let i = rng.below(n);
+            db.put(&key(i), &[b'x'; 100])
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        let fill = n as f64 / t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            let _ = db.get(&key(rng.below(n)));
+        }
+        let read = n as f64 / t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let mut it = db.iter();
+        it.seek_to_first();
+        let mut m = 0u64;
+        while it.valid() {
+            m += 1;
+            it.next();
+        }
+        let scan = m as f64 / t.elapsed().as_secs_f64();
+        eprintln!(
+            "{name:10} fillrandom {fill:9.0}/s readrandom {read:9.0}/s readseq {scan:10.0}/s"
+        );
+    }
+}
