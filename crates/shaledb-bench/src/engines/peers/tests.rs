@@ -1,0 +1,410 @@
+//! Round trips of every peer engine against a `BTreeMap` model, and reopen persistence.
+//! Run with `cargo test -p shaledb-bench --features peers peers`.
+
+use super::open;
+use crate::engine::{BatchOp, CommonOptions, Engine};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A temporary directory removed on drop (no dev-dependency needed).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "shaledb-peers-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        TempDir(dir)
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// xorshift64*, deterministic.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const KEYS: u64 = 3000;
+
+fn key(i: u64) -> Vec<u8> {
+    format!("{i:016}").into_bytes()
+}
+
+fn value(rng: &mut Rng, i: u64) -> Vec<u8> {
+    let len = 1 + rng.below(300) as usize;
+    let mut v = format!("v{i}-").into_bytes();
+    while v.len() < len {
+        v.push(b'a' + (rng.below(26) as u8));
+    }
+    v
+}
+
+/// Small buffers so that flushes and compactions happen during the test.
+fn small_opts(compression: &str) -> CommonOptions {
+    CommonOptions {
+        cache_size: 1 << 20,
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 128 << 10,
+        max_bytes_for_level_base: 512 << 10,
+        compression: compression.into(),
+        ..CommonOptions::default()
+    }
+}
+
+fn check_iter(name: &str, db: &dyn Engine, model: &BTreeMap<Vec<u8>, Vec<u8>>, rng: &mut Rng) {
+    let mut it = db.iter();
+    // Forward.
+    it.seek_to_first();
+    let mut got = Vec::new();
+    while it.valid() {
+        got.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status()
+        .unwrap_or_else(|e| panic!("{name}: iter status {e}"));
+    let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(got.len(), want.len(), "{name}: forward scan length");
+    assert!(got == want, "{name}: forward scan differs");
+    // Backward.
+    it.seek_to_last();
+    let mut got = Vec::new();
+    while it.valid() {
+        got.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev();
+    }
+    let want: Vec<_> = model
+        .iter()
+        .rev()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    assert!(got == want, "{name}: backward scan differs");
+    // Seeks, with direction changes.
+    for _ in 0..300 {
+        let target = if rng.below(4) == 0 {
+            // Between keys: "…5x" sorts after key …5 and before …6.
+            let mut k = key(rng.below(KEYS + 10));
+            k.push(b'x');
+            k
+        } else {
+            key(rng.below(KEYS + 10))
+        };
+        it.seek(&target);
+        let mut fwd = model.range(target.clone()..);
+        match fwd.next() {
+            Some((k, v)) => {
+                assert!(it.valid(), "{name}: seek {target:?} should find {k:?}");
+                assert_eq!(it.key(), k.as_slice(), "{name}: seek key");
+                assert_eq!(it.value(), v.as_slice(), "{name}: seek value");
+                // Two steps forward, then back across the seek point.
+                it.next();
+                match fwd.next() {
+                    Some((k2, _)) => assert_eq!(it.key(), k2.as_slice(), "{name}: next"),
+                    None => assert!(!it.valid(), "{name}: next past end"),
+                }
+                if it.valid() {
+                    it.prev();
+                    assert_eq!(it.key(), k.as_slice(), "{name}: prev after next");
+                    it.prev();
+                    match model.range(..k.clone()).next_back() {
+                        Some((kp, vp)) => {
+                            assert_eq!(it.key(), kp.as_slice(), "{name}: prev");
+                            assert_eq!(it.value(), vp.as_slice(), "{name}: prev value");
+                        }
+                        None => assert!(!it.valid(), "{name}: prev before start"),
+                    }
+                }
+            }
+            None => assert!(!it.valid(), "{name}: seek {target:?} past the end"),
+        }
+    }
+    it.status()
+        .unwrap_or_else(|e| panic!("{name}: iter status {e}"));
+}
+
+fn check_gets(name: &str, db: &dyn Engine, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    for i in 0..KEYS + 20 {
+        let k = key(i);
+        let got = db.get(&k).unwrap_or_else(|e| panic!("{name}: get {e}"));
+        assert_eq!(got.as_ref(), model.get(&k), "{name}: get {i}");
+    }
+}
+
+fn round_trip(name: &str, compression: &str) {
+    let dir = TempDir::new(name);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut model = BTreeMap::new();
+    let opts = small_opts(compression);
+    {
+        let db = open(name, dir.path(), &opts).unwrap_or_else(|e| panic!("{name}: open {e}"));
+        assert_eq!(db.name(), name);
+        // Puts in random order, overwrites and deletes.
+        for _ in 0..KEYS * 2 {
+            let i = rng.below(KEYS);
+            let k = key(i);
+            if rng.below(8) == 0 {
+                db.delete(&k)
+                    .unwrap_or_else(|e| panic!("{name}: delete {e}"));
+                model.remove(&k);
+            } else {
+                let v = value(&mut rng, i);
+                db.put(&k, &v).unwrap_or_else(|e| panic!("{name}: put {e}"));
+                model.insert(k, v);
+            }
+        }
+        // Batches of mixed operations (including a put then delete of one key).
+        for _ in 0..50 {
+            let mut ops = Vec::new();
+            for _ in 0..20 {
+                let i = rng.below(KEYS);
+                let k = key(i);
+                if rng.below(4) == 0 {
+                    ops.push(BatchOp::Delete(k.clone()));
+                    model.remove(&k);
+                } else {
+                    let v = value(&mut rng, i);
+                    ops.push(BatchOp::Put(k.clone(), v.clone()));
+                    model.insert(k, v);
+                }
+            }
+            db.write_batch(&ops)
+                .unwrap_or_else(|e| panic!("{name}: batch {e}"));
+        }
+        check_gets(name, db.as_ref(), &model);
+        check_iter(name, db.as_ref(), &model, &mut rng);
+
+        db.flush().unwrap_or_else(|e| panic!("{name}: flush {e}"));
+        db.wait_for_compactions()
+            .unwrap_or_else(|e| panic!("{name}: wait {e}"));
+        db.compact()
+            .unwrap_or_else(|e| panic!("{name}: compact {e}"));
+        check_gets(name, db.as_ref(), &model);
+        check_iter(name, db.as_ref(), &model, &mut rng);
+        assert!(db.stats().is_some(), "{name}: stats");
+        if name != "fjall" {
+            let w = db.compaction_bytes_written();
+            assert!(w.is_some(), "{name}: compaction bytes written");
+        }
+        // Writes after the compaction stay in the memtable / log until reopen.
+        for i in KEYS..KEYS + 10 {
+            let v = value(&mut rng, i);
+            db.put(&key(i), &v)
+                .unwrap_or_else(|e| panic!("{name}: put {e}"));
+            model.insert(key(i), v);
+        }
+    }
+    // Reopen: everything persisted.
+    let reopen = CommonOptions {
+        use_existing_db: true,
+        ..opts
+    };
+    let db = open(name, dir.path(), &reopen).unwrap_or_else(|e| panic!("{name}: reopen {e}"));
+    check_gets(name, db.as_ref(), &model);
+    check_iter(name, db.as_ref(), &model, &mut rng);
+    assert!(crate::engine::size_on_disk(dir.path()) > 0);
+}
+
+#[test]
+fn peers_rocksdb_round_trip() {
+    round_trip("rocksdb", "snappy");
+}
+
+#[test]
+fn peers_leveldb_round_trip() {
+    round_trip("leveldb", "snappy");
+}
+
+#[test]
+fn peers_wiredtiger_round_trip() {
+    round_trip("wiredtiger", "snappy");
+}
+
+#[test]
+fn peers_fjall_round_trip() {
+    round_trip("fjall", "lz4");
+}
+
+#[test]
+fn peers_every_codec_or_a_clear_error() {
+    let supported: &[(&str, &[&str])] = &[
+        ("rocksdb", &["none", "snappy", "lz4", "zstd", "zlib"]),
+        ("leveldb", &["none", "snappy"]),
+        ("wiredtiger", &["none", "snappy", "zlib"]),
+        ("fjall", &["none", "lz4"]),
+    ];
+    for (name, ok) in supported {
+        for codec in ["none", "snappy", "lz4", "zstd", "zlib"] {
+            let dir = TempDir::new(name);
+            let r = open(name, dir.path(), &small_opts(codec));
+            if ok.contains(&codec) {
+                let db = r.unwrap_or_else(|e| panic!("{name} {codec}: {e}"));
+                db.put(b"k", b"v").unwrap_or_else(|e| panic!("{name}: {e}"));
+                db.flush().unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(db.get(b"k").ok().flatten().as_deref(), Some(&b"v"[..]));
+            } else {
+                let e = r.err().unwrap_or_default();
+                assert!(
+                    e.contains(name) && e.contains(codec),
+                    "{name} {codec}: expected a clear error, got {e:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn peers_wal_and_direct_reads_mismatches_are_errors() {
+    for name in ["leveldb", "fjall"] {
+        let dir = TempDir::new(name);
+        let mut o = small_opts("none");
+        o.disable_wal = true;
+        let e = open(name, dir.path(), &o).err().unwrap_or_default();
+        assert!(e.contains("disable_wal"), "{name}: {e}");
+    }
+    // Engines that can run without a WAL do so.
+    for name in ["rocksdb", "wiredtiger"] {
+        let dir = TempDir::new(name);
+        let mut o = small_opts("none");
+        o.disable_wal = true;
+        let db = open(name, dir.path(), &o).unwrap_or_else(|e| panic!("{name}: {e}"));
+        db.put(b"a", b"1").unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(db.get(b"a").ok().flatten().as_deref(), Some(&b"1"[..]));
+    }
+    // Sync writes work everywhere.
+    for name in super::PEER_NAMES {
+        let dir = TempDir::new(name);
+        let mut o = small_opts("none");
+        o.sync = true;
+        let db = open(name, dir.path(), &o).unwrap_or_else(|e| panic!("{name}: {e}"));
+        db.put(b"a", b"1").unwrap_or_else(|e| panic!("{name}: {e}"));
+        db.write_batch(&[BatchOp::Put(b"b".to_vec(), b"2".to_vec())])
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(db.get(b"b").ok().flatten().as_deref(), Some(&b"2"[..]));
+    }
+    let e = open("nosuch", Path::new("/nonexistent"), &small_opts("none"))
+        .err()
+        .unwrap_or_default();
+    assert!(e.contains("unknown engine"), "{e}");
+}
+
+#[test]
+fn peers_concurrent_writers_and_readers() {
+    for name in super::PEER_NAMES {
+        let dir = TempDir::new(name);
+        let db = open(name, dir.path(), &small_opts("none")).unwrap_or_else(|e| panic!("{e}"));
+        let db: &dyn Engine = db.as_ref();
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                s.spawn(move || {
+                    for i in 0..500u64 {
+                        let k = key(t * 1000 + i);
+                        db.put(&k, &k).unwrap_or_else(|e| panic!("{name}: {e}"));
+                        assert_eq!(db.get(&k).ok().flatten(), Some(k.clone()), "{name}");
+                        let mut it = db.iter();
+                        it.seek(&k);
+                        assert!(it.valid() && it.key() == k.as_slice(), "{name}: seek");
+                    }
+                });
+            }
+        });
+        let mut it = db.iter();
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        assert_eq!(n, 2000, "{name}");
+    }
+}
+
+#[test]
+fn peers_compaction_bytes_written() {
+    // 20,000 x 216 B, about 4 MB of user data, flushed and compacted.
+    for name in super::PEER_NAMES {
+        let dir = TempDir::new(name);
+        let db = open(name, dir.path(), &small_opts("none")).unwrap_or_else(|e| panic!("{e}"));
+        for i in 0..20000u64 {
+            db.put(&key(i), &[7u8; 200])
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        db.compact().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let stats = db.stats().unwrap_or_default();
+        assert!(!stats.is_empty(), "{name}: stats");
+        let written = db.compaction_bytes_written();
+        match *name {
+            // RocksDB reports in units of 0.01 GiB: 4 MB may round to 0.
+            "rocksdb" => assert!(written.is_some(), "{name}"),
+            "fjall" => assert_eq!(written, None),
+            _ => assert!(written.unwrap_or(0) >= 2 << 20, "{name}: {written:?}"),
+        }
+    }
+}
+
+/// A throughput smoke run to catch a pathological adapter (not a benchmark):
+/// `cargo test -p shaledb-bench --features peers peers_smoke -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn peers_smoke_throughput() {
+    let n = 100_000u64;
+    for (name, codec) in [
+        ("rocksdb", "snappy"),
+        ("leveldb", "snappy"),
+        ("wiredtiger", "snappy"),
+        ("fjall", "lz4"),
+    ] {
+        let dir = TempDir::new(name);
+        let o = CommonOptions {
+            compression: codec.into(),
+            ..CommonOptions::default()
+        };
+        let db = open(name, dir.path(), &o).unwrap_or_else(|e| panic!("{e}"));
+        let mut rng = Rng(42);
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            let i = rng.below(n);
+            db.put(&key(i), &[b'x'; 100])
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        let fill = n as f64 / t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            let _ = db.get(&key(rng.below(n)));
+        }
+        let read = n as f64 / t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let mut it = db.iter();
+        it.seek_to_first();
+        let mut m = 0u64;
+        while it.valid() {
+            m += 1;
+            it.next();
+        }
+        let scan = m as f64 / t.elapsed().as_secs_f64();
+        eprintln!(
+            "{name:10} fillrandom {fill:9.0}/s readrandom {read:9.0}/s readseq {scan:10.0}/s"
+        );
+    }
+}
