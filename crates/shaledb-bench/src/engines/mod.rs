@@ -11,11 +11,7 @@ use std::path::Path;
 pub const ENGINE_NAMES: &[&str] = &["shaledb", "rocksdb", "leveldb", "wiredtiger", "fjall"];
 
 /// Opens the named engine on a database directory at `path`.
-pub fn open_engine(
-    name: &str,
-    path: &Path,
-    opts: &CommonOptions,
-) -> EngineResult<Box<dyn Engine>> {
+pub fn open_engine(name: &str, path: &Path, opts: &CommonOptions) -> EngineResult<Box<dyn Engine>> {
     match name {
         "shaledb" => Ok(Box::new(shaledb::ShaleEngine::open(path, opts)?)),
         #[cfg(feature = "peers")]
