@@ -248,8 +248,10 @@ impl Workload {
 /// YCSB options.
 #[derive(Debug, Clone)]
 pub struct YcsbConfig {
-    /// Workload letter.
+    /// Workload (the first of `--workload=a,b,...`; it also drives the load phase).
     pub workload: Workload,
+    /// Further workloads run after the first, on the same database (`--workload=a,b,c`).
+    pub more_workloads: Vec<Workload>,
     /// Phases in order: "load", "run".
     pub phases: Vec<String>,
     /// Records loaded.
@@ -357,13 +359,18 @@ impl YcsbConfig {
                     .map_err(|_| format!("ycsb --{n}: cannot parse {v:?}"))
             })
         };
-        let wl = ycsb.get("workload").map_or("a", |s| s.as_str());
-        let letter = wl
-            .chars()
-            .next()
-            .filter(|_| wl.len() == 1)
-            .and_then(Workload::core)
-            .ok_or_else(|| format!("--workload={wl}: expected one of a, b, c, d, e, f"))?;
+        let mut wls = Vec::new();
+        for wl in ycsb.get("workload").map_or("a", |s| s.as_str()).split(',') {
+            let wl = wl.trim();
+            let w = wl
+                .chars()
+                .next()
+                .filter(|_| wl.len() == 1)
+                .and_then(Workload::core)
+                .ok_or_else(|| format!("--workload={wl}: expected one of a, b, c, d, e, f"))?;
+            wls.push(w);
+        }
+        let letter = wls.remove(0);
         let phases: Vec<String> = ycsb
             .get("phase")
             .map_or("load,run", |s| s.as_str())
@@ -381,6 +388,7 @@ impl YcsbConfig {
             .is_some_and(|v| matches!(v.as_str(), "1" | "true" | ""));
         Ok(YcsbConfig {
             workload: letter,
+            more_workloads: wls,
             phases,
             recordcount: num("recordcount", 1000)?,
             operationcount: num("operationcount", 1000)?,
@@ -775,7 +783,19 @@ pub fn run(cfg: &YcsbConfig, verbose: bool) -> Result<Vec<BenchResult>, String> 
             println!("{l}");
         }
     }
+    let mut steps: Vec<(String, YcsbConfig)> = Vec::new();
     for phase in &cfg.phases {
+        if phase == "load" {
+            steps.push((phase.clone(), cfg.clone()));
+        } else {
+            for w in std::iter::once(&cfg.workload).chain(&cfg.more_workloads) {
+                let mut c = cfg.clone();
+                c.workload = w.clone();
+                steps.push((phase.clone(), c));
+            }
+        }
+    }
+    for (phase, cfg) in &steps {
         let r = run_phase(cfg, e.as_ref(), phase, next)?;
         if phase == "run" {
             let ins = r.per_op.iter().find(|(n, _)| n == "INSERT").map_or(0, |(_, l)| l.count);
