@@ -160,10 +160,10 @@ pub struct BenchResult {
 impl BenchResult {
     /// db_bench's result line: `fillrandom   :       6.365 micros/op 157087 ops/sec;  121.3 MB/s`.
     pub fn line(&self) -> String {
-        // LevelDB's db_bench: rate " %6.1f MB/s", AppendWithSpace(message), then "; " + extra.
+        // LevelDB's db_bench: rate "%6.1f MB/s", AppendWithSpace(message), then "; " + extra.
         let mut extra = String::new();
         if self.bytes > 0 {
-            extra.push_str(&format!(" {:6.1} MB/s", self.mb_per_sec));
+            extra.push_str(&format!("{:6.1} MB/s", self.mb_per_sec));
         }
         if !self.message.is_empty() {
             if !extra.is_empty() {
