@@ -48,7 +48,11 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
         "seed-small" => (100_000u64, 20u64 << 20, 200_000u64, 200_000u64, 100_000u64),
         "seed-full" => (5_000_000, 1 << 30, 5_000_000, 50_000_000, 10_000_000),
         "tiny" => (2_000, 1 << 20, 2_000, 2_000, 2_000),
-        other => return Err(format!("unknown suite {other:?}: seed-small, seed-full (or tiny)")),
+        other => {
+            return Err(format!(
+                "unknown suite {other:?}: seed-small, seed-full (or tiny)"
+            ))
+        }
     };
     let base = format!(
         "--num={n} --key_size=10 --value_size=800 --compression_ratio=0.5 --compression_type=snappy --bloom_bits=10 --cache_size=1073741824"
@@ -65,18 +69,50 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
     }
     v.push(w("R4-io", "readrandom, 2 threads, 64 MB cache, direct reads", Kind::DbBench,
         &format!("{base} --benchmarks=fillseq,readrandom --compression_type=none --block_size=4096 --threads=2 --reads={} --cache_size=67108864 --use_direct_reads=1", n / 2)));
-    v.push(w("R5", "readwhilewriting, 2 readers + 1 writer", Kind::DbBench, &format!("{base} --benchmarks=fillseq,readwhilewriting --threads=2 --reads={}", n / 2)));
+    v.push(w(
+        "R5",
+        "readwhilewriting, 2 readers + 1 writer",
+        Kind::DbBench,
+        &format!(
+            "{base} --benchmarks=fillseq,readwhilewriting --threads=2 --reads={}",
+            n / 2
+        ),
+    ));
     for t in [1, 2] {
-        v.push(w(&format!("R6-{t}t"), &format!("fillsync, {t} thread(s)"), Kind::DbBench, &format!("{base} --benchmarks=fillsync --threads={t}")));
+        v.push(w(
+            &format!("R6-{t}t"),
+            &format!("fillsync, {t} thread(s)"),
+            Kind::DbBench,
+            &format!("{base} --benchmarks=fillsync --threads={t}"),
+        ));
     }
-    v.push(w("R7", "readseq, readreverse, seekrandom + 10 next", Kind::DbBench, &format!("{base} --benchmarks=fillseq,readseq,readreverse,seekrandom --seek_nexts=10 --reads={}", n / 10)));
-    for (label, vs) in [("100B", 100u64), ("1KB", 1000), ("100KB", 100_000), ("256KB", 262_144), ("512KB", 524_288), ("1MB", 1_048_576)] {
+    v.push(w(
+        "R7",
+        "readseq, readreverse, seekrandom + 10 next",
+        Kind::DbBench,
+        &format!(
+            "{base} --benchmarks=fillseq,readseq,readreverse,seekrandom --seek_nexts=10 --reads={}",
+            n / 10
+        ),
+    ));
+    for (label, vs) in [
+        ("100B", 100u64),
+        ("1KB", 1000),
+        ("100KB", 100_000),
+        ("256KB", 262_144),
+        ("512KB", 524_288),
+        ("1MB", 1_048_576),
+    ] {
         let num = (k1_bytes / vs).max(10);
         v.push(w(&format!("K1-{label}"), &format!("value-size sweep {label}: fills, reads before and after a full compaction"), Kind::DbBench,
             &format!("--num={num} --key_size=16 --value_size={vs} --write_buffer_size=4194304 --cache_size=8388608 --bloom_bits=0 --compression_ratio=0.5 --benchmarks=fillseq,fillrandom,overwrite,readrandom,readseq,compact,readrandom,readseq")));
     }
-    v.push(w("T1", "TPC-H lineitem rows, 1 writer + 2 readers, small cache, direct reads", Kind::Tpch,
-        &format!("--rows={t1_rows} --readers=2 --cache_size=8388608 --use_direct_reads=1")));
+    v.push(w(
+        "T1",
+        "TPC-H lineitem rows, 1 writer + 2 readers, small cache, direct reads",
+        Kind::Tpch,
+        &format!("--rows={t1_rows} --readers=2 --cache_size=8388608 --use_direct_reads=1"),
+    ));
     for t in [8, 2] {
         v.push(w(&format!("Y1-{t}t"), &format!("YCSB load + A-F, 8-byte keys, one 24-byte field, {t} threads"), Kind::Ycsb,
             &format!("--workload=a,b,c,f,d,e --phase=load,run --recordcount={y1_records} --operationcount={y1_ops} --threads={t} --fixedkey8b --fieldcount=1 --fieldlength=24 --cache_size=268435456")));
@@ -102,14 +138,20 @@ pub struct Cell {
 }
 
 fn find_db_bench() -> Option<PathBuf> {
-    ["/usr/bin/db_bench", "/usr/local/bin/db_bench", "/usr/bin/rocksdb_db_bench"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
+    [
+        "/usr/bin/db_bench",
+        "/usr/local/bin/db_bench",
+        "/usr/bin/rocksdb_db_bench",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
 }
 
 fn shell_quote(a: &str) -> String {
-    if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_=./,:".contains(c)) {
+    if a.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_=./,:".contains(c))
+    {
         a.to_string()
     } else {
         format!("'{}'", a.replace('\'', "'\\''"))
@@ -123,7 +165,12 @@ fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> 
     let prog: PathBuf;
     if engine == "rocksdb-db_bench" {
         prog = find_db_bench().unwrap_or_default();
-        args.extend(wl.args.iter().filter(|a| !a.starts_with("--engine")).cloned());
+        args.extend(
+            wl.args
+                .iter()
+                .filter(|a| !a.starts_with("--engine"))
+                .cloned(),
+        );
         args.push("--histogram=1".into());
         args.push(format!("--db={}", db.display()));
     } else {
@@ -161,17 +208,32 @@ fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> 
             let _ = std::fs::write(raw.join(format!("{}-{engine}.stdout.txt", wl.id)), &stdout);
             if !o.status.success() {
                 let err = String::from_utf8_lossy(&o.stderr);
-                let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("failed");
-                cell.error = Some(format!("exit {}: {}", o.status.code().unwrap_or(-1), last.trim()));
+                let last = err
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("failed");
+                cell.error = Some(format!(
+                    "exit {}: {}",
+                    o.status.code().unwrap_or(-1),
+                    last.trim()
+                ));
             } else if engine == "rocksdb-db_bench" {
                 cell.results = parse_db_bench_output(&stdout);
-                let _ = std::fs::write(&json, serde_json::to_string_pretty(&cell.results).unwrap_or_default());
+                let _ = std::fs::write(
+                    &json,
+                    serde_json::to_string_pretty(&cell.results).unwrap_or_default(),
+                );
             } else {
                 match std::fs::read_to_string(&json)
                     .map_err(|e| e.to_string())
-                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string()))
-                    .and_then(|v| serde_json::from_value::<Vec<BenchResult>>(v["results"].clone()).map_err(|e| e.to_string()))
-                {
+                    .and_then(|t| {
+                        serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string())
+                    })
+                    .and_then(|v| {
+                        serde_json::from_value::<Vec<BenchResult>>(v["results"].clone())
+                            .map_err(|e| e.to_string())
+                    }) {
                     Ok(r) => cell.results = r,
                     Err(e) => cell.error = Some(format!("no JSON results: {e}")),
                 }
@@ -210,7 +272,11 @@ fn sh(cmd: &str, args: &[&str]) -> String {
 pub fn machine_facts(dir: &Path) -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "unknown".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let mem = std::fs::read_to_string("/proc/meminfo")
@@ -235,7 +301,13 @@ fn fmt_num(x: f64) -> String {
 }
 
 /// report.md.
-pub fn report_md(suite: &str, cells: &[Cell], wls: &[Workload], engines: &[String], facts: &str) -> String {
+pub fn report_md(
+    suite: &str,
+    cells: &[Cell],
+    wls: &[Workload],
+    engines: &[String],
+    facts: &str,
+) -> String {
     let mut s = format!("# shale-bench compare --suite={suite} ({})\n\nEngines: {}. Each cell ran in its own process on a fresh database directory; engines alternate within each workload. Figures are one run on a shared machine: compare ratios, not absolutes.\n\n## Machine\n\n```\n{facts}```\n", today(), engines.join(", "));
     for wl in wls {
         let _ = write!(s, "\n## {} — {}\n\n| benchmark | engine | ops/sec | MB/s | P50 us | P99 us | P99.9 us | ShaleDB / engine |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", wl.id, wl.title);
@@ -251,14 +323,23 @@ pub fn report_md(suite: &str, cells: &[Cell], wls: &[Workload], engines: &[Strin
         }
         for c in &mine {
             if let Some(e) = &c.error {
-                let _ = writeln!(s, "| (all) | {} | FAILED: {} | | | | | |", c.engine, e.replace('|', "/"));
+                let _ = writeln!(
+                    s,
+                    "| (all) | {} | FAILED: {} | | | | | |",
+                    c.engine,
+                    e.replace('|', "/")
+                );
             }
         }
         for (bi, b) in benches.iter().enumerate() {
             let pick = |c: &Cell| -> Option<BenchResult> {
                 // The n-th occurrence of a repeated benchmark name pairs with the n-th.
                 let nth = benches[..bi].iter().filter(|x| *x == b).count();
-                c.results.iter().filter(|r| &r.benchmark == b).nth(nth).cloned()
+                c.results
+                    .iter()
+                    .filter(|r| &r.benchmark == b)
+                    .nth(nth)
+                    .cloned()
             };
             let base = shale.and_then(|c| pick(c));
             for c in &mine {
@@ -267,7 +348,9 @@ pub fn report_md(suite: &str, cells: &[Cell], wls: &[Workload], engines: &[Strin
                 }
                 let Some(r) = pick(c) else { continue };
                 let ratio = match &base {
-                    Some(b0) if r.ops_per_sec > 0.0 => format!("{:.2}x", b0.ops_per_sec / r.ops_per_sec),
+                    Some(b0) if r.ops_per_sec > 0.0 => {
+                        format!("{:.2}x", b0.ops_per_sec / r.ops_per_sec)
+                    }
                     _ => "-".into(),
                 };
                 let l = &r.latency;
@@ -282,10 +365,19 @@ pub fn report_md(suite: &str, cells: &[Cell], wls: &[Workload], engines: &[Strin
                     l.p999_us
                 );
                 for (op, ol) in &r.per_op {
-                    let _ = writeln!(s, "| {b} {op} | {} | | | {:.1} | {:.1} | {:.1} | |", c.engine, ol.p50_us, ol.p99_us, ol.p999_us);
+                    let _ = writeln!(
+                        s,
+                        "| {b} {op} | {} | | | {:.1} | {:.1} | {:.1} | |",
+                        c.engine, ol.p50_us, ol.p99_us, ol.p999_us
+                    );
                 }
                 if let (Some(sz), Some(wa)) = (r.size_on_disk, r.write_amp) {
-                    let _ = writeln!(s, "| {b} size / write-amp | {} | {:.1} MB | {wa:.2}x | | | | |", c.engine, sz as f64 / 1048576.0);
+                    let _ = writeln!(
+                        s,
+                        "| {b} size / write-amp | {} | {:.1} MB | {wa:.2}x | | | | |",
+                        c.engine,
+                        sz as f64 / 1048576.0
+                    );
                 }
             }
         }
@@ -308,7 +400,10 @@ fn svg_bars(title: &str, bars: &[(String, f64)], unit: &str) -> String {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('\'', "&#39;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('\'', "&#39;")
 }
 
 /// report.html: self-contained, inline SVG.
@@ -334,18 +429,33 @@ pub fn report_html(suite: &str, cells: &[Cell], wls: &[Workload], facts: &str) -
         for b in &seen {
             let get = |c: &Cell| c.results.iter().find(|r| &r.benchmark == b).cloned();
             let base = shale.and_then(|c| get(c)).map(|r| r.ops_per_sec);
-            let ops: Vec<(String, f64)> = mine.iter().filter_map(|c| get(c).map(|r| (c.engine.clone(), r.ops_per_sec))).collect();
+            let ops: Vec<(String, f64)> = mine
+                .iter()
+                .filter_map(|c| get(c).map(|r| (c.engine.clone(), r.ops_per_sec)))
+                .collect();
             s.push_str(&svg_bars(&format!("{b}: ops/sec"), &ops, "ops/s"));
             if let Some(b0) = base {
-                let ratios: Vec<(String, f64)> = ops.iter().filter(|(e, v)| e != "shaledb" && *v > 0.0).map(|(e, v)| (format!("shaledb / {e}"), b0 / v)).collect();
+                let ratios: Vec<(String, f64)> = ops
+                    .iter()
+                    .filter(|(e, v)| e != "shaledb" && *v > 0.0)
+                    .map(|(e, v)| (format!("shaledb / {e}"), b0 / v))
+                    .collect();
                 if !ratios.is_empty() {
-                    s.push_str(&svg_bars(&format!("{b}: ShaleDB / peer (ops/sec ratio)"), &ratios, "x"));
+                    s.push_str(&svg_bars(
+                        &format!("{b}: ShaleDB / peer (ops/sec ratio)"),
+                        &ratios,
+                        "x",
+                    ));
                 }
             }
             let mut lat = Vec::new();
             for c in &mine {
                 if let Some(r) = get(c) {
-                    for (p, v) in [("P50", r.latency.p50_us), ("P99", r.latency.p99_us), ("P99.9", r.latency.p999_us)] {
+                    for (p, v) in [
+                        ("P50", r.latency.p50_us),
+                        ("P99", r.latency.p99_us),
+                        ("P99.9", r.latency.p999_us),
+                    ] {
                         if v > 0.0 {
                             lat.push((format!("{} {p}", c.engine), v));
                         }
@@ -370,25 +480,43 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
     let mut with_db_bench = true;
     for a in args {
         let a = a.as_ref();
-        let (n, v) = a.split_once('=').ok_or_else(|| format!("compare: expected --name=value, got {a:?}"))?;
+        let (n, v) = a
+            .split_once('=')
+            .ok_or_else(|| format!("compare: expected --name=value, got {a:?}"))?;
         match n {
             "--suite" => suite_name = v.into(),
-            "--engines" => engines = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+            "--engines" => {
+                engines = v
+                    .split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            }
             "--out" => out_root = v.into(),
             "--only" => only = Some(v.split(',').map(String::from).collect()),
             "--db_bench" => with_db_bench = matches!(v, "1" | "true"),
-            _ => return Err(format!("compare: unknown flag {n} (known: --suite --engines --out --only --db_bench)")),
+            _ => {
+                return Err(format!(
+                    "compare: unknown flag {n} (known: --suite --engines --out --only --db_bench)"
+                ))
+            }
         }
     }
     let mut wls = suite(&suite_name)?;
     if let Some(o) = &only {
-        wls.retain(|w| o.iter().any(|x| w.id == *x || w.id.starts_with(&format!("{x}-"))));
+        wls.retain(|w| {
+            o.iter()
+                .any(|x| w.id == *x || w.id.starts_with(&format!("{x}-")))
+        });
     }
     let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
     let dir = out_root.join(format!("{}-{suite_name}", today()));
     let raw = dir.join("raw");
     std::fs::create_dir_all(&raw).map_err(|e| format!("creating {}: {e}", raw.display()))?;
-    let work = tempfile::Builder::new().prefix("shale-compare-").tempdir().map_err(|e| e.to_string())?;
+    let work = tempfile::Builder::new()
+        .prefix("shale-compare-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
     let mut columns = engines.clone();
     let db_bench = find_db_bench();
     if with_db_bench {
@@ -406,7 +534,12 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
             if engine == "rocksdb-db_bench" && wl.kind != Kind::DbBench {
                 continue;
             }
-            eprintln!("[{}/{total}] {} on {engine} ({:.0} s so far)", cells.len() + 1, wl.id, t0.elapsed().as_secs_f64());
+            eprintln!(
+                "[{}/{total}] {} on {engine} ({:.0} s so far)",
+                cells.len() + 1,
+                wl.id,
+                t0.elapsed().as_secs_f64()
+            );
             let c = run_cell(&exe, wl, engine, work.path(), &raw);
             match &c.error {
                 Some(e) => eprintln!("    FAILED: {e}"),
@@ -420,15 +553,38 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
             write_outputs(&dir, &suite_name, &cells, &wls, &columns, &facts)?;
         }
     }
-    println!("compare: {} cells in {:.0} s; report in {}", cells.len(), t0.elapsed().as_secs_f64(), dir.display());
+    println!(
+        "compare: {} cells in {:.0} s; report in {}",
+        cells.len(),
+        t0.elapsed().as_secs_f64(),
+        dir.display()
+    );
     Ok(())
 }
 
-fn write_outputs(dir: &Path, suite: &str, cells: &[Cell], wls: &[Workload], cols: &[String], facts: &str) -> Result<(), String> {
-    let wr = |name: &str, text: String| std::fs::write(dir.join(name), text).map_err(|e| format!("writing {name}: {e}"));
+fn write_outputs(
+    dir: &Path,
+    suite: &str,
+    cells: &[Cell],
+    wls: &[Workload],
+    cols: &[String],
+    facts: &str,
+) -> Result<(), String> {
+    let wr = |name: &str, text: String| {
+        std::fs::write(dir.join(name), text).map_err(|e| format!("writing {name}: {e}"))
+    };
     wr("report.md", report_md(suite, cells, wls, cols, facts))?;
     wr("report.html", report_html(suite, cells, wls, facts))?;
-    wr("results.json", serde_json::to_string_pretty(cells).map_err(|e| e.to_string())?)?;
-    wr("commands.txt", cells.iter().map(|c| format!("# {} on {}\n{}\n", c.workload, c.engine, c.command)).collect())?;
+    wr(
+        "results.json",
+        serde_json::to_string_pretty(cells).map_err(|e| e.to_string())?,
+    )?;
+    wr(
+        "commands.txt",
+        cells
+            .iter()
+            .map(|c| format!("# {} on {}\n{}\n", c.workload, c.engine, c.command))
+            .collect(),
+    )?;
     wr("machine.txt", facts.to_string())
 }

@@ -17,11 +17,30 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-const INSTRUCT: [&str; 4] = ["DELIVER IN PERSON", "COLLECT COD", "NONE", "TAKE BACK RETURN"];
+const INSTRUCT: [&str; 4] = [
+    "DELIVER IN PERSON",
+    "COLLECT COD",
+    "NONE",
+    "TAKE BACK RETURN",
+];
 const MODES: [&str; 7] = ["REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB"];
 const WORDS: [&str; 16] = [
-    "furiously", "carefully", "slyly", "blithely", "quickly", "fluffily", "ironic", "final",
-    "regular", "express", "pending", "special", "deposits", "requests", "packages", "accounts",
+    "furiously",
+    "carefully",
+    "slyly",
+    "blithely",
+    "quickly",
+    "fluffily",
+    "ironic",
+    "final",
+    "regular",
+    "express",
+    "pending",
+    "special",
+    "deposits",
+    "requests",
+    "packages",
+    "accounts",
 ];
 
 /// The key of row `i`.
@@ -92,9 +111,13 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<Vec<BenchResult>, Str
     for a in args {
         let a = a.as_ref();
         if let Some(v) = a.strip_prefix("--rows=") {
-            rows = v.parse().map_err(|_| format!("--rows: cannot parse {v:?}"))?;
+            rows = v
+                .parse()
+                .map_err(|_| format!("--rows: cannot parse {v:?}"))?;
         } else if let Some(v) = a.strip_prefix("--readers=") {
-            readers = v.parse().map_err(|_| format!("--readers: cannot parse {v:?}"))?;
+            readers = v
+                .parse()
+                .map_err(|_| format!("--readers: cannot parse {v:?}"))?;
         } else {
             rest.push(a.to_string());
         }
@@ -108,7 +131,12 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<Vec<BenchResult>, Str
 }
 
 /// One writer loads `rows` rows while `readers` threads read random rows already written.
-pub fn run(flags: &Flags, rows: u64, readers: usize, verbose: bool) -> Result<Vec<BenchResult>, String> {
+pub fn run(
+    flags: &Flags,
+    rows: u64,
+    readers: usize,
+    verbose: bool,
+) -> Result<Vec<BenchResult>, String> {
     let (path, _tmp) = match &flags.db {
         Some(p) => (PathBuf::from(p), None),
         None => {
@@ -194,7 +222,9 @@ pub fn run(flags: &Flags, rows: u64, readers: usize, verbose: bool) -> Result<Ve
                 last = (Instant::now(), n);
             }
         }
-        let w = writer.join().unwrap_or_else(|_| Err("writer panicked".into()));
+        let w = writer
+            .join()
+            .unwrap_or_else(|_| Err("writer panicked".into()));
         let r: Vec<_> = rs
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err("reader panicked".into())))
@@ -242,18 +272,26 @@ pub fn run(flags: &Flags, rows: u64, readers: usize, verbose: bool) -> Result<Ve
     if verbose {
         println!("{}", w.line());
         println!("{}", r.line());
-        println!("tpch         : {rows} rows, size on disk {:.1} MB", size as f64 / 1048576.0);
+        println!(
+            "tpch         : {rows} rows, size on disk {:.1} MB",
+            size as f64 / 1048576.0
+        );
     }
     let out = vec![w, r];
     if let Some(p) = &flags.json {
-        let doc = serde_json::json!({"tool": "shale-bench tpch", "engine": flags.engine, "results": out});
-        std::fs::write(p, serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?)
-            .map_err(|e| format!("writing {p}: {e}"))?;
+        let doc =
+            serde_json::json!({"tool": "shale-bench tpch", "engine": flags.engine, "results": out});
+        std::fs::write(
+            p,
+            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| format!("writing {p}: {e}"))?;
     }
     Ok(out)
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

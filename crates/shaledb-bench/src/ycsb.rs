@@ -121,7 +121,12 @@ impl ScrambledZipfian {
     /// Over [min, max].
     pub fn new(min: u64, max: u64) -> Self {
         ScrambledZipfian {
-            gen: Zipfian::new(0, SCRAMBLED_ITEM_COUNT - 1, ZIPFIAN_CONSTANT, Some(SCRAMBLED_ZETAN)),
+            gen: Zipfian::new(
+                0,
+                SCRAMBLED_ITEM_COUNT - 1,
+                ZIPFIAN_CONSTANT,
+                Some(SCRAMBLED_ZETAN),
+            ),
             min,
             itemcount: max - min + 1,
         }
@@ -179,7 +184,13 @@ impl Op {
             Op::ReadModifyWrite => "READ-MODIFY-WRITE",
         }
     }
-    const ALL: [Op; 5] = [Op::Read, Op::Update, Op::Insert, Op::Scan, Op::ReadModifyWrite];
+    const ALL: [Op; 5] = [
+        Op::Read,
+        Op::Update,
+        Op::Insert,
+        Op::Scan,
+        Op::ReadModifyWrite,
+    ];
     fn idx(self) -> usize {
         self as usize
     }
@@ -322,9 +333,15 @@ impl YcsbConfig {
                 continue;
             }
             if let Some(body) = a.strip_prefix("--") {
-                let (n, v) = body.split_once('=').map_or((body, None), |(n, v)| (n, Some(v)));
+                let (n, v) = body
+                    .split_once('=')
+                    .map_or((body, None), |(n, v)| (n, Some(v)));
                 let n = n.replace('-', "_");
-                let n = if n == "threads" { "threadcount".to_string() } else { n };
+                let n = if n == "threads" {
+                    "threadcount".to_string()
+                } else {
+                    n
+                };
                 if YCSB_FLAGS.contains(&n.as_str()) {
                     let v = match v {
                         Some(v) => v.to_string(),
@@ -342,10 +359,6 @@ impl YcsbConfig {
                 }
             }
             rest.push(a.to_string());
-        }
-        // YCSB property names passed with -p that are db_bench flags too.
-        for k in ["threadcount"] {
-            let _ = k;
         }
         let (m, pos) = parse_args(&rest)?;
         if let Some(p) = pos.first() {
@@ -508,6 +521,7 @@ impl OpStats {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn thread_run(
     cfg: &YcsbConfig,
     e: &dyn Engine,
@@ -541,19 +555,20 @@ fn thread_run(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let prev = remaining.fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| r.checked_sub(1));
+        let prev =
+            remaining.fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| r.checked_sub(1));
         if prev.is_err() {
             break;
         }
-        let op = if load { Op::Insert } else { wl.choose(&mut rng) };
+        let op = if load {
+            Op::Insert
+        } else {
+            wl.choose(&mut rng)
+        };
         let t0 = Instant::now();
         match op {
             Op::Insert => {
-                let n = if load {
-                    ks.next_insert.fetch_add(1, Ordering::AcqRel)
-                } else {
-                    ks.next_insert.fetch_add(1, Ordering::AcqRel)
-                };
+                let n = ks.next_insert.fetch_add(1, Ordering::AcqRel);
                 let rec = cfg.record(&mut rng);
                 e.put(&cfg.key(n), &rec)?;
                 ks.acked.fetch_max(n, Ordering::AcqRel);
@@ -607,16 +622,26 @@ fn thread_run(
 }
 
 /// Runs one phase on an open engine.
-pub fn run_phase(cfg: &YcsbConfig, e: &dyn Engine, phase: &str, ks_next: u64) -> Result<BenchResult, String> {
+pub fn run_phase(
+    cfg: &YcsbConfig,
+    e: &dyn Engine,
+    phase: &str,
+    ks_next: u64,
+) -> Result<BenchResult, String> {
     let load = phase == "load";
-    let total = if load { cfg.recordcount } else { cfg.operationcount };
+    let total = if load {
+        cfg.recordcount
+    } else {
+        cfg.operationcount
+    };
     let ks = KeySpace {
         next_insert: AtomicU64::new(if load { 0 } else { ks_next }),
         acked: AtomicU64::new(ks_next.max(1) - 1),
     };
     let expected_new = (cfg.operationcount as f64 * cfg.workload.insert_proportion() * 2.0) as u64;
     let zipf = ScrambledZipfian::new(0, cfg.recordcount + expected_new);
-    let latest = (!load && cfg.workload.dist == Dist::Latest).then(|| Latest::new(ks_next.max(2) - 1));
+    let latest =
+        (!load && cfg.workload.dist == Dist::Latest).then(|| Latest::new(ks_next.max(2) - 1));
     let remaining = AtomicU64::new(total);
     let progress = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
@@ -646,7 +671,9 @@ pub fn run_phase(cfg: &YcsbConfig, e: &dyn Engine, phase: &str, ks_next: u64) ->
                 let (ks, remaining, progress, latest, zipf, stop) =
                     (&ks, &remaining, &progress, &latest, &zipf, &stop);
                 s.spawn(move || {
-                    let r = thread_run(cfg, e, ks, load, tid, remaining, progress, latest, zipf, stop);
+                    let r = thread_run(
+                        cfg, e, ks, load, tid, remaining, progress, latest, zipf, stop,
+                    );
                     if r.is_err() {
                         stop.store(true, Ordering::Relaxed);
                     }
@@ -656,7 +683,10 @@ pub fn run_phase(cfg: &YcsbConfig, e: &dyn Engine, phase: &str, ks_next: u64) ->
             .collect();
         let out = hs
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("ycsb thread panicked".into())))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("ycsb thread panicked".into()))
+            })
             .collect();
         done.store(true, Ordering::Relaxed);
         let _ = mon.join();
@@ -728,7 +758,7 @@ pub fn group_thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).rem_euclid(3) == 0 {
             out.push(',');
         }
         out.push(c);
@@ -758,7 +788,11 @@ pub fn run(cfg: &YcsbConfig, verbose: bool) -> Result<Vec<BenchResult>, String> 
             return Err("--phase=run needs a loaded database: use --phase=load,run, or --db=PATH of a database loaded with the same --recordcount".into())
         }
     };
-    if has_load && cfg.phases.first().map(|s| s.as_str()) == Some("load") && path.exists() && !cfg.flags.opts.use_existing_db {
+    if has_load
+        && cfg.phases.first().map(|s| s.as_str()) == Some("load")
+        && path.exists()
+        && !cfg.flags.opts.use_existing_db
+    {
         std::fs::remove_dir_all(&path).map_err(|e| format!("deleting {}: {e}", path.display()))?;
     }
     let mut opts = cfg.flags.opts.clone();
@@ -798,7 +832,11 @@ pub fn run(cfg: &YcsbConfig, verbose: bool) -> Result<Vec<BenchResult>, String> 
     for (phase, cfg) in &steps {
         let r = run_phase(cfg, e.as_ref(), phase, next)?;
         if phase == "run" {
-            let ins = r.per_op.iter().find(|(n, _)| n == "INSERT").map_or(0, |(_, l)| l.count);
+            let ins = r
+                .per_op
+                .iter()
+                .find(|(n, _)| n == "INSERT")
+                .map_or(0, |(_, l)| l.count);
             next += ins;
         }
         if verbose {
@@ -811,14 +849,18 @@ pub fn run(cfg: &YcsbConfig, verbose: bool) -> Result<Vec<BenchResult>, String> 
         out.push(r);
         if let Some(p) = &cfg.flags.json {
             let doc = serde_json::json!({"tool": "shale-bench ycsb", "engine": cfg.flags.engine, "results": out});
-            std::fs::write(p, serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?)
-                .map_err(|e| format!("writing {p}: {e}"))?;
+            std::fs::write(
+                p,
+                serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?,
+            )
+            .map_err(|e| format!("writing {p}: {e}"))?;
         }
     }
     Ok(out)
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -889,13 +931,17 @@ mod tests {
         }
         assert!(newest > 3_000, "{newest}");
         // The key space grows: the newest key moves.
-        let k = (0..1000).map(|_| l.next(&mut rng, 20_000)).max().unwrap_or(0);
+        let k = (0..1000)
+            .map(|_| l.next(&mut rng, 20_000))
+            .max()
+            .unwrap_or(0);
         assert_eq!(k, 20_000);
     }
 
     #[test]
     fn keys_and_records() {
-        let cfg = YcsbConfig::parse(&["--workload=a", "--fieldcount=3", "--fieldlength=5"]).unwrap();
+        let cfg =
+            YcsbConfig::parse(&["--workload=a", "--fieldcount=3", "--fieldlength=5"]).unwrap();
         assert_eq!(cfg.key(0), format!("user{}", fnvhash64(0)).into_bytes());
         let mut rng = Mt64::new(1);
         let r = cfg.record(&mut rng);
@@ -907,7 +953,19 @@ mod tests {
         let g = deserialize_row(&u);
         assert_eq!(g[0], f[0]);
         assert_eq!(g[2], f[2]);
-        let cfg = YcsbConfig::parse(&["-p", "fixedkey8b=true", "-p", "fieldcount=1", "-p", "fieldlength=24", "-P", "workloads/workloadf", "-p", "threadcount=8"]).unwrap();
+        let cfg = YcsbConfig::parse(&[
+            "-p",
+            "fixedkey8b=true",
+            "-p",
+            "fieldcount=1",
+            "-p",
+            "fieldlength=24",
+            "-P",
+            "workloads/workloadf",
+            "-p",
+            "threadcount=8",
+        ])
+        .unwrap();
         assert_eq!(cfg.key(5).len(), 8);
         assert_eq!(cfg.record(&mut rng).len(), 24);
         assert_eq!(cfg.threads, 8);

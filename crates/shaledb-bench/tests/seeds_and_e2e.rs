@@ -1,5 +1,6 @@
 //! Every seed command line parses; every db_bench benchmark and YCSB workload runs end to end on
 //! ShaleDB with a tiny --num.
+#![allow(clippy::unwrap_used)]
 
 use shaledb_bench::dbbench::{Flags, Runner};
 use shaledb_bench::ycsb::YcsbConfig;
@@ -22,7 +23,9 @@ const SEED_LINES: &[&str] = &[
 ];
 
 fn args(line: &str, db: &str) -> Vec<String> {
-    line.split_whitespace().map(|a| a.replace("=DB", &format!("={db}"))).collect()
+    line.split_whitespace()
+        .map(|a| a.replace("=DB", &format!("={db}")))
+        .collect()
 }
 
 #[test]
@@ -45,7 +48,15 @@ fn every_seed_line_parses_and_runs() {
 
 #[test]
 fn flag_syntax() {
-    let f = Flags::parse(&["--num", "5", "--histogram", "--sync=false", "--disable_wal=1", "-threads=3"]).unwrap();
+    let f = Flags::parse(&[
+        "--num",
+        "5",
+        "--histogram",
+        "--sync=false",
+        "--disable_wal=1",
+        "-threads=3",
+    ])
+    .unwrap();
     assert_eq!(f.num, 5);
     assert!(f.histogram);
     assert!(!f.opts.sync);
@@ -91,7 +102,14 @@ fn every_benchmark_runs_end_to_end() {
 
 #[test]
 fn duration_and_rate_limit() {
-    let f = Flags::parse(&["--benchmarks=fillrandom", "--num=100000", "--duration=1", "--benchmark_write_rate_limit=100000", "--value_size=84"]).unwrap();
+    let f = Flags::parse(&[
+        "--benchmarks=fillrandom",
+        "--num=100000",
+        "--duration=1",
+        "--benchmark_write_rate_limit=100000",
+        "--value_size=84",
+    ])
+    .unwrap();
     let mut r = Runner::new(f).unwrap();
     r.verbose = false;
     let res = r.run_all().unwrap();
@@ -101,8 +119,17 @@ fn duration_and_rate_limit() {
 
 #[test]
 fn every_ycsb_workload_runs() {
-    for extra in [&[][..], &["--fixedkey8b", "--fieldcount=1", "--fieldlength=24"][..]] {
-        let mut a = vec!["--workload=a,b,c,d,e,f", "--phase=load,run", "--recordcount=300", "--operationcount=300", "--threads=2"];
+    for extra in [
+        &[][..],
+        &["--fixedkey8b", "--fieldcount=1", "--fieldlength=24"][..],
+    ] {
+        let mut a = vec![
+            "--workload=a,b,c,d,e,f",
+            "--phase=load,run",
+            "--recordcount=300",
+            "--operationcount=300",
+            "--threads=2",
+        ];
         a.extend_from_slice(extra);
         let cfg = YcsbConfig::parse(&a).unwrap();
         let res = shaledb_bench::ycsb::run(&cfg, false).unwrap();
@@ -139,10 +166,15 @@ fn tpch_runs() {
 fn suites_are_defined() {
     for s in ["seed-small", "seed-full"] {
         let w = shaledb_bench::compare::suite(s).unwrap();
-        for id in ["R1", "R2", "R3", "R4-1t", "R4-io", "R5", "R6-1t", "R7", "K1-1MB", "T1", "Y1-8t"] {
+        for id in [
+            "R1", "R2", "R3", "R4-1t", "R4-io", "R5", "R6-1t", "R7", "K1-1MB", "T1", "Y1-8t",
+        ] {
             assert!(w.iter().any(|x| x.id == id), "{s} lacks {id}");
         }
-        for x in w.iter().filter(|x| x.kind == shaledb_bench::compare::Kind::DbBench) {
+        for x in w
+            .iter()
+            .filter(|x| x.kind == shaledb_bench::compare::Kind::DbBench)
+        {
             Flags::parse(&x.args).unwrap_or_else(|e| panic!("{}: {e}", x.id));
         }
     }

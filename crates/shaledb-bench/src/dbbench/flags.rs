@@ -46,65 +46,213 @@ const fn ignored(name: &'static str, is_bool: bool, why: &'static str) -> FlagSp
 
 /// Every flag shale-bench knows.
 pub const FLAGS: &[FlagSpec] = &[
-    used("benchmarks", false, "comma-separated benchmarks, run in order"),
-    used("engine", false, "shaledb|rocksdb|leveldb|wiredtiger|fjall (default shaledb)"),
+    used(
+        "benchmarks",
+        false,
+        "comma-separated benchmarks, run in order",
+    ),
+    used(
+        "engine",
+        false,
+        "shaledb|rocksdb|leveldb|wiredtiger|fjall (default shaledb)",
+    ),
     used("json", false, "write every result as JSON to this path"),
-    used("num", false, "number of keys (per thread for fills, as db_bench)"),
+    used(
+        "num",
+        false,
+        "number of keys (per thread for fills, as db_bench)",
+    ),
     used("reads", false, "reads per thread (-1: --num)"),
     used("writes", false, "writes per thread (-1: --num)"),
     used("deletes", false, "deletes per thread (-1: --num)"),
-    used("duration", false, "seconds to run each benchmark instead of an op count (0: off)"),
+    used(
+        "duration",
+        false,
+        "seconds to run each benchmark instead of an op count (0: off)",
+    ),
     used("threads", false, "worker threads"),
     used("key_size", false, "key bytes"),
     used("value_size", false, "value bytes"),
     used("batch_size", false, "writes per write batch"),
-    used("compression_ratio", false, "fraction of a value a codec keeps"),
+    used(
+        "compression_ratio",
+        false,
+        "fraction of a value a codec keeps",
+    ),
     used("compression_type", false, "none|snappy|lz4|zstd|zlib"),
     used("block_size", false, "data block bytes"),
     used("cache_size", false, "block cache bytes"),
-    used("bloom_bits", false, "bloom filter bits per key (-1/0: none)"),
+    used(
+        "bloom_bits",
+        false,
+        "bloom filter bits per key (-1/0: none)",
+    ),
     used("open_files", false, "max open files (-1: unlimited)"),
     used("write_buffer_size", false, "memtable bytes"),
-    used("max_write_buffer_number", false, "memtables before writes stall"),
+    used(
+        "max_write_buffer_number",
+        false,
+        "memtables before writes stall",
+    ),
     used("target_file_size_base", false, "SST target size"),
-    used("target_file_size_multiplier", false, "SST size multiplier per level"),
+    used(
+        "target_file_size_multiplier",
+        false,
+        "SST size multiplier per level",
+    ),
     used("max_bytes_for_level_base", false, "L1 target bytes"),
-    used("max_bytes_for_level_multiplier", false, "level size multiplier"),
+    used(
+        "max_bytes_for_level_multiplier",
+        false,
+        "level size multiplier",
+    ),
     used("num_levels", false, "number of levels"),
-    used("level0_file_num_compaction_trigger", false, "L0 files that start a compaction"),
-    used("level0_slowdown_writes_trigger", false, "L0 files that slow writes"),
-    used("level0_stop_writes_trigger", false, "L0 files that stop writes"),
-    used("max_background_compactions", false, "background compaction threads (max with --max_background_jobs)"),
+    used(
+        "level0_file_num_compaction_trigger",
+        false,
+        "L0 files that start a compaction",
+    ),
+    used(
+        "level0_slowdown_writes_trigger",
+        false,
+        "L0 files that slow writes",
+    ),
+    used(
+        "level0_stop_writes_trigger",
+        false,
+        "L0 files that stop writes",
+    ),
+    used(
+        "max_background_compactions",
+        false,
+        "background compaction threads (max with --max_background_jobs)",
+    ),
     used("max_background_jobs", false, "background threads"),
-    used("disable_auto_compactions", true, "no automatic compactions (bulk load)"),
+    used(
+        "disable_auto_compactions",
+        true,
+        "no automatic compactions (bulk load)",
+    ),
     used("disable_wal", true, "write without the WAL"),
     used("sync", true, "fsync every write"),
     used("verify_checksum", true, "verify block checksums on reads"),
-    used("use_direct_reads", true, "O_DIRECT reads (peers that support it; ShaleDB reads buffered)"),
-    used("use_existing_db", true, "reuse the database at --db; fills are skipped"),
-    used("db", false, "database directory (default: a fresh temp dir)"),
-    used("seed", false, "seed base of the per-thread key generators (0: 1000)"),
+    used(
+        "use_direct_reads",
+        true,
+        "O_DIRECT reads (peers that support it; ShaleDB reads buffered)",
+    ),
+    used(
+        "use_existing_db",
+        true,
+        "reuse the database at --db; fills are skipped",
+    ),
+    used(
+        "db",
+        false,
+        "database directory (default: a fresh temp dir)",
+    ),
+    used(
+        "seed",
+        false,
+        "seed base of the per-thread key generators (0: 1000)",
+    ),
     used("histogram", true, "print latency histograms"),
-    used("stats_interval_seconds", false, "seconds between progress lines (default 5)"),
-    used("stats_interval", false, "ops between progress lines (0: use --stats_interval_seconds)"),
-    used("seek_nexts", false, "Next() calls after each seek in seekrandom"),
-    used("readwritepercent", false, "percent reads in readrandomwriterandom"),
-    used("benchmark_write_rate_limit", false, "bytes/s cap on writes (0: none)"),
-    ignored("min_level_to_compress", false, "ShaleDB compresses every level with one codec"),
-    ignored("cache_numshardbits", false, "ShaleDB's block cache shards itself"),
-    ignored("memtablerep", false, "ShaleDB has one memtable (a concurrent skiplist)"),
-    ignored("max_background_flushes", false, "ShaleDB flushes from its --max_background_jobs pool"),
-    ignored("statistics", true, "ShaleDB always counts; use the `stats` benchmark"),
-    ignored("stats_per_interval", true, "ShaleDB prints no per-interval DB stats"),
+    used(
+        "stats_interval_seconds",
+        false,
+        "seconds between progress lines (default 5)",
+    ),
+    used(
+        "stats_interval",
+        false,
+        "ops between progress lines (0: use --stats_interval_seconds)",
+    ),
+    used(
+        "seek_nexts",
+        false,
+        "Next() calls after each seek in seekrandom",
+    ),
+    used(
+        "readwritepercent",
+        false,
+        "percent reads in readrandomwriterandom",
+    ),
+    used(
+        "benchmark_write_rate_limit",
+        false,
+        "bytes/s cap on writes (0: none)",
+    ),
+    ignored(
+        "min_level_to_compress",
+        false,
+        "ShaleDB compresses every level with one codec",
+    ),
+    ignored(
+        "cache_numshardbits",
+        false,
+        "ShaleDB's block cache shards itself",
+    ),
+    ignored(
+        "memtablerep",
+        false,
+        "ShaleDB has one memtable (a concurrent skiplist)",
+    ),
+    ignored(
+        "max_background_flushes",
+        false,
+        "ShaleDB flushes from its --max_background_jobs pool",
+    ),
+    ignored(
+        "statistics",
+        true,
+        "ShaleDB always counts; use the `stats` benchmark",
+    ),
+    ignored(
+        "stats_per_interval",
+        true,
+        "ShaleDB prints no per-interval DB stats",
+    ),
     ignored("mmap_read", true, "ShaleDB never mmaps"),
-    ignored("disable_seek_compaction", true, "ShaleDB has no seek-triggered compaction"),
-    ignored("delete_obsolete_files_period_micros", false, "ShaleDB deletes obsolete files at once"),
-    ignored("max_grandparent_overlap_factor", false, "removed from RocksDB; ShaleDB splits by target size"),
-    ignored("source_compaction_factor", false, "removed from RocksDB; no ShaleDB equivalent"),
-    ignored("disable_data_sync", true, "removed from RocksDB; use --sync / --disable_wal"),
-    ignored("allow_concurrent_memtable_write", true, "ShaleDB's memtable always takes concurrent writes"),
-    ignored("use_direct_io_for_flush_and_compaction", true, "ShaleDB writes buffered"),
-    ignored("compressed_cache_size", false, "ShaleDB has no compressed block cache"),
+    ignored(
+        "disable_seek_compaction",
+        true,
+        "ShaleDB has no seek-triggered compaction",
+    ),
+    ignored(
+        "delete_obsolete_files_period_micros",
+        false,
+        "ShaleDB deletes obsolete files at once",
+    ),
+    ignored(
+        "max_grandparent_overlap_factor",
+        false,
+        "removed from RocksDB; ShaleDB splits by target size",
+    ),
+    ignored(
+        "source_compaction_factor",
+        false,
+        "removed from RocksDB; no ShaleDB equivalent",
+    ),
+    ignored(
+        "disable_data_sync",
+        true,
+        "removed from RocksDB; use --sync / --disable_wal",
+    ),
+    ignored(
+        "allow_concurrent_memtable_write",
+        true,
+        "ShaleDB's memtable always takes concurrent writes",
+    ),
+    ignored(
+        "use_direct_io_for_flush_and_compaction",
+        true,
+        "ShaleDB writes buffered",
+    ),
+    ignored(
+        "compressed_cache_size",
+        false,
+        "ShaleDB has no compressed block cache",
+    ),
 ];
 
 /// Looks a flag up.
@@ -113,14 +261,19 @@ pub fn spec(name: &str) -> Option<&'static FlagSpec> {
 }
 
 /// Splits argv into `name -> value` (last one wins) and the positional words.
-pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<(BTreeMap<String, String>, Vec<String>), String> {
+pub fn parse_args<S: AsRef<str>>(
+    args: &[S],
+) -> Result<(BTreeMap<String, String>, Vec<String>), String> {
     let mut map = BTreeMap::new();
     let mut positional = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_ref();
         i += 1;
-        let Some(body) = a.strip_prefix("--").or_else(|| a.strip_prefix('-').filter(|b| !b.is_empty() && !b.starts_with(|c: char| c.is_ascii_digit()))) else {
+        let Some(body) = a.strip_prefix("--").or_else(|| {
+            a.strip_prefix('-')
+                .filter(|b| !b.is_empty() && !b.starts_with(|c: char| c.is_ascii_digit()))
+        }) else {
             positional.push(a.to_string());
             continue;
         };
@@ -130,7 +283,9 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<(BTreeMap<String, String>
         };
         let name = name.replace('-', "_");
         let Some(sp) = spec(&name) else {
-            return Err(format!("unknown flag --{name} (neither db_bench nor shale-bench knows it; see --help)"));
+            return Err(format!(
+                "unknown flag --{name} (neither db_bench nor shale-bench knows it; see --help)"
+            ));
         };
         let value = match value {
             Some(v) => v,
@@ -155,7 +310,9 @@ fn parse_bool(name: &str, v: &str) -> Result<bool, String> {
     match v.to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" | "" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(format!("flag --{name}: {v:?} is not a bool (1/0/true/false)")),
+        _ => Err(format!(
+            "flag --{name}: {v:?} is not a bool (1/0/true/false)"
+        )),
     }
 }
 
@@ -213,7 +370,11 @@ pub struct Flags {
 /// The suite `shale-bench` runs with no arguments (finishes in well under a minute here).
 pub const DEFAULT_BENCHMARKS: &str = "fillseq,fillrandom,overwrite,readrandom,readseq";
 
-fn get<T: std::str::FromStr>(m: &BTreeMap<String, String>, name: &str, default: T) -> Result<T, String> {
+fn get<T: std::str::FromStr>(
+    m: &BTreeMap<String, String>,
+    name: &str,
+    default: T,
+) -> Result<T, String> {
     match m.get(name) {
         None => Ok(default),
         Some(v) => v
@@ -232,7 +393,9 @@ impl Flags {
     pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Flags, String> {
         let (m, pos) = parse_args(args)?;
         if let Some(p) = pos.first() {
-            return Err(format!("unexpected argument {p:?} (flags look like --name=value)"));
+            return Err(format!(
+                "unexpected argument {p:?} (flags look like --name=value)"
+            ));
         }
         Flags::from_map(&m)
     }
@@ -264,15 +427,43 @@ impl Flags {
             block_size: get(m, "block_size", d.block_size)?,
             open_files: get(m, "open_files", d.open_files)?,
             target_file_size_base: get(m, "target_file_size_base", d.target_file_size_base)?,
-            target_file_size_multiplier: get(m, "target_file_size_multiplier", d.target_file_size_multiplier)?,
-            max_bytes_for_level_base: get(m, "max_bytes_for_level_base", d.max_bytes_for_level_base)?,
-            max_bytes_for_level_multiplier: get(m, "max_bytes_for_level_multiplier", d.max_bytes_for_level_multiplier)?,
+            target_file_size_multiplier: get(
+                m,
+                "target_file_size_multiplier",
+                d.target_file_size_multiplier,
+            )?,
+            max_bytes_for_level_base: get(
+                m,
+                "max_bytes_for_level_base",
+                d.max_bytes_for_level_base,
+            )?,
+            max_bytes_for_level_multiplier: get(
+                m,
+                "max_bytes_for_level_multiplier",
+                d.max_bytes_for_level_multiplier,
+            )?,
             num_levels: get(m, "num_levels", d.num_levels)?,
-            level0_file_num_compaction_trigger: get(m, "level0_file_num_compaction_trigger", d.level0_file_num_compaction_trigger)?,
-            level0_slowdown_writes_trigger: get(m, "level0_slowdown_writes_trigger", d.level0_slowdown_writes_trigger)?,
-            level0_stop_writes_trigger: get(m, "level0_stop_writes_trigger", d.level0_stop_writes_trigger)?,
+            level0_file_num_compaction_trigger: get(
+                m,
+                "level0_file_num_compaction_trigger",
+                d.level0_file_num_compaction_trigger,
+            )?,
+            level0_slowdown_writes_trigger: get(
+                m,
+                "level0_slowdown_writes_trigger",
+                d.level0_slowdown_writes_trigger,
+            )?,
+            level0_stop_writes_trigger: get(
+                m,
+                "level0_stop_writes_trigger",
+                d.level0_stop_writes_trigger,
+            )?,
             max_background_jobs: mbj.max(mbc),
-            disable_auto_compactions: get_bool(m, "disable_auto_compactions", d.disable_auto_compactions)?,
+            disable_auto_compactions: get_bool(
+                m,
+                "disable_auto_compactions",
+                d.disable_auto_compactions,
+            )?,
             disable_wal: get_bool(m, "disable_wal", d.disable_wal)?,
             sync: get_bool(m, "sync", d.sync)?,
             verify_checksums: get_bool(m, "verify_checksum", d.verify_checksums)?,

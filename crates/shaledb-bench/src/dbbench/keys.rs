@@ -27,6 +27,7 @@ impl LevelRandom {
         LevelRandom { seed }
     }
     /// The next value in [1, 2^31-2].
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u32 {
         const M: u64 = 2_147_483_647;
         const A: u64 = 16807;
@@ -167,6 +168,7 @@ impl RandomGenerator {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -239,7 +241,10 @@ mod tests {
             let got = z.len() as f64 / raw.len() as f64;
             // Printable random bytes carry ~6.6 bits/byte, so deflate reaches ~0.83 of the
             // random part; allow for that and framing.
-            assert!(got < ratio * 1.0 + 0.05 && got > ratio * 0.6, "ratio {ratio}: {got}");
+            assert!(
+                got < ratio * 1.0 + 0.05 && got > ratio * 0.6,
+                "ratio {ratio}: {got}"
+            );
         }
     }
 }

@@ -16,12 +16,14 @@ impl Default for Hist {
 impl Hist {
     /// 1 ns .. 1 hour, 3 significant digits.
     pub fn new() -> Self {
-        Hist(Histogram::new_with_bounds(1, 3_600_000_000_000, 3).unwrap_or_else(|_| {
-            // The bounds above are valid; fall back to an auto-resizing histogram anyway.
-            let mut h = Histogram::new(3).unwrap_or_else(|_| unreachable_hist());
-            h.auto(true);
-            h
-        }))
+        Hist(
+            Histogram::new_with_bounds(1, 3_600_000_000_000, 3).unwrap_or_else(|_| {
+                // The bounds above are valid; fall back to an auto-resizing histogram anyway.
+                let mut h = Histogram::new(3).unwrap_or_else(|_| unreachable_hist());
+                h.auto(true);
+                h
+            }),
+        )
     }
     /// Records one latency.
     pub fn record_nanos(&mut self, ns: u64) {
@@ -234,6 +236,7 @@ pub fn parse_db_bench_output(text: &str) -> Vec<BenchResult> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -278,7 +281,11 @@ mod tests {
         let t = s.db_bench_text("write");
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "Microseconds per write:");
-        assert!(lines[1].starts_with("Count: 1000 Average: 500.5"), "{}", lines[1]);
+        assert!(
+            lines[1].starts_with("Count: 1000 Average: 500.5"),
+            "{}",
+            lines[1]
+        );
         assert!(lines[2].starts_with("Min: 1.00  Median: "));
         assert!(lines[3].starts_with("Percentiles: P50: "));
         for k in ["P75:", "P99:", "P99.9:", "P99.99:"] {

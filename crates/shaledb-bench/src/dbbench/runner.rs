@@ -50,7 +50,7 @@ impl ThreadCtx<'_> {
             return false;
         }
         match self.duration {
-            Some(d) => i % 16 != 0 || self.start.elapsed() < d,
+            Some(d) => i & 15 != 0 || self.start.elapsed() < d,
             None => i < self.max_ops,
         }
     }
@@ -311,24 +311,29 @@ impl Runner {
                 }
                 Some(r)
             }
-            "overwrite" => Some(self.write_bench(name, Order::Random, writes, f.value_size, threads)?),
+            "overwrite" => {
+                Some(self.write_bench(name, Order::Random, writes, f.value_size, threads)?)
+            }
             "deleteseq" | "deleterandom" => {
                 let n = self.per_thread(f.deletes);
                 let seq = name == "deleteseq";
                 let ks = f.key_size;
                 let e = self.engine()?;
-                Some(self.run_threads(name, threads, n, e, move |c, e| {
-                    let mut i = 0u64;
-                    while c.more(i) {
-                        let k = if seq { i } else { c.rand.uniform(f.num) };
-                        make_key(k, ks, &mut c.key);
-                        let t0 = Instant::now();
-                        e.delete(&c.key)?;
-                        c.finished(t0, 0);
-                        i += 1;
-                    }
-                    Ok(())
-                })?.0)
+                Some(
+                    self.run_threads(name, threads, n, e, move |c, e| {
+                        let mut i = 0u64;
+                        while c.more(i) {
+                            let k = if seq { i } else { c.rand.uniform(f.num) };
+                            make_key(k, ks, &mut c.key);
+                            let t0 = Instant::now();
+                            e.delete(&c.key)?;
+                            c.finished(t0, 0);
+                            i += 1;
+                        }
+                        Ok(())
+                    })?
+                    .0,
+                )
             }
             "readrandom" | "readmissing" | "readhot" => {
                 let range = if name == "readhot" {
@@ -367,40 +372,43 @@ impl Runner {
             "readseq" | "readreverse" => {
                 let fwd = name == "readseq";
                 let e = self.engine()?;
-                Some(self.run_threads(name, threads, reads, e, move |c, e| {
-                    let mut it = e.iter();
-                    if fwd {
-                        it.seek_to_first()
-                    } else {
-                        it.seek_to_last()
-                    }
-                    let mut i = 0u64;
-                    while c.more(i) {
-                        if !it.valid() {
-                            if c.duration.is_none() {
-                                break;
-                            }
-                            if fwd {
-                                it.seek_to_first()
-                            } else {
-                                it.seek_to_last()
-                            }
-                            if !it.valid() {
-                                break;
-                            }
-                        }
-                        let t0 = Instant::now();
-                        let b = (it.key().len() + it.value().len()) as u64;
+                Some(
+                    self.run_threads(name, threads, reads, e, move |c, e| {
+                        let mut it = e.iter();
                         if fwd {
-                            it.next()
+                            it.seek_to_first()
                         } else {
-                            it.prev()
+                            it.seek_to_last()
                         }
-                        c.finished(t0, b);
-                        i += 1;
-                    }
-                    it.status()
-                })?.0)
+                        let mut i = 0u64;
+                        while c.more(i) {
+                            if !it.valid() {
+                                if c.duration.is_none() {
+                                    break;
+                                }
+                                if fwd {
+                                    it.seek_to_first()
+                                } else {
+                                    it.seek_to_last()
+                                }
+                                if !it.valid() {
+                                    break;
+                                }
+                            }
+                            let t0 = Instant::now();
+                            let b = (it.key().len() + it.value().len()) as u64;
+                            if fwd {
+                                it.next()
+                            } else {
+                                it.prev()
+                            }
+                            c.finished(t0, b);
+                            i += 1;
+                        }
+                        it.status()
+                    })?
+                    .0,
+                )
             }
             "seekrandom" => {
                 let nexts = f.seek_nexts;
@@ -509,8 +517,7 @@ impl Runner {
                 let (rd, wr) = (cnt.reads, cnt.writes);
                 r.message = format!(
                     "( reads:{rd} writes:{wr} total:{} found:{})",
-                    r.ops,
-                    cnt.found
+                    r.ops, cnt.found
                 );
                 Some(r)
             }
@@ -540,7 +547,10 @@ impl Runner {
                 Some(r)
             }
             "stats" => {
-                let s = self.engine()?.stats().unwrap_or_else(|| "(no stats)".into());
+                let s = self
+                    .engine()?
+                    .stats()
+                    .unwrap_or_else(|| "(no stats)".into());
                 self.say(&s);
                 None
             }
@@ -563,7 +573,11 @@ impl Runner {
                     })
                     .collect();
                 files.sort();
-                let mut s = format!("--- {} table files in {}\n", files.len(), self.path.display());
+                let mut s = format!(
+                    "--- {} table files in {}\n",
+                    files.len(),
+                    self.path.display()
+                );
                 for (n, b) in files {
                     s.push_str(&format!("{n}: {b} bytes\n"));
                 }
@@ -709,7 +723,10 @@ impl Runner {
                         let mut c = ThreadCtx {
                             tid,
                             rand: Mt64::new(f.seed.wrapping_add(tid as u64 + 1)),
-                            gen: RandomGenerator::new(f.compression_ratio, f.value_size.max(100_000)),
+                            gen: RandomGenerator::new(
+                                f.compression_ratio,
+                                f.value_size.max(100_000),
+                            ),
                             key: Vec::with_capacity(f.key_size + 1),
                             bytes: 0,
                             done: 0,
@@ -738,7 +755,10 @@ impl Runner {
                 .collect();
             let out = handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err("benchmark thread panicked".into())))
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("benchmark thread panicked".into()))
+                })
                 .collect();
             finished.store(true, Ordering::Relaxed);
             let _ = monitor.join();
@@ -746,7 +766,8 @@ impl Runner {
         });
         let elapsed = start.elapsed().as_secs_f64().max(1e-9);
         let mut hist = Hist::new();
-        let (mut ops, mut bytes, mut found, mut thread_secs, mut counted) = (0u64, 0u64, 0u64, 0f64, 0usize);
+        let (mut ops, mut bytes, mut found, mut thread_secs, mut counted) =
+            (0u64, 0u64, 0u64, 0f64, 0usize);
         let (mut rd, mut wr) = (0u64, 0u64);
         for c in ctxs {
             let c = c.map_err(|e| format!("{name}: {e}"))?;
@@ -768,7 +789,11 @@ impl Runner {
             threads: counted,
             ops,
             elapsed_secs: elapsed,
-            micros_per_op: if ops > 0 { thread_secs * 1e6 / ops as f64 } else { 0.0 },
+            micros_per_op: if ops > 0 {
+                thread_secs * 1e6 / ops as f64
+            } else {
+                0.0
+            },
             ops_per_sec: ops as f64 / elapsed,
             bytes,
             mb_per_sec: bytes as f64 / 1048576.0 / elapsed,

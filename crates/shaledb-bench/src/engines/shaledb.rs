@@ -12,6 +12,7 @@ pub struct ShaleEngine {
 }
 
 /// Maps the common options onto ShaleDB's.
+#[allow(clippy::field_reassign_with_default)]
 pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     let mut o = Options::default();
     o.create_if_missing = true;
