@@ -138,6 +138,11 @@ pub trait Engine: Send + Sync {
     fn stats(&self) -> Option<String>;
     /// Bytes written by flush and compaction so far, if the engine reports it.
     fn compaction_bytes_written(&self) -> Option<u64>;
+    /// A named engine property (`levelstats`, ...), if the engine has it. Added for the
+    /// `levelstats` benchmark; engines without properties keep the default.
+    fn property(&self, _name: &str) -> Option<String> {
+        None
+    }
 }
 
 /// Bytes used by the files under `path`.

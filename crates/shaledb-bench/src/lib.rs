@@ -5,3 +5,8 @@
 
 pub mod engine;
 pub mod engines;
+pub mod cli;
+pub mod dbbench;
+pub mod ycsb;
+pub mod compare;
+pub mod tpch;

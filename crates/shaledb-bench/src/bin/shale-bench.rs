@@ -2,6 +2,6 @@
 //! All logic lives in the `shaledb_bench` library.
 
 fn main() {
-    eprintln!("shale-bench: work in progress");
-    std::process::exit(2);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    std::process::exit(shaledb_bench::cli::main(&args));
 }

@@ -141,4 +141,7 @@ impl Engine for ShaleEngine {
             .property("shaledb.compaction-bytes-written")
             .and_then(|s| s.parse().ok())
     }
+    fn property(&self, name: &str) -> Option<String> {
+        self.db.property(&format!("shaledb.{name}"))
+    }
 }

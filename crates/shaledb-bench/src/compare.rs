@@ -1,0 +1,590 @@
+//! `shale-bench compare`: every workload of a BENCHMARKS.md suite on every engine, alternating
+//! engines within the run, each cell on a fresh database directory in its own process (so a
+//! crash or a missing peer is one failed cell), plus RocksDB's own `db_bench` as the
+//! `rocksdb-db_bench` column when installed. Writes `bench/results/<date>-<suite>/`.
+
+use crate::dbbench::report::{parse_db_bench_output, BenchResult};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// What runs a workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// db_bench mode (RocksDB's db_bench runs the same flags).
+    DbBench,
+    /// `shale-bench ycsb`.
+    Ycsb,
+    /// `shale-bench tpch`.
+    Tpch,
+}
+
+/// One workload of a suite.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// Id from BENCHMARKS.md (R1, K1-100B, Y1-8t, ...).
+    pub id: String,
+    /// What it is.
+    pub title: String,
+    /// Runner.
+    pub kind: Kind,
+    /// Arguments (without --engine/--db/--json).
+    pub args: Vec<String>,
+}
+
+fn w(id: &str, title: &str, kind: Kind, args: &str) -> Workload {
+    Workload {
+        id: id.into(),
+        title: title.into(),
+        kind,
+        args: args.split_whitespace().map(String::from).collect(),
+    }
+}
+
+/// The workloads of `seed-small` or `seed-full`.
+pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
+    let (n, k1_bytes, t1_rows, y1_records, y1_ops) = match name {
+        "seed-small" => (100_000u64, 20u64 << 20, 200_000u64, 200_000u64, 100_000u64),
+        "seed-full" => (5_000_000, 1 << 30, 5_000_000, 50_000_000, 10_000_000),
+        "tiny" => (2_000, 1 << 20, 2_000, 2_000, 2_000),
+        other => {
+            return Err(format!(
+                "unknown suite {other:?}: seed-small, seed-full (or tiny)"
+            ))
+        }
+    };
+    let base = format!(
+        "--num={n} --key_size=10 --value_size=800 --compression_ratio=0.5 --compression_type=snappy --bloom_bits=10 --cache_size=1073741824"
+    );
+    let mut v = vec![
+        w("R1", "bulk load random: fillrandom, WAL off", Kind::DbBench, &format!("{base} --benchmarks=fillrandom --disable_wal=1")),
+        w("R1-bulk", "bulk load recipe: vector memtable, auto compactions off, fillrandom then compact", Kind::DbBench, &format!("{base} --benchmarks=fillrandom,compact --disable_wal=1 --memtablerep=vector --allow_concurrent_memtable_write=false --disable_auto_compactions=1")),
+        w("R2", "bulk load sequential: fillseq, WAL off", Kind::DbBench, &format!("{base} --benchmarks=fillseq --disable_wal=1")),
+        w("R3", "random overwrite, WAL on, no sync", Kind::DbBench, &format!("{base} --benchmarks=fillseq,overwrite")),
+    ];
+    for t in [1u64, 2, 32] {
+        v.push(w(&format!("R4-{t}t"), &format!("readrandom, 4 KB blocks, no compression, {t} threads, 1 GB cache"), Kind::DbBench,
+            &format!("{base} --benchmarks=fillseq,readrandom --compression_type=none --block_size=4096 --threads={t} --reads={}", (n / t).max(1))));
+    }
+    v.push(w("R4-io", "readrandom, 2 threads, 64 MB cache, direct reads", Kind::DbBench,
+        &format!("{base} --benchmarks=fillseq,readrandom --compression_type=none --block_size=4096 --threads=2 --reads={} --cache_size=67108864 --use_direct_reads=1", n / 2)));
+    v.push(w(
+        "R5",
+        "readwhilewriting, 2 readers + 1 writer",
+        Kind::DbBench,
+        &format!(
+            "{base} --benchmarks=fillseq,readwhilewriting --threads=2 --reads={}",
+            n / 2
+        ),
+    ));
+    for t in [1, 2] {
+        v.push(w(
+            &format!("R6-{t}t"),
+            &format!("fillsync, {t} thread(s)"),
+            Kind::DbBench,
+            &format!("{base} --benchmarks=fillsync --threads={t}"),
+        ));
+    }
+    v.push(w(
+        "R7",
+        "readseq, readreverse, seekrandom + 10 next",
+        Kind::DbBench,
+        &format!(
+            "{base} --benchmarks=fillseq,readseq,readreverse,seekrandom --seek_nexts=10 --reads={}",
+            n / 10
+        ),
+    ));
+    for (label, vs) in [
+        ("100B", 100u64),
+        ("1KB", 1000),
+        ("100KB", 100_000),
+        ("256KB", 262_144),
+        ("512KB", 524_288),
+        ("1MB", 1_048_576),
+    ] {
+        let num = (k1_bytes / vs).max(10);
+        v.push(w(&format!("K1-{label}"), &format!("value-size sweep {label}: fills, reads before and after a full compaction"), Kind::DbBench,
+            &format!("--num={num} --key_size=16 --value_size={vs} --write_buffer_size=4194304 --cache_size=8388608 --bloom_bits=0 --compression_ratio=0.5 --benchmarks=fillseq,fillrandom,overwrite,readrandom,readseq,compact,readrandom,readseq")));
+    }
+    v.push(w(
+        "T1",
+        "TPC-H lineitem rows, 1 writer + 2 readers, small cache, direct reads",
+        Kind::Tpch,
+        &format!("--rows={t1_rows} --readers=2 --cache_size=8388608 --use_direct_reads=1"),
+    ));
+    for t in [8, 2] {
+        v.push(w(&format!("Y1-{t}t"), &format!("YCSB load + A-F, 8-byte keys, one 24-byte field, {t} threads"), Kind::Ycsb,
+            &format!("--workload=a,b,c,f,d,e --phase=load,run --recordcount={y1_records} --operationcount={y1_ops} --threads={t} --fixedkey8b --fieldcount=1 --fieldlength=24 --cache_size=268435456")));
+    }
+    Ok(v)
+}
+
+/// One cell: a workload on an engine.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Cell {
+    /// Workload id.
+    pub workload: String,
+    /// Engine (or `rocksdb-db_bench`).
+    pub engine: String,
+    /// The exact command.
+    pub command: String,
+    /// Results, or empty on failure.
+    pub results: Vec<BenchResult>,
+    /// Failure text.
+    pub error: Option<String>,
+    /// Wall seconds of the process.
+    pub secs: f64,
+}
+
+fn find_db_bench() -> Option<PathBuf> {
+    [
+        "/usr/bin/db_bench",
+        "/usr/local/bin/db_bench",
+        "/usr/bin/rocksdb_db_bench",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
+}
+
+fn shell_quote(a: &str) -> String {
+    if a.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_=./,:".contains(c))
+    {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
+}
+
+fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> Cell {
+    let db = dir.join(format!("{}-{engine}", wl.id));
+    let json = raw.join(format!("{}-{engine}.json", wl.id));
+    let mut args: Vec<String> = Vec::new();
+    let prog: PathBuf;
+    if engine == "rocksdb-db_bench" {
+        prog = find_db_bench().unwrap_or_default();
+        args.extend(
+            wl.args
+                .iter()
+                .filter(|a| !a.starts_with("--engine"))
+                .cloned(),
+        );
+        args.push("--histogram=1".into());
+        args.push(format!("--db={}", db.display()));
+    } else {
+        prog = exe.to_path_buf();
+        match wl.kind {
+            Kind::Ycsb => args.push("ycsb".into()),
+            Kind::Tpch => args.push("tpch".into()),
+            Kind::DbBench => {}
+        }
+        args.extend(wl.args.iter().cloned());
+        args.push(format!("--engine={engine}"));
+        args.push(format!("--db={}", db.display()));
+        args.push(format!("--json={}", json.display()));
+    }
+    let command = std::iter::once(prog.display().to_string())
+        .chain(args.iter().map(|a| shell_quote(a)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let t0 = Instant::now();
+    let out = Command::new(&prog).args(&args).output();
+    let secs = t0.elapsed().as_secs_f64();
+    let _ = std::fs::remove_dir_all(&db);
+    let mut cell = Cell {
+        workload: wl.id.clone(),
+        engine: engine.into(),
+        command,
+        results: Vec::new(),
+        error: None,
+        secs,
+    };
+    match out {
+        Err(e) => cell.error = Some(format!("could not start: {e}")),
+        Ok(o) => {
+            let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+            let _ = std::fs::write(raw.join(format!("{}-{engine}.stdout.txt", wl.id)), &stdout);
+            if !o.status.success() {
+                let err = String::from_utf8_lossy(&o.stderr);
+                let last = err
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("failed");
+                cell.error = Some(format!(
+                    "exit {}: {}",
+                    o.status.code().unwrap_or(-1),
+                    last.trim()
+                ));
+            } else if engine == "rocksdb-db_bench" {
+                cell.results = parse_db_bench_output(&stdout);
+                let _ = std::fs::write(
+                    &json,
+                    serde_json::to_string_pretty(&cell.results).unwrap_or_default(),
+                );
+            } else {
+                match std::fs::read_to_string(&json)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| {
+                        serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string())
+                    })
+                    .and_then(|v| {
+                        serde_json::from_value::<Vec<BenchResult>>(v["results"].clone())
+                            .map_err(|e| e.to_string())
+                    }) {
+                    Ok(r) => cell.results = r,
+                    Err(e) => cell.error = Some(format!("no JSON results: {e}")),
+                }
+            }
+        }
+    }
+    cell
+}
+
+/// Today's date (UTC) as YYYY-MM-DD.
+pub fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let z = secs.div_euclid(86_400) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn sh(cmd: &str, args: &[&str]) -> String {
+    Command::new(cmd)
+        .args(args)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|e| format!("({cmd}: {e})"))
+}
+
+/// CPU, cores, memory, disk, filesystem and kernel.
+pub fn machine_facts(dir: &Path) -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| s.lines().next().map(|l| l.to_string()))
+        .unwrap_or_default();
+    let d = dir.display().to_string();
+    format!(
+        "CPU: {cpu}\nCores: {cores}\n{mem}\nKernel: {}\nFilesystem of the database directories:\n{}\nBlock devices:\n{}\n",
+        sh("uname", &["-srvmo"]),
+        sh("df", &["-PT", &d]),
+        sh("lsblk", &["-d", "-o", "NAME,MODEL,SIZE,ROTA,TYPE"]),
+    )
+}
+
+fn fmt_num(x: f64) -> String {
+    if x >= 100.0 {
+        crate::ycsb::group_thousands(x.round() as u64)
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// report.md.
+pub fn report_md(
+    suite: &str,
+    cells: &[Cell],
+    wls: &[Workload],
+    engines: &[String],
+    facts: &str,
+) -> String {
+    let mut s = format!("# shale-bench compare --suite={suite} ({})\n\nEngines: {}. Each cell ran in its own process on a fresh database directory; engines alternate within each workload. Figures are one run on a shared machine: compare ratios, not absolutes.\n\n## Machine\n\n```\n{facts}```\n", today(), engines.join(", "));
+    for wl in wls {
+        let _ = write!(s, "\n## {} — {}\n\n| benchmark | engine | ops/sec | MB/s | P50 us | P99 us | P99.9 us | ShaleDB / engine |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", wl.id, wl.title);
+        let mine: Vec<&Cell> = cells.iter().filter(|c| c.workload == wl.id).collect();
+        let shale = mine.iter().find(|c| c.engine == "shaledb");
+        let mut benches: Vec<String> = Vec::new();
+        for c in &mine {
+            for r in &c.results {
+                if !benches.contains(&r.benchmark) && r.error.is_none() {
+                    benches.push(r.benchmark.clone());
+                }
+            }
+        }
+        for c in &mine {
+            if let Some(e) = &c.error {
+                let _ = writeln!(
+                    s,
+                    "| (all) | {} | FAILED: {} | | | | | |",
+                    c.engine,
+                    e.replace('|', "/")
+                );
+            }
+        }
+        for (bi, b) in benches.iter().enumerate() {
+            let pick = |c: &Cell| -> Option<BenchResult> {
+                // The n-th occurrence of a repeated benchmark name pairs with the n-th.
+                let nth = benches[..bi].iter().filter(|x| *x == b).count();
+                c.results
+                    .iter()
+                    .filter(|r| &r.benchmark == b)
+                    .nth(nth)
+                    .cloned()
+            };
+            let base = shale.and_then(|c| pick(c));
+            for c in &mine {
+                if c.error.is_some() {
+                    continue;
+                }
+                let Some(r) = pick(c) else { continue };
+                let ratio = match &base {
+                    Some(b0) if r.ops_per_sec > 0.0 => {
+                        format!("{:.2}x", b0.ops_per_sec / r.ops_per_sec)
+                    }
+                    _ => "-".into(),
+                };
+                let l = &r.latency;
+                let _ = writeln!(
+                    s,
+                    "| {b} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {ratio} |",
+                    c.engine,
+                    fmt_num(r.ops_per_sec),
+                    r.mb_per_sec,
+                    l.p50_us,
+                    l.p99_us,
+                    l.p999_us
+                );
+                for (op, ol) in &r.per_op {
+                    let _ = writeln!(
+                        s,
+                        "| {b} {op} | {} | | | {:.1} | {:.1} | {:.1} | |",
+                        c.engine, ol.p50_us, ol.p99_us, ol.p999_us
+                    );
+                }
+                if let (Some(sz), Some(wa)) = (r.size_on_disk, r.write_amp) {
+                    let _ = writeln!(
+                        s,
+                        "| {b} size / write-amp | {} | {:.1} MB | {wa:.2}x | | | | |",
+                        c.engine,
+                        sz as f64 / 1048576.0
+                    );
+                }
+            }
+        }
+    }
+    s.push_str("\n## Commands\n\nSee commands.txt; raw per-cell JSON and stdout in raw/.\n");
+    s
+}
+
+fn svg_bars(title: &str, bars: &[(String, f64)], unit: &str) -> String {
+    let max = bars.iter().map(|b| b.1).fold(0.0f64, f64::max).max(1e-9);
+    let h = 22 * bars.len() + 30;
+    let mut s = format!("<svg xmlns='http://www.w3.org/2000/svg' width='720' height='{h}' font-family='sans-serif' font-size='12'><text x='4' y='14' font-weight='bold'>{}</text>", esc(title));
+    for (i, (label, v)) in bars.iter().enumerate() {
+        let y = 24 + i * 22;
+        let wdt = (v / max * 440.0).max(1.0);
+        let _ = write!(s, "<text x='4' y='{}'>{}</text><rect x='200' y='{y}' width='{wdt:.1}' height='16' fill='{}'/><text x='{:.1}' y='{}'>{} {unit}</text>", y + 12, esc(label), if label.contains("shaledb") { "#2a7" } else { "#58a" }, 204.0 + wdt, y + 12, fmt_num(*v));
+    }
+    s.push_str("</svg>");
+    s
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('\'', "&#39;")
+}
+
+/// report.html: self-contained, inline SVG.
+pub fn report_html(suite: &str, cells: &[Cell], wls: &[Workload], facts: &str) -> String {
+    let mut s = format!("<!doctype html><html><head><meta charset='utf-8'><title>shale-bench {suite}</title><style>body{{font-family:sans-serif;max-width:800px;margin:auto}}pre{{background:#eee;padding:8px}}</style></head><body><h1>shale-bench compare --suite={suite} ({})</h1><pre>{}</pre>", today(), esc(facts));
+    for wl in wls {
+        let _ = write!(s, "<h2>{} — {}</h2>", esc(&wl.id), esc(&wl.title));
+        let mine: Vec<&Cell> = cells.iter().filter(|c| c.workload == wl.id).collect();
+        for c in &mine {
+            if let Some(e) = &c.error {
+                let _ = write!(s, "<p><b>{}</b> failed: {}</p>", esc(&c.engine), esc(e));
+            }
+        }
+        let shale = mine.iter().find(|c| c.engine == "shaledb");
+        let mut seen: Vec<String> = Vec::new();
+        for c in &mine {
+            for r in &c.results {
+                if !seen.contains(&r.benchmark) {
+                    seen.push(r.benchmark.clone());
+                }
+            }
+        }
+        for b in &seen {
+            let get = |c: &Cell| c.results.iter().find(|r| &r.benchmark == b).cloned();
+            let base = shale.and_then(|c| get(c)).map(|r| r.ops_per_sec);
+            let ops: Vec<(String, f64)> = mine
+                .iter()
+                .filter_map(|c| get(c).map(|r| (c.engine.clone(), r.ops_per_sec)))
+                .collect();
+            s.push_str(&svg_bars(&format!("{b}: ops/sec"), &ops, "ops/s"));
+            if let Some(b0) = base {
+                let ratios: Vec<(String, f64)> = ops
+                    .iter()
+                    .filter(|(e, v)| e != "shaledb" && *v > 0.0)
+                    .map(|(e, v)| (format!("shaledb / {e}"), b0 / v))
+                    .collect();
+                if !ratios.is_empty() {
+                    s.push_str(&svg_bars(
+                        &format!("{b}: ShaleDB / peer (ops/sec ratio)"),
+                        &ratios,
+                        "x",
+                    ));
+                }
+            }
+            let mut lat = Vec::new();
+            for c in &mine {
+                if let Some(r) = get(c) {
+                    for (p, v) in [
+                        ("P50", r.latency.p50_us),
+                        ("P99", r.latency.p99_us),
+                        ("P99.9", r.latency.p999_us),
+                    ] {
+                        if v > 0.0 {
+                            lat.push((format!("{} {p}", c.engine), v));
+                        }
+                    }
+                }
+            }
+            if !lat.is_empty() {
+                s.push_str(&svg_bars(&format!("{b}: latency percentiles"), &lat, "us"));
+            }
+        }
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+/// `shale-bench compare --suite=... --engines=... [--out=DIR] [--only=R1,K1-100B]`.
+pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
+    let mut suite_name = "seed-small".to_string();
+    let mut engines = vec!["shaledb".to_string()];
+    let mut out_root = PathBuf::from("bench/results");
+    let mut only: Option<Vec<String>> = None;
+    let mut with_db_bench = true;
+    for a in args {
+        let a = a.as_ref();
+        let (n, v) = a
+            .split_once('=')
+            .ok_or_else(|| format!("compare: expected --name=value, got {a:?}"))?;
+        match n {
+            "--suite" => suite_name = v.into(),
+            "--engines" => {
+                engines = v
+                    .split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            }
+            "--out" => out_root = v.into(),
+            "--only" => only = Some(v.split(',').map(String::from).collect()),
+            "--db_bench" => with_db_bench = matches!(v, "1" | "true"),
+            _ => {
+                return Err(format!(
+                    "compare: unknown flag {n} (known: --suite --engines --out --only --db_bench)"
+                ))
+            }
+        }
+    }
+    let mut wls = suite(&suite_name)?;
+    if let Some(o) = &only {
+        wls.retain(|w| {
+            o.iter()
+                .any(|x| w.id == *x || w.id.starts_with(&format!("{x}-")))
+        });
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
+    let dir = out_root.join(format!("{}-{suite_name}", today()));
+    let raw = dir.join("raw");
+    std::fs::create_dir_all(&raw).map_err(|e| format!("creating {}: {e}", raw.display()))?;
+    let work = tempfile::Builder::new()
+        .prefix("shale-compare-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let mut columns = engines.clone();
+    let db_bench = find_db_bench();
+    if with_db_bench {
+        match &db_bench {
+            Some(_) => columns.push("rocksdb-db_bench".into()),
+            None => eprintln!("compare: RocksDB's db_bench not installed (apt-get install -y rocksdb-tools); column rocksdb-db_bench skipped"),
+        }
+    }
+    let facts = machine_facts(work.path());
+    let mut cells: Vec<Cell> = Vec::new();
+    let total = wls.len() * columns.len();
+    let t0 = Instant::now();
+    for wl in &wls {
+        for engine in &columns {
+            if engine == "rocksdb-db_bench" && wl.kind != Kind::DbBench {
+                continue;
+            }
+            eprintln!(
+                "[{}/{total}] {} on {engine} ({:.0} s so far)",
+                cells.len() + 1,
+                wl.id,
+                t0.elapsed().as_secs_f64()
+            );
+            let c = run_cell(&exe, wl, engine, work.path(), &raw);
+            match &c.error {
+                Some(e) => eprintln!("    FAILED: {e}"),
+                None => {
+                    for r in &c.results {
+                        eprintln!("    {}", r.line());
+                    }
+                }
+            }
+            cells.push(c);
+            write_outputs(&dir, &suite_name, &cells, &wls, &columns, &facts)?;
+        }
+    }
+    println!(
+        "compare: {} cells in {:.0} s; report in {}",
+        cells.len(),
+        t0.elapsed().as_secs_f64(),
+        dir.display()
+    );
+    Ok(())
+}
+
+fn write_outputs(
+    dir: &Path,
+    suite: &str,
+    cells: &[Cell],
+    wls: &[Workload],
+    cols: &[String],
+    facts: &str,
+) -> Result<(), String> {
+    let wr = |name: &str, text: String| {
+        std::fs::write(dir.join(name), text).map_err(|e| format!("writing {name}: {e}"))
+    };
+    wr("report.md", report_md(suite, cells, wls, cols, facts))?;
+    wr("report.html", report_html(suite, cells, wls, facts))?;
+    wr(
+        "results.json",
+        serde_json::to_string_pretty(cells).map_err(|e| e.to_string())?,
+    )?;
+    wr(
+        "commands.txt",
+        cells
+            .iter()
+            .map(|c| format!("# {} on {}\n{}\n", c.workload, c.engine, c.command))
+            .collect(),
+    )?;
+    wr("machine.txt", facts.to_string())
+}

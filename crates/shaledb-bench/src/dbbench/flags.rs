@@ -1,0 +1,543 @@
+//! db_bench's command-line syntax: `--name=value`, `--name value`, bool `--name`,
+//! `--name=1|0|true|false`. Flags with no ShaleDB meaning are accepted and reported once as
+//! ignored, with the reason; any other unknown flag is an error naming it.
+
+use crate::engine::CommonOptions;
+use std::collections::BTreeMap;
+
+/// How a flag is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagUse {
+    /// Read by shale-bench.
+    Used,
+    /// Accepted for compatibility and ignored; the text says why.
+    Ignored(&'static str),
+}
+
+/// A known flag: name, whether it is a bool, its use, and its help.
+pub struct FlagSpec {
+    /// Name without dashes.
+    pub name: &'static str,
+    /// Bool flags may appear bare (`--histogram`).
+    pub is_bool: bool,
+    /// Used or ignored.
+    pub usage: FlagUse,
+    /// One line of help.
+    pub help: &'static str,
+}
+
+const fn used(name: &'static str, is_bool: bool, help: &'static str) -> FlagSpec {
+    FlagSpec {
+        name,
+        is_bool,
+        usage: FlagUse::Used,
+        help,
+    }
+}
+
+const fn ignored(name: &'static str, is_bool: bool, why: &'static str) -> FlagSpec {
+    FlagSpec {
+        name,
+        is_bool,
+        usage: FlagUse::Ignored(why),
+        help: why,
+    }
+}
+
+/// Every flag shale-bench knows.
+pub const FLAGS: &[FlagSpec] = &[
+    used(
+        "benchmarks",
+        false,
+        "comma-separated benchmarks, run in order",
+    ),
+    used(
+        "engine",
+        false,
+        "shaledb|rocksdb|leveldb|wiredtiger|fjall (default shaledb)",
+    ),
+    used("json", false, "write every result as JSON to this path"),
+    used(
+        "num",
+        false,
+        "number of keys (per thread for fills, as db_bench)",
+    ),
+    used("reads", false, "reads per thread (-1: --num)"),
+    used("writes", false, "writes per thread (-1: --num)"),
+    used("deletes", false, "deletes per thread (-1: --num)"),
+    used(
+        "duration",
+        false,
+        "seconds to run each benchmark instead of an op count (0: off)",
+    ),
+    used("threads", false, "worker threads"),
+    used("key_size", false, "key bytes"),
+    used("value_size", false, "value bytes"),
+    used("batch_size", false, "writes per write batch"),
+    used(
+        "compression_ratio",
+        false,
+        "fraction of a value a codec keeps",
+    ),
+    used("compression_type", false, "none|snappy|lz4|zstd|zlib"),
+    used("block_size", false, "data block bytes"),
+    used("cache_size", false, "block cache bytes"),
+    used(
+        "bloom_bits",
+        false,
+        "bloom filter bits per key (-1/0: none)",
+    ),
+    used("open_files", false, "max open files (-1: unlimited)"),
+    used("write_buffer_size", false, "memtable bytes"),
+    used(
+        "max_write_buffer_number",
+        false,
+        "memtables before writes stall",
+    ),
+    used("target_file_size_base", false, "SST target size"),
+    used(
+        "target_file_size_multiplier",
+        false,
+        "SST size multiplier per level",
+    ),
+    used("max_bytes_for_level_base", false, "L1 target bytes"),
+    used(
+        "max_bytes_for_level_multiplier",
+        false,
+        "level size multiplier",
+    ),
+    used("num_levels", false, "number of levels"),
+    used(
+        "level0_file_num_compaction_trigger",
+        false,
+        "L0 files that start a compaction",
+    ),
+    used(
+        "level0_slowdown_writes_trigger",
+        false,
+        "L0 files that slow writes",
+    ),
+    used(
+        "level0_stop_writes_trigger",
+        false,
+        "L0 files that stop writes",
+    ),
+    used(
+        "max_background_compactions",
+        false,
+        "background compaction threads (max with --max_background_jobs)",
+    ),
+    used("max_background_jobs", false, "background threads"),
+    used(
+        "disable_auto_compactions",
+        true,
+        "no automatic compactions (bulk load)",
+    ),
+    used("disable_wal", true, "write without the WAL"),
+    used("sync", true, "fsync every write"),
+    used("verify_checksum", true, "verify block checksums on reads"),
+    used(
+        "use_direct_reads",
+        true,
+        "O_DIRECT reads (peers that support it; ShaleDB reads buffered)",
+    ),
+    used(
+        "use_existing_db",
+        true,
+        "reuse the database at --db; fills are skipped",
+    ),
+    used(
+        "db",
+        false,
+        "database directory (default: a fresh temp dir)",
+    ),
+    used(
+        "seed",
+        false,
+        "seed base of the per-thread key generators (0: 1000)",
+    ),
+    used("histogram", true, "print latency histograms"),
+    used(
+        "stats_interval_seconds",
+        false,
+        "seconds between progress lines (default 5)",
+    ),
+    used(
+        "stats_interval",
+        false,
+        "ops between progress lines (0: use --stats_interval_seconds)",
+    ),
+    used(
+        "seek_nexts",
+        false,
+        "Next() calls after each seek in seekrandom",
+    ),
+    used(
+        "readwritepercent",
+        false,
+        "percent reads in readrandomwriterandom",
+    ),
+    used(
+        "benchmark_write_rate_limit",
+        false,
+        "bytes/s cap on writes (0: none)",
+    ),
+    ignored(
+        "min_level_to_compress",
+        false,
+        "ShaleDB compresses every level with one codec",
+    ),
+    ignored(
+        "cache_numshardbits",
+        false,
+        "ShaleDB's block cache shards itself",
+    ),
+    ignored(
+        "memtablerep",
+        false,
+        "ShaleDB has one memtable (a concurrent skiplist)",
+    ),
+    ignored(
+        "max_background_flushes",
+        false,
+        "ShaleDB flushes from its --max_background_jobs pool",
+    ),
+    ignored(
+        "statistics",
+        true,
+        "ShaleDB always counts; use the `stats` benchmark",
+    ),
+    ignored(
+        "stats_per_interval",
+        true,
+        "ShaleDB prints no per-interval DB stats",
+    ),
+    ignored("mmap_read", true, "ShaleDB never mmaps"),
+    ignored(
+        "disable_seek_compaction",
+        true,
+        "ShaleDB has no seek-triggered compaction",
+    ),
+    ignored(
+        "delete_obsolete_files_period_micros",
+        false,
+        "ShaleDB deletes obsolete files at once",
+    ),
+    ignored(
+        "max_grandparent_overlap_factor",
+        false,
+        "removed from RocksDB; ShaleDB splits by target size",
+    ),
+    ignored(
+        "source_compaction_factor",
+        false,
+        "removed from RocksDB; no ShaleDB equivalent",
+    ),
+    ignored(
+        "disable_data_sync",
+        true,
+        "removed from RocksDB; use --sync / --disable_wal",
+    ),
+    ignored(
+        "allow_concurrent_memtable_write",
+        true,
+        "ShaleDB's memtable always takes concurrent writes",
+    ),
+    ignored(
+        "use_direct_io_for_flush_and_compaction",
+        true,
+        "ShaleDB writes buffered",
+    ),
+    ignored(
+        "compressed_cache_size",
+        false,
+        "ShaleDB has no compressed block cache",
+    ),
+];
+
+/// Looks a flag up.
+pub fn spec(name: &str) -> Option<&'static FlagSpec> {
+    FLAGS.iter().find(|f| f.name == name)
+}
+
+/// Splits argv into `name -> value` (last one wins) and the positional words.
+pub fn parse_args<S: AsRef<str>>(
+    args: &[S],
+) -> Result<(BTreeMap<String, String>, Vec<String>), String> {
+    let mut map = BTreeMap::new();
+    let mut positional = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_ref();
+        i += 1;
+        let Some(body) = a.strip_prefix("--").or_else(|| {
+            a.strip_prefix('-')
+                .filter(|b| !b.is_empty() && !b.starts_with(|c: char| c.is_ascii_digit()))
+        }) else {
+            positional.push(a.to_string());
+            continue;
+        };
+        let (name, value) = match body.split_once('=') {
+            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+            None => (body.to_string(), None),
+        };
+        let name = name.replace('-', "_");
+        let Some(sp) = spec(&name) else {
+            return Err(format!(
+                "unknown flag --{name} (neither db_bench nor shale-bench knows it; see --help)"
+            ));
+        };
+        let value = match value {
+            Some(v) => v,
+            None if sp.is_bool => "true".to_string(),
+            None => {
+                let Some(v) = args.get(i) else {
+                    return Err(format!("flag --{name} needs a value"));
+                };
+                i += 1;
+                v.as_ref().to_string()
+            }
+        };
+        if sp.is_bool {
+            parse_bool(&name, &value)?;
+        }
+        map.insert(name, value);
+    }
+    Ok((map, positional))
+}
+
+fn parse_bool(name: &str, v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" | "" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!(
+            "flag --{name}: {v:?} is not a bool (1/0/true/false)"
+        )),
+    }
+}
+
+/// The typed db_bench flags.
+#[derive(Debug, Clone)]
+pub struct Flags {
+    /// Benchmarks in order.
+    pub benchmarks: Vec<String>,
+    /// Engine name.
+    pub engine: String,
+    /// JSON output path.
+    pub json: Option<String>,
+    /// Keys.
+    pub num: u64,
+    /// Reads per thread (-1: num).
+    pub reads: i64,
+    /// Writes per thread (-1: num).
+    pub writes: i64,
+    /// Deletes per thread (-1: num).
+    pub deletes: i64,
+    /// Seconds per benchmark (0: count ops).
+    pub duration: u64,
+    /// Threads.
+    pub threads: usize,
+    /// Key bytes.
+    pub key_size: usize,
+    /// Value bytes.
+    pub value_size: usize,
+    /// Writes per batch.
+    pub batch_size: usize,
+    /// Compressibility.
+    pub compression_ratio: f64,
+    /// Database directory; None = temp dir.
+    pub db: Option<String>,
+    /// Seed base.
+    pub seed: u64,
+    /// Print histograms.
+    pub histogram: bool,
+    /// Progress period.
+    pub stats_interval_seconds: f64,
+    /// Progress every N ops (0: by time).
+    pub stats_interval: u64,
+    /// Nexts per seek.
+    pub seek_nexts: usize,
+    /// Read percent.
+    pub readwritepercent: u32,
+    /// Write bytes/s cap.
+    pub write_rate_limit: u64,
+    /// Engine options.
+    pub opts: CommonOptions,
+    /// Ignored flags that were given, with reasons.
+    pub ignored: Vec<(String, &'static str)>,
+}
+
+/// The suite `shale-bench` runs with no arguments (finishes in well under a minute here).
+pub const DEFAULT_BENCHMARKS: &str = "fillseq,fillrandom,overwrite,readrandom,readseq";
+
+fn get<T: std::str::FromStr>(
+    m: &BTreeMap<String, String>,
+    name: &str,
+    default: T,
+) -> Result<T, String> {
+    match m.get(name) {
+        None => Ok(default),
+        Some(v) => v
+            .trim()
+            .parse::<T>()
+            .map_err(|_| format!("flag --{name}: cannot parse {v:?}")),
+    }
+}
+
+fn get_bool(m: &BTreeMap<String, String>, name: &str, default: bool) -> Result<bool, String> {
+    m.get(name).map_or(Ok(default), |v| parse_bool(name, v))
+}
+
+impl Flags {
+    /// Parses db_bench flags (no positional words allowed).
+    pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Flags, String> {
+        let (m, pos) = parse_args(args)?;
+        if let Some(p) = pos.first() {
+            return Err(format!(
+                "unexpected argument {p:?} (flags look like --name=value)"
+            ));
+        }
+        Flags::from_map(&m)
+    }
+
+    /// Builds typed flags from a parsed map.
+    pub fn from_map(m: &BTreeMap<String, String>) -> Result<Flags, String> {
+        let d = CommonOptions::default();
+        let benchmarks: Vec<String> = m
+            .get("benchmarks")
+            .map_or(DEFAULT_BENCHMARKS, |s| s.as_str())
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        let bloom: i64 = get(m, "bloom_bits", d.bloom_bits as i64)?;
+        let compression: String = get(m, "compression_type", d.compression.clone())?;
+        let compression = compression.to_ascii_lowercase();
+        if !["none", "snappy", "lz4", "zstd", "zlib"].contains(&compression.as_str()) {
+            return Err(format!("flag --compression_type: {compression:?} is not one of none, snappy, lz4, zstd, zlib"));
+        }
+        let mbc: u32 = get(m, "max_background_compactions", 0)?;
+        let mbj: u32 = get(m, "max_background_jobs", d.max_background_jobs)?;
+        let opts = CommonOptions {
+            cache_size: get(m, "cache_size", d.cache_size)?,
+            write_buffer_size: get(m, "write_buffer_size", d.write_buffer_size)?,
+            max_write_buffer_number: get(m, "max_write_buffer_number", d.max_write_buffer_number)?,
+            bloom_bits: bloom.max(0) as u32,
+            compression,
+            block_size: get(m, "block_size", d.block_size)?,
+            open_files: get(m, "open_files", d.open_files)?,
+            target_file_size_base: get(m, "target_file_size_base", d.target_file_size_base)?,
+            target_file_size_multiplier: get(
+                m,
+                "target_file_size_multiplier",
+                d.target_file_size_multiplier,
+            )?,
+            max_bytes_for_level_base: get(
+                m,
+                "max_bytes_for_level_base",
+                d.max_bytes_for_level_base,
+            )?,
+            max_bytes_for_level_multiplier: get(
+                m,
+                "max_bytes_for_level_multiplier",
+                d.max_bytes_for_level_multiplier,
+            )?,
+            num_levels: get(m, "num_levels", d.num_levels)?,
+            level0_file_num_compaction_trigger: get(
+                m,
+                "level0_file_num_compaction_trigger",
+                d.level0_file_num_compaction_trigger,
+            )?,
+            level0_slowdown_writes_trigger: get(
+                m,
+                "level0_slowdown_writes_trigger",
+                d.level0_slowdown_writes_trigger,
+            )?,
+            level0_stop_writes_trigger: get(
+                m,
+                "level0_stop_writes_trigger",
+                d.level0_stop_writes_trigger,
+            )?,
+            max_background_jobs: mbj.max(mbc),
+            disable_auto_compactions: get_bool(
+                m,
+                "disable_auto_compactions",
+                d.disable_auto_compactions,
+            )?,
+            disable_wal: get_bool(m, "disable_wal", d.disable_wal)?,
+            sync: get_bool(m, "sync", d.sync)?,
+            verify_checksums: get_bool(m, "verify_checksum", d.verify_checksums)?,
+            use_direct_reads: get_bool(m, "use_direct_reads", d.use_direct_reads)?,
+            use_existing_db: get_bool(m, "use_existing_db", d.use_existing_db)?,
+        };
+        let threads: usize = get(m, "threads", 1)?;
+        let ignored = m
+            .keys()
+            .filter_map(|k| match spec(k).map(|s| s.usage) {
+                Some(FlagUse::Ignored(why)) => Some((k.clone(), why)),
+                _ => None,
+            })
+            .collect();
+        let seed: u64 = get(m, "seed", 0)?;
+        let f = Flags {
+            benchmarks,
+            engine: get(m, "engine", "shaledb".to_string())?,
+            json: m.get("json").cloned(),
+            num: get(m, "num", 1_000_000)?,
+            reads: get(m, "reads", -1)?,
+            writes: get(m, "writes", -1)?,
+            deletes: get(m, "deletes", -1)?,
+            duration: get(m, "duration", 0)?,
+            threads: threads.max(1),
+            key_size: get(m, "key_size", 16)?,
+            value_size: get(m, "value_size", 100)?,
+            batch_size: get::<usize>(m, "batch_size", 1)?.max(1),
+            compression_ratio: get(m, "compression_ratio", 0.5)?,
+            db: m.get("db").cloned(),
+            seed: if seed == 0 { 1000 } else { seed },
+            histogram: get_bool(m, "histogram", false)?,
+            stats_interval_seconds: get(m, "stats_interval_seconds", 5.0)?,
+            stats_interval: get(m, "stats_interval", 0)?,
+            seek_nexts: get(m, "seek_nexts", 0)?,
+            readwritepercent: get::<u32>(m, "readwritepercent", 90)?.min(100),
+            write_rate_limit: get(m, "benchmark_write_rate_limit", 0)?,
+            opts,
+            ignored,
+        };
+        if f.key_size == 0 {
+            return Err("flag --key_size must be at least 1".into());
+        }
+        if !(f.compression_ratio > 0.0 && f.compression_ratio.is_finite()) {
+            return Err("flag --compression_ratio must be > 0".into());
+        }
+        Ok(f)
+    }
+
+    /// The "ignored flags" lines printed once at start.
+    pub fn ignored_report(&self) -> Vec<String> {
+        self.ignored
+            .iter()
+            .map(|(n, why)| format!("Ignored flag --{n}: {why}"))
+            .collect()
+    }
+}
+
+/// Help text listing every flag.
+pub fn help() -> String {
+    let mut s = String::from(
+        "shale-bench: db_bench-compatible benchmarks for ShaleDB and its peers\n\n\
+         usage: shale-bench [--flag=value ...]            db_bench mode\n       \
+         shale-bench ycsb --workload=a --phase=load,run ...\n       \
+         shale-bench compare --suite=seed-small --engines=shaledb,rocksdb\n       \
+         shale-bench tpch --rows=N ...                     T1 lineitem workload\n\n\
+         db_bench flags:\n",
+    );
+    for f in FLAGS {
+        let tag = match f.usage {
+            FlagUse::Used => "",
+            FlagUse::Ignored(_) => "(ignored) ",
+        };
+        s.push_str(&format!("  --{:<40} {tag}{}\n", f.name, f.help));
+    }
+    s
+}

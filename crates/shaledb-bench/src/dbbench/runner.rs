@@ -1,0 +1,852 @@
+//! Runs db_bench benchmarks against any [`Engine`].
+
+use super::flags::Flags;
+use super::keys::{make_key, Mt64, RandomGenerator};
+use super::report::{BenchResult, Hist};
+use crate::engine::{size_on_disk, BatchOp, CommonOptions, Engine};
+use crate::engines::open_engine;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Per-thread state of a running benchmark.
+pub struct ThreadCtx<'a> {
+    /// Thread index.
+    pub tid: usize,
+    /// Key chooser (`std::mt19937_64` seeded `seed + tid + 1`, like db_bench's `Random64`).
+    pub rand: Mt64,
+    /// Value source.
+    pub gen: RandomGenerator,
+    /// Scratch key.
+    pub key: Vec<u8>,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Ops done.
+    pub done: u64,
+    /// Reads that found a value.
+    pub found: u64,
+    /// Extra counters (reads/writes of mixed benchmarks).
+    pub reads: u64,
+    /// Writes of mixed benchmarks.
+    pub writes: u64,
+    /// Latencies.
+    pub hist: Hist,
+    /// Leave this thread out of the merged figures (readwhilewriting's writer).
+    pub exclude: bool,
+    start: Instant,
+    max_ops: u64,
+    duration: Option<Duration>,
+    progress: &'a AtomicU64,
+    stop: &'a AtomicBool,
+    rate_limit: u64,
+    rate_bytes: u64,
+}
+
+impl ThreadCtx<'_> {
+    /// True while op number `i` should run.
+    pub fn more(&self, i: u64) -> bool {
+        if self.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        match self.duration {
+            Some(d) => i & 15 != 0 || self.start.elapsed() < d,
+            None => i < self.max_ops,
+        }
+    }
+    /// Records a finished op that began at `t0` and moved `bytes`.
+    pub fn finished(&mut self, t0: Instant, bytes: u64) {
+        self.hist.record_nanos(t0.elapsed().as_nanos() as u64);
+        self.done += 1;
+        self.bytes += bytes;
+        if !self.exclude {
+            self.progress.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    /// Sleeps so that writes stay under `--benchmark_write_rate_limit`.
+    pub fn pace_write(&mut self, bytes: u64) {
+        if self.rate_limit == 0 {
+            return;
+        }
+        self.rate_bytes += bytes;
+        let due = Duration::from_secs_f64(self.rate_bytes as f64 / self.rate_limit as f64);
+        let el = self.start.elapsed();
+        if due > el {
+            std::thread::sleep(due - el);
+        }
+    }
+}
+
+/// What kind of key order a write benchmark uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    Seq,
+    Random,
+    Unique,
+}
+
+/// An open benchmark session: flags, database directory and engine.
+pub struct Runner {
+    /// The flags.
+    pub flags: Flags,
+    path: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+    engine: Option<Box<dyn Engine>>,
+    /// Results so far.
+    pub results: Vec<BenchResult>,
+    /// Print result lines on stdout.
+    pub verbose: bool,
+}
+
+fn is_fill(name: &str) -> bool {
+    matches!(
+        name,
+        "fillseq" | "fillrandom" | "filluniquerandom" | "fillsync" | "fill100K"
+    )
+}
+
+/// Every benchmark name the runner knows.
+pub const BENCHMARKS: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "filluniquerandom",
+    "overwrite",
+    "fillsync",
+    "fill100K",
+    "readrandom",
+    "readseq",
+    "readreverse",
+    "readmissing",
+    "readhot",
+    "seekrandom",
+    "readwhilewriting",
+    "readrandomwriterandom",
+    "deleteseq",
+    "deleterandom",
+    "compact",
+    "flush",
+    "waitforcompaction",
+    "stats",
+    "levelstats",
+    "sstables",
+];
+
+fn destroy_dir(path: &Path) -> Result<(), String> {
+    if path.parent().is_none() || path.as_os_str().is_empty() {
+        return Err(format!("refusing to delete {}", path.display()));
+    }
+    if path.exists() {
+        std::fs::remove_dir_all(path).map_err(|e| format!("deleting {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+impl Runner {
+    /// Prepares the database directory (a temp dir unless `--db`).
+    pub fn new(flags: Flags) -> Result<Runner, String> {
+        for b in &flags.benchmarks {
+            if !BENCHMARKS.contains(&b.as_str()) {
+                return Err(format!(
+                    "unknown benchmark {b:?}; known: {}",
+                    BENCHMARKS.join(",")
+                ));
+            }
+        }
+        let (path, tmp) = match &flags.db {
+            Some(p) => (PathBuf::from(p), None),
+            None => {
+                let t = tempfile::Builder::new()
+                    .prefix("shale-bench-")
+                    .tempdir()
+                    .map_err(|e| format!("temp dir: {e}"))?;
+                (t.path().join("db"), Some(t))
+            }
+        };
+        Ok(Runner {
+            flags,
+            path,
+            _tmp: tmp,
+            engine: None,
+            results: Vec::new(),
+            verbose: true,
+        })
+    }
+
+    /// The database directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn say(&self, s: &str) {
+        if self.verbose {
+            println!("{s}");
+            let _ = std::io::stdout().flush();
+        }
+    }
+
+    fn open(&mut self, opts: &CommonOptions) -> Result<(), String> {
+        self.engine = None;
+        let e = open_engine(&self.flags.engine, &self.path, opts)
+            .map_err(|e| format!("open {} at {}: {e}", self.flags.engine, self.path.display()))?;
+        self.engine = Some(e);
+        Ok(())
+    }
+
+    fn fresh(&mut self, opts: &CommonOptions) -> Result<(), String> {
+        self.engine = None;
+        destroy_dir(&self.path)?;
+        self.open(opts)
+    }
+
+    /// Prints db_bench's header.
+    pub fn header(&self) {
+        let f = &self.flags;
+        let ratio = f.compression_ratio.min(1.0);
+        let raw = (f.key_size + f.value_size) as f64 * f.num as f64 / 1048576.0;
+        let file = (f.key_size as f64 + f.value_size as f64 * ratio) * f.num as f64 / 1048576.0;
+        self.say(&format!("Keys:       {} bytes each", f.key_size));
+        self.say(&format!(
+            "Values:     {} bytes each ({} bytes after compression)",
+            f.value_size,
+            (f.value_size as f64 * ratio + 0.5) as u64
+        ));
+        self.say(&format!("Entries:    {}", f.num));
+        self.say(&format!("RawSize:    {raw:.1} MB (estimated)"));
+        self.say(&format!("FileSize:   {file:.1} MB (estimated)"));
+        self.say(&format!("Compression: {}", f.opts.compression));
+        self.say(&format!(
+            "Engine:     {}   DB path: [{}]",
+            f.engine,
+            self.path.display()
+        ));
+        for l in f.ignored_report() {
+            self.say(&l);
+        }
+        self.say("------------------------------------------------");
+    }
+
+    /// Runs every benchmark of `--benchmarks` in order; writes `--json` if asked.
+    pub fn run_all(&mut self) -> Result<Vec<BenchResult>, String> {
+        self.header();
+        let mut opts = self.flags.opts.clone();
+        if !opts.use_existing_db {
+            self.engine = None;
+            destroy_dir(&self.path)?;
+        }
+        opts.use_existing_db = true;
+        self.open(&opts)?;
+        let names = self.flags.benchmarks.clone();
+        for name in names {
+            let r = self.run_one(&name)?;
+            if let Some(r) = r {
+                self.results.push(r);
+                self.write_json()?;
+            }
+        }
+        Ok(self.results.clone())
+    }
+
+    fn write_json(&self) -> Result<(), String> {
+        let Some(p) = &self.flags.json else {
+            return Ok(());
+        };
+        let doc = serde_json::json!({
+            "tool": "shale-bench",
+            "engine": self.flags.engine,
+            "results": self.results,
+        });
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+        std::fs::write(p, text).map_err(|e| format!("writing {p}: {e}"))
+    }
+
+    fn engine(&self) -> Result<&dyn Engine, String> {
+        self.engine
+            .as_deref()
+            .ok_or_else(|| "engine is not open".to_string())
+    }
+
+    fn per_thread(&self, v: i64) -> u64 {
+        if v < 0 {
+            self.flags.num
+        } else {
+            v as u64
+        }
+    }
+
+    /// Runs one benchmark by name; `None` for benchmarks that only print.
+    pub fn run_one(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
+        let f = self.flags.clone();
+        let writes = self.per_thread(f.writes);
+        let reads = self.per_thread(f.reads);
+        let threads = f.threads;
+        if is_fill(name) && f.opts.use_existing_db {
+            let msg = format!("{name:<12} : skipped (--use_existing_db is true)");
+            self.say(&msg);
+            return Ok(Some(BenchResult {
+                benchmark: name.into(),
+                engine: f.engine.clone(),
+                error: Some("skipped (--use_existing_db is true)".into()),
+                ..Default::default()
+            }));
+        }
+        let mut open_opts = f.opts.clone();
+        open_opts.use_existing_db = true;
+        let r = match name {
+            "fillseq" | "fillrandom" | "filluniquerandom" | "fillsync" | "fill100K" => {
+                let mut o = open_opts.clone();
+                let (order, n, vsize) = match name {
+                    "fillseq" => (Order::Seq, writes, f.value_size),
+                    "fillrandom" => (Order::Random, writes, f.value_size),
+                    "filluniquerandom" => (Order::Unique, writes, f.value_size),
+                    "fillsync" => {
+                        o.sync = true;
+                        (Order::Random, (f.num / 1000).max(1), f.value_size)
+                    }
+                    _ => (Order::Random, (f.num / 1000).max(1), 100 * 1000),
+                };
+                self.fresh(&o)?;
+                let r = self.write_bench(name, order, n, vsize, threads)?;
+                if o.sync != open_opts.sync {
+                    self.open(&open_opts)?;
+                }
+                Some(r)
+            }
+            "overwrite" => {
+                Some(self.write_bench(name, Order::Random, writes, f.value_size, threads)?)
+            }
+            "deleteseq" | "deleterandom" => {
+                let n = self.per_thread(f.deletes);
+                let seq = name == "deleteseq";
+                let ks = f.key_size;
+                let e = self.engine()?;
+                Some(
+                    self.run_threads(name, threads, n, e, move |c, e| {
+                        let mut i = 0u64;
+                        while c.more(i) {
+                            let k = if seq { i } else { c.rand.uniform(f.num) };
+                            make_key(k, ks, &mut c.key);
+                            let t0 = Instant::now();
+                            e.delete(&c.key)?;
+                            c.finished(t0, 0);
+                            i += 1;
+                        }
+                        Ok(())
+                    })?
+                    .0,
+                )
+            }
+            "readrandom" | "readmissing" | "readhot" => {
+                let range = if name == "readhot" {
+                    f.num.div_ceil(100).max(1)
+                } else {
+                    f.num.max(1)
+                };
+                let missing = name == "readmissing";
+                let ks = f.key_size;
+                let e = self.engine()?;
+                let (mut r, cnt) = self.run_threads(name, threads, reads, e, move |c, e| {
+                    let mut i = 0u64;
+                    while c.more(i) {
+                        let k = c.rand.uniform(range);
+                        make_key(k, ks, &mut c.key);
+                        if missing {
+                            c.key.push(b'.');
+                        }
+                        let t0 = Instant::now();
+                        let v = e.get(&c.key)?;
+                        let b = match &v {
+                            Some(v) => {
+                                c.found += 1;
+                                (c.key.len() + v.len()) as u64
+                            }
+                            None => 0,
+                        };
+                        c.finished(t0, b);
+                        i += 1;
+                    }
+                    Ok(())
+                })?;
+                r.message = format!("({} of {} found)", cnt.found, r.ops);
+                Some(r)
+            }
+            "readseq" | "readreverse" => {
+                let fwd = name == "readseq";
+                let e = self.engine()?;
+                Some(
+                    self.run_threads(name, threads, reads, e, move |c, e| {
+                        let mut it = e.iter();
+                        if fwd {
+                            it.seek_to_first()
+                        } else {
+                            it.seek_to_last()
+                        }
+                        let mut i = 0u64;
+                        while c.more(i) {
+                            if !it.valid() {
+                                if c.duration.is_none() {
+                                    break;
+                                }
+                                if fwd {
+                                    it.seek_to_first()
+                                } else {
+                                    it.seek_to_last()
+                                }
+                                if !it.valid() {
+                                    break;
+                                }
+                            }
+                            let t0 = Instant::now();
+                            let b = (it.key().len() + it.value().len()) as u64;
+                            if fwd {
+                                it.next()
+                            } else {
+                                it.prev()
+                            }
+                            c.finished(t0, b);
+                            i += 1;
+                        }
+                        it.status()
+                    })?
+                    .0,
+                )
+            }
+            "seekrandom" => {
+                let nexts = f.seek_nexts;
+                let ks = f.key_size;
+                let num = f.num.max(1);
+                let e = self.engine()?;
+                let (mut r, cnt) = self.run_threads(name, threads, reads, e, move |c, e| {
+                    let mut it = e.iter();
+                    let mut i = 0u64;
+                    while c.more(i) {
+                        make_key(c.rand.uniform(num), ks, &mut c.key);
+                        let t0 = Instant::now();
+                        it.seek(&c.key);
+                        let mut b = 0u64;
+                        if it.valid() && it.key() == c.key.as_slice() {
+                            c.found += 1;
+                        }
+                        for _ in 0..nexts {
+                            if !it.valid() {
+                                break;
+                            }
+                            b += (it.key().len() + it.value().len()) as u64;
+                            it.next();
+                        }
+                        c.finished(t0, b);
+                        i += 1;
+                    }
+                    it.status()
+                })?;
+                r.message = format!("({} of {} found)", cnt.found, r.ops);
+                Some(r)
+            }
+            "readwhilewriting" => {
+                let ks = f.key_size;
+                let vs = f.value_size;
+                let num = f.num.max(1);
+                let e = self.engine()?;
+                let readers_left = AtomicU64::new(threads as u64);
+                let (mut r, cnt) = self.run_threads(name, threads + 1, reads, e, |c, e| {
+                    if c.tid == threads {
+                        // The writer: random overwrites until every reader is done.
+                        c.exclude = true;
+                        while readers_left.load(Ordering::Acquire) > 0 {
+                            make_key(c.rand.uniform(num), ks, &mut c.key);
+                            let t0 = Instant::now();
+                            e.put(&c.key, c.gen.generate(vs))?;
+                            c.finished(t0, (ks + vs) as u64);
+                            c.pace_write((ks + vs) as u64);
+                        }
+                        return Ok(());
+                    }
+                    let res = (|| {
+                        let mut i = 0u64;
+                        while c.more(i) {
+                            make_key(c.rand.uniform(num), ks, &mut c.key);
+                            let t0 = Instant::now();
+                            let b = match e.get(&c.key)? {
+                                Some(v) => {
+                                    c.found += 1;
+                                    (ks + v.len()) as u64
+                                }
+                                None => 0,
+                            };
+                            c.finished(t0, b);
+                            i += 1;
+                        }
+                        Ok(())
+                    })();
+                    readers_left.fetch_sub(1, Ordering::AcqRel);
+                    res
+                })?;
+                r.message = format!("({} of {} found)", cnt.found, r.ops);
+                Some(r)
+            }
+            "readrandomwriterandom" => {
+                let ks = f.key_size;
+                let vs = f.value_size;
+                let num = f.num.max(1);
+                let pct = f.readwritepercent as u64;
+                let e = self.engine()?;
+                let (mut r, cnt) = self.run_threads(name, threads, reads, e, move |c, e| {
+                    let mut i = 0u64;
+                    while c.more(i) {
+                        make_key(c.rand.uniform(num), ks, &mut c.key);
+                        let t0 = Instant::now();
+                        if c.rand.uniform(100) < pct {
+                            c.reads += 1;
+                            let b = match e.get(&c.key)? {
+                                Some(v) => {
+                                    c.found += 1;
+                                    (ks + v.len()) as u64
+                                }
+                                None => 0,
+                            };
+                            c.finished(t0, b);
+                        } else {
+                            c.writes += 1;
+                            e.put(&c.key, c.gen.generate(vs))?;
+                            c.finished(t0, (ks + vs) as u64);
+                            c.pace_write((ks + vs) as u64);
+                        }
+                        i += 1;
+                    }
+                    Ok(())
+                })?;
+                let (rd, wr) = (cnt.reads, cnt.writes);
+                r.message = format!(
+                    "( reads:{rd} writes:{wr} total:{} found:{})",
+                    r.ops, cnt.found
+                );
+                Some(r)
+            }
+            "compact" | "flush" | "waitforcompaction" => {
+                let e = self.engine()?;
+                let t0 = Instant::now();
+                match name {
+                    "compact" => e.compact()?,
+                    "flush" => e.flush()?,
+                    _ => e.wait_for_compactions()?,
+                }
+                let secs = t0.elapsed().as_secs_f64();
+                let mut h = Hist::new();
+                h.record_nanos((secs * 1e9) as u64);
+                let r = BenchResult {
+                    benchmark: name.into(),
+                    engine: f.engine.clone(),
+                    threads: 1,
+                    ops: 1,
+                    elapsed_secs: secs,
+                    micros_per_op: secs * 1e6,
+                    ops_per_sec: 1.0 / secs.max(1e-9),
+                    latency: h.summary(),
+                    size_on_disk: Some(size_on_disk(&self.path)),
+                    ..Default::default()
+                };
+                Some(r)
+            }
+            "stats" => {
+                let s = self
+                    .engine()?
+                    .stats()
+                    .unwrap_or_else(|| "(no stats)".into());
+                self.say(&s);
+                None
+            }
+            "levelstats" => {
+                let s = self
+                    .engine()?
+                    .property("levelstats")
+                    .unwrap_or_else(|| "(no level stats)".into());
+                self.say(&s);
+                None
+            }
+            "sstables" => {
+                let mut files: Vec<(String, u64)> = std::fs::read_dir(&self.path)
+                    .map_err(|e| e.to_string())?
+                    .flatten()
+                    .filter_map(|d| {
+                        let n = d.file_name().to_string_lossy().to_string();
+                        (n.ends_with(".sst") || n.ends_with(".ldb"))
+                            .then(|| (n, d.metadata().map(|m| m.len()).unwrap_or(0)))
+                    })
+                    .collect();
+                files.sort();
+                let mut s = format!(
+                    "--- {} table files in {}\n",
+                    files.len(),
+                    self.path.display()
+                );
+                for (n, b) in files {
+                    s.push_str(&format!("{n}: {b} bytes\n"));
+                }
+                self.say(s.trim_end());
+                None
+            }
+            other => return Err(format!("unknown benchmark {other:?}")),
+        };
+        if let Some(r) = &r {
+            self.say(&r.line());
+            if r.user_bytes_written.is_some() {
+                self.size_line(r);
+            }
+            if f.histogram && r.latency.count > 0 {
+                let what = if name.starts_with("fill") || name == "overwrite" {
+                    "write"
+                } else if name.starts_with("delete") {
+                    "delete"
+                } else if name.starts_with("seek") {
+                    "seek"
+                } else if !name.starts_with("read") {
+                    "op"
+                } else {
+                    "read"
+                };
+                self.say(&r.latency.db_bench_text(what));
+            }
+        }
+        Ok(r)
+    }
+
+    fn write_bench(
+        &mut self,
+        name: &str,
+        order: Order,
+        n: u64,
+        vsize: usize,
+        threads: usize,
+    ) -> Result<BenchResult, String> {
+        let f = self.flags.clone();
+        let ks = f.key_size;
+        let num = f.num.max(1);
+        let batch = f.batch_size;
+        let e = self.engine()?;
+        let cb0 = e.compaction_bytes_written();
+        let (mut r, _) = self.run_threads(name, threads, n, e, move |c, e| {
+            let perm: Vec<u64> = if order == Order::Unique {
+                let mut v: Vec<u64> = (0..num).collect();
+                for i in (1..v.len()).rev() {
+                    let j = c.rand.uniform(i as u64 + 1) as usize;
+                    v.swap(i, j);
+                }
+                v
+            } else {
+                Vec::new()
+            };
+            let mut i = 0u64;
+            let mut ops = Vec::new();
+            while c.more(i) {
+                let t0 = Instant::now();
+                let mut bytes = 0u64;
+                let this = if batch > 1 { batch } else { 1 };
+                for j in 0..this {
+                    let idx = i + j as u64;
+                    let k = match order {
+                        Order::Seq => idx,
+                        Order::Random => c.rand.uniform(num),
+                        Order::Unique => perm[(idx % num) as usize],
+                    };
+                    make_key(k, ks, &mut c.key);
+                    bytes += (ks + vsize) as u64;
+                    if batch > 1 {
+                        ops.push(BatchOp::Put(c.key.clone(), c.gen.generate(vsize).to_vec()));
+                    } else {
+                        e.put(&c.key, c.gen.generate(vsize))?;
+                    }
+                }
+                if batch > 1 {
+                    e.write_batch(&ops)?;
+                    ops.clear();
+                }
+                c.finished(t0, bytes);
+                c.pace_write(bytes);
+                i += this as u64;
+            }
+            Ok(())
+        })?;
+        // Untimed: settle the engine, then report size on disk and write amplification.
+        let e = self.engine()?;
+        e.flush()?;
+        e.wait_for_compactions()?;
+        let size = size_on_disk(&self.path);
+        r.size_on_disk = Some(size);
+        r.user_bytes_written = Some(r.bytes);
+        if let (Some(a), Some(b)) = (cb0, e.compaction_bytes_written()) {
+            let cb = b.saturating_sub(a);
+            r.compaction_bytes_written = Some(cb);
+            if r.bytes > 0 {
+                r.write_amp = Some(cb as f64 / r.bytes as f64);
+            }
+        }
+        Ok(r)
+    }
+
+    fn size_line(&self, r: &BenchResult) {
+        self.say(&format!(
+            "{:<12} : size on disk {:.1} MB; write-amp {} (flush+compaction {:.1} MB / user {:.1} MB; measured after flush + wait, untimed)",
+            r.benchmark,
+            r.size_on_disk.unwrap_or(0) as f64 / 1048576.0,
+            r.write_amp.map_or("n/a".to_string(), |w| format!("{w:.2}")),
+            r.compaction_bytes_written.unwrap_or(0) as f64 / 1048576.0,
+            r.bytes as f64 / 1048576.0
+        ));
+    }
+
+    /// Runs `body` on `n` threads and merges their figures into a result; prints the line.
+    fn run_threads<F>(
+        &self,
+        name: &str,
+        n: usize,
+        max_ops: u64,
+        engine: &dyn Engine,
+        body: F,
+    ) -> Result<(BenchResult, Counts), String>
+    where
+        F: Fn(&mut ThreadCtx<'_>, &dyn Engine) -> Result<(), String> + Sync,
+    {
+        let f = &self.flags;
+        let progress = AtomicU64::new(0);
+        let stop = AtomicBool::new(false);
+        let finished = AtomicBool::new(false);
+        let duration = (f.duration > 0).then(|| Duration::from_secs(f.duration));
+        let start = Instant::now();
+        let writers = n.max(1) as u64;
+        let ctxs: Vec<Result<ThreadCtx<'_>, String>> = std::thread::scope(|s| {
+            let monitor = s.spawn(|| self.monitor(name, &progress, &finished, start));
+            let handles: Vec<_> = (0..n)
+                .map(|tid| {
+                    let body = &body;
+                    let progress = &progress;
+                    let stop = &stop;
+                    s.spawn(move || {
+                        let mut c = ThreadCtx {
+                            tid,
+                            rand: Mt64::new(f.seed.wrapping_add(tid as u64 + 1)),
+                            gen: RandomGenerator::new(
+                                f.compression_ratio,
+                                f.value_size.max(100_000),
+                            ),
+                            key: Vec::with_capacity(f.key_size + 1),
+                            bytes: 0,
+                            done: 0,
+                            found: 0,
+                            reads: 0,
+                            writes: 0,
+                            hist: Hist::new(),
+                            exclude: false,
+                            start: Instant::now(),
+                            max_ops,
+                            duration,
+                            progress,
+                            stop,
+                            rate_limit: f.write_rate_limit / writers,
+                            rate_bytes: 0,
+                        };
+                        match body(&mut c, engine) {
+                            Ok(()) => Ok(c),
+                            Err(e) => {
+                                stop.store(true, Ordering::Relaxed);
+                                Err(e)
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let out = handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("benchmark thread panicked".into()))
+                })
+                .collect();
+            finished.store(true, Ordering::Relaxed);
+            let _ = monitor.join();
+            out
+        });
+        let elapsed = start.elapsed().as_secs_f64().max(1e-9);
+        let mut hist = Hist::new();
+        let (mut ops, mut bytes, mut found, mut thread_secs, mut counted) =
+            (0u64, 0u64, 0u64, 0f64, 0usize);
+        let (mut rd, mut wr) = (0u64, 0u64);
+        for c in ctxs {
+            let c = c.map_err(|e| format!("{name}: {e}"))?;
+            if c.exclude {
+                continue;
+            }
+            counted += 1;
+            hist.merge(&c.hist);
+            ops += c.done;
+            bytes += c.bytes;
+            found += c.found;
+            rd += c.reads;
+            wr += c.writes;
+            thread_secs += c.start.elapsed().as_secs_f64().min(elapsed);
+        }
+        let r = BenchResult {
+            benchmark: name.into(),
+            engine: f.engine.clone(),
+            threads: counted,
+            ops,
+            elapsed_secs: elapsed,
+            micros_per_op: if ops > 0 {
+                thread_secs * 1e6 / ops as f64
+            } else {
+                0.0
+            },
+            ops_per_sec: ops as f64 / elapsed,
+            bytes,
+            mb_per_sec: bytes as f64 / 1048576.0 / elapsed,
+            message: String::new(),
+            latency: hist.summary(),
+            ..Default::default()
+        };
+        Ok((
+            r,
+            Counts {
+                found,
+                reads: rd,
+                writes: wr,
+            },
+        ))
+    }
+
+    fn monitor(&self, name: &str, progress: &AtomicU64, finished: &AtomicBool, start: Instant) {
+        let period = Duration::from_secs_f64(self.flags.stats_interval_seconds.max(0.1));
+        let every_ops = self.flags.stats_interval;
+        let mut last_t = start;
+        let mut last_n = 0u64;
+        let mut next_ops = every_ops;
+        while !finished.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50));
+            let n = progress.load(Ordering::Relaxed);
+            let now = Instant::now();
+            let due = if every_ops > 0 {
+                n >= next_ops
+            } else {
+                now - last_t >= period
+            };
+            if due {
+                let dt = (now - last_t).as_secs_f64().max(1e-9);
+                eprintln!(
+                    "{name:<12} : ... finished {n} ops in {:.1} s, {:.0} ops/sec now",
+                    (now - start).as_secs_f64(),
+                    (n - last_n) as f64 / dt
+                );
+                last_t = now;
+                last_n = n;
+                while every_ops > 0 && next_ops <= n {
+                    next_ops += every_ops;
+                }
+            }
+        }
+    }
+}
+
+/// Counters that go into a result's message.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    found: u64,
+    reads: u64,
+    writes: u64,
+}
