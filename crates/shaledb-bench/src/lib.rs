@@ -3,10 +3,10 @@
 //!
 //! The binaries in `src/bin/` are thin; all logic lives here.
 
+pub mod cli;
+pub mod compare;
+pub mod dbbench;
 pub mod engine;
 pub mod engines;
-pub mod cli;
-pub mod dbbench;
-pub mod ycsb;
-pub mod compare;
 pub mod tpch;
+pub mod ycsb;
