@@ -165,10 +165,7 @@ pub struct FaultFs {
 }
 
 fn halted_err(path: &Path) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Other,
-        format!("FaultFs: machine halted (at {})", path.display()),
-    )
+    io::Error::other(format!("FaultFs: machine halted (at {})", path.display()))
 }
 
 fn fault_err(fault: Fault, kind: OpKind, path: &Path) -> io::Error {
