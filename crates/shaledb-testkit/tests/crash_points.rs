@@ -86,7 +86,7 @@ fn script(fs: &FaultFs) -> OpLog {
 
 fn power_loss(fault: &FaultFs, mem: &MemFileSystem, k: u64) {
     fault.halt();
-    if k % 2 == 0 {
+    if k.is_multiple_of(2) {
         mem.crash();
     } else {
         mem.crash_keep_unsynced_prefix(k);
@@ -151,7 +151,7 @@ fn crash_after_every_mutating_operation_recovers() {
             reopen_and_check(&mem, &log, &what);
 
             // Crash the first recovery at every point too (for every 7th k, to stay fast).
-            if k % 7 == 0 {
+            if k.is_multiple_of(7) {
                 let mem = MemFileSystem::new();
                 let fault = FaultFs::new(Arc::new(mem.clone()));
                 fault.halt_after_mutations(k);
