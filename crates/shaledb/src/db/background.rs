@@ -399,6 +399,11 @@ impl DbInner {
             let res = self.run_compaction(st, &c);
             st.busy.remove(&c);
             st.running_compactions -= 1;
+            if let Err(e) = &res {
+                // Like an automatic compaction's failure: it stops writes and shows in
+                // background_error() (the caller gets it too).
+                self.record_bg_result(st, Err(e.duplicate()));
+            }
             res?;
             wrote_target |= output == target;
             MutexGuard::unlocked(st, || self.delete_obsolete_files());

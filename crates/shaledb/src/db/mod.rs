@@ -10,6 +10,7 @@ mod background;
 mod open;
 mod properties;
 mod snapshot;
+mod verify;
 mod write;
 
 pub use crate::iter::db_iter::DbIterator;

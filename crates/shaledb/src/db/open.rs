@@ -40,6 +40,22 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
         if !opts.create_if_missing {
             return Err(Error::NotFound(dir.to_path_buf()));
         }
+        // WALs and tables are only created once CURRENT is durable: without it they are a
+        // damaged database, not room for a new one (which would delete them as garbage).
+        if let Ok(names) = fs.list_dir(dir) {
+            if names.iter().any(|n| {
+                matches!(
+                    filename::parse_file_name(n),
+                    Some((FileKind::Log | FileKind::Table, _))
+                )
+            }) {
+                return Err(Error::corruption(
+                    &current,
+                    0,
+                    "CURRENT is missing but the directory holds WAL or table files",
+                ));
+            }
+        }
         fs.create_dir_all(dir)
             .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     }
@@ -79,6 +95,17 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
         }
     }
     wals.sort_unstable();
+    // The WAL the MANIFEST's log number names exists until a later, durable edit moves the
+    // log number past it. If it is gone, the MANIFEST lost edits (e.g. damage that looked
+    // like a torn tail) and replaying would silently drop flushed data.
+    let log_number = versions.log_number();
+    if log_number != 0 && wals.first() != Some(&log_number) {
+        return Err(Error::corruption(
+            filename::log_file(dir, log_number),
+            0,
+            "the WAL named by the MANIFEST's log number is missing: the MANIFEST lost edits",
+        ));
+    }
     let current_version = versions.current();
     for f in current_version.files.iter().flatten() {
         if !tables_on_disk.contains(&f.number) {

@@ -90,9 +90,18 @@ impl VersionSet {
                 )
             })?;
         let manifest_path = dir.join(name);
-        let file = fs
-            .open_sequential(&manifest_path)
-            .map_err(|e| Error::io(format!("opening {}", manifest_path.display()), e))?;
+        let file = fs.open_sequential(&manifest_path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                // CURRENT is replaced only after the MANIFEST it names is durable.
+                Error::corruption(
+                    &current_path,
+                    0,
+                    format!("CURRENT names {name}, which is missing"),
+                )
+            } else {
+                Error::io(format!("opening {}", manifest_path.display()), e)
+            }
+        })?;
         let mut reader = LogReader::new(file, manifest_path.clone());
 
         let mut levels: Vec<Vec<Arc<FileMetaData>>> = vec![Vec::new(); num_levels];

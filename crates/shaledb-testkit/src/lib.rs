@@ -1,0 +1,42 @@
+//! Durability test machinery for ShaleDB.
+//!
+//! - [`fault`]: [`FaultFs`], a filesystem wrapper that counts operations by kind, fails the
+//!   N-th one (EIO, ENOSPC, short write, corrupted read) and can "halt the machine" so the
+//!   wrapped [`shaledb::fs::MemFileSystem`] can then be crashed at an exact point.
+//! - [`model`]: the `BTreeMap` reference model, the log of attempted and acknowledged
+//!   operations with the checker for "the recovered state is one allowed prefix", and the
+//!   workload generator.
+//!
+//! The tests using them live in `tests/` (see docs/testing.md).
+
+pub mod fault;
+pub mod model;
+
+pub use fault::{Fault, FaultFs, Injected, OpKind, Rule, Target};
+pub use model::{Durability, Entry, GenConfig, Model, Op, OpLog, Outcome};
+
+use std::time::Duration;
+
+/// Runs `f` on a new thread and fails (panics) if it does not finish within `limit`: a hang
+/// becomes a test failure instead of a stuck CI job. Panics inside `f` are re-raised.
+pub fn with_timeout<T: Send + 'static>(
+    what: &str,
+    limit: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let r = f();
+        let _ = tx.send(());
+        r
+    });
+    match rx.recv_timeout(limit) {
+        Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match h.join() {
+            Ok(v) => v,
+            Err(p) => std::panic::resume_unwind(p),
+        },
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: did not finish within {limit:?} (hang)")
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! Crash at every point: a scripted sequence (open, writes, WAL rotation, flush, compaction,
+//! MANIFEST roll, close) is run once to count its mutating filesystem operations (create,
+//! append, flush, sync, rename, remove, sync_dir); then for every k the machine is stopped
+//! right after the k-th one (`FaultFs::halt_after_mutations`), power is lost, and the database
+//! must reopen with every synced write and exactly one prefix of the acknowledged writes.
+//! Recovery itself is crashed at every point too, for a sample of the first crashes.
+#![allow(clippy::field_reassign_with_default)]
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use shaledb::fs::MemFileSystem;
+use shaledb::{Db, Options};
+use shaledb_testkit::model::{
+    self, gen_op, read_all, Durability, GenConfig, Model, OpLog, Outcome,
+};
+use shaledb_testkit::{with_timeout, FaultFs};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+const DIR: &str = "/db";
+
+fn options(fs: &FaultFs) -> Options {
+    let mut o = Options::default();
+    o.fs = fs.as_dyn();
+    o.write_buffer_size = 4096;
+    o.block_size = 256;
+    o.max_background_jobs = 1;
+    o.level0_file_num_compaction_trigger = 3;
+    o.max_bytes_for_level_base = 8 << 10;
+    o.target_file_size_base = 2 << 10;
+    // Every few edits start a new MANIFEST (and switch CURRENT).
+    o.max_manifest_file_size = 300;
+    o
+}
+
+fn cfg() -> GenConfig {
+    GenConfig {
+        key_space: 40,
+        sync_ratio: 0.25,
+        value_len: (10, 60),
+        ..Default::default()
+    }
+}
+
+/// The scripted sequence. Stops at the first error (the machine halted). Returns the log of
+/// attempted writes.
+fn script(fs: &FaultFs) -> OpLog {
+    let mut log = OpLog::default();
+    let Ok(db) = Db::open(Path::new(DIR), options(fs)) else {
+        return log;
+    };
+    let cfg = cfg();
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut id = 0u64;
+    let mut writes = |db: &Db, n: usize, log: &mut OpLog| -> bool {
+        for _ in 0..n {
+            let op = gen_op(&mut rng, &cfg, id);
+            id += 1;
+            let ok = op.run(db).is_ok();
+            log.push(op, if ok { Outcome::Acked } else { Outcome::Failed });
+            if !ok {
+                return false;
+            }
+        }
+        true
+    };
+    let steps: [&dyn Fn(&Db) -> bool; 4] = [
+        &|db| db.flush().is_ok(),
+        &|db| db.compact_range(None, None).is_ok(),
+        &|db| db.wait_for_compactions().is_ok(),
+        &|db| db.flush().is_ok(),
+    ];
+    for step in steps {
+        // Enough writes to fill a memtable or two (automatic WAL rotation and flush).
+        if !writes(&db, 40, &mut log) || !step(&db) {
+            return log;
+        }
+    }
+    if !writes(&db, 10, &mut log) {
+        return log;
+    }
+    let _ = db.close();
+    log
+}
+
+fn power_loss(fault: &FaultFs, mem: &MemFileSystem, k: u64) {
+    fault.halt();
+    if k.is_multiple_of(2) {
+        mem.crash();
+    } else {
+        mem.crash_keep_unsynced_prefix(k);
+    }
+}
+
+/// Reopens on the un-faulted filesystem, checks the state against `log` and that a second
+/// power loss right after the reopen changes nothing. Returns the state.
+fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str) -> Model {
+    let probe = model::all_keys(&cfg());
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let db = Db::open(Path::new(DIR), options(&fault))
+        .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
+    let state = read_all(&db, &probe).unwrap_or_else(|e| panic!("{what}: {e}"));
+    if let Err(e) = log.check(&Model::new(), &state, Durability::SyncedOnly) {
+        panic!("{what}: {e}");
+    }
+    power_loss(&fault, mem, 0);
+    drop(db);
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let db = Db::open(Path::new(DIR), options(&fault))
+        .unwrap_or_else(|e| panic!("{what}: second reopen failed: {e}"));
+    let again = read_all(&db, &probe).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        again == state,
+        "{what}: recovered state was not durable: {}",
+        model::first_diff(&state, &again)
+    );
+    state
+}
+
+#[test]
+fn crash_after_every_mutating_operation_recovers() {
+    with_timeout("crash points", Duration::from_secs(1200), || {
+        // Count the mutating operations of an undisturbed run.
+        let mem = MemFileSystem::new();
+        let fault = FaultFs::new(Arc::new(mem.clone()));
+        let log = script(&fault);
+        let total = fault.mutations();
+        assert!(
+            log.ops.iter().all(|(_, o)| *o == Outcome::Acked),
+            "undisturbed run failed"
+        );
+        assert!(
+            mem.file_names()
+                .iter()
+                .any(|p| p.extension().is_some_and(|e| e == "sst")),
+            "script made no tables"
+        );
+        drop(fault);
+        reopen_and_check(&mem, &log, "undisturbed run");
+
+        let mut recovery_points = 0u64;
+        // A little past the end: background timing can shift the count a bit.
+        for k in 1..=total + 20 {
+            let mem = MemFileSystem::new();
+            let fault = FaultFs::new(Arc::new(mem.clone()));
+            fault.halt_after_mutations(k);
+            let log = script(&fault);
+            power_loss(&fault, &mem, k);
+            let what = format!("crash after mutation {k} of {total}");
+            reopen_and_check(&mem, &log, &what);
+
+            // Crash the first recovery at every point too (for every 7th k, to stay fast).
+            if k.is_multiple_of(7) {
+                let mem = MemFileSystem::new();
+                let fault = FaultFs::new(Arc::new(mem.clone()));
+                fault.halt_after_mutations(k);
+                let log = script(&fault);
+                power_loss(&fault, &mem, k);
+                for j in 1.. {
+                    let trial = clone_fs(&mem);
+                    let f = FaultFs::new(Arc::new(trial.clone()));
+                    f.halt_after_mutations(j);
+                    let opened = Db::open(Path::new(DIR), options(&f));
+                    let finished = !f.is_halted();
+                    power_loss(&f, &trial, j);
+                    drop(opened);
+                    recovery_points += 1;
+                    let what = format!("{what}, then crash after mutation {j} of recovery");
+                    reopen_and_check(&trial, &log, &what);
+                    if finished {
+                        break;
+                    }
+                }
+            }
+        }
+        eprintln!(
+            "crash points: {total} mutating operations in the script, {} crash points, \
+             {recovery_points} crash points inside recovery",
+            total + 20
+        );
+    });
+}
+
+/// A durable copy of every file of `fs` (already crashed, so everything present is durable).
+fn clone_fs(fs: &MemFileSystem) -> MemFileSystem {
+    let copy = MemFileSystem::new();
+    for p in fs.file_names() {
+        if let Some(bytes) = fs.read_file_bytes(&p) {
+            copy.write_file_bytes(&p, &bytes);
+        }
+    }
+    copy
+}

@@ -1,0 +1,215 @@
+//! IO errors: for each fault (EIO on any operation, ENOSPC on any mutating one, a short write,
+//! a failed fsync, a failed directory sync, a failed rename, a read returning flipped bits) fail the N-th operation for N = 1, 2, ... until a
+//! scripted sequence (open, writes, flush, compaction, MANIFEST roll, close) completes
+//! without hitting it. Checks:
+//! - every failure is an `Err`, never a panic (foreground or background) or a hang;
+//! - once the database reports a background error (a failed WAL/MANIFEST write or sync, a
+//!   failed flush or compaction) every later write fails with `Error::Poisoned`, and reads
+//!   keep working and agree with the acknowledged writes;
+//! - a failed table or MANIFEST write surfaces through `db.background_error()`;
+//! - after reopening on the un-faulted filesystem every acknowledged write is there (and the
+//!   state is one allowed prefix); after a power loss every synced one is.
+#![allow(clippy::field_reassign_with_default)]
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use shaledb::fs::MemFileSystem;
+use shaledb::{Db, Error, Options};
+use shaledb_testkit::model::{
+    self, gen_op, read_all, Durability, GenConfig, Model, OpLog, Outcome,
+};
+use shaledb_testkit::{with_timeout, Fault, FaultFs, OpKind, Target};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const DIR: &str = "/db";
+
+static PANICS: AtomicU64 = AtomicU64::new(0);
+
+fn options(fs: &FaultFs) -> Options {
+    let mut o = Options::default();
+    o.fs = fs.as_dyn();
+    o.write_buffer_size = 4096;
+    o.block_size = 256;
+    o.max_background_jobs = 1;
+    o.level0_file_num_compaction_trigger = 3;
+    o.max_bytes_for_level_base = 8 << 10;
+    o.target_file_size_base = 2 << 10;
+    o.max_manifest_file_size = 300;
+    o
+}
+
+fn cfg() -> GenConfig {
+    GenConfig {
+        key_space: 40,
+        sync_ratio: 0.3,
+        value_len: (10, 60),
+        ..Default::default()
+    }
+}
+
+/// Checks a live database against the log: reads work and show every acknowledged write.
+fn check_reads(db: &Db, log: &OpLog, what: &str) {
+    let state = read_all(db, &model::all_keys(&cfg()))
+        .unwrap_or_else(|e| panic!("{what}: reads fail after a write error: {e}"));
+    if let Err(e) = log.check(&Model::new(), &state, Durability::AllAcked) {
+        panic!("{what}: live state: {e}");
+    }
+}
+
+fn is_background_path(p: &Path) -> bool {
+    let s = p.to_string_lossy();
+    s.ends_with(".sst") || s.contains("MANIFEST") || s.ends_with(".dbtmp")
+}
+
+/// The script; returns the log of attempted writes.
+fn script(fs: &FaultFs, what: &str) -> OpLog {
+    let mut log = OpLog::default();
+    let db = match Db::open(Path::new(DIR), options(fs)) {
+        Ok(db) => db,
+        Err(_) => return log,
+    };
+    let opened_at = fs.injected().len();
+    let cfg = cfg();
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut id = 0u64;
+    for step in 0..4 {
+        for _ in 0..30 {
+            let op = gen_op(&mut rng, &cfg, id);
+            id += 1;
+            let poisoned_before = db.background_error().is_some();
+            match op.run(&db) {
+                Ok(()) => {
+                    assert!(
+                        !poisoned_before,
+                        "{what}: a write was acknowledged after the background error {:?}",
+                        db.background_error()
+                    );
+                    log.push(op, Outcome::Acked);
+                }
+                Err(e) => {
+                    log.push(op, Outcome::Failed);
+                    if poisoned_before {
+                        assert!(
+                            matches!(e, Error::Poisoned(_)),
+                            "{what}: write after a background error failed with {e}, \
+                             not Poisoned"
+                        );
+                    }
+                    check_reads(&db, &log, what);
+                }
+            }
+        }
+        let res = match step {
+            0 => db.flush(),
+            1 => db.compact_range(None, None),
+            2 => db.wait_for_compactions(),
+            _ => db.flush(),
+        };
+        if res.is_err() {
+            check_reads(&db, &log, what);
+        }
+    }
+    // Background work settles (ignore the result: it may report the injected error).
+    let _ = db.wait_for_compactions();
+    let bg_faults = fs.injected()[opened_at..]
+        .iter()
+        .any(|i| i.kind != OpKind::Read && i.kind != OpKind::Remove && is_background_path(&i.path));
+    if bg_faults {
+        assert!(
+            db.background_error().is_some(),
+            "{what}: a table or MANIFEST write failed but background_error() is None: {:?}",
+            fs.injected()
+        );
+    }
+    if db.background_error().is_some() {
+        match db.put(b"after", b"error") {
+            Err(Error::Poisoned(_)) => {}
+            other => panic!("{what}: write after a background error returned {other:?}"),
+        }
+        check_reads(&db, &log, what);
+    }
+    let _ = db.close();
+    log
+}
+
+fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, d: Durability, what: &str) {
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let db = Db::open(Path::new(DIR), options(&fault))
+        .unwrap_or_else(|e| panic!("{what}: reopen on the un-faulted filesystem failed: {e}"));
+    let state = read_all(&db, &model::all_keys(&cfg())).unwrap_or_else(|e| panic!("{what}: {e}"));
+    if let Err(e) = log.check(&Model::new(), &state, d) {
+        panic!("{what}: after reopen ({d:?}): {e}");
+    }
+    db.close().unwrap_or_else(|e| panic!("{what}: close: {e}"));
+}
+
+/// Runs the sweep for one fault; returns (runs, faults injected).
+fn sweep(name: &'static str, target: Target, fault: Fault) -> (u64, u64) {
+    with_timeout(name, Duration::from_secs(600), move || {
+        let mut injected = 0;
+        for n in 1.. {
+            assert!(n < 20_000, "{name}: the script never completed");
+            let what = format!("{name}, operation {n}");
+            let mem = MemFileSystem::new();
+            let fs = FaultFs::new(Arc::new(mem.clone()));
+            fs.fail_nth(target, n, fault);
+            let w = what.clone();
+            let fs2 = fs.clone();
+            let log = with_timeout(&what, Duration::from_secs(60), move || script(&fs2, &w));
+            let hit = !fs.injected().is_empty();
+            injected += fs.injected().len() as u64;
+            drop(fs);
+            // Process keeps running (no power loss): every acknowledged write is there.
+            reopen_and_check(&mem, &log, Durability::AllAcked, &what);
+            // Power loss: every synced one is.
+            mem.crash();
+            reopen_and_check(&mem, &log, Durability::SyncedOnly, &what);
+            if !hit {
+                return (n, injected);
+            }
+        }
+        unreachable!()
+    })
+}
+
+#[test]
+fn every_nth_io_failure_is_an_error_and_loses_nothing_synced() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        PANICS.fetch_add(1, Ordering::SeqCst);
+        default_hook(info);
+    }));
+    let cases: [(&'static str, Target, Fault); 7] = [
+        ("EIO on any operation", Target::Any, Fault::Eio),
+        (
+            "ENOSPC on any mutating operation",
+            Target::Mutating,
+            Fault::Enospc,
+        ),
+        (
+            "short write",
+            Target::Kind(OpKind::Append),
+            Fault::ShortWrite,
+        ),
+        ("failed fsync", Target::Kind(OpKind::Sync), Fault::Eio),
+        (
+            "failed directory sync",
+            Target::Kind(OpKind::SyncDir),
+            Fault::Eio,
+        ),
+        ("failed rename", Target::Kind(OpKind::Rename), Fault::Eio),
+        (
+            "corrupted read",
+            Target::Kind(OpKind::Read),
+            Fault::CorruptRead,
+        ),
+    ];
+    for (name, target, fault) in cases {
+        let (runs, injected) = sweep(name, target, fault);
+        eprintln!("io errors: {name}: {runs} runs, {injected} faults injected");
+    }
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a thread panicked");
+}
