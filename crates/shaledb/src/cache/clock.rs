@@ -20,6 +20,8 @@ struct Entry<K, V: ?Sized> {
     value: Arc<V>,
     charge: usize,
     referenced: AtomicBool,
+    /// Never evicted; removed only by `erase` (memory reservations).
+    pinned: bool,
 }
 
 struct Shard<K, V: ?Sized> {
@@ -65,7 +67,7 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
     }
 
     /// Inserts and evicts; returns the charge freed.
-    fn insert(&mut self, key: K, value: Arc<V>, charge: usize) -> usize {
+    fn insert(&mut self, key: K, value: Arc<V>, charge: usize, pinned: bool) -> usize {
         let mut freed = 0;
         if let Some(&idx) = self.map.get(&key) {
             freed += self.remove_slot(idx);
@@ -75,6 +77,7 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
             value,
             charge,
             referenced: AtomicBool::new(false),
+            pinned,
         };
         let idx = match self.free.pop() {
             Some(i) => {
@@ -100,7 +103,7 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
             let Some(e) = self.slots[h].as_ref() else {
                 continue;
             };
-            if e.referenced.swap(false, Ordering::Relaxed) {
+            if e.pinned || e.referenced.swap(false, Ordering::Relaxed) {
                 continue;
             }
             freed += self.remove_slot(h);
@@ -142,7 +145,16 @@ impl<K: Hash + Eq + Clone, V: ?Sized> ShardedCache<K, V> {
 
     /// Inserts (or replaces) an entry with the given charge, evicting cold entries.
     pub fn insert(&self, key: K, value: Arc<V>, charge: usize) {
-        let freed = self.shard(&key).write().insert(key, value, charge);
+        let freed = self.shard(&key).write().insert(key, value, charge, false);
+        self.usage.fetch_add(charge, Ordering::Relaxed);
+        self.usage.fetch_sub(freed, Ordering::Relaxed);
+    }
+
+    /// Inserts an entry that is never evicted, only removed by `erase`: a reservation that
+    /// charges memory held elsewhere (e.g. an open table's index and filter) to this cache's
+    /// budget, so other entries are evicted to make room for it.
+    pub fn insert_pinned(&self, key: K, value: Arc<V>, charge: usize) {
+        let freed = self.shard(&key).write().insert(key, value, charge, true);
         self.usage.fetch_add(charge, Ordering::Relaxed);
         self.usage.fetch_sub(freed, Ordering::Relaxed);
     }
@@ -212,6 +224,20 @@ mod tests {
         }
         // Per-shard capacity rounding allows a little slack but never unbounded growth.
         assert!(c.usage() <= 1000 + 16 * 7, "usage {}", c.usage());
+    }
+
+    #[test]
+    fn pinned_entries_are_never_evicted() {
+        let c: ShardedCache<u32, u32> = ShardedCache::new(10, 0);
+        c.insert_pinned(0, Arc::new(0), 6);
+        for i in 1..100 {
+            c.insert(i, Arc::new(i), 2);
+        }
+        assert_eq!(c.get(&0).as_deref(), Some(&0));
+        assert!(c.usage() <= 10, "usage {}", c.usage());
+        c.erase(&0);
+        assert!(c.get(&0).is_none());
+        assert!(c.usage() <= 4);
     }
 
     #[test]

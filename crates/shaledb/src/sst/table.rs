@@ -30,15 +30,27 @@ pub struct Table {
     data_end: u64,
     cache: Option<Arc<BlockCache>>,
     cache_id: u64,
-    /// Pinned here only when there is no block cache; otherwise read through the cache.
-    pinned_index: Option<Arc<Block>>,
+    /// Held for as long as the table is open (bounded by the table cache) and charged to the
+    /// block cache through a pinned reservation entry, so a small cache is never thrashed by
+    /// re-reading them on every lookup.
+    index: Arc<Block>,
     index_handle: BlockHandle,
     metaindex_handle: BlockHandle,
-    /// Pinned here only when there is no block cache; otherwise read through the cache.
-    pinned_filter: Option<Arc<BloomFilter>>,
+    filter: Option<Arc<BloomFilter>>,
     filter_handle: Option<BlockHandle>,
     properties_handle: BlockHandle,
     props: TableProperties,
+}
+
+/// Block-cache key offset of a table's memory reservation (no block starts there).
+const RESERVATION_OFFSET: u64 = u64::MAX;
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        if let Some(cache) = &self.cache {
+            cache.erase(&(self.cache_id, RESERVATION_OFFSET));
+        }
+    }
 }
 
 impl std::fmt::Debug for Table {
@@ -126,18 +138,10 @@ impl Table {
         };
         let index = Arc::new(index);
         let cache_id = NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed);
-        // With a cache, index and filter live in it (charged to its budget) and are re-read if
-        // evicted; without one they are pinned in the table.
-        let (pinned_index, pinned_filter) = match &block_cache {
-            Some(cache) => {
-                cache.insert((cache_id, footer.index.offset), index.clone(), index.size());
-                if let (Some(f), Some(h)) = (&filter, filter_handle) {
-                    cache.insert((cache_id, h.offset), f.clone(), f.size());
-                }
-                (None, None)
-            }
-            None => (Some(index), filter),
-        };
+        if let Some(cache) = &block_cache {
+            let charge = index.size() + filter.as_ref().map_or(0, |f| f.size());
+            cache.insert_pinned((cache_id, RESERVATION_OFFSET), Arc::new(()), charge);
+        }
 
         Ok(Table {
             file,
@@ -146,10 +150,10 @@ impl Table {
             data_end,
             cache: block_cache,
             cache_id,
-            pinned_index,
+            index,
             index_handle: footer.index,
             metaindex_handle: footer.metaindex,
-            pinned_filter,
+            filter,
             filter_handle,
             properties_handle,
             props,
@@ -325,46 +329,12 @@ impl Table {
             .with_origin(self.path.clone(), self.index_handle.offset))
     }
 
-    /// The index block: pinned, or from the cache, or read (and cached) again after eviction.
     fn index_block(&self) -> Result<Arc<Block>> {
-        if let Some(b) = &self.pinned_index {
-            return Ok(b.clone());
-        }
-        let key = (self.cache_id, self.index_handle.offset);
-        if let Some(b) = self.cached::<Block>(&key) {
-            return Ok(b);
-        }
-        let b = Arc::new(read_block(
-            &*self.file,
-            &self.path,
-            self.index_handle,
-            self.data_end,
-            true,
-            "index block",
-        )?);
-        if let Some(cache) = &self.cache {
-            cache.insert(key, b.clone(), b.size());
-        }
-        Ok(b)
+        Ok(self.index.clone())
     }
 
-    /// The bloom filter, if the table has one: pinned, cached, or read again after eviction.
     fn filter(&self) -> Result<Option<Arc<BloomFilter>>> {
-        if let Some(f) = &self.pinned_filter {
-            return Ok(Some(f.clone()));
-        }
-        let Some(h) = self.filter_handle else {
-            return Ok(None);
-        };
-        let key = (self.cache_id, h.offset);
-        if let Some(f) = self.cached::<BloomFilter>(&key) {
-            return Ok(Some(f));
-        }
-        let f = Arc::new(read_filter(&*self.file, &self.path, h, self.data_end)?);
-        if let Some(cache) = &self.cache {
-            cache.insert(key, f.clone(), f.size());
-        }
-        Ok(Some(f))
+        Ok(self.filter.clone())
     }
 
     fn cached<T: Send + Sync + 'static>(&self, key: &(u64, u64)) -> Option<Arc<T>> {
