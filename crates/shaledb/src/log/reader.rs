@@ -253,9 +253,9 @@ impl LogReader {
         Ok(())
     }
 
-    /// Reads the next fragment. A fragment whose checksum fails is skipped by its length; any
-    /// other damage inside a block (bad length, zeroed header, unknown type) makes the rest of
-    /// that block be skipped, because its length fields can no longer be trusted.
+    /// Reads the next fragment. After damage (bad checksum, length, type, or a zeroed header)
+    /// the reader scans forward one byte at a time for the next intact fragment, so damage is
+    /// reported once and any intact record after it is still found.
     fn read_physical(&mut self) -> std::io::Result<Physical> {
         loop {
             let remaining = self.block_len - self.pos;
@@ -280,45 +280,39 @@ impl LogReader {
             let masked_crc = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
             let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
             let typ = header[6];
-            if header.iter().all(|&b| b == 0) {
-                self.pos = self.block_len;
-                return Ok(Physical::Bad {
-                    offset,
-                    detail: "zeroed fragment header (preallocated or unwritten space)".into(),
-                });
-            }
             let start = self.pos + HEADER_SIZE;
-            if start + len > self.block_len {
-                self.pos = self.block_len;
-                let detail = if self.eof {
+            let problem = if header.iter().all(|&b| b == 0) {
+                Some("zeroed fragment header (preallocated or unwritten space)".to_string())
+            } else if start + len > self.block_len {
+                Some(if self.eof {
                     format!("truncated fragment at end of file (length {len})")
                 } else {
                     format!("fragment length {len} runs past the end of its block")
-                };
+                })
+            } else if !(record_type::FULL..=record_type::LAST).contains(&typ) {
+                Some(if typ == record_type::ZERO {
+                    "fragment of reserved type 0".to_string()
+                } else {
+                    format!("unknown fragment type {typ}")
+                })
+            } else {
+                let crc = checksum::crc32c_extend(
+                    checksum::crc32c(&[typ]),
+                    &self.block[start..start + len],
+                );
+                (checksum::unmask(masked_crc) != crc)
+                    .then(|| "fragment checksum mismatch".to_string())
+            };
+            if let Some(detail) = problem {
+                // Scan on from the next byte rather than skipping the block: any intact fragment
+                // after the damage (even in the same block, even if the damaged header's length
+                // was wrong) is then found, which tells mid-log corruption from a torn tail.
+                // Only the first bad position of a damaged stretch is reported.
+                self.pos += 1;
+                if self.resyncing {
+                    continue;
+                }
                 return Ok(Physical::Bad { offset, detail });
-            }
-            let crc =
-                checksum::crc32c_extend(checksum::crc32c(&[typ]), &self.block[start..start + len]);
-            if checksum::unmask(masked_crc) != crc {
-                // The length fits its block, so most likely the payload (not the header) is
-                // damaged: skip just this fragment, so intact fragments after it in the same
-                // block still show the damage is mid-log rather than a torn tail.
-                self.pos = start + len;
-                return Ok(Physical::Bad {
-                    offset,
-                    detail: "fragment checksum mismatch".into(),
-                });
-            }
-            if !(record_type::FULL..=record_type::LAST).contains(&typ) {
-                self.pos = self.block_len;
-                return Ok(Physical::Bad {
-                    offset,
-                    detail: if typ == record_type::ZERO {
-                        "fragment of reserved type 0".to_string()
-                    } else {
-                        format!("unknown fragment type {typ}")
-                    },
-                });
             }
             self.pos = start + len;
             return Ok(Physical::Fragment {
