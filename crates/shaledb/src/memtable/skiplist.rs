@@ -38,6 +38,7 @@ use std::sync::Arc;
 pub(crate) const MAX_HEIGHT: usize = 12;
 /// One in `BRANCHING` nodes of height `h` also reaches height `h + 1`.
 const BRANCHING: u64 = 4;
+const _: () = assert!(BRANCHING.is_power_of_two());
 const LINK: usize = std::mem::size_of::<AtomicPtr<u8>>();
 const _: () = assert!(LINK == ALIGN);
 
@@ -397,7 +398,8 @@ fn random_height(rng: &mut u64) -> usize {
         x ^= x >> 7;
         x ^= x << 17;
         *rng = x;
-        if x % BRANCHING != 0 {
+        // BRANCHING is a power of two: `& (BRANCHING - 1)` is `% BRANCHING`.
+        if x & (BRANCHING - 1) != 0 {
             break;
         }
         height += 1;
