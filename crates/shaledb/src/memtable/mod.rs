@@ -1,19 +1,18 @@
-//! The memtable: the in-memory write buffer, an ordered concurrent map from internal keys to
-//! values. Writers insert while readers look up and iterate, without locks
-//! (crossbeam-skiplist). When it grows past `write_buffer_size` it is frozen (made immutable)
-//! and flushed to an L0 table by a background thread while a fresh memtable takes new writes.
+//! The memtable: the in-memory write buffer, an ordered map from internal keys to values.
+//! One writer at a time inserts (the group-commit leader, or WAL replay) while any number of
+//! readers look up and iterate without locks (an arena-based skiplist, `skiplist.rs`). When it
+//! grows past `write_buffer_size` it is frozen (made immutable) and flushed to an L0 table by a
+//! background thread while a fresh memtable takes new writes.
+
+mod arena;
+mod skiplist;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{self, InternalKey, SequenceNumber, ValueKind};
-use crossbeam_skiplist::SkipMap;
-use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::key::{self, SequenceNumber, ValueKind};
+use skiplist::{Cursor, SkipList, Target};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// Per-entry bookkeeping bytes counted on top of key and value, approximating the skiplist
-/// node, its tower and the two heap allocations.
-const ENTRY_OVERHEAD: usize = 64;
 
 /// What a memtable knows about a key at a sequence number.
 #[derive(Debug, PartialEq, Eq)]
@@ -26,10 +25,9 @@ pub enum LookupResult {
     NotPresent,
 }
 
-/// An ordered, concurrent write buffer.
+/// An ordered write buffer: one writer at a time, lock-free readers.
 pub struct MemTable {
-    map: SkipMap<InternalKey, Arc<[u8]>>,
-    approximate_bytes: AtomicUsize,
+    list: Arc<SkipList>,
     num_deletes: AtomicU64,
     /// The WAL file holding this memtable's writes.
     log_number: u64,
@@ -39,8 +37,7 @@ impl MemTable {
     /// An empty memtable whose writes go to WAL `log_number`.
     pub fn new(log_number: u64) -> Self {
         MemTable {
-            map: SkipMap::new(),
-            approximate_bytes: AtomicUsize::new(0),
+            list: Arc::new(SkipList::new()),
             num_deletes: AtomicU64::new(0),
             log_number,
         }
@@ -51,12 +48,12 @@ impl MemTable {
         self.log_number
     }
 
-    /// Inserts one entry. Safe to call from several threads at once.
+    /// Inserts one entry. Readers (`get`, iterators) may run concurrently.
+    ///
+    /// REQUIRES: no other thread is calling `add` on this memtable at the same time (the engine
+    /// has one writer: the group-commit leader, or WAL replay). A concurrent `add` panics.
     pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        let ikey = InternalKey::new(user_key, seq, kind);
-        let bytes = ikey.0.len() + value.len() + ENTRY_OVERHEAD;
-        self.map.insert(ikey, Arc::from(value));
-        self.approximate_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.list.insert(user_key, seq, kind, value);
         if kind == ValueKind::Delete {
             self.num_deletes.fetch_add(1, Ordering::Relaxed);
         }
@@ -64,31 +61,26 @@ impl MemTable {
 
     /// Looks up the newest version of `user_key` with sequence <= `seq`.
     pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> LookupResult {
-        let lookup = InternalKey::new(user_key, seq, key::KIND_FOR_SEEK);
-        let Some(entry) = self
-            .map
-            .range((Bound::Included(&lookup), Bound::Unbounded))
-            .next()
-        else {
+        // The target is compared in its parts; no lookup key is built.
+        let t = Target::new(user_key, seq, key::KIND_FOR_SEEK);
+        let Some(e) = self.list.seek(&t) else {
             return LookupResult::NotPresent;
         };
-        match key::parse_internal_key(entry.key().encoded()) {
-            Some(p) if p.user_key == user_key => match p.kind {
-                ValueKind::Put => LookupResult::Found(entry.value().to_vec()),
-                ValueKind::Delete => LookupResult::Deleted,
-            },
+        match e.user_key_and_kind() {
+            (k, Some(ValueKind::Put)) if k == user_key => LookupResult::Found(e.value().to_vec()),
+            (k, Some(ValueKind::Delete)) if k == user_key => LookupResult::Deleted,
             _ => LookupResult::NotPresent,
         }
     }
 
-    /// Approximate memory used, in bytes.
+    /// Approximate memory used, in bytes: the skiplist arena's allocated bytes.
     pub fn approximate_memory_usage(&self) -> usize {
-        self.approximate_bytes.load(Ordering::Relaxed)
+        self.list.memory_usage()
     }
 
     /// Number of entries (puts and deletes).
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.list.len()
     }
 
     /// Number of tombstones.
@@ -98,89 +90,49 @@ impl MemTable {
 
     /// True if nothing was inserted.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 
-    /// An iterator over the memtable's entries in internal-key order. It keeps the memtable
-    /// alive and sees entries inserted after it was created.
+    /// An iterator over the memtable's entries in internal-key order. It keeps the memtable's
+    /// skiplist alive and sees entries inserted after it was created.
     pub fn iter(self: &Arc<Self>) -> MemTableIterator {
         MemTableIterator {
-            mem: self.clone(),
-            current: None,
+            cursor: Cursor::new(self.list.clone()),
         }
     }
 }
 
-/// Iterates a memtable. Holds a copy of the current key and a shared handle to the current
-/// value; each step is a skiplist search from the current key, so no lifetimes tie the
-/// iterator to the map.
+/// Iterates a memtable. Holds a pointer to the current skiplist node (and a reference count on
+/// the skiplist, which keeps the node alive): `next` is one atomic load, `prev` one search, and
+/// `key`/`value` borrow from the node without copying.
 pub struct MemTableIterator {
-    mem: Arc<MemTable>,
-    current: Option<(InternalKey, Arc<[u8]>)>,
-}
-
-impl MemTableIterator {
-    fn set(&mut self, e: Option<crossbeam_skiplist::map::Entry<'_, InternalKey, Arc<[u8]>>>) {
-        self.current = e.map(|e| (e.key().clone(), e.value().clone()));
-    }
+    cursor: Cursor,
 }
 
 impl InternalIterator for MemTableIterator {
     fn valid(&self) -> bool {
-        self.current.is_some()
+        self.cursor.current().is_some()
     }
     fn seek_to_first(&mut self) {
-        let mem = self.mem.clone();
-        let e = mem.map.front();
-        self.set(e);
+        self.cursor.seek_to_first();
     }
     fn seek_to_last(&mut self) {
-        let mem = self.mem.clone();
-        let e = mem.map.back();
-        self.set(e);
+        self.cursor.seek_to_last();
     }
     fn seek(&mut self, target: &[u8]) {
-        let t = InternalKey(target.to_vec());
-        let mem = self.mem.clone();
-        let e = mem
-            .map
-            .range((Bound::Included(&t), Bound::Unbounded))
-            .next();
-        self.set(e);
+        self.cursor.seek(&Target::from_internal(target));
     }
     fn next(&mut self) {
-        let Some((k, _)) = self.current.take() else {
-            return;
-        };
-        let mem = self.mem.clone();
-        let e = mem
-            .map
-            .range((Bound::Excluded(&k), Bound::Unbounded))
-            .next();
-        self.set(e);
+        self.cursor.next();
     }
     fn prev(&mut self) {
-        let Some((k, _)) = self.current.take() else {
-            return;
-        };
-        let mem = self.mem.clone();
-        let e = mem
-            .map
-            .range((Bound::Unbounded, Bound::Excluded(&k)))
-            .next_back();
-        self.set(e);
+        self.cursor.prev();
     }
     fn key(&self) -> &[u8] {
-        match &self.current {
-            Some((k, _)) => k.encoded(),
-            None => &[],
-        }
+        self.cursor.current().map_or(&[], |e| e.key())
     }
     fn value(&self) -> &[u8] {
-        match &self.current {
-            Some((_, v)) => v,
-            None => &[],
-        }
+        self.cursor.current().map_or(&[], |e| e.value())
     }
     fn status(&self) -> Result<()> {
         Ok(())
@@ -245,5 +197,275 @@ mod tests {
             key::parse_internal_key(it.key()).map(|p| p.sequence),
             Some(5)
         );
+    }
+
+    use crate::key::{InternalKey, MAX_SEQUENCE};
+    use rand::{Rng, SeedableRng};
+    use std::collections::BTreeMap;
+    use std::sync::atomic::AtomicBool;
+
+    fn collect_forward(it: &mut MemTableIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        out
+    }
+
+    #[test]
+    fn randomized_against_btreemap() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
+        let m = Arc::new(MemTable::new(7));
+        let mut model: BTreeMap<InternalKey, Vec<u8>> = BTreeMap::new();
+        let mut seqs: Vec<u64> = (1..=3000).collect();
+        // Sequence numbers unique (as in the engine) but inserted in random order.
+        for i in (1..seqs.len()).rev() {
+            seqs.swap(i, rng.gen_range(0..=i));
+        }
+        let user_keys: Vec<Vec<u8>> = (0..300)
+            .map(|_| {
+                let len = rng.gen_range(0..20);
+                // A small alphabet makes shared prefixes and prefix keys common.
+                (0..len).map(|_| rng.gen_range(b'a'..=b'd')).collect()
+            })
+            .collect();
+        for &seq in &seqs {
+            let uk = &user_keys[rng.gen_range(0..user_keys.len())];
+            let kind = if rng.gen_bool(0.2) {
+                ValueKind::Delete
+            } else {
+                ValueKind::Put
+            };
+            let value: Vec<u8> = match kind {
+                ValueKind::Put => (0..rng.gen_range(0..50)).map(|_| rng.gen()).collect(),
+                ValueKind::Delete => Vec::new(),
+            };
+            m.add(seq, kind, uk, &value);
+            model.insert(InternalKey::new(uk, seq, kind), value);
+        }
+        assert_eq!(m.len(), model.len());
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = model
+            .iter()
+            .map(|(k, v)| (k.0.clone(), v.clone()))
+            .collect();
+
+        let mut it = m.iter();
+        assert_eq!(collect_forward(&mut it), expected);
+        let mut back = Vec::new();
+        it.seek_to_last();
+        while it.valid() {
+            back.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        back.reverse();
+        assert_eq!(back, expected);
+
+        // Seeks: to existing keys, to keys between versions, and to unseen user keys.
+        for _ in 0..2000 {
+            let uk: Vec<u8> = if rng.gen_bool(0.7) {
+                user_keys[rng.gen_range(0..user_keys.len())].clone()
+            } else {
+                (0..rng.gen_range(0..20))
+                    .map(|_| rng.gen_range(b'a'..=b'e'))
+                    .collect()
+            };
+            let seq = rng.gen_range(0..=3001);
+            let target = InternalKey::new(&uk, seq, ValueKind::Put);
+            it.seek(target.encoded());
+            let want = model.range(target.clone()..).next();
+            match want {
+                Some((k, v)) => {
+                    assert!(it.valid());
+                    assert_eq!(it.key(), k.encoded());
+                    assert_eq!(it.value(), &v[..]);
+                    // A step each way from a seek lands on the neighbours.
+                    it.prev();
+                    let before = model.range(..k.clone()).next_back();
+                    assert_eq!(it.valid(), before.is_some());
+                    if let Some((bk, _)) = before {
+                        assert_eq!(it.key(), bk.encoded());
+                        it.next();
+                        assert_eq!(it.key(), k.encoded());
+                    }
+                }
+                None => assert!(!it.valid()),
+            }
+
+            let want_get = match want {
+                Some((k, v)) if k.user_key() == &uk[..] => {
+                    match key::parse_internal_key(k.encoded()).map(|p| p.kind) {
+                        Some(ValueKind::Put) => LookupResult::Found(v.clone()),
+                        _ => LookupResult::Deleted,
+                    }
+                }
+                _ => LookupResult::NotPresent,
+            };
+            assert_eq!(m.get(&uk, seq), want_get, "get({uk:?}, {seq})");
+        }
+        // Short (malformed) seek targets order like `compare_internal` says.
+        it.seek(b"c");
+        let want = model
+            .keys()
+            .find(|k| key::compare_internal(k.encoded(), b"c").is_ge());
+        assert_eq!(
+            it.valid().then(|| it.key().to_vec()),
+            want.map(|k| k.0.clone())
+        );
+    }
+
+    #[test]
+    fn empty_keys_values_and_large_values() {
+        let m = Arc::new(MemTable::new(1));
+        assert!(m.is_empty());
+        let mut it = m.iter();
+        it.seek_to_first();
+        assert!(!it.valid());
+        it.seek_to_last();
+        assert!(!it.valid());
+        it.seek(&key::make_internal_key(b"", MAX_SEQUENCE, ValueKind::Put));
+        assert!(!it.valid());
+        assert_eq!(m.get(b"", MAX_SEQUENCE), LookupResult::NotPresent);
+
+        let big: Vec<u8> = (0..(3 << 20) / 2).map(|i| (i % 251) as u8).collect();
+        let huge: Vec<u8> = (0..(5 << 20)).map(|i| (i % 241) as u8).collect();
+        m.add(1, ValueKind::Put, b"", b"");
+        m.add(2, ValueKind::Put, b"", b"e2");
+        m.add(3, ValueKind::Put, b"big", &big);
+        m.add(4, ValueKind::Put, b"small", b"s");
+        m.add(5, ValueKind::Put, b"huge", &huge);
+        m.add(6, ValueKind::Delete, b"", b"");
+        assert_eq!(m.len(), 6);
+        assert!(m.approximate_memory_usage() >= big.len() + huge.len());
+        assert_eq!(m.get(b"", 1), LookupResult::Found(Vec::new()));
+        assert_eq!(m.get(b"", 2), LookupResult::Found(b"e2".to_vec()));
+        assert_eq!(m.get(b"", 6), LookupResult::Deleted);
+        assert_eq!(m.get(b"big", 6), LookupResult::Found(big.clone()));
+        assert_eq!(m.get(b"huge", 6), LookupResult::Found(huge.clone()));
+        assert_eq!(m.get(b"small", 6), LookupResult::Found(b"s".to_vec()));
+        assert_eq!(m.get(b"bi", 6), LookupResult::NotPresent);
+        let all = collect_forward(&mut it);
+        let users: Vec<&[u8]> = all.iter().map(|(k, _)| key::user_key(k)).collect();
+        assert_eq!(users, vec![&b""[..], b"", b"", b"big", b"huge", b"small"]);
+        assert_eq!(all[0].1, b"");
+        assert_eq!(all[3].1, big);
+        assert_eq!(all[4].1, huge);
+    }
+
+    #[test]
+    fn one_writer_many_readers() {
+        const N: u64 = 20_000;
+        let m = Arc::new(MemTable::new(1));
+        let done = AtomicBool::new(false);
+        // Key i has user key "key{i:08}" (inserted in a scattered order) and a value derived
+        // from it, so a reader can check any entry it meets is complete.
+        let user_key = |i: u64| format!("key{i:08}").into_bytes();
+        let value_for = |k: &[u8], seq: u64| {
+            let mut v = k.to_vec();
+            v.extend_from_slice(&seq.to_le_bytes());
+            v.resize(k.len() + 8 + (seq % 64) as usize, b'x');
+            v
+        };
+        let check_entry = |ikey: &[u8], value: &[u8]| {
+            let p = key::parse_internal_key(ikey).expect("complete key");
+            assert_eq!(value, &value_for(p.user_key, p.sequence)[..]);
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for seq in 1..=N {
+                    // A multiplicative permutation of 0..N.
+                    let i = (seq * 7919) % N;
+                    let k = user_key(i);
+                    m.add(seq, ValueKind::Put, &k, &value_for(&k, seq));
+                    if seq % 3 == 0 {
+                        // A second, newer version of a key written earlier.
+                        let j = ((seq / 3) * 7919) % N;
+                        let k = user_key(j);
+                        m.add(N + seq, ValueKind::Put, &k, &value_for(&k, N + seq));
+                    }
+                }
+                done.store(true, Ordering::Release);
+            });
+            for r in 0..3u64 {
+                let m = &m;
+                let done = &done;
+                s.spawn(move || {
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(r);
+                    let mut passes = 0;
+                    loop {
+                        let finished = done.load(Ordering::Acquire);
+                        let before = m.len();
+                        let mut it = m.iter();
+                        let mut prev: Option<Vec<u8>> = None;
+                        let mut n = 0;
+                        if r == 0 {
+                            it.seek_to_last();
+                        } else {
+                            it.seek_to_first();
+                        }
+                        while it.valid() {
+                            check_entry(it.key(), it.value());
+                            if let Some(p) = &prev {
+                                let o = key::compare_internal(p, it.key());
+                                if r == 0 {
+                                    assert!(o.is_gt(), "backward order");
+                                } else {
+                                    assert!(o.is_lt(), "forward order");
+                                }
+                            }
+                            prev = Some(it.key().to_vec());
+                            n += 1;
+                            if r == 0 {
+                                it.prev();
+                            } else {
+                                it.next();
+                            }
+                        }
+                        // Everything inserted before the pass started is seen.
+                        assert!(n >= before, "saw {n} of at least {before}");
+                        // Gets: a found value is complete; a key seen once stays visible.
+                        for _ in 0..200 {
+                            let i = rng.gen_range(0..N);
+                            let k = user_key(i);
+                            match m.get(&k, MAX_SEQUENCE) {
+                                LookupResult::Found(v) => {
+                                    let seq = u64::from_le_bytes(
+                                        v[k.len()..k.len() + 8].try_into().expect("8 bytes"),
+                                    );
+                                    assert_eq!(v, value_for(&k, seq));
+                                    assert!(matches!(
+                                        m.get(&k, MAX_SEQUENCE),
+                                        LookupResult::Found(_)
+                                    ));
+                                }
+                                LookupResult::Deleted => panic!("no deletes were written"),
+                                LookupResult::NotPresent => {}
+                            }
+                        }
+                        passes += 1;
+                        if finished {
+                            assert_eq!(n, m.len());
+                            break;
+                        }
+                    }
+                    assert!(passes >= 1);
+                });
+            }
+        });
+        assert_eq!(m.len() as u64, N + N / 3);
+    }
+
+    #[test]
+    fn memory_usage_tracks_the_arena() {
+        let m = MemTable::new(1);
+        let empty = m.approximate_memory_usage();
+        assert!(empty < 4096, "an empty memtable is small: {empty}");
+        for i in 0..1000u64 {
+            m.add(i + 1, ValueKind::Put, &i.to_be_bytes(), &[0u8; 100]);
+        }
+        let used = m.approximate_memory_usage();
+        // 1000 entries of 16 + 100 bytes plus links and lengths.
+        assert!((1000 * 124..1000 * 124 * 2).contains(&used), "{used}");
     }
 }

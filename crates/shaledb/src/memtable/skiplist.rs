@@ -1,0 +1,496 @@
+//! The memtable's skiplist: one writer at a time, any number of lock-free readers, nodes laid
+//! out in an [`Arena`] (the LevelDB/RocksDB design).
+//!
+//! # Node layout
+//!
+//! A node of height `h` is one arena allocation:
+//!
+//! ```text
+//! [link h-1] ... [link 1] [link 0] | varint(klen) ikey varint(vlen) value
+//!                                  ^ node pointer
+//! ```
+//!
+//! The links are `AtomicPtr`s *before* the node pointer (link `i` at `node - 8 * (i + 1)`), so
+//! the entry can be found without knowing the height. `ikey` is an internal key
+//! (`user_key ++ fixed64_le(trailer)`, see `key.rs`), at least 8 bytes long.
+//!
+//! # Concurrency
+//!
+//! REQUIRES: at most one thread inserts at a time. The engine guarantees this (only the
+//! group-commit leader inserts, WAL replay is single-threaded); [`SkipList::insert`] enforces it
+//! with a `try_lock` of the writer state and panics on a concurrent insert instead of racing.
+//! Readers take no locks. A node's entry and links are fully written before the node is
+//! published with a `Release` store into its predecessors' links; readers follow links with
+//! `Acquire` loads, so every node they reach is fully initialized. Entries are never modified
+//! or freed while the list lives; only links change (atomically), so a reader holding a node
+//! can always continue from it, and sees nodes inserted after it if it reaches them.
+
+use super::arena::{Arena, ALIGN};
+use crate::key::{self, SequenceNumber, ValueKind};
+use parking_lot::Mutex;
+use std::cmp::Ordering as CmpOrdering;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Towers are at most this tall.
+pub(crate) const MAX_HEIGHT: usize = 12;
+/// One in `BRANCHING` nodes of height `h` also reaches height `h + 1`.
+const BRANCHING: u64 = 4;
+const _: () = assert!(BRANCHING.is_power_of_two());
+const LINK: usize = std::mem::size_of::<AtomicPtr<u8>>();
+const _: () = assert!(LINK == ALIGN);
+
+/// An internal key to search for, split once into user key and trailer.
+#[derive(Clone, Copy)]
+pub(crate) struct Target<'a> {
+    user_key: &'a [u8],
+    trailer: u64,
+}
+
+impl<'a> Target<'a> {
+    /// The key `user_key` at (`seq`, `kind`).
+    pub(crate) fn new(user_key: &'a [u8], seq: SequenceNumber, kind: ValueKind) -> Self {
+        Target {
+            user_key,
+            trailer: key::pack_trailer(seq, kind),
+        }
+    }
+
+    /// An encoded internal key; split like `key::compare_internal` does (a key shorter than
+    /// the trailer is all user key, trailer 0).
+    pub(crate) fn from_internal(ikey: &'a [u8]) -> Self {
+        Target {
+            user_key: key::user_key(ikey),
+            trailer: key::trailer(ikey),
+        }
+    }
+}
+
+/// A node in a list, borrowed from it.
+#[derive(Clone, Copy)]
+pub(crate) struct Entry<'a> {
+    node: NonNull<u8>,
+    _list: PhantomData<&'a SkipList>,
+}
+
+impl<'a> Entry<'a> {
+    /// The encoded internal key.
+    #[inline]
+    pub(crate) fn key(self) -> &'a [u8] {
+        let (len, n) = read_varint(self.node);
+        // SAFETY: `node` is a published node of a list borrowed for 'a (`Entry` is only made
+        // by `SkipList` methods from its own nodes), so its entry bytes were fully written
+        // before publication (Release/Acquire on the link we reached it by) and are immutable
+        // and alive for 'a; the key occupies the `len` bytes after its varint.
+        unsafe { std::slice::from_raw_parts(self.node.as_ptr().add(n), len) }
+    }
+
+    /// The value.
+    #[inline]
+    pub(crate) fn value(self) -> &'a [u8] {
+        let (klen, n) = read_varint(self.node);
+        // SAFETY: as in `key`; the value's varint follows the key, inside the entry.
+        let vstart = unsafe { NonNull::new_unchecked(self.node.as_ptr().add(n + klen)) };
+        let (vlen, m) = read_varint(vstart);
+        // SAFETY: as in `key`; the value occupies the `vlen` bytes after its varint.
+        unsafe { std::slice::from_raw_parts(vstart.as_ptr().add(m), vlen) }
+    }
+
+    /// The user key and trailer of the key.
+    #[inline]
+    fn parts(self) -> (&'a [u8], u64) {
+        let k = self.key();
+        let (user_key, trailer) = k.split_at(k.len() - key::TRAILER_LEN);
+        let t = u64::from_le_bytes(trailer.try_into().expect("8-byte trailer"));
+        (user_key, t)
+    }
+
+    /// Orders this node's key against `t` in internal-key order (user key ascending, trailer
+    /// descending).
+    #[inline]
+    fn cmp(self, t: &Target<'_>) -> CmpOrdering {
+        let (user_key, trailer) = self.parts();
+        // Fast path: the first 8 bytes as big-endian integers order like the bytes do, and
+        // usually decide. memtable_bench (16-byte keys) measured ~20% off reverse scans and a
+        // few % off gets; keys with long shared prefixes pay one extra integer compare.
+        if let (Some(a), Some(b)) = (user_key.first_chunk::<8>(), t.user_key.first_chunk::<8>()) {
+            let (a, b) = (u64::from_be_bytes(*a), u64::from_be_bytes(*b));
+            if a != b {
+                return a.cmp(&b);
+            }
+        }
+        match user_key.cmp(t.user_key) {
+            CmpOrdering::Equal => t.trailer.cmp(&trailer),
+            o => o,
+        }
+    }
+
+    /// The user key, and the kind if it is a known one.
+    pub(crate) fn user_key_and_kind(self) -> (&'a [u8], Option<ValueKind>) {
+        let (user_key, trailer) = self.parts();
+        (user_key, ValueKind::from_u8((trailer & 0xff) as u8))
+    }
+}
+
+/// Decodes the LEB128 varint at `p` (written by `insert`, so well formed and at most 10 bytes).
+#[inline]
+fn read_varint(p: NonNull<u8>) -> (usize, usize) {
+    let mut v = 0usize;
+    let mut i = 0;
+    loop {
+        // SAFETY: `p` points at a varint inside a published node's entry (see `Entry::key`);
+        // the varint was written whole by `insert`, so every byte up to its last (high bit
+        // clear) is initialized and in bounds.
+        let b = unsafe { *p.as_ptr().add(i) };
+        v |= usize::from(b & 0x7f) << (7 * i);
+        i += 1;
+        if b < 0x80 {
+            return (v, i);
+        }
+    }
+}
+
+fn put_varint(dst: &mut [u8], mut v: usize) -> usize {
+    let mut i = 0;
+    while v >= 0x80 {
+        dst[i] = (v as u8) | 0x80;
+        v >>= 7;
+        i += 1;
+    }
+    dst[i] = v as u8;
+    i + 1
+}
+
+fn varint_len(v: usize) -> usize {
+    crate::coding::varint_length(v as u64)
+}
+
+/// The link of `node` at `level`.
+///
+/// # Safety
+///
+/// `node` is the head or a node of a list that outlives 'a, and its height is greater than
+/// `level`.
+#[inline]
+unsafe fn link<'a>(node: NonNull<u8>, level: usize) -> &'a AtomicPtr<u8> {
+    // SAFETY: (caller) the tower of `node` has more than `level` links, stored just below the
+    // node pointer, 8-aligned, zero-initialized by the arena or written by `insert` before
+    // publication, alive as long as the list. Links are only accessed atomically, so shared
+    // references to them are fine.
+    unsafe { &*node.as_ptr().cast::<AtomicPtr<u8>>().sub(level + 1) }
+}
+
+/// What only the (single) writer touches.
+struct WriterState {
+    arena: Arena,
+    rng: u64,
+}
+
+/// An ordered multiset of (internal key, value) entries: single writer, lock-free readers.
+pub(crate) struct SkipList {
+    /// The head node: `MAX_HEIGHT` links and an empty entry; never compared.
+    head: NonNull<u8>,
+    /// Height of the tallest tower; only grows.
+    max_height: AtomicUsize,
+    len: AtomicUsize,
+    memory: AtomicUsize,
+    writer: Mutex<WriterState>,
+}
+
+// SAFETY: the list owns its arena (which owns all nodes, including `head`); the raw pointers
+// are only into that memory. Shared use from many threads is the design: entries are immutable
+// once published, links are atomics with Release/Acquire publication, and all writer state is
+// behind `writer` (a mutex, taken with `try_lock` so concurrent writers panic rather than race).
+unsafe impl Send for SkipList {}
+// SAFETY: see `Send` above.
+unsafe impl Sync for SkipList {}
+
+impl SkipList {
+    /// An empty list.
+    pub(crate) fn new() -> Self {
+        let mut arena = Arena::new();
+        // Links (zeroed: null) plus one byte so the node pointer is inside the allocation.
+        let base = arena.allocate(MAX_HEIGHT * LINK + 1);
+        // SAFETY: the allocation is MAX_HEIGHT * LINK + 1 bytes, so the node pointer after the
+        // links is in bounds (and non-null).
+        let head = unsafe { NonNull::new_unchecked(base.as_ptr().add(MAX_HEIGHT * LINK)) };
+        SkipList {
+            head,
+            max_height: AtomicUsize::new(1),
+            len: AtomicUsize::new(0),
+            memory: AtomicUsize::new(arena.memory_usage()),
+            writer: Mutex::new(WriterState {
+                arena,
+                rng: 0x9E37_79B9_7F4A_7C15,
+            }),
+        }
+    }
+
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Arena bytes in use (see `Arena::memory_usage`).
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.memory.load(Ordering::Relaxed)
+    }
+
+    /// The node after `node` at `level`, if any. REQUIRES: `node` is the head or a node of
+    /// this list with height > `level` (everything the search functions pass).
+    #[inline]
+    fn next(&self, node: NonNull<u8>, level: usize) -> Option<NonNull<u8>> {
+        debug_assert!(level < MAX_HEIGHT);
+        // SAFETY: callers only pass the head (height MAX_HEIGHT) or nodes reached through a
+        // link at `level` or above, whose height is therefore > `level`.
+        let l = unsafe { link(node, level) };
+        NonNull::new(l.load(Ordering::Acquire))
+    }
+
+    fn entry(&self, node: NonNull<u8>) -> Entry<'_> {
+        debug_assert!(node != self.head);
+        Entry {
+            node,
+            _list: PhantomData,
+        }
+    }
+
+    /// The first node >= `t`, filling `prev[level]` with the last node < `t` per level.
+    fn find_greater_or_equal(
+        &self,
+        t: &Target<'_>,
+        mut prev: Option<&mut [NonNull<u8>; MAX_HEIGHT]>,
+    ) -> Option<NonNull<u8>> {
+        let mut x = self.head;
+        let mut level = self.max_height.load(Ordering::Relaxed) - 1;
+        // The node known to be >= t at the level below, to skip re-comparing it.
+        let mut last_ge: Option<NonNull<u8>> = None;
+        loop {
+            let next = self.next(x, level);
+            let ahead = match next {
+                Some(n) if Some(n) != last_ge => self.entry(n).cmp(t) == CmpOrdering::Less,
+                _ => false,
+            };
+            if ahead {
+                x = next.expect("checked");
+            } else {
+                if let Some(p) = prev.as_deref_mut() {
+                    p[level] = x;
+                }
+                if level == 0 {
+                    return next;
+                }
+                last_ge = next;
+                level -= 1;
+            }
+        }
+    }
+
+    /// The last node < `t`, or the head.
+    fn find_less_than(&self, t: &Target<'_>) -> NonNull<u8> {
+        let mut x = self.head;
+        let mut level = self.max_height.load(Ordering::Relaxed) - 1;
+        loop {
+            match self.next(x, level) {
+                Some(n) if self.entry(n).cmp(t) == CmpOrdering::Less => x = n,
+                _ => {
+                    if level == 0 {
+                        return x;
+                    }
+                    level -= 1;
+                }
+            }
+        }
+    }
+
+    /// The last node, or the head if the list is empty.
+    fn find_last(&self) -> NonNull<u8> {
+        let mut x = self.head;
+        let mut level = self.max_height.load(Ordering::Relaxed) - 1;
+        loop {
+            match self.next(x, level) {
+                Some(n) => x = n,
+                None => {
+                    if level == 0 {
+                        return x;
+                    }
+                    level -= 1;
+                }
+            }
+        }
+    }
+
+    fn not_head(&self, node: NonNull<u8>) -> Option<NonNull<u8>> {
+        (node != self.head).then_some(node)
+    }
+
+    /// The first entry >= `t`.
+    pub(crate) fn seek(&self, t: &Target<'_>) -> Option<Entry<'_>> {
+        self.find_greater_or_equal(t, None).map(|n| self.entry(n))
+    }
+
+    /// Inserts an entry for (`user_key`, `seq`, `kind`) -> `value`. An entry equal to an
+    /// existing key goes before it (so it is the one `seek` finds); the engine never does that,
+    /// as every write has its own sequence number.
+    ///
+    /// REQUIRES: no other thread is inserting into this list. Panics if one is (checked with a
+    /// `try_lock`, one uncontended atomic operation); readers may run concurrently.
+    pub(crate) fn insert(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+        kind: ValueKind,
+        value: &[u8],
+    ) {
+        let mut w = self.writer.try_lock().expect(
+            "SkipList::insert called concurrently: the memtable takes one writer at a time",
+        );
+        let t = Target::new(user_key, seq, kind);
+        let mut prev = [self.head; MAX_HEIGHT];
+        let found = self.find_greater_or_equal(&t, Some(&mut prev));
+        if let Some(n) = found {
+            debug_assert!(self.entry(n).cmp(&t) != CmpOrdering::Equal, "duplicate key");
+        }
+
+        let height = random_height(&mut w.rng);
+        let max = self.max_height.load(Ordering::Relaxed);
+        if height > max {
+            // `prev` already holds the head for the new levels. Readers that see the new height
+            // before the new node find null head links there and drop a level: harmless.
+            self.max_height.store(height, Ordering::Relaxed);
+        }
+
+        let klen = user_key.len() + key::TRAILER_LEN;
+        let entry_len = varint_len(klen) + klen + varint_len(value.len()) + value.len();
+        let tower = height * LINK;
+        let base = w.arena.allocate(tower + entry_len);
+        self.memory.store(w.arena.memory_usage(), Ordering::Relaxed);
+        // SAFETY: the allocation is `tower + entry_len` bytes, so the node pointer is in bounds
+        // (entry_len >= 2 > 0).
+        let node = unsafe { NonNull::new_unchecked(base.as_ptr().add(tower)) };
+        {
+            // SAFETY: `[node, node + entry_len)` is the entry part of a fresh allocation that
+            // only this thread can see until the node is published below, so a unique slice is
+            // fine; it does not overlap the links (below `node`).
+            let e = unsafe { std::slice::from_raw_parts_mut(node.as_ptr(), entry_len) };
+            let mut i = put_varint(e, klen);
+            e[i..i + user_key.len()].copy_from_slice(user_key);
+            i += user_key.len();
+            e[i..i + key::TRAILER_LEN].copy_from_slice(&t.trailer.to_le_bytes());
+            i += key::TRAILER_LEN;
+            i += put_varint(&mut e[i..], value.len());
+            e[i..].copy_from_slice(value);
+        }
+        for (level, &p) in prev.iter().enumerate().take(height) {
+            // SAFETY: `p` is the head (MAX_HEIGHT links) or was reached through a link at
+            // `level`, so has height > `level`; both belong to this list, borrowed here.
+            let prev_link = unsafe { link(p, level) };
+            // SAFETY: `node` was allocated above with `height` > `level` links.
+            let node_link = unsafe { link(node, level) };
+            // Relaxed is enough for the new node's own link: the Release store below
+            // publishes it together with the entry.
+            node_link.store(prev_link.load(Ordering::Relaxed), Ordering::Relaxed);
+            prev_link.store(node.as_ptr(), Ordering::Release);
+        }
+        self.len.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn random_height(rng: &mut u64) -> usize {
+    let mut height = 1;
+    while height < MAX_HEIGHT {
+        // xorshift64
+        let mut x = *rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *rng = x;
+        // BRANCHING is a power of two: `& (BRANCHING - 1)` is `% BRANCHING`.
+        if x & (BRANCHING - 1) != 0 {
+            break;
+        }
+        height += 1;
+    }
+    height
+}
+
+/// A cursor over a list that keeps the list alive. `None` is "not positioned".
+pub(crate) struct Cursor {
+    list: Arc<SkipList>,
+    node: Option<NonNull<u8>>,
+}
+
+// SAFETY: the node pointer is into the list's arena, kept alive by the `Arc`; reading through
+// it from another thread is what `SkipList: Sync` allows.
+unsafe impl Send for Cursor {}
+// SAFETY: `&Cursor` only reads immutable entries (see `Send`).
+unsafe impl Sync for Cursor {}
+
+impl Cursor {
+    pub(crate) fn new(list: Arc<SkipList>) -> Self {
+        Cursor { list, node: None }
+    }
+
+    /// The current entry, borrowed from the cursor (which keeps the list alive).
+    #[inline]
+    pub(crate) fn current(&self) -> Option<Entry<'_>> {
+        // `node` is only ever set from `self.list`'s search functions, so it is a node of the
+        // list that `self.list` keeps alive for as long as `self` is borrowed.
+        self.node.map(|n| self.list.entry(n))
+    }
+
+    pub(crate) fn seek_to_first(&mut self) {
+        self.node = self.list.next(self.list.head, 0);
+    }
+
+    pub(crate) fn seek_to_last(&mut self) {
+        self.node = self.list.not_head(self.list.find_last());
+    }
+
+    pub(crate) fn seek(&mut self, t: &Target<'_>) {
+        self.node = self.list.find_greater_or_equal(t, None);
+    }
+
+    /// REQUIRES: positioned (else stays unpositioned).
+    pub(crate) fn next(&mut self) {
+        self.node = self.node.and_then(|n| self.list.next(n, 0));
+    }
+
+    /// REQUIRES: positioned (else stays unpositioned).
+    pub(crate) fn prev(&mut self) {
+        self.node = self.current().and_then(|e| {
+            let t = Target::from_internal(e.key());
+            self.list.not_head(self.list.find_less_than(&t))
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heights_follow_branching() {
+        let mut rng = 1u64;
+        let mut counts = [0usize; MAX_HEIGHT + 1];
+        for _ in 0..100_000 {
+            counts[random_height(&mut rng)] += 1;
+        }
+        assert!(counts[1] > 70_000 && counts[1] < 80_000, "{counts:?}");
+        assert!(counts[2] > 15_000 && counts[2] < 22_000, "{counts:?}");
+        assert_eq!(counts[0], 0);
+    }
+
+    #[test]
+    fn concurrent_insert_panics_instead_of_racing() {
+        let l = SkipList::new();
+        let _held = l.writer.lock();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            l.insert(b"k", 1, ValueKind::Put, b"v")
+        }));
+        assert!(r.is_err());
+        assert_eq!(l.len(), 0);
+    }
+}
