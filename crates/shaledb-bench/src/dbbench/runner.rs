@@ -192,10 +192,13 @@ impl Runner {
         Ok(())
     }
 
+    /// Destroys the database directory and opens a new, empty database there.
     fn fresh(&mut self, opts: &CommonOptions) -> Result<(), String> {
         self.engine = None;
         destroy_dir(&self.path)?;
-        self.open(opts)
+        let mut create = opts.clone();
+        create.use_existing_db = false;
+        self.open(&create)
     }
 
     /// Prints db_bench's header.
@@ -228,13 +231,12 @@ impl Runner {
     /// Runs every benchmark of `--benchmarks` in order; writes `--json` if asked.
     pub fn run_all(&mut self) -> Result<Vec<BenchResult>, String> {
         self.header();
-        let mut opts = self.flags.opts.clone();
-        if !opts.use_existing_db {
-            self.engine = None;
-            destroy_dir(&self.path)?;
+        let opts = self.flags.opts.clone();
+        if opts.use_existing_db {
+            self.open(&opts)?;
+        } else {
+            self.fresh(&opts)?;
         }
-        opts.use_existing_db = true;
-        self.open(&opts)?;
         let names = self.flags.benchmarks.clone();
         for name in names {
             let r = self.run_one(&name)?;
