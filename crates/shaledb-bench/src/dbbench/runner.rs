@@ -96,6 +96,10 @@ pub struct Runner {
     pub results: Vec<BenchResult>,
     /// Print result lines on stdout.
     pub verbose: bool,
+    /// Threads started by earlier benchmarks of this run: like db_bench, each benchmark's
+    /// threads get fresh seeds (`seed + threads_so_far + tid + 1`), so readrandom does not
+    /// replay the exact key sequence fillrandom wrote.
+    threads_started: AtomicU64,
 }
 
 fn is_fill(name: &str) -> bool {
@@ -169,6 +173,7 @@ impl Runner {
             engine: None,
             results: Vec::new(),
             verbose: true,
+            threads_started: AtomicU64::new(0),
         })
     }
 
@@ -714,6 +719,9 @@ impl Runner {
         let duration = (f.duration > 0).then(|| Duration::from_secs(f.duration));
         let start = Instant::now();
         let writers = n.max(1) as u64;
+        let seed_base = f
+            .seed
+            .wrapping_add(self.threads_started.fetch_add(n as u64, Ordering::Relaxed));
         let ctxs: Vec<Result<ThreadCtx<'_>, String>> = std::thread::scope(|s| {
             let monitor = s.spawn(|| self.monitor(name, &progress, &finished, start));
             let handles: Vec<_> = (0..n)
@@ -724,7 +732,7 @@ impl Runner {
                     s.spawn(move || {
                         let mut c = ThreadCtx {
                             tid,
-                            rand: Mt64::new(f.seed.wrapping_add(tid as u64 + 1)),
+                            rand: Mt64::new(seed_base.wrapping_add(tid as u64 + 1)),
                             gen: RandomGenerator::new(
                                 f.compression_ratio,
                                 f.value_size.max(100_000),
