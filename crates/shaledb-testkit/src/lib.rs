@@ -10,6 +10,7 @@
 //! The tests using them live in `tests/` (see docs/testing.md).
 
 pub mod fault;
+pub mod fuzz;
 pub mod model;
 
 pub use fault::{Fault, FaultFs, Injected, OpKind, Rule, Target};
