@@ -21,6 +21,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+impl Writer {
+    /// A writer ready to be queued.
+    fn queued(batch: WriteBatch, sync: bool, disable_wal: bool) -> Arc<Writer> {
+        Arc::new(Writer {
+            batch,
+            sync,
+            disable_wal,
+            done: AtomicBool::new(false),
+            result: Mutex::new(None),
+            cv: Condvar::new(),
+        })
+    }
+}
+
 /// A group stops growing past this many bytes so one leader does not delay its own write too
 /// long.
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -53,14 +67,7 @@ impl DbInner {
     pub(crate) fn write_owned(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
         self.validate_batch(&batch)?;
         let user_bytes = batch.approximate_size() as u64;
-        let w = Arc::new(Writer {
-            batch,
-            sync: wo.sync,
-            disable_wal: wo.disable_wal,
-            done: AtomicBool::new(false),
-            result: Mutex::new(None),
-            cv: Condvar::new(),
-        });
+        let w = Writer::queued(batch, wo.sync, wo.disable_wal);
         let mut st = self.state.lock();
         if st.closed {
             return Err(Error::Closed);
@@ -127,14 +134,7 @@ impl DbInner {
     /// Freezes the active memtable (if it holds anything) so a flush can write it. Queues as a
     /// writer with an empty batch so no leader is inserting into the memtable meanwhile.
     pub(crate) fn freeze_memtable(&self) -> Result<()> {
-        let w = Arc::new(Writer {
-            batch: WriteBatch::new(),
-            sync: false,
-            disable_wal: false,
-            done: AtomicBool::new(false),
-            result: Mutex::new(None),
-            cv: Condvar::new(),
-        });
+        let w = Writer::queued(WriteBatch::new(), false, false);
         let mut st = self.state.lock();
         if st.closed {
             return Err(Error::Closed);
