@@ -150,9 +150,8 @@ pub fn run(
     if path.exists() && !flags.opts.use_existing_db {
         std::fs::remove_dir_all(&path).map_err(|e| format!("deleting {}: {e}", path.display()))?;
     }
-    let mut o = flags.opts.clone();
-    o.use_existing_db = true;
-    let e = open_engine(&flags.engine, &path, &o)?;
+    // A fresh database is created, not opened as existing (peers refuse an empty directory).
+    let e = open_engine(&flags.engine, &path, &flags.opts)?;
     let e = e.as_ref();
     let seed = flags.seed;
     let written = AtomicU64::new(0);

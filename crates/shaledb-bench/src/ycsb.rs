@@ -788,15 +788,16 @@ pub fn run(cfg: &YcsbConfig, verbose: bool) -> Result<Vec<BenchResult>, String> 
             return Err("--phase=run needs a loaded database: use --phase=load,run, or --db=PATH of a database loaded with the same --recordcount".into())
         }
     };
-    if has_load
+    // A load that starts the run creates a fresh database (peers refuse to "open existing" a
+    // directory that holds none); a run phase alone opens the loaded one.
+    let fresh = has_load
         && cfg.phases.first().map(|s| s.as_str()) == Some("load")
-        && path.exists()
-        && !cfg.flags.opts.use_existing_db
-    {
+        && !cfg.flags.opts.use_existing_db;
+    if fresh && path.exists() {
         std::fs::remove_dir_all(&path).map_err(|e| format!("deleting {}: {e}", path.display()))?;
     }
     let mut opts = cfg.flags.opts.clone();
-    opts.use_existing_db = true;
+    opts.use_existing_db = !fresh;
     let e = open_engine(&cfg.flags.engine, &path, &opts)?;
     let mut out = Vec::new();
     let mut next = cfg.recordcount;
