@@ -47,10 +47,12 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
     let (n, k1_bytes, t1_rows, y1_records, y1_ops) = match name {
         "seed-small" => (100_000u64, 20u64 << 20, 200_000u64, 200_000u64, 100_000u64),
         "seed-full" => (5_000_000, 1 << 30, 5_000_000, 50_000_000, 10_000_000),
+        // seed-full scaled down to fit a shared 2-core machine's hour (docs/benchmarks.md).
+        "seed-medium" => (1_000_000, 100 << 20, 1_000_000, 2_000_000, 1_000_000),
         "tiny" => (2_000, 1 << 20, 2_000, 2_000, 2_000),
         other => {
             return Err(format!(
-                "unknown suite {other:?}: seed-small, seed-full (or tiny)"
+                "unknown suite {other:?}: seed-small, seed-medium, seed-full (or tiny)"
             ))
         }
     };
@@ -120,6 +122,115 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
     Ok(v)
 }
 
+/// A documented stand-in for an option an engine does not have. The adapters refuse such an
+/// option outright (never a silent substitute); `compare` alone applies these, labels the cell
+/// with `label`, and lists every substitution used in the report. docs/benchmarks.md
+/// ("Substitutions") explains each row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Substitution {
+    /// Engine it applies to.
+    pub engine: &'static str,
+    /// The db_bench flag, with its leading `--`.
+    pub flag: &'static str,
+    /// Values of the flag that the engine cannot honour.
+    pub when: &'static [&'static str],
+    /// The flag's value when the workload does not set it (db_bench's default).
+    pub default: &'static str,
+    /// The value the engine runs with instead.
+    pub with: &'static str,
+    /// Label on the cell (engine column and report notes).
+    pub label: &'static str,
+    /// Why.
+    pub why: &'static str,
+}
+
+/// Every substitution `compare` makes, in one place.
+pub const SUBSTITUTIONS: &[Substitution] = &[
+    Substitution {
+        engine: "leveldb",
+        flag: "--disable_wal",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "WAL on",
+        why: "LevelDB 1.23 always writes its log; run with the log on and sync off",
+    },
+    Substitution {
+        engine: "fjall",
+        flag: "--disable_wal",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "WAL on",
+        why: "fjall 3 always writes its journal; run with the journal on and sync off",
+    },
+    Substitution {
+        engine: "fjall",
+        flag: "--compression_type",
+        when: &["snappy"],
+        default: "snappy",
+        with: "lz4",
+        label: "lz4",
+        why: "fjall 3 has lz4 and none, no snappy; lz4 is the nearest codec in speed and ratio",
+    },
+    Substitution {
+        engine: "shaledb",
+        flag: "--use_direct_reads",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "buffered reads",
+        why: "ShaleDB has no O_DIRECT reads yet; its reads go through the page cache",
+    },
+    Substitution {
+        engine: "leveldb",
+        flag: "--use_direct_reads",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "buffered reads",
+        why: "LevelDB has no O_DIRECT reads; its reads go through the page cache",
+    },
+    Substitution {
+        engine: "fjall",
+        flag: "--use_direct_reads",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "buffered reads",
+        why: "fjall 3 has no O_DIRECT reads; its reads go through the page cache",
+    },
+];
+
+/// The arguments `engine` runs `args` with, and the substitutions applied (none for RocksDB,
+/// WiredTiger and RocksDB's db_bench).
+pub fn substitute(engine: &str, args: &[String]) -> (Vec<String>, Vec<&'static Substitution>) {
+    let mut out = args.to_vec();
+    let mut used = Vec::new();
+    for sub in SUBSTITUTIONS.iter().filter(|s| s.engine == engine) {
+        let prefix = format!("{}=", sub.flag);
+        let last = out.iter().rposition(|a| a.starts_with(&prefix));
+        let value = last.map_or(sub.default, |i| &out[i][prefix.len()..]);
+        if !sub.when.contains(&value) {
+            continue;
+        }
+        out.retain(|a| !a.starts_with(&prefix));
+        out.push(format!("{prefix}{}", sub.with));
+        used.push(sub);
+    }
+    (out, used)
+}
+
+/// What the suite is, for the report header: its sizes and, for a scaled suite, why.
+pub fn suite_note(name: &str) -> &'static str {
+    match name {
+        "seed-small" => "Suite seed-small (CI smoke test): N = 100,000 keys; K1 20 MB per value size; T1 200,000 rows; Y1 200,000 records, 100,000 operations. Its figures are never asserted.",
+        "seed-medium" => "Suite seed-medium: seed-full scaled down so that all engines finish in about 45 minutes on this 2-core machine: N = 1,000,000 keys (not 5,000,000); K1 100 MB per value size (not 1 GB); T1 1,000,000 rows; Y1 2,000,000 records and 1,000,000 operations per workload (not 50,000,000 / 10,000,000). Not the seed-full reference.",
+        "seed-full" => "Suite seed-full: the BENCHMARKS.md reference sizes.",
+        _ => "Suite tiny: a test-sized run.",
+    }
+}
+
 /// One cell: a workload on an engine.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Cell {
@@ -135,6 +246,19 @@ pub struct Cell {
     pub error: Option<String>,
     /// Wall seconds of the process.
     pub secs: f64,
+    /// Labels of the substitutions this cell ran with (see [`SUBSTITUTIONS`]).
+    pub substitutions: Vec<String>,
+}
+
+impl Cell {
+    /// The engine column: the engine, with its substitutions in parentheses.
+    pub fn label(&self) -> String {
+        if self.substitutions.is_empty() {
+            self.engine.clone()
+        } else {
+            format!("{} ({})", self.engine, self.substitutions.join(", "))
+        }
+    }
 }
 
 fn find_db_bench() -> Option<PathBuf> {
@@ -162,6 +286,7 @@ fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> 
     let db = dir.join(format!("{}-{engine}", wl.id));
     let json = raw.join(format!("{}-{engine}.json", wl.id));
     let mut args: Vec<String> = Vec::new();
+    let mut used: Vec<String> = Vec::new();
     let prog: PathBuf;
     if engine == "rocksdb-db_bench" {
         prog = find_db_bench().unwrap_or_default();
@@ -180,7 +305,9 @@ fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> 
             Kind::Tpch => args.push("tpch".into()),
             Kind::DbBench => {}
         }
-        args.extend(wl.args.iter().cloned());
+        let (wargs, subs) = substitute(engine, &wl.args);
+        used = subs.iter().map(|s| s.label.to_string()).collect();
+        args.extend(wargs);
         args.push(format!("--engine={engine}"));
         args.push(format!("--db={}", db.display()));
         args.push(format!("--json={}", json.display()));
@@ -200,6 +327,7 @@ fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> 
         results: Vec::new(),
         error: None,
         secs,
+        substitutions: used,
     };
     match out {
         Err(e) => cell.error = Some(format!("could not start: {e}")),
@@ -307,8 +435,29 @@ pub fn report_md(
     wls: &[Workload],
     engines: &[String],
     facts: &str,
+    command: &str,
 ) -> String {
-    let mut s = format!("# shale-bench compare --suite={suite} ({})\n\nEngines: {}. Each cell ran in its own process on a fresh database directory; engines alternate within each workload. Figures are one run on a shared machine: compare ratios, not absolutes.\n\n## Machine\n\n```\n{facts}```\n", today(), engines.join(", "));
+    let mut s = format!("# shale-bench compare --suite={suite} ({})\n\n```\n{command}\n```\n\n{}\n\nEngines: {}. Each cell ran in its own process on a fresh database directory; engines alternate within each workload. Figures are one run on a shared machine: compare ratios, not absolutes.\n", today(), suite_note(suite), engines.join(", "));
+    let mut used: Vec<&Substitution> = Vec::new();
+    for c in cells {
+        for sub in SUBSTITUTIONS {
+            let hit = sub.engine == c.engine && c.substitutions.iter().any(|l| l == sub.label);
+            if hit && !used.iter().any(|u| std::ptr::eq(*u, sub)) {
+                used.push(sub);
+            }
+        }
+    }
+    if !used.is_empty() {
+        s.push_str("\n## Substitutions\n\nA cell labelled `engine (label)` ran with a stand-in for an option that engine does not have (table `SUBSTITUTIONS` in crates/shaledb-bench/src/compare.rs; docs/benchmarks.md, \"Substitutions\"):\n\n| engine | workload option | ran with | label | why |\n| --- | --- | --- | --- | --- |\n");
+        for u in used {
+            let _ = writeln!(
+                s,
+                "| {} | {}={} | {}={} | {} | {} |",
+                u.engine, u.flag, u.when[0], u.flag, u.with, u.label, u.why
+            );
+        }
+    }
+    let _ = write!(s, "\n## Machine\n\n```\n{facts}```\n");
     for wl in wls {
         let _ = write!(s, "\n## {} — {}\n\n| benchmark | engine | ops/sec | MB/s | P50 us | P99 us | P99.9 us | ShaleDB / engine |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", wl.id, wl.title);
         let mine: Vec<&Cell> = cells.iter().filter(|c| c.workload == wl.id).collect();
@@ -326,7 +475,7 @@ pub fn report_md(
                 let _ = writeln!(
                     s,
                     "| (all) | {} | FAILED: {} | | | | | |",
-                    c.engine,
+                    c.label(),
                     e.replace('|', "/")
                 );
             }
@@ -357,7 +506,7 @@ pub fn report_md(
                 let _ = writeln!(
                     s,
                     "| {b} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {ratio} |",
-                    c.engine,
+                    c.label(),
                     fmt_num(r.ops_per_sec),
                     r.mb_per_sec,
                     l.p50_us,
@@ -368,14 +517,17 @@ pub fn report_md(
                     let _ = writeln!(
                         s,
                         "| {b} {op} | {} | | | {:.1} | {:.1} | {:.1} | |",
-                        c.engine, ol.p50_us, ol.p99_us, ol.p999_us
+                        c.label(),
+                        ol.p50_us,
+                        ol.p99_us,
+                        ol.p999_us
                     );
                 }
                 if let (Some(sz), Some(wa)) = (r.size_on_disk, r.write_amp) {
                     let _ = writeln!(
                         s,
                         "| {b} size / write-amp | {} | {:.1} MB | {wa:.2}x | | | | |",
-                        c.engine,
+                        c.label(),
                         sz as f64 / 1048576.0
                     );
                 }
@@ -407,14 +559,20 @@ fn esc(s: &str) -> String {
 }
 
 /// report.html: self-contained, inline SVG.
-pub fn report_html(suite: &str, cells: &[Cell], wls: &[Workload], facts: &str) -> String {
-    let mut s = format!("<!doctype html><html><head><meta charset='utf-8'><title>shale-bench {suite}</title><style>body{{font-family:sans-serif;max-width:800px;margin:auto}}pre{{background:#eee;padding:8px}}</style></head><body><h1>shale-bench compare --suite={suite} ({})</h1><pre>{}</pre>", today(), esc(facts));
+pub fn report_html(
+    suite: &str,
+    cells: &[Cell],
+    wls: &[Workload],
+    facts: &str,
+    command: &str,
+) -> String {
+    let mut s = format!("<!doctype html><html><head><meta charset='utf-8'><title>shale-bench {suite}</title><style>body{{font-family:sans-serif;max-width:800px;margin:auto}}pre{{background:#eee;padding:8px}}</style></head><body><h1>shale-bench compare --suite={suite} ({})</h1><pre>{}</pre><p>{}</p><p>A label in parentheses after an engine names a substitution for an option that engine lacks (see report.md and docs/benchmarks.md, Substitutions).</p><pre>{}</pre>", today(), esc(command), esc(suite_note(suite)), esc(facts));
     for wl in wls {
         let _ = write!(s, "<h2>{} — {}</h2>", esc(&wl.id), esc(&wl.title));
         let mine: Vec<&Cell> = cells.iter().filter(|c| c.workload == wl.id).collect();
         for c in &mine {
             if let Some(e) = &c.error {
-                let _ = write!(s, "<p><b>{}</b> failed: {}</p>", esc(&c.engine), esc(e));
+                let _ = write!(s, "<p><b>{}</b> failed: {}</p>", esc(&c.label()), esc(e));
             }
         }
         let shale = mine.iter().find(|c| c.engine == "shaledb");
@@ -431,7 +589,7 @@ pub fn report_html(suite: &str, cells: &[Cell], wls: &[Workload], facts: &str) -
             let base = shale.and_then(|c| get(c)).map(|r| r.ops_per_sec);
             let ops: Vec<(String, f64)> = mine
                 .iter()
-                .filter_map(|c| get(c).map(|r| (c.engine.clone(), r.ops_per_sec)))
+                .filter_map(|c| get(c).map(|r| (c.label(), r.ops_per_sec)))
                 .collect();
             s.push_str(&svg_bars(&format!("{b}: ops/sec"), &ops, "ops/s"));
             if let Some(b0) = base {
@@ -457,7 +615,7 @@ pub fn report_html(suite: &str, cells: &[Cell], wls: &[Workload], facts: &str) -
                         ("P99.9", r.latency.p999_us),
                     ] {
                         if v > 0.0 {
-                            lat.push((format!("{} {p}", c.engine), v));
+                            lat.push((format!("{} {p}", c.label()), v));
                         }
                     }
                 }
@@ -509,6 +667,10 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
                 .any(|x| w.id == *x || w.id.starts_with(&format!("{x}-")))
         });
     }
+    let command = std::iter::once("shale-bench compare".to_string())
+        .chain(args.iter().map(|a| shell_quote(a.as_ref())))
+        .collect::<Vec<_>>()
+        .join(" ");
     let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
     let dir = out_root.join(format!("{}-{suite_name}", today()));
     let raw = dir.join("raw");
@@ -550,7 +712,7 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
                 }
             }
             cells.push(c);
-            write_outputs(&dir, &suite_name, &cells, &wls, &columns, &facts)?;
+            write_outputs(&dir, &suite_name, &cells, &wls, &columns, &facts, &command)?;
         }
     }
     println!(
@@ -569,12 +731,19 @@ fn write_outputs(
     wls: &[Workload],
     cols: &[String],
     facts: &str,
+    command: &str,
 ) -> Result<(), String> {
     let wr = |name: &str, text: String| {
         std::fs::write(dir.join(name), text).map_err(|e| format!("writing {name}: {e}"))
     };
-    wr("report.md", report_md(suite, cells, wls, cols, facts))?;
-    wr("report.html", report_html(suite, cells, wls, facts))?;
+    wr(
+        "report.md",
+        report_md(suite, cells, wls, cols, facts, command),
+    )?;
+    wr(
+        "report.html",
+        report_html(suite, cells, wls, facts, command),
+    )?;
     wr(
         "results.json",
         serde_json::to_string_pretty(cells).map_err(|e| e.to_string())?,
@@ -587,4 +756,48 @@ fn write_outputs(
             .collect(),
     )?;
     wr("machine.txt", facts.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn substitutions_apply_to_set_and_default_values_and_are_labelled() {
+        let a = args("--num=10 --disable_wal=1 --compression_type=snappy");
+        let (out, used) = substitute("fjall", &a);
+        assert!(out.contains(&"--disable_wal=0".to_string()));
+        assert!(out.contains(&"--compression_type=lz4".to_string()));
+        assert!(!out
+            .iter()
+            .any(|x| x == "--disable_wal=1" || x.ends_with("=snappy")));
+        let labels: Vec<&str> = used.iter().map(|u| u.label).collect();
+        assert_eq!(labels, ["WAL on", "lz4"]);
+        // fjall's codec default is snappy, as db_bench's: K1 and Y1 set no codec.
+        let (out, used) = substitute("fjall", &args("--num=10"));
+        assert_eq!(out, args("--num=10 --compression_type=lz4"));
+        assert_eq!(used.len(), 1);
+        // Engines with the option run the workload as written.
+        for e in ["rocksdb", "wiredtiger", "rocksdb-db_bench"] {
+            let a = args("--disable_wal=1 --use_direct_reads=1");
+            assert_eq!(substitute(e, &a), (a.clone(), Vec::new()));
+        }
+        let (out, used) = substitute("shaledb", &args("--use_direct_reads=1"));
+        assert_eq!(out, args("--use_direct_reads=0"));
+        assert_eq!(used[0].label, "buffered reads");
+        let (_, used) = substitute("leveldb", &args("--disable_wal=0 --use_direct_reads=0"));
+        assert!(used.is_empty());
+    }
+
+    #[test]
+    fn every_suite_parses() {
+        for s in ["tiny", "seed-small", "seed-medium", "seed-full"] {
+            assert!(suite(s).unwrap().len() > 10, "{s}");
+        }
+        assert!(suite("nope").is_err());
+    }
 }
