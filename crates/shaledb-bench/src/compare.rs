@@ -31,6 +31,10 @@ pub struct Workload {
     pub kind: Kind,
     /// Arguments (without --engine/--db/--json).
     pub args: Vec<String>,
+    /// A second, measured step on the database the first step loaded (run with
+    /// `--use_existing_db=1`), or empty. Multi-threaded reads load with one thread first: a
+    /// db_bench fill with `--threads=T` writes every key T times.
+    pub then: Vec<String>,
 }
 
 fn w(id: &str, title: &str, kind: Kind, args: &str) -> Workload {
@@ -39,7 +43,15 @@ fn w(id: &str, title: &str, kind: Kind, args: &str) -> Workload {
         title: title.into(),
         kind,
         args: args.split_whitespace().map(String::from).collect(),
+        then: Vec::new(),
     }
+}
+
+/// A workload that loads with `load` (one thread), then runs `run` on the loaded database.
+fn w2(id: &str, title: &str, load: &str, run: &str) -> Workload {
+    let mut wl = w(id, title, Kind::DbBench, load);
+    wl.then = run.split_whitespace().map(String::from).collect();
+    wl
 }
 
 /// The workloads of `seed-small` or `seed-full`.
@@ -65,18 +77,27 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
         w("R2", "bulk load sequential: fillseq, WAL off", Kind::DbBench, &format!("{base} --benchmarks=fillseq --disable_wal=1")),
         w("R3", "random overwrite, WAL on, no sync", Kind::DbBench, &format!("{base} --benchmarks=fillseq,overwrite")),
     ];
+    let r4 = format!("{base} --compression_type=none --block_size=4096");
     for t in [1u64, 2, 32] {
-        v.push(w(&format!("R4-{t}t"), &format!("readrandom, 4 KB blocks, no compression, {t} threads, 1 GB cache"), Kind::DbBench,
-            &format!("{base} --benchmarks=fillseq,readrandom --compression_type=none --block_size=4096 --threads={t} --reads={}", (n / t).max(1))));
+        v.push(w2(
+            &format!("R4-{t}t"),
+            &format!("readrandom, 4 KB blocks, no compression, {t} threads, 1 GB cache (loaded by fillseq, 1 thread)"),
+            &format!("{r4} --benchmarks=fillseq --threads=1"),
+            &format!("{r4} --benchmarks=readrandom --threads={t} --reads={}", (n / t).max(1)),
+        ));
     }
-    v.push(w("R4-io", "readrandom, 2 threads, 64 MB cache, direct reads", Kind::DbBench,
-        &format!("{base} --benchmarks=fillseq,readrandom --compression_type=none --block_size=4096 --threads=2 --reads={} --cache_size=67108864 --use_direct_reads=1", n / 2)));
-    v.push(w(
+    v.push(w2(
+        "R4-io",
+        "readrandom, 2 threads, 64 MB cache, direct reads (loaded by fillseq, 1 thread)",
+        &format!("{r4} --benchmarks=fillseq --threads=1"),
+        &format!("{r4} --benchmarks=readrandom --threads=2 --reads={} --cache_size=67108864 --use_direct_reads=1", n / 2),
+    ));
+    v.push(w2(
         "R5",
-        "readwhilewriting, 2 readers + 1 writer",
-        Kind::DbBench,
+        "readwhilewriting, 2 readers + 1 writer (loaded by fillseq, 1 thread)",
+        &format!("{base} --benchmarks=fillseq --threads=1"),
         &format!(
-            "{base} --benchmarks=fillseq,readwhilewriting --threads=2 --reads={}",
+            "{base} --benchmarks=readwhilewriting --threads=2 --reads={}",
             n / 2
         ),
     ));
@@ -282,58 +303,23 @@ fn shell_quote(a: &str) -> String {
     }
 }
 
-fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> Cell {
-    let db = dir.join(format!("{}-{engine}", wl.id));
-    let json = raw.join(format!("{}-{engine}.json", wl.id));
-    let mut args: Vec<String> = Vec::new();
-    let mut used: Vec<String> = Vec::new();
-    let prog: PathBuf;
-    if engine == "rocksdb-db_bench" {
-        prog = find_db_bench().unwrap_or_default();
-        args.extend(
-            wl.args
-                .iter()
-                .filter(|a| !a.starts_with("--engine"))
-                .cloned(),
-        );
-        args.push("--histogram=1".into());
-        args.push(format!("--db={}", db.display()));
-    } else {
-        prog = exe.to_path_buf();
-        match wl.kind {
-            Kind::Ycsb => args.push("ycsb".into()),
-            Kind::Tpch => args.push("tpch".into()),
-            Kind::DbBench => {}
-        }
-        let (wargs, subs) = substitute(engine, &wl.args);
-        used = subs.iter().map(|s| s.label.to_string()).collect();
-        args.extend(wargs);
-        args.push(format!("--engine={engine}"));
-        args.push(format!("--db={}", db.display()));
-        args.push(format!("--json={}", json.display()));
-    }
+/// Runs one process of a cell; returns its command, and its results or an error.
+fn run_step(
+    prog: &Path,
+    args: &[String],
+    json: &Path,
+    stdout_path: &Path,
+    db_bench: bool,
+) -> (String, Result<Vec<BenchResult>, String>) {
     let command = std::iter::once(prog.display().to_string())
         .chain(args.iter().map(|a| shell_quote(a)))
         .collect::<Vec<_>>()
         .join(" ");
-    let t0 = Instant::now();
-    let out = Command::new(&prog).args(&args).output();
-    let secs = t0.elapsed().as_secs_f64();
-    let _ = std::fs::remove_dir_all(&db);
-    let mut cell = Cell {
-        workload: wl.id.clone(),
-        engine: engine.into(),
-        command,
-        results: Vec::new(),
-        error: None,
-        secs,
-        substitutions: used,
-    };
-    match out {
-        Err(e) => cell.error = Some(format!("could not start: {e}")),
+    let res = match Command::new(prog).args(args).output() {
+        Err(e) => Err(format!("could not start: {e}")),
         Ok(o) => {
             let stdout = String::from_utf8_lossy(&o.stdout).to_string();
-            let _ = std::fs::write(raw.join(format!("{}-{engine}.stdout.txt", wl.id)), &stdout);
+            let _ = std::fs::write(stdout_path, &stdout);
             if !o.status.success() {
                 let err = String::from_utf8_lossy(&o.stderr);
                 let last = err
@@ -341,19 +327,17 @@ fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> 
                     .rev()
                     .find(|l| !l.trim().is_empty())
                     .unwrap_or("failed");
-                cell.error = Some(format!(
+                Err(format!(
                     "exit {}: {}",
                     o.status.code().unwrap_or(-1),
                     last.trim()
-                ));
-            } else if engine == "rocksdb-db_bench" {
-                cell.results = parse_db_bench_output(&stdout);
-                let _ = std::fs::write(
-                    &json,
-                    serde_json::to_string_pretty(&cell.results).unwrap_or_default(),
-                );
+                ))
+            } else if db_bench {
+                let r = parse_db_bench_output(&stdout);
+                let _ = std::fs::write(json, serde_json::to_string_pretty(&r).unwrap_or_default());
+                Ok(r)
             } else {
-                match std::fs::read_to_string(&json)
+                std::fs::read_to_string(json)
                     .map_err(|e| e.to_string())
                     .and_then(|t| {
                         serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string())
@@ -361,14 +345,89 @@ fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> 
                     .and_then(|v| {
                         serde_json::from_value::<Vec<BenchResult>>(v["results"].clone())
                             .map_err(|e| e.to_string())
-                    }) {
-                    Ok(r) => cell.results = r,
-                    Err(e) => cell.error = Some(format!("no JSON results: {e}")),
+                    })
+                    .map_err(|e| format!("no JSON results: {e}"))
+            }
+        }
+    };
+    (command, res)
+}
+
+fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> Cell {
+    let db = dir.join(format!("{}-{engine}", wl.id));
+    let db_bench = engine == "rocksdb-db_bench";
+    let prog = if db_bench {
+        find_db_bench().unwrap_or_default()
+    } else {
+        exe.to_path_buf()
+    };
+    // The load step, then (if the workload has one) the measured step on the same database.
+    let mut steps = vec![wl.args.clone()];
+    if !wl.then.is_empty() {
+        let mut t = wl.then.clone();
+        t.push("--use_existing_db=1".into());
+        steps.push(t);
+    }
+    let mut used: Vec<String> = Vec::new();
+    let mut commands = Vec::new();
+    let mut results = Vec::new();
+    let mut error = None;
+    let t0 = Instant::now();
+    for (i, step) in steps.iter().enumerate() {
+        let suffix = if i == 0 {
+            String::new()
+        } else {
+            format!(".step{}", i + 1)
+        };
+        let json = raw.join(format!("{}-{engine}{suffix}.json", wl.id));
+        let stdout_path = raw.join(format!("{}-{engine}{suffix}.stdout.txt", wl.id));
+        let mut args: Vec<String> = Vec::new();
+        if db_bench {
+            args.extend(step.iter().filter(|a| !a.starts_with("--engine")).cloned());
+            args.push("--histogram=1".into());
+            args.push(format!("--db={}", db.display()));
+        } else {
+            match wl.kind {
+                Kind::Ycsb => args.push("ycsb".into()),
+                Kind::Tpch => args.push("tpch".into()),
+                Kind::DbBench => {}
+            }
+            let (wargs, subs) = substitute(engine, step);
+            for s in subs {
+                if !used.iter().any(|u| u == s.label) {
+                    used.push(s.label.to_string());
                 }
+            }
+            args.extend(wargs);
+            args.push(format!("--engine={engine}"));
+            args.push(format!("--db={}", db.display()));
+            args.push(format!("--json={}", json.display()));
+        }
+        let (command, res) = run_step(&prog, &args, &json, &stdout_path, db_bench);
+        commands.push(command);
+        match res {
+            Ok(r) => results.extend(r),
+            Err(e) => {
+                error = Some(if steps.len() > 1 {
+                    format!("step {}: {e}", i + 1)
+                } else {
+                    e
+                });
+                break;
             }
         }
     }
-    cell
+    let secs = t0.elapsed().as_secs_f64();
+    let _ = std::fs::remove_dir_all(&db);
+    Cell {
+        workload: wl.id.clone(),
+        engine: engine.into(),
+        command: commands.join(" && "),
+        results: if error.is_some() { Vec::new() } else { results },
+        error,
+        secs,
+        substitutions: used,
+    }
 }
 
 /// Today's date (UTC) as YYYY-MM-DD.
