@@ -106,7 +106,12 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
             &format!("R6-{t}t"),
             &format!("fillsync, {t} thread(s)"),
             Kind::DbBench,
-            &format!("{base} --benchmarks=fillsync --threads={t}"),
+            // db_bench's fillsync divides --num by 1000 but loops over --writes (default: the
+            // undivided --num), so RocksDB's db_bench would sync N writes per thread, not N/1000.
+            &format!(
+                "{base} --benchmarks=fillsync --threads={t} --writes={}",
+                (n / 1000).max(1)
+            ),
         ));
     }
     v.push(w(
