@@ -31,6 +31,10 @@ pub struct Workload {
     pub kind: Kind,
     /// Arguments (without --engine/--db/--json).
     pub args: Vec<String>,
+    /// A second, measured step on the database the first step loaded (run with
+    /// `--use_existing_db=1`), or empty. Multi-threaded reads load with one thread first: a
+    /// db_bench fill with `--threads=T` writes every key T times.
+    pub then: Vec<String>,
 }
 
 fn w(id: &str, title: &str, kind: Kind, args: &str) -> Workload {
@@ -39,7 +43,15 @@ fn w(id: &str, title: &str, kind: Kind, args: &str) -> Workload {
         title: title.into(),
         kind,
         args: args.split_whitespace().map(String::from).collect(),
+        then: Vec::new(),
     }
+}
+
+/// A workload that loads with `load` (one thread), then runs `run` on the loaded database.
+fn w2(id: &str, title: &str, load: &str, run: &str) -> Workload {
+    let mut wl = w(id, title, Kind::DbBench, load);
+    wl.then = run.split_whitespace().map(String::from).collect();
+    wl
 }
 
 /// The workloads of `seed-small` or `seed-full`.
@@ -47,10 +59,12 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
     let (n, k1_bytes, t1_rows, y1_records, y1_ops) = match name {
         "seed-small" => (100_000u64, 20u64 << 20, 200_000u64, 200_000u64, 100_000u64),
         "seed-full" => (5_000_000, 1 << 30, 5_000_000, 50_000_000, 10_000_000),
+        // seed-full scaled down to fit a shared 2-core machine's hour (docs/benchmarks.md).
+        "seed-medium" => (1_000_000, 50 << 20, 500_000, 1_000_000, 500_000),
         "tiny" => (2_000, 1 << 20, 2_000, 2_000, 2_000),
         other => {
             return Err(format!(
-                "unknown suite {other:?}: seed-small, seed-full (or tiny)"
+                "unknown suite {other:?}: seed-small, seed-medium, seed-full (or tiny)"
             ))
         }
     };
@@ -63,18 +77,27 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
         w("R2", "bulk load sequential: fillseq, WAL off", Kind::DbBench, &format!("{base} --benchmarks=fillseq --disable_wal=1")),
         w("R3", "random overwrite, WAL on, no sync", Kind::DbBench, &format!("{base} --benchmarks=fillseq,overwrite")),
     ];
+    let r4 = format!("{base} --compression_type=none --block_size=4096");
     for t in [1u64, 2, 32] {
-        v.push(w(&format!("R4-{t}t"), &format!("readrandom, 4 KB blocks, no compression, {t} threads, 1 GB cache"), Kind::DbBench,
-            &format!("{base} --benchmarks=fillseq,readrandom --compression_type=none --block_size=4096 --threads={t} --reads={}", (n / t).max(1))));
+        v.push(w2(
+            &format!("R4-{t}t"),
+            &format!("readrandom, 4 KB blocks, no compression, {t} threads, 1 GB cache (loaded by fillseq, 1 thread)"),
+            &format!("{r4} --benchmarks=fillseq --threads=1"),
+            &format!("{r4} --benchmarks=readrandom --threads={t} --reads={}", (n / t).max(1)),
+        ));
     }
-    v.push(w("R4-io", "readrandom, 2 threads, 64 MB cache, direct reads", Kind::DbBench,
-        &format!("{base} --benchmarks=fillseq,readrandom --compression_type=none --block_size=4096 --threads=2 --reads={} --cache_size=67108864 --use_direct_reads=1", n / 2)));
-    v.push(w(
+    v.push(w2(
+        "R4-io",
+        "readrandom, 2 threads, 64 MB cache, direct reads (loaded by fillseq, 1 thread)",
+        &format!("{r4} --benchmarks=fillseq --threads=1"),
+        &format!("{r4} --benchmarks=readrandom --threads=2 --reads={} --cache_size=67108864 --use_direct_reads=1", n / 2),
+    ));
+    v.push(w2(
         "R5",
-        "readwhilewriting, 2 readers + 1 writer",
-        Kind::DbBench,
+        "readwhilewriting, 2 readers + 1 writer (loaded by fillseq, 1 thread)",
+        &format!("{base} --benchmarks=fillseq --threads=1"),
         &format!(
-            "{base} --benchmarks=fillseq,readwhilewriting --threads=2 --reads={}",
+            "{base} --benchmarks=readwhilewriting --threads=2 --reads={}",
             n / 2
         ),
     ));
@@ -83,7 +106,12 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
             &format!("R6-{t}t"),
             &format!("fillsync, {t} thread(s)"),
             Kind::DbBench,
-            &format!("{base} --benchmarks=fillsync --threads={t}"),
+            // db_bench's fillsync divides --num by 1000 but loops over --writes (default: the
+            // undivided --num), so RocksDB's db_bench would sync N writes per thread, not N/1000.
+            &format!(
+                "{base} --benchmarks=fillsync --threads={t} --writes={}",
+                (n / 1000).max(1)
+            ),
         ));
     }
     v.push(w(
@@ -120,6 +148,115 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
     Ok(v)
 }
 
+/// A documented stand-in for an option an engine does not have. The adapters refuse such an
+/// option outright (never a silent substitute); `compare` alone applies these, labels the cell
+/// with `label`, and lists every substitution used in the report. docs/benchmarks.md
+/// ("Substitutions") explains each row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Substitution {
+    /// Engine it applies to.
+    pub engine: &'static str,
+    /// The db_bench flag, with its leading `--`.
+    pub flag: &'static str,
+    /// Values of the flag that the engine cannot honour.
+    pub when: &'static [&'static str],
+    /// The flag's value when the workload does not set it (db_bench's default).
+    pub default: &'static str,
+    /// The value the engine runs with instead.
+    pub with: &'static str,
+    /// Label on the cell (engine column and report notes).
+    pub label: &'static str,
+    /// Why.
+    pub why: &'static str,
+}
+
+/// Every substitution `compare` makes, in one place.
+pub const SUBSTITUTIONS: &[Substitution] = &[
+    Substitution {
+        engine: "leveldb",
+        flag: "--disable_wal",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "WAL on",
+        why: "LevelDB 1.23 always writes its log; run with the log on and sync off",
+    },
+    Substitution {
+        engine: "fjall",
+        flag: "--disable_wal",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "WAL on",
+        why: "fjall 3 always writes its journal; run with the journal on and sync off",
+    },
+    Substitution {
+        engine: "fjall",
+        flag: "--compression_type",
+        when: &["snappy"],
+        default: "snappy",
+        with: "lz4",
+        label: "lz4",
+        why: "fjall 3 has lz4 and none, no snappy; lz4 is the nearest codec in speed and ratio",
+    },
+    Substitution {
+        engine: "shaledb",
+        flag: "--use_direct_reads",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "buffered reads",
+        why: "ShaleDB has no O_DIRECT reads yet; its reads go through the page cache",
+    },
+    Substitution {
+        engine: "leveldb",
+        flag: "--use_direct_reads",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "buffered reads",
+        why: "LevelDB has no O_DIRECT reads; its reads go through the page cache",
+    },
+    Substitution {
+        engine: "fjall",
+        flag: "--use_direct_reads",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "buffered reads",
+        why: "fjall 3 has no O_DIRECT reads; its reads go through the page cache",
+    },
+];
+
+/// The arguments `engine` runs `args` with, and the substitutions applied (none for RocksDB,
+/// WiredTiger and RocksDB's db_bench).
+pub fn substitute(engine: &str, args: &[String]) -> (Vec<String>, Vec<&'static Substitution>) {
+    let mut out = args.to_vec();
+    let mut used = Vec::new();
+    for sub in SUBSTITUTIONS.iter().filter(|s| s.engine == engine) {
+        let prefix = format!("{}=", sub.flag);
+        let last = out.iter().rposition(|a| a.starts_with(&prefix));
+        let value = last.map_or(sub.default, |i| &out[i][prefix.len()..]);
+        if !sub.when.contains(&value) {
+            continue;
+        }
+        out.retain(|a| !a.starts_with(&prefix));
+        out.push(format!("{prefix}{}", sub.with));
+        used.push(sub);
+    }
+    (out, used)
+}
+
+/// What the suite is, for the report header: its sizes and, for a scaled suite, why.
+pub fn suite_note(name: &str) -> &'static str {
+    match name {
+        "seed-small" => "Suite seed-small (CI smoke test): N = 100,000 keys; K1 20 MB per value size; T1 200,000 rows; Y1 200,000 records, 100,000 operations. Its figures are never asserted.",
+        "seed-medium" => "Suite seed-medium: seed-full scaled down so that five engines plus db_bench finish in about 40 minutes on this 2-core machine (seed-full would take several hours): N = 1,000,000 keys (not 5,000,000); K1 50 MB per value size (not 1 GB); T1 500,000 rows (not 5,000,000); Y1 1,000,000 records and 500,000 operations per workload (not 50,000,000 / 10,000,000). Every workload, engine and option is kept; only sizes differ. Not the seed-full reference.",
+        "seed-full" => "Suite seed-full: the BENCHMARKS.md reference sizes.",
+        _ => "Suite tiny: a test-sized run.",
+    }
+}
+
 /// One cell: a workload on an engine.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Cell {
@@ -135,6 +272,19 @@ pub struct Cell {
     pub error: Option<String>,
     /// Wall seconds of the process.
     pub secs: f64,
+    /// Labels of the substitutions this cell ran with (see [`SUBSTITUTIONS`]).
+    pub substitutions: Vec<String>,
+}
+
+impl Cell {
+    /// The engine column: the engine, with its substitutions in parentheses.
+    pub fn label(&self) -> String {
+        if self.substitutions.is_empty() {
+            self.engine.clone()
+        } else {
+            format!("{} ({})", self.engine, self.substitutions.join(", "))
+        }
+    }
 }
 
 fn find_db_bench() -> Option<PathBuf> {
@@ -158,54 +308,23 @@ fn shell_quote(a: &str) -> String {
     }
 }
 
-fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> Cell {
-    let db = dir.join(format!("{}-{engine}", wl.id));
-    let json = raw.join(format!("{}-{engine}.json", wl.id));
-    let mut args: Vec<String> = Vec::new();
-    let prog: PathBuf;
-    if engine == "rocksdb-db_bench" {
-        prog = find_db_bench().unwrap_or_default();
-        args.extend(
-            wl.args
-                .iter()
-                .filter(|a| !a.starts_with("--engine"))
-                .cloned(),
-        );
-        args.push("--histogram=1".into());
-        args.push(format!("--db={}", db.display()));
-    } else {
-        prog = exe.to_path_buf();
-        match wl.kind {
-            Kind::Ycsb => args.push("ycsb".into()),
-            Kind::Tpch => args.push("tpch".into()),
-            Kind::DbBench => {}
-        }
-        args.extend(wl.args.iter().cloned());
-        args.push(format!("--engine={engine}"));
-        args.push(format!("--db={}", db.display()));
-        args.push(format!("--json={}", json.display()));
-    }
+/// Runs one process of a cell; returns its command, and its results or an error.
+fn run_step(
+    prog: &Path,
+    args: &[String],
+    json: &Path,
+    stdout_path: &Path,
+    db_bench: bool,
+) -> (String, Result<Vec<BenchResult>, String>) {
     let command = std::iter::once(prog.display().to_string())
         .chain(args.iter().map(|a| shell_quote(a)))
         .collect::<Vec<_>>()
         .join(" ");
-    let t0 = Instant::now();
-    let out = Command::new(&prog).args(&args).output();
-    let secs = t0.elapsed().as_secs_f64();
-    let _ = std::fs::remove_dir_all(&db);
-    let mut cell = Cell {
-        workload: wl.id.clone(),
-        engine: engine.into(),
-        command,
-        results: Vec::new(),
-        error: None,
-        secs,
-    };
-    match out {
-        Err(e) => cell.error = Some(format!("could not start: {e}")),
+    let res = match Command::new(prog).args(args).output() {
+        Err(e) => Err(format!("could not start: {e}")),
         Ok(o) => {
             let stdout = String::from_utf8_lossy(&o.stdout).to_string();
-            let _ = std::fs::write(raw.join(format!("{}-{engine}.stdout.txt", wl.id)), &stdout);
+            let _ = std::fs::write(stdout_path, &stdout);
             if !o.status.success() {
                 let err = String::from_utf8_lossy(&o.stderr);
                 let last = err
@@ -213,19 +332,17 @@ fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> 
                     .rev()
                     .find(|l| !l.trim().is_empty())
                     .unwrap_or("failed");
-                cell.error = Some(format!(
+                Err(format!(
                     "exit {}: {}",
                     o.status.code().unwrap_or(-1),
                     last.trim()
-                ));
-            } else if engine == "rocksdb-db_bench" {
-                cell.results = parse_db_bench_output(&stdout);
-                let _ = std::fs::write(
-                    &json,
-                    serde_json::to_string_pretty(&cell.results).unwrap_or_default(),
-                );
+                ))
+            } else if db_bench {
+                let r = parse_db_bench_output(&stdout);
+                let _ = std::fs::write(json, serde_json::to_string_pretty(&r).unwrap_or_default());
+                Ok(r)
             } else {
-                match std::fs::read_to_string(&json)
+                std::fs::read_to_string(json)
                     .map_err(|e| e.to_string())
                     .and_then(|t| {
                         serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string())
@@ -233,14 +350,89 @@ fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> 
                     .and_then(|v| {
                         serde_json::from_value::<Vec<BenchResult>>(v["results"].clone())
                             .map_err(|e| e.to_string())
-                    }) {
-                    Ok(r) => cell.results = r,
-                    Err(e) => cell.error = Some(format!("no JSON results: {e}")),
+                    })
+                    .map_err(|e| format!("no JSON results: {e}"))
+            }
+        }
+    };
+    (command, res)
+}
+
+fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> Cell {
+    let db = dir.join(format!("{}-{engine}", wl.id));
+    let db_bench = engine == "rocksdb-db_bench";
+    let prog = if db_bench {
+        find_db_bench().unwrap_or_default()
+    } else {
+        exe.to_path_buf()
+    };
+    // The load step, then (if the workload has one) the measured step on the same database.
+    let mut steps = vec![wl.args.clone()];
+    if !wl.then.is_empty() {
+        let mut t = wl.then.clone();
+        t.push("--use_existing_db=1".into());
+        steps.push(t);
+    }
+    let mut used: Vec<String> = Vec::new();
+    let mut commands = Vec::new();
+    let mut results = Vec::new();
+    let mut error = None;
+    let t0 = Instant::now();
+    for (i, step) in steps.iter().enumerate() {
+        let suffix = if i == 0 {
+            String::new()
+        } else {
+            format!(".step{}", i + 1)
+        };
+        let json = raw.join(format!("{}-{engine}{suffix}.json", wl.id));
+        let stdout_path = raw.join(format!("{}-{engine}{suffix}.stdout.txt", wl.id));
+        let mut args: Vec<String> = Vec::new();
+        if db_bench {
+            args.extend(step.iter().filter(|a| !a.starts_with("--engine")).cloned());
+            args.push("--histogram=1".into());
+            args.push(format!("--db={}", db.display()));
+        } else {
+            match wl.kind {
+                Kind::Ycsb => args.push("ycsb".into()),
+                Kind::Tpch => args.push("tpch".into()),
+                Kind::DbBench => {}
+            }
+            let (wargs, subs) = substitute(engine, step);
+            for s in subs {
+                if !used.iter().any(|u| u == s.label) {
+                    used.push(s.label.to_string());
                 }
+            }
+            args.extend(wargs);
+            args.push(format!("--engine={engine}"));
+            args.push(format!("--db={}", db.display()));
+            args.push(format!("--json={}", json.display()));
+        }
+        let (command, res) = run_step(&prog, &args, &json, &stdout_path, db_bench);
+        commands.push(command);
+        match res {
+            Ok(r) => results.extend(r),
+            Err(e) => {
+                error = Some(if steps.len() > 1 {
+                    format!("step {}: {e}", i + 1)
+                } else {
+                    e
+                });
+                break;
             }
         }
     }
-    cell
+    let secs = t0.elapsed().as_secs_f64();
+    let _ = std::fs::remove_dir_all(&db);
+    Cell {
+        workload: wl.id.clone(),
+        engine: engine.into(),
+        command: commands.join(" && "),
+        results: if error.is_some() { Vec::new() } else { results },
+        error,
+        secs,
+        substitutions: used,
+    }
 }
 
 /// Today's date (UTC) as YYYY-MM-DD.
@@ -307,39 +499,51 @@ pub fn report_md(
     wls: &[Workload],
     engines: &[String],
     facts: &str,
+    command: &str,
 ) -> String {
-    let mut s = format!("# shale-bench compare --suite={suite} ({})\n\nEngines: {}. Each cell ran in its own process on a fresh database directory; engines alternate within each workload. Figures are one run on a shared machine: compare ratios, not absolutes.\n\n## Machine\n\n```\n{facts}```\n", today(), engines.join(", "));
+    let mut s = format!("# shale-bench compare --suite={suite} ({})\n\n```\n{command}\n```\n\n{}\n\nEngines: {}. Each cell ran in its own process on a fresh database directory; engines alternate within each workload. Figures are one run on a shared machine: compare ratios, not absolutes.\n", today(), suite_note(suite), engines.join(", "));
+    let mut used: Vec<&Substitution> = Vec::new();
+    for c in cells {
+        for sub in SUBSTITUTIONS {
+            let hit = sub.engine == c.engine && c.substitutions.iter().any(|l| l == sub.label);
+            if hit && !used.iter().any(|u| std::ptr::eq(*u, sub)) {
+                used.push(sub);
+            }
+        }
+    }
+    if !used.is_empty() {
+        s.push_str("\n## Substitutions\n\nA cell labelled `engine (label)` ran with a stand-in for an option that engine does not have (table `SUBSTITUTIONS` in crates/shaledb-bench/src/compare.rs; docs/benchmarks.md, \"Substitutions\"):\n\n| engine | workload option | ran with | label | why |\n| --- | --- | --- | --- | --- |\n");
+        for u in used {
+            let _ = writeln!(
+                s,
+                "| {} | {}={} | {}={} | {} | {} |",
+                u.engine, u.flag, u.when[0], u.flag, u.with, u.label, u.why
+            );
+        }
+    }
+    s.push_str(&summary_md(cells, wls, engines));
+    let _ = write!(s, "\n## Machine\n\n```\n{facts}```\n");
     for wl in wls {
         let _ = write!(s, "\n## {} — {}\n\n| benchmark | engine | ops/sec | MB/s | P50 us | P99 us | P99.9 us | ShaleDB / engine |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", wl.id, wl.title);
         let mine: Vec<&Cell> = cells.iter().filter(|c| c.workload == wl.id).collect();
         let shale = mine.iter().find(|c| c.engine == "shaledb");
-        let mut benches: Vec<String> = Vec::new();
-        for c in &mine {
-            for r in &c.results {
-                if !benches.contains(&r.benchmark) && r.error.is_none() {
-                    benches.push(r.benchmark.clone());
-                }
-            }
-        }
         for c in &mine {
             if let Some(e) = &c.error {
                 let _ = writeln!(
                     s,
                     "| (all) | {} | FAILED: {} | | | | | |",
-                    c.engine,
+                    c.label(),
                     e.replace('|', "/")
                 );
             }
         }
-        for (bi, b) in benches.iter().enumerate() {
-            let pick = |c: &Cell| -> Option<BenchResult> {
-                // The n-th occurrence of a repeated benchmark name pairs with the n-th.
-                let nth = benches[..bi].iter().filter(|x| *x == b).count();
-                c.results
-                    .iter()
-                    .filter(|r| &r.benchmark == b)
-                    .nth(nth)
-                    .cloned()
+        for (bn, nth) in bench_order(&mine) {
+            // The n-th occurrence of a repeated benchmark name pairs with the n-th.
+            let pick = |c: &Cell| nth_result(c, &bn, nth).cloned();
+            let b = if nth > 0 {
+                format!("{bn} ({})", nth + 1)
+            } else {
+                bn.clone()
             };
             let base = shale.and_then(|c| pick(c));
             for c in &mine {
@@ -357,7 +561,7 @@ pub fn report_md(
                 let _ = writeln!(
                     s,
                     "| {b} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {ratio} |",
-                    c.engine,
+                    c.label(),
                     fmt_num(r.ops_per_sec),
                     r.mb_per_sec,
                     l.p50_us,
@@ -368,14 +572,17 @@ pub fn report_md(
                     let _ = writeln!(
                         s,
                         "| {b} {op} | {} | | | {:.1} | {:.1} | {:.1} | |",
-                        c.engine, ol.p50_us, ol.p99_us, ol.p999_us
+                        c.label(),
+                        ol.p50_us,
+                        ol.p99_us,
+                        ol.p999_us
                     );
                 }
                 if let (Some(sz), Some(wa)) = (r.size_on_disk, r.write_amp) {
                     let _ = writeln!(
                         s,
                         "| {b} size / write-amp | {} | {:.1} MB | {wa:.2}x | | | | |",
-                        c.engine,
+                        c.label(),
                         sz as f64 / 1048576.0
                     );
                 }
@@ -383,6 +590,86 @@ pub fn report_md(
         }
     }
     s.push_str("\n## Commands\n\nSee commands.txt; raw per-cell JSON and stdout in raw/.\n");
+    s
+}
+
+/// The benchmarks of a workload in run order, each with its occurrence number (a workload may
+/// run `readrandom` twice: before and after a compaction).
+fn bench_order(mine: &[&Cell]) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for c in mine {
+        let mut seen: Vec<&str> = Vec::new();
+        for r in c.results.iter().filter(|r| r.error.is_none()) {
+            let nth = seen.iter().filter(|b| **b == r.benchmark).count();
+            seen.push(&r.benchmark);
+            if !out.iter().any(|(b, n)| *b == r.benchmark && *n == nth) {
+                out.push((r.benchmark.clone(), nth));
+            }
+        }
+    }
+    out
+}
+
+fn nth_result<'a>(c: &'a Cell, bench: &str, nth: usize) -> Option<&'a BenchResult> {
+    c.results
+        .iter()
+        .filter(|r| r.benchmark == bench && r.error.is_none())
+        .nth(nth)
+}
+
+/// The headline table: ShaleDB's ops/sec over each peer's, per workload and benchmark.
+fn summary_md(cells: &[Cell], wls: &[Workload], engines: &[String]) -> String {
+    let peers: Vec<&String> = engines.iter().filter(|e| *e != "shaledb").collect();
+    if peers.is_empty() || !engines.iter().any(|e| e == "shaledb") {
+        return String::new();
+    }
+    let mut s = String::from("\n## Summary: ShaleDB ops/sec ÷ peer ops/sec\n\nAbove 1 ShaleDB is faster. `*`: one of the two cells ran with a substitution (see above); `F`: a cell failed; `-`: not run.\n\n| workload | benchmark |");
+    for p in &peers {
+        let _ = write!(s, " {p} |");
+    }
+    s.push_str("\n| --- | --- |");
+    for _ in &peers {
+        s.push_str(" ---: |");
+    }
+    s.push('\n');
+    for wl in wls {
+        let mine: Vec<&Cell> = cells.iter().filter(|c| c.workload == wl.id).collect();
+        let Some(shale) = mine.iter().find(|c| c.engine == "shaledb") else {
+            continue;
+        };
+        for (b, nth) in bench_order(&mine) {
+            let name = if nth > 0 {
+                format!("{b} ({})", nth + 1)
+            } else {
+                b.clone()
+            };
+            let _ = write!(s, "| {} | {name} |", wl.id);
+            let base = nth_result(shale, &b, nth);
+            for p in &peers {
+                let cell = mine.iter().find(|c| &&c.engine == p);
+                let text = match (cell, base) {
+                    (None, _) => "-".to_string(),
+                    (Some(c), _) if c.error.is_some() => "F".to_string(),
+                    (_, None) if shale.error.is_some() => "F".to_string(),
+                    (Some(c), Some(b0)) => match nth_result(c, &b, nth) {
+                        Some(r) if r.ops_per_sec > 0.0 => {
+                            let star =
+                                if c.substitutions.is_empty() && shale.substitutions.is_empty() {
+                                    ""
+                                } else {
+                                    "*"
+                                };
+                            format!("{:.2}x{star}", b0.ops_per_sec / r.ops_per_sec)
+                        }
+                        _ => "-".to_string(),
+                    },
+                    _ => "-".to_string(),
+                };
+                let _ = write!(s, " {text} |");
+            }
+            s.push('\n');
+        }
+    }
     s
 }
 
@@ -407,31 +694,34 @@ fn esc(s: &str) -> String {
 }
 
 /// report.html: self-contained, inline SVG.
-pub fn report_html(suite: &str, cells: &[Cell], wls: &[Workload], facts: &str) -> String {
-    let mut s = format!("<!doctype html><html><head><meta charset='utf-8'><title>shale-bench {suite}</title><style>body{{font-family:sans-serif;max-width:800px;margin:auto}}pre{{background:#eee;padding:8px}}</style></head><body><h1>shale-bench compare --suite={suite} ({})</h1><pre>{}</pre>", today(), esc(facts));
+pub fn report_html(
+    suite: &str,
+    cells: &[Cell],
+    wls: &[Workload],
+    facts: &str,
+    command: &str,
+) -> String {
+    let mut s = format!("<!doctype html><html><head><meta charset='utf-8'><title>shale-bench {suite}</title><style>body{{font-family:sans-serif;max-width:800px;margin:auto}}pre{{background:#eee;padding:8px}}</style></head><body><h1>shale-bench compare --suite={suite} ({})</h1><pre>{}</pre><p>{}</p><p>A label in parentheses after an engine names a substitution for an option that engine lacks (see report.md and docs/benchmarks.md, Substitutions).</p><pre>{}</pre>", today(), esc(command), esc(suite_note(suite)), esc(facts));
     for wl in wls {
         let _ = write!(s, "<h2>{} — {}</h2>", esc(&wl.id), esc(&wl.title));
         let mine: Vec<&Cell> = cells.iter().filter(|c| c.workload == wl.id).collect();
         for c in &mine {
             if let Some(e) = &c.error {
-                let _ = write!(s, "<p><b>{}</b> failed: {}</p>", esc(&c.engine), esc(e));
+                let _ = write!(s, "<p><b>{}</b> failed: {}</p>", esc(&c.label()), esc(e));
             }
         }
         let shale = mine.iter().find(|c| c.engine == "shaledb");
-        let mut seen: Vec<String> = Vec::new();
-        for c in &mine {
-            for r in &c.results {
-                if !seen.contains(&r.benchmark) {
-                    seen.push(r.benchmark.clone());
-                }
-            }
-        }
-        for b in &seen {
-            let get = |c: &Cell| c.results.iter().find(|r| &r.benchmark == b).cloned();
+        for (bn, nth) in bench_order(&mine) {
+            let get = |c: &Cell| nth_result(c, &bn, nth).cloned();
+            let b = if nth > 0 {
+                format!("{bn} ({})", nth + 1)
+            } else {
+                bn.clone()
+            };
             let base = shale.and_then(|c| get(c)).map(|r| r.ops_per_sec);
             let ops: Vec<(String, f64)> = mine
                 .iter()
-                .filter_map(|c| get(c).map(|r| (c.engine.clone(), r.ops_per_sec)))
+                .filter_map(|c| get(c).map(|r| (c.label(), r.ops_per_sec)))
                 .collect();
             s.push_str(&svg_bars(&format!("{b}: ops/sec"), &ops, "ops/s"));
             if let Some(b0) = base {
@@ -457,7 +747,7 @@ pub fn report_html(suite: &str, cells: &[Cell], wls: &[Workload], facts: &str) -
                         ("P99.9", r.latency.p999_us),
                     ] {
                         if v > 0.0 {
-                            lat.push((format!("{} {p}", c.engine), v));
+                            lat.push((format!("{} {p}", c.label()), v));
                         }
                     }
                 }
@@ -509,6 +799,10 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
                 .any(|x| w.id == *x || w.id.starts_with(&format!("{x}-")))
         });
     }
+    let command = std::iter::once("shale-bench compare".to_string())
+        .chain(args.iter().map(|a| shell_quote(a.as_ref())))
+        .collect::<Vec<_>>()
+        .join(" ");
     let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
     let dir = out_root.join(format!("{}-{suite_name}", today()));
     let raw = dir.join("raw");
@@ -550,7 +844,7 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
                 }
             }
             cells.push(c);
-            write_outputs(&dir, &suite_name, &cells, &wls, &columns, &facts)?;
+            write_outputs(&dir, &suite_name, &cells, &wls, &columns, &facts, &command)?;
         }
     }
     println!(
@@ -569,12 +863,19 @@ fn write_outputs(
     wls: &[Workload],
     cols: &[String],
     facts: &str,
+    command: &str,
 ) -> Result<(), String> {
     let wr = |name: &str, text: String| {
         std::fs::write(dir.join(name), text).map_err(|e| format!("writing {name}: {e}"))
     };
-    wr("report.md", report_md(suite, cells, wls, cols, facts))?;
-    wr("report.html", report_html(suite, cells, wls, facts))?;
+    wr(
+        "report.md",
+        report_md(suite, cells, wls, cols, facts, command),
+    )?;
+    wr(
+        "report.html",
+        report_html(suite, cells, wls, facts, command),
+    )?;
     wr(
         "results.json",
         serde_json::to_string_pretty(cells).map_err(|e| e.to_string())?,
@@ -587,4 +888,48 @@ fn write_outputs(
             .collect(),
     )?;
     wr("machine.txt", facts.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn substitutions_apply_to_set_and_default_values_and_are_labelled() {
+        let a = args("--num=10 --disable_wal=1 --compression_type=snappy");
+        let (out, used) = substitute("fjall", &a);
+        assert!(out.contains(&"--disable_wal=0".to_string()));
+        assert!(out.contains(&"--compression_type=lz4".to_string()));
+        assert!(!out
+            .iter()
+            .any(|x| x == "--disable_wal=1" || x.ends_with("=snappy")));
+        let labels: Vec<&str> = used.iter().map(|u| u.label).collect();
+        assert_eq!(labels, ["WAL on", "lz4"]);
+        // fjall's codec default is snappy, as db_bench's: K1 and Y1 set no codec.
+        let (out, used) = substitute("fjall", &args("--num=10"));
+        assert_eq!(out, args("--num=10 --compression_type=lz4"));
+        assert_eq!(used.len(), 1);
+        // Engines with the option run the workload as written.
+        for e in ["rocksdb", "wiredtiger", "rocksdb-db_bench"] {
+            let a = args("--disable_wal=1 --use_direct_reads=1");
+            assert_eq!(substitute(e, &a), (a.clone(), Vec::new()));
+        }
+        let (out, used) = substitute("shaledb", &args("--use_direct_reads=1"));
+        assert_eq!(out, args("--use_direct_reads=0"));
+        assert_eq!(used[0].label, "buffered reads");
+        let (_, used) = substitute("leveldb", &args("--disable_wal=0 --use_direct_reads=0"));
+        assert!(used.is_empty());
+    }
+
+    #[test]
+    fn every_suite_parses() {
+        for s in ["tiny", "seed-small", "seed-medium", "seed-full"] {
+            assert!(suite(s).map_or(0, |v| v.len()) > 10, "{s}");
+        }
+        assert!(suite("nope").is_err());
+    }
 }

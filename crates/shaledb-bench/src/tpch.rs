@@ -150,9 +150,8 @@ pub fn run(
     if path.exists() && !flags.opts.use_existing_db {
         std::fs::remove_dir_all(&path).map_err(|e| format!("deleting {}: {e}", path.display()))?;
     }
-    let mut o = flags.opts.clone();
-    o.use_existing_db = true;
-    let e = open_engine(&flags.engine, &path, &o)?;
+    // A fresh database is created, not opened as existing (peers refuse an empty directory).
+    let e = open_engine(&flags.engine, &path, &flags.opts)?;
     let e = e.as_ref();
     let seed = flags.seed;
     let written = AtomicU64::new(0);
@@ -161,7 +160,7 @@ pub fn run(
     let start = Instant::now();
     let mut timeline: Vec<(f64, f64)> = Vec::new();
     let (wres, rres) = std::thread::scope(|s| {
-        let writer = s.spawn(|| -> Result<(Hist, u64), String> {
+        let writer = s.spawn(|| -> Result<(Hist, u64, Instant), String> {
             let mut h = Hist::new();
             let mut bytes = 0;
             let res = (|| {
@@ -176,8 +175,10 @@ pub fn run(
                 }
                 Ok(())
             })();
+            // The run ends when the writer is done (the main thread polls in 50 ms steps).
+            let end = Instant::now();
             done.store(true, Ordering::Release);
-            res.map(|_| (h, bytes))
+            res.map(|_| (h, bytes, end))
         });
         let rs: Vec<_> = (0..readers)
             .map(|t| {
@@ -231,8 +232,8 @@ pub fn run(
             .collect();
         (w, r)
     });
-    let elapsed = start.elapsed().as_secs_f64().max(1e-9);
-    let (wh, wbytes) = wres?;
+    let (wh, wbytes, end) = wres?;
+    let elapsed = end.duration_since(start).as_secs_f64().max(1e-9);
     let mut rh = Hist::new();
     let (mut found, mut rbytes) = (0, 0);
     for r in rres {

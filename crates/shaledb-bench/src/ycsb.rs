@@ -648,7 +648,7 @@ pub fn run_phase(
     let done = AtomicBool::new(false);
     let start = Instant::now();
     let label = format!("ycsb-{}-{phase}", cfg.workload.name);
-    let results: Vec<Result<OpStats, String>> = std::thread::scope(|s| {
+    let (results, end): (Vec<Result<OpStats, String>>, Instant) = std::thread::scope(|s| {
         let mon = s.spawn(|| {
             let mut last = Instant::now();
             let mut last_n = 0;
@@ -688,11 +688,13 @@ pub fn run_phase(
                     .unwrap_or_else(|_| Err("ycsb thread panicked".into()))
             })
             .collect();
+        // Stop the clock before joining the monitor, which sleeps in 50 ms steps.
+        let end = Instant::now();
         done.store(true, Ordering::Relaxed);
         let _ = mon.join();
-        out
+        (out, end)
     });
-    let elapsed = start.elapsed().as_secs_f64().max(1e-9);
+    let elapsed = end.duration_since(start).as_secs_f64().max(1e-9);
     let mut merged: Vec<Hist> = Op::ALL.iter().map(|_| Hist::new()).collect();
     let mut not_found = 0;
     for r in results {
@@ -788,15 +790,16 @@ pub fn run(cfg: &YcsbConfig, verbose: bool) -> Result<Vec<BenchResult>, String> 
             return Err("--phase=run needs a loaded database: use --phase=load,run, or --db=PATH of a database loaded with the same --recordcount".into())
         }
     };
-    if has_load
+    // A load that starts the run creates a fresh database (peers refuse to "open existing" a
+    // directory that holds none); a run phase alone opens the loaded one.
+    let fresh = has_load
         && cfg.phases.first().map(|s| s.as_str()) == Some("load")
-        && path.exists()
-        && !cfg.flags.opts.use_existing_db
-    {
+        && !cfg.flags.opts.use_existing_db;
+    if fresh && path.exists() {
         std::fs::remove_dir_all(&path).map_err(|e| format!("deleting {}: {e}", path.display()))?;
     }
     let mut opts = cfg.flags.opts.clone();
-    opts.use_existing_db = true;
+    opts.use_existing_db = !fresh;
     let e = open_engine(&cfg.flags.engine, &path, &opts)?;
     let mut out = Vec::new();
     let mut next = cfg.recordcount;

@@ -722,7 +722,7 @@ impl Runner {
         let seed_base = f
             .seed
             .wrapping_add(self.threads_started.fetch_add(n as u64, Ordering::Relaxed));
-        let ctxs: Vec<Result<ThreadCtx<'_>, String>> = std::thread::scope(|s| {
+        let (ctxs, end): (Vec<Result<ThreadCtx<'_>, String>>, Instant) = std::thread::scope(|s| {
             let monitor = s.spawn(|| self.monitor(name, &progress, &finished, start));
             let handles: Vec<_> = (0..n)
                 .map(|tid| {
@@ -770,11 +770,14 @@ impl Runner {
                         .unwrap_or_else(|_| Err("benchmark thread panicked".into()))
                 })
                 .collect();
+            // The clock stops when the last worker is done, not when the progress monitor
+            // (which sleeps in 50 ms steps) notices: that rounded every figure up to 50 ms.
+            let end = Instant::now();
             finished.store(true, Ordering::Relaxed);
             let _ = monitor.join();
-            out
+            (out, end)
         });
-        let elapsed = start.elapsed().as_secs_f64().max(1e-9);
+        let elapsed = end.duration_since(start).as_secs_f64().max(1e-9);
         let mut hist = Hist::new();
         let (mut ops, mut bytes, mut found, mut thread_secs, mut counted) =
             (0u64, 0u64, 0u64, 0f64, 0usize);
@@ -791,7 +794,10 @@ impl Runner {
             found += c.found;
             rd += c.reads;
             wr += c.writes;
-            thread_secs += c.start.elapsed().as_secs_f64().min(elapsed);
+            thread_secs += end
+                .saturating_duration_since(c.start)
+                .as_secs_f64()
+                .min(elapsed);
         }
         let r = BenchResult {
             benchmark: name.into(),
