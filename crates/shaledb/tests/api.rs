@@ -213,3 +213,49 @@ fn manifest_rolls_when_it_grows_and_reopens() {
     }
     assert_eq!(manifests(dir.path()), 1);
 }
+
+#[test]
+fn replaced_tables_are_deleted_soon_after_readers_let_go() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = Options::default();
+    o.write_buffer_size = 8 << 10;
+    o.level0_file_num_compaction_trigger = 2;
+    let db = Db::open(dir.path(), o).expect("open");
+    let tables = |p: &std::path::Path| {
+        std::fs::read_dir(p)
+            .expect("read dir")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+            .count()
+    };
+    for i in 0..3000u32 {
+        db.put(format!("k{:05}", i % 700).as_bytes(), &[2u8; 40])
+            .expect("put");
+    }
+    // An iterator pins the current tables while compactions replace them.
+    let it = db.iter(&ReadOptions::default());
+    for i in 0..3000u32 {
+        db.put(format!("k{:05}", i % 700).as_bytes(), &[3u8; 40])
+            .expect("put");
+    }
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    let live: usize = (0..7)
+        .map(|l| {
+            db.property(&format!("shaledb.num-files-at-level{l}"))
+                .and_then(|s| s.parse::<usize>().ok())
+                .unwrap_or(0)
+        })
+        .sum();
+    assert!(
+        tables(dir.path()) > live,
+        "the iterator should still pin replaced tables"
+    );
+    drop(it);
+    // No further writes: the idle background threads must delete the unpinned tables.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while tables(dir.path()) != live && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(tables(dir.path()), live, "obsolete tables left on disk");
+}

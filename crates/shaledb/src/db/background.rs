@@ -47,6 +47,11 @@ impl DbInner {
                 }
                 None => {
                     self.bg_cv.wait_for(&mut st, Duration::from_millis(500));
+                    // Tables a reader still held when their compaction finished become
+                    // deletable when it lets go; without this they waited for the next job.
+                    if !st.obsolete_tables.is_empty() {
+                        MutexGuard::unlocked(&mut st, || self.delete_obsolete_files());
+                    }
                     continue;
                 }
             }
