@@ -170,7 +170,7 @@ impl Table {
         fill_cache: bool,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let user_key = key::user_key(lookup);
-        if let Some(filter) = self.filter()? {
+        if let Some(filter) = &self.filter {
             if !filter.may_contain_hash(filter::key_hash(user_key)) {
                 return Ok(None);
             }
@@ -245,10 +245,9 @@ impl Table {
     /// False only if the table certainly holds no entry for `user_key` (bloom filter check);
     /// true if there is no filter.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        match self.filter() {
-            Ok(Some(f)) => f.may_contain_hash(filter::key_hash(user_key)),
-            // No filter, or it cannot be read: the table may hold the key.
-            Ok(None) | Err(_) => true,
+        match &self.filter {
+            Some(f) => f.may_contain_hash(filter::key_hash(user_key)),
+            None => true,
         }
     }
 
@@ -325,16 +324,8 @@ impl Table {
     }
 
     fn index_iter(&self) -> Result<BlockIter> {
-        Ok(BlockIter::new(self.index_block()?)
+        Ok(BlockIter::new(self.index.clone())
             .with_origin(self.path.clone(), self.index_handle.offset))
-    }
-
-    fn index_block(&self) -> Result<Arc<Block>> {
-        Ok(self.index.clone())
-    }
-
-    fn filter(&self) -> Result<Option<Arc<BloomFilter>>> {
-        Ok(self.filter.clone())
     }
 
     fn cached<T: Send + Sync + 'static>(&self, key: &(u64, u64)) -> Option<Arc<T>> {
