@@ -258,7 +258,7 @@ pub fn suite_note(name: &str) -> &'static str {
 }
 
 /// One cell: a workload on an engine.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Cell {
     /// Workload id.
     pub workload: String,
@@ -768,6 +768,8 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
     let mut out_root = PathBuf::from("bench/results");
     let mut only: Option<Vec<String>> = None;
     let mut with_db_bench = true;
+    let mut out_dir: Option<PathBuf> = None;
+    let mut append = false;
     for a in args {
         let a = a.as_ref();
         let (n, v) = a
@@ -785,28 +787,50 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
             "--out" => out_root = v.into(),
             "--only" => only = Some(v.split(',').map(String::from).collect()),
             "--db_bench" => with_db_bench = matches!(v, "1" | "true"),
+            "--dir" => out_dir = Some(v.into()),
+            "--append" => append = matches!(v, "1" | "true"),
             _ => {
                 return Err(format!(
-                    "compare: unknown flag {n} (known: --suite --engines --out --only --db_bench)"
+                    "compare: unknown flag {n} (known: --suite --engines --out --dir --only --db_bench --append)"
                 ))
             }
         }
     }
-    let mut wls = suite(&suite_name)?;
+    let all_wls = suite(&suite_name)?;
+    let mut wls = all_wls.clone();
     if let Some(o) = &only {
         wls.retain(|w| {
             o.iter()
                 .any(|x| w.id == *x || w.id.starts_with(&format!("{x}-")))
         });
     }
-    let command = std::iter::once("shale-bench compare".to_string())
+    let this_command = std::iter::once("shale-bench compare".to_string())
         .chain(args.iter().map(|a| shell_quote(a.as_ref())))
         .collect::<Vec<_>>()
         .join(" ");
     let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
-    let dir = out_root.join(format!("{}-{suite_name}", today()));
+    let dir = out_dir.unwrap_or_else(|| out_root.join(format!("{}-{suite_name}", today())));
     let raw = dir.join("raw");
     std::fs::create_dir_all(&raw).map_err(|e| format!("creating {}: {e}", raw.display()))?;
+    // With --append, a suite too long for one sitting is run in parts into one directory: the
+    // cells of workloads this run does not repeat are kept, and each part's command and date
+    // are listed. Engines still alternate within every workload, so each ratio comes from one
+    // run.
+    let (kept, mut command) = if append {
+        earlier_parts(&dir, &wls)?
+    } else {
+        (Vec::new(), String::new())
+    };
+    let _ = write!(command, "{this_command}    # {} UTC", now_utc());
+    let report_wls = |cells: &[Cell]| -> Vec<Workload> {
+        all_wls
+            .iter()
+            .filter(|w| {
+                wls.iter().any(|x| x.id == w.id) || cells.iter().any(|c| c.workload == w.id)
+            })
+            .cloned()
+            .collect()
+    };
     let work = tempfile::Builder::new()
         .prefix("shale-compare-")
         .tempdir()
@@ -820,7 +844,8 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
         }
     }
     let facts = machine_facts(work.path());
-    let mut cells: Vec<Cell> = Vec::new();
+    let mut cells: Vec<Cell> = kept;
+    let first_new = cells.len();
     let total = wls.len() * columns.len();
     let t0 = Instant::now();
     for wl in &wls {
@@ -830,7 +855,7 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
             }
             eprintln!(
                 "[{}/{total}] {} on {engine} ({:.0} s so far)",
-                cells.len() + 1,
+                cells.len() - first_new + 1,
                 wl.id,
                 t0.elapsed().as_secs_f64()
             );
@@ -844,16 +869,62 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
                 }
             }
             cells.push(c);
-            write_outputs(&dir, &suite_name, &cells, &wls, &columns, &facts, &command)?;
+            let shown = report_wls(&cells);
+            write_outputs(
+                &dir,
+                &suite_name,
+                &cells,
+                &shown,
+                &columns,
+                &facts,
+                &command,
+            )?;
         }
     }
     println!(
         "compare: {} cells in {:.0} s; report in {}",
-        cells.len(),
+        cells.len() - first_new,
         t0.elapsed().as_secs_f64(),
         dir.display()
     );
     Ok(())
+}
+
+/// Cells and part commands already in `dir` (from `runs.txt` and `results.json`), less the
+/// workloads in `rerun`.
+fn earlier_parts(dir: &Path, rerun: &[Workload]) -> Result<(Vec<Cell>, String), String> {
+    let results = dir.join("results.json");
+    if !results.exists() {
+        return Ok((Vec::new(), String::new()));
+    }
+    let text = std::fs::read_to_string(&results)
+        .map_err(|e| format!("reading {}: {e}", results.display()))?;
+    let mut cells: Vec<Cell> = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "--append: {} is not a compare result: {e}",
+            results.display()
+        )
+    })?;
+    cells.retain(|c| !rerun.iter().any(|w| w.id == c.workload));
+    let mut command = std::fs::read_to_string(dir.join("runs.txt")).unwrap_or_default();
+    if !command.is_empty() && !command.ends_with('\n') {
+        command.push('\n');
+    }
+    Ok((cells, command))
+}
+
+/// The current UTC time as YYYY-MM-DD HH:MM.
+fn now_utc() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format!(
+        "{} {:02}:{:02}",
+        today(),
+        secs % 86_400 / 3_600,
+        secs % 3_600 / 60
+    )
 }
 
 fn write_outputs(
@@ -887,6 +958,7 @@ fn write_outputs(
             .map(|c| format!("# {} on {}\n{}\n", c.workload, c.engine, c.command))
             .collect(),
     )?;
+    wr("runs.txt", format!("{command}\n"))?;
     wr("machine.txt", facts.to_string())
 }
 
@@ -931,5 +1003,47 @@ mod tests {
             assert!(suite(s).map_or(0, |v| v.len()) > 10, "{s}");
         }
         assert!(suite("nope").is_err());
+    }
+
+    #[test]
+    fn append_keeps_the_cells_of_workloads_not_rerun() {
+        let dir = tempfile::tempdir().unwrap();
+        let wls = suite("tiny").unwrap();
+        let cell = |w: &str, e: &str| Cell {
+            workload: w.into(),
+            engine: e.into(),
+            command: format!("run {w} {e}"),
+            results: Vec::new(),
+            error: None,
+            secs: 1.0,
+            substitutions: Vec::new(),
+        };
+        assert!(earlier_parts(dir.path(), &wls).unwrap().0.is_empty());
+        let cells = vec![
+            cell("R1", "shaledb"),
+            cell("R1", "rocksdb"),
+            cell("R2", "shaledb"),
+        ];
+        let cols = vec!["shaledb".to_string(), "rocksdb".to_string()];
+        write_outputs(
+            dir.path(),
+            "tiny",
+            &cells,
+            &wls,
+            &cols,
+            "facts\n",
+            "part one",
+        )
+        .unwrap();
+        let r1: Vec<Workload> = wls.iter().filter(|w| w.id == "R1").cloned().collect();
+        let (kept, command) = earlier_parts(dir.path(), &r1).unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(
+            (kept[0].workload.as_str(), kept[0].command.as_str()),
+            ("R2", "run R2 shaledb")
+        );
+        assert_eq!(command, "part one\n");
+        std::fs::write(dir.path().join("results.json"), "not json").unwrap();
+        assert!(earlier_parts(dir.path(), &r1).is_err());
     }
 }

@@ -209,6 +209,11 @@ pub fn parse_db_bench_output(text: &str) -> Vec<BenchResult> {
                 if let Some(i) = words.iter().position(|w| *w == "seconds") {
                     r.elapsed_secs = words[i - 1].parse().unwrap_or(0.0);
                 }
+                // db_bench prints ops/sec as an integer, so a one-operation step such as
+                // `compact` reads "0 ops/sec"; take the rate from the count and the time.
+                if r.ops_per_sec < 10.0 && r.ops > 0 && r.elapsed_secs > 0.0 {
+                    r.ops_per_sec = r.ops as f64 / r.elapsed_secs;
+                }
                 out.push(r);
                 pending_hist = Some(out.len() - 1);
                 continue;
@@ -311,5 +316,19 @@ mod tests {
         );
         assert_eq!(p[0].ops, 1_000_000);
         assert_eq!(p[0].mb_per_sec, 49.6);
+    }
+
+    #[test]
+    fn one_operation_steps_get_a_fractional_rate() {
+        let p = parse_db_bench_output(
+            "compact      : 3348145.000 micros/op 0 ops/sec 3.348 seconds 1 operations;\n",
+        );
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].ops, 1);
+        assert!(
+            (p[0].ops_per_sec - 1.0 / 3.348).abs() < 1e-9,
+            "{}",
+            p[0].ops_per_sec
+        );
     }
 }
