@@ -1,106 +1,130 @@
 //! T1 (terarkdb-vs-rocksdb seed): TPC-H `lineitem` rows, one writer and several readers.
 //!
-//! Rows are generated here, not by `dbgen`/`tpchgen`: each row has lineitem's sixteen columns
-//! with TPC-H's value domains (quantities 1-50, discounts 0.00-0.10, taxes 0.00-0.08, dates
-//! 1992-1998, the spec's ship instructions and modes) and the comment widened to 512 bytes of
-//! text, about 615 bytes a row as in the seed. The key is the first three fields
-//! (`l_orderkey|l_partkey|l_suppkey`) as decimal strings. Row `i` is a pure function of `i` and
-//! `--seed`, so readers can rebuild any key already written.
+//! Rows come from the `tpchgen` crate's lineitem generator (a port of TPC-H `dbgen`) at scale
+//! factor [`scale_factor`]`(rows)` (`rows * 1.05 / 6e6` rounded up to a multiple of 0.01, at
+//! least 0.01); the run takes the first `rows` rows. A stored value is the row's sixteen columns
+//! separated by `|` (dbgen's text format without its trailing `|`), with `l_comment` widened to
+//! exactly 512 bytes by repeating the row's own comment text: about 610 bytes a row (the seed's
+//! "about 615 B"; 604 on average at scale factor 0.01, 610 at 0.88). The key is the first three
+//! fields (`l_orderkey|l_partkey|l_suppkey`) as decimal strings. These are not unique in TPC-H: a
+//! line can repeat the part and supplier of an earlier line of its order (19 rows in the first
+//! million), and its put overwrites that row; the run counts them. The data does not depend on
+//! `--seed` (only the readers' choices do). All keys are generated before the timed phase, so
+//! readers can pick any row already written.
 
 use crate::dbbench::flags::{parse_args, Flags};
 use crate::dbbench::keys::Mt64;
 use crate::dbbench::report::{BenchResult, Hist};
 use crate::engine::size_on_disk;
 use crate::engines::open_engine;
-use crate::ycsb::fnvhash64;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use tpchgen::generators::{LineItem, LineItemGenerator};
 
-const INSTRUCT: [&str; 4] = [
-    "DELIVER IN PERSON",
-    "COLLECT COD",
-    "NONE",
-    "TAKE BACK RETURN",
-];
-const MODES: [&str; 7] = ["REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB"];
-const WORDS: [&str; 16] = [
-    "furiously",
-    "carefully",
-    "slyly",
-    "blithely",
-    "quickly",
-    "fluffily",
-    "ironic",
-    "final",
-    "regular",
-    "express",
-    "pending",
-    "special",
-    "deposits",
-    "requests",
-    "packages",
-    "accounts",
-];
+/// Width of the stored `l_comment`.
+pub const COMMENT_LEN: usize = 512;
 
-/// The key of row `i`.
-pub fn lineitem_key(i: u64, seed: u64) -> Vec<u8> {
-    let (o, p, s) = key_fields(i, seed);
-    format!("{o}|{p}|{s}").into_bytes()
+/// The scale factor used for `rows` rows: lineitem has about 6,000,000 rows per unit, so this is
+/// `rows * 1.05 / 6e6` rounded up to a multiple of 0.01, and at least 0.01 (tpchgen needs at least
+/// one supplier, i.e. a scale factor of 0.0001, and 0.01 is the smallest customary one).
+pub fn scale_factor(rows: u64) -> f64 {
+    let hundredths = (rows as f64 * 1.05 / 60_000.0).ceil().max(1.0);
+    hundredths / 100.0
 }
 
-fn key_fields(i: u64, seed: u64) -> (u64, u64, u64) {
-    let h = fnvhash64(i ^ seed.rotate_left(32));
-    // dbgen's orderkeys are sparse: 8 used out of every 32.
-    let order = i / 4;
-    let orderkey = (order / 8) * 32 + order % 8 + 1;
-    let partkey = 1 + h % 200_000;
-    let suppkey = 1 + (partkey + (i % 4) * (10_000 / 4 + (partkey - 1) / 10_000)) % 10_000;
-    (orderkey, partkey, suppkey)
+/// tpchgen's lineitem rows at scale factor `sf`, in its order.
+fn lineitems(sf: f64) -> impl Iterator<Item = LineItem<'static>> {
+    LineItemGenerator::new(sf, 1, 1).into_iter()
 }
 
-fn date(d: u64) -> String {
-    // Days after 1992-01-01, in a 360-day-year approximation that keeps valid dates.
-    let y = 1992 + d / 360;
-    let m = 1 + (d % 360) / 30;
-    let day = 1 + d % 28;
-    format!("{y:04}-{m:02}-{day:02}")
+/// The key of a row: `l_orderkey|l_partkey|l_suppkey`.
+pub fn lineitem_key(li: &LineItem<'_>) -> Vec<u8> {
+    format!("{}|{}|{}", li.l_orderkey, li.l_partkey, li.l_suppkey).into_bytes()
 }
 
-/// Row `i`: the sixteen lineitem columns separated by `|`.
-pub fn lineitem_row(i: u64, seed: u64) -> Vec<u8> {
-    let (o, p, s) = key_fields(i, seed);
-    let mut r = Mt64::new(fnvhash64(i.wrapping_add(seed)));
-    let qty = 1 + r.uniform(50);
-    let price = qty * (90_000 + (p / 10) % 20_001 + 100 * (p % 1_000)) / 100;
-    let disc = r.uniform(11);
-    let tax = r.uniform(9);
-    let ship = r.uniform(2_400);
-    let commit = ship + 30 + r.uniform(60);
-    let receipt = ship + 1 + r.uniform(30);
-    let (flag, status) = if receipt < 1_200 {
-        (if r.uniform(2) == 0 { "R" } else { "A" }, "F")
-    } else {
-        ("N", "O")
-    };
-    let mut comment = String::with_capacity(512);
-    while comment.len() < 512 {
-        comment.push_str(WORDS[r.uniform(16) as usize]);
-        comment.push(' ');
+/// The stored row: the sixteen lineitem columns separated by `|` (no trailing `|`), with
+/// `l_comment` widened to [`COMMENT_LEN`] bytes by repeating the row's comment followed by a space.
+pub fn lineitem_row(li: &LineItem<'_>) -> Vec<u8> {
+    let mut v = Vec::with_capacity(COMMENT_LEN + 128);
+    v.extend_from_slice(
+        format!(
+            "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|",
+            li.l_orderkey,
+            li.l_partkey,
+            li.l_suppkey,
+            li.l_linenumber,
+            li.l_quantity,
+            li.l_extendedprice,
+            li.l_discount,
+            li.l_tax,
+            li.l_returnflag,
+            li.l_linestatus,
+            li.l_shipdate,
+            li.l_commitdate,
+            li.l_receiptdate,
+            li.l_shipinstruct,
+            li.l_shipmode,
+        )
+        .as_bytes(),
+    );
+    // The chained space keeps the cycle non-empty even for an empty comment.
+    v.extend(
+        li.l_comment
+            .as_bytes()
+            .iter()
+            .chain(b" ")
+            .cycle()
+            .take(COMMENT_LEN),
+    );
+    v
+}
+
+/// The keys of the first rows, in order, packed into one buffer.
+struct Keys {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Keys {
+    fn len(&self) -> usize {
+        self.ends.len()
     }
-    comment.truncate(512);
-    format!(
-        "{o}|{p}|{s}|{}|{qty}|{}.{:02}|0.{disc:02}|0.{tax:02}|{flag}|{status}|{}|{}|{}|{}|{}|{comment}",
-        i % 4 + 1,
-        price / 100,
-        price % 100,
-        date(ship),
-        date(commit),
-        date(receipt),
-        INSTRUCT[r.uniform(4) as usize],
-        MODES[r.uniform(7) as usize],
-    )
-    .into_bytes()
+
+    fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+}
+
+/// The keys of the first `rows` rows at scale factor `sf`, and how many of them repeat the key
+/// of an earlier row (which can only be a row of the same order, since the orderkey is in the key).
+fn generate_keys(sf: f64, rows: u64) -> Result<(Keys, u64), String> {
+    let n = usize::try_from(rows).map_err(|_| format!("--rows={rows} is too large"))?;
+    let mut keys = Keys {
+        bytes: Vec::with_capacity(n * 20),
+        ends: Vec::with_capacity(n),
+    };
+    let mut repeats = 0;
+    let mut order = (0i64, Vec::new());
+    for li in lineitems(sf).take(n) {
+        if order.0 != li.l_orderkey {
+            order = (li.l_orderkey, Vec::new());
+        }
+        if order.1.contains(&(li.l_partkey, li.l_suppkey)) {
+            repeats += 1;
+        }
+        order.1.push((li.l_partkey, li.l_suppkey));
+        keys.bytes.extend_from_slice(&lineitem_key(&li));
+        keys.ends.push(keys.bytes.len());
+    }
+    if keys.len() < n {
+        return Err(format!(
+            "tpchgen scale factor {sf} yields only {} lineitem rows, fewer than --rows={rows}",
+            keys.len()
+        ));
+    }
+    Ok((keys, repeats))
 }
 
 /// `shale-bench tpch --rows=N --readers=R [db_bench engine flags]`.
@@ -137,6 +161,18 @@ pub fn run(
     readers: usize,
     verbose: bool,
 ) -> Result<Vec<BenchResult>, String> {
+    // Untimed: the keys of every row, so readers can pick among the rows already written.
+    let sf = scale_factor(rows);
+    let t = Instant::now();
+    let (keys, repeats) = generate_keys(sf, rows)?;
+    let keys = &keys;
+    if verbose {
+        eprintln!(
+            "tpch: tpchgen scale factor {sf}: keys of the first {rows} lineitem rows generated in \
+             {:.1}s ({repeats} repeat an earlier row's key)",
+            t.elapsed().as_secs_f64()
+        );
+    }
     let (path, _tmp) = match &flags.db {
         Some(p) => (PathBuf::from(p), None),
         None => {
@@ -154,6 +190,7 @@ pub fn run(
     let e = open_engine(&flags.engine, &path, &flags.opts)?;
     let e = e.as_ref();
     let seed = flags.seed;
+    let n = keys.len();
     let written = AtomicU64::new(0);
     let reads = AtomicU64::new(0);
     let done = AtomicBool::new(false);
@@ -164,14 +201,15 @@ pub fn run(
             let mut h = Hist::new();
             let mut bytes = 0;
             let res = (|| {
-                for i in 0..rows {
-                    let k = lineitem_key(i, seed);
-                    let v = lineitem_row(i, seed);
+                // The same generator as `generate_keys`, so row `i` has key `keys.get(i)`.
+                for (i, li) in lineitems(sf).take(n).enumerate() {
+                    let k = keys.get(i);
+                    let v = lineitem_row(&li);
                     let t0 = Instant::now();
-                    e.put(&k, &v)?;
+                    e.put(k, &v)?;
                     h.record_nanos(t0.elapsed().as_nanos() as u64);
                     bytes += (k.len() + v.len()) as u64;
-                    written.store(i + 1, Ordering::Release);
+                    written.store(i as u64 + 1, Ordering::Release);
                 }
                 Ok(())
             })();
@@ -193,9 +231,9 @@ pub fn run(
                             std::thread::yield_now();
                             continue;
                         }
-                        let k = lineitem_key(rng.uniform(n), seed);
+                        let k = keys.get(rng.uniform(n) as usize);
                         let t0 = Instant::now();
-                        if let Some(v) = e.get(&k)? {
+                        if let Some(v) = e.get(k)? {
                             found += 1;
                             bytes += (k.len() + v.len()) as u64;
                         }
@@ -259,7 +297,11 @@ pub fn run(
         size_on_disk: Some(size),
         ..Default::default()
     };
-    let w = mk("tpch-write", &wh, wbytes, 1);
+    let mut w = mk("tpch-write", &wh, wbytes, 1);
+    w.message = format!(
+        "(tpchgen scale factor {sf}; {} distinct keys)",
+        rows - repeats
+    );
     let mut r = mk("tpch-read", &rh, rbytes, readers);
     r.message = format!(
         "({found} of {} found; read ops/sec per second: {})",
@@ -274,7 +316,8 @@ pub fn run(
         println!("{}", w.line());
         println!("{}", r.line());
         println!(
-            "tpch         : {rows} rows, size on disk {:.1} MB",
+            "tpch         : {rows} rows ({} distinct keys), size on disk {:.1} MB",
+            rows - repeats,
             size as f64 / 1048576.0
         );
     }
@@ -298,15 +341,30 @@ mod tests {
 
     #[test]
     fn rows_are_lineitem_shaped() {
-        let r = lineitem_row(12, 1000);
+        let li = lineitems(0.01).nth(12).unwrap();
+        let r = lineitem_row(&li);
         let s = String::from_utf8(r.clone()).unwrap();
         let cols: Vec<&str> = s.split('|').collect();
         assert_eq!(cols.len(), 16);
-        assert_eq!(cols[15].len(), 512);
+        assert_eq!(cols[15].len(), COMMENT_LEN);
+        let c = format!("{} ", li.l_comment);
+        assert!(c.repeat(COMMENT_LEN / c.len() + 1).starts_with(cols[15]));
         assert!(r.len() > 590 && r.len() < 640, "{}", r.len());
-        let k = String::from_utf8(lineitem_key(12, 1000)).unwrap();
+        let k = String::from_utf8(lineitem_key(&li)).unwrap();
         assert_eq!(k, cols[..3].join("|"));
-        assert_eq!(lineitem_row(12, 1000), r);
-        assert_ne!(lineitem_key(13, 1000), lineitem_key(12, 1000));
+        // Deterministic: the same row again from a fresh generator.
+        assert_eq!(lineitem_row(&lineitems(0.01).nth(12).unwrap()), r);
+        let (keys, _) = generate_keys(0.01, 20).unwrap();
+        assert_eq!(keys.len(), 20);
+        assert_eq!(keys.get(12), lineitem_key(&li));
+        assert_ne!(keys.get(13), keys.get(12));
+    }
+
+    #[test]
+    fn scale_factors() {
+        assert_eq!(scale_factor(0), 0.01);
+        assert_eq!(scale_factor(20_000), 0.01);
+        assert_eq!(scale_factor(5_000_000), 0.88);
+        assert!(generate_keys(0.01, 70_000).is_err());
     }
 }
