@@ -796,6 +796,21 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
             }
         }
     }
+    // A long run must not discover a missing engine cell by cell (each would be a FAILED row).
+    for e in &engines {
+        if !crate::engines::ENGINE_NAMES.contains(&e.as_str()) {
+            return Err(format!(
+                "compare: unknown engine {e:?} (known: {})",
+                crate::engines::ENGINE_NAMES.join(", ")
+            ));
+        }
+        if e != "shaledb" && !cfg!(feature = "peers") {
+            return Err(format!(
+                "compare: engine {e} needs a build with `--features peers` \
+                 (cargo build --release -p shaledb-bench --features peers)"
+            ));
+        }
+    }
     let all_wls = suite(&suite_name)?;
     let mut wls = all_wls.clone();
     if let Some(o) = &only {
@@ -812,16 +827,6 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
     let dir = out_dir.unwrap_or_else(|| out_root.join(format!("{}-{suite_name}", today())));
     let raw = dir.join("raw");
     std::fs::create_dir_all(&raw).map_err(|e| format!("creating {}: {e}", raw.display()))?;
-    // With --append, a suite too long for one sitting is run in parts into one directory: the
-    // cells of workloads this run does not repeat are kept, and each part's command and date
-    // are listed. Engines still alternate within every workload, so each ratio comes from one
-    // run.
-    let (kept, mut command) = if append {
-        earlier_parts(&dir, &wls)?
-    } else {
-        (Vec::new(), String::new())
-    };
-    let _ = write!(command, "{this_command}    # {} UTC", now_utc());
     let report_wls = |cells: &[Cell]| -> Vec<Workload> {
         all_wls
             .iter()
@@ -843,6 +848,16 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
             None => eprintln!("compare: RocksDB's db_bench not installed (apt-get install -y rocksdb-tools); column rocksdb-db_bench skipped"),
         }
     }
+    // With --append, a suite too long for one sitting is run in parts into one directory: the
+    // cells this run does not repeat (another workload, or another engine of the same workload)
+    // are kept, and each part's command and time are listed in runs.txt.
+    let (kept, mut command) = if append {
+        earlier_parts(&dir, &wls, &columns)?
+    } else {
+        (Vec::new(), String::new())
+    };
+    let _ = write!(command, "{this_command}    # {} UTC", now_utc());
+    let report_columns = all_columns(&kept, &columns);
     let facts = machine_facts(work.path());
     let mut cells: Vec<Cell> = kept;
     let first_new = cells.len();
@@ -875,7 +890,7 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
                 &suite_name,
                 &cells,
                 &shown,
-                &columns,
+                &report_columns,
                 &facts,
                 &command,
             )?;
@@ -890,9 +905,34 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
     Ok(())
 }
 
+/// The report's columns: this run's and the earlier parts', in the usual engine order.
+fn all_columns(kept: &[Cell], columns: &[String]) -> Vec<String> {
+    const ORDER: [&str; 6] = [
+        "shaledb",
+        "rocksdb",
+        "leveldb",
+        "wiredtiger",
+        "fjall",
+        "rocksdb-db_bench",
+    ];
+    let mut all: Vec<String> = columns.to_vec();
+    for c in kept {
+        if !all.contains(&c.engine) {
+            all.push(c.engine.clone());
+        }
+    }
+    let rank = |e: &String| ORDER.iter().position(|o| o == e).unwrap_or(ORDER.len());
+    all.sort_by_key(rank);
+    all
+}
+
 /// Cells and part commands already in `dir` (from `runs.txt` and `results.json`), less the
-/// workloads in `rerun`.
-fn earlier_parts(dir: &Path, rerun: &[Workload]) -> Result<(Vec<Cell>, String), String> {
+/// cells of `rerun` workloads on `engines` (which this run measures again).
+fn earlier_parts(
+    dir: &Path,
+    rerun: &[Workload],
+    engines: &[String],
+) -> Result<(Vec<Cell>, String), String> {
     let results = dir.join("results.json");
     if !results.exists() {
         return Ok((Vec::new(), String::new()));
@@ -905,7 +945,7 @@ fn earlier_parts(dir: &Path, rerun: &[Workload]) -> Result<(Vec<Cell>, String), 
             results.display()
         )
     })?;
-    cells.retain(|c| !rerun.iter().any(|w| w.id == c.workload));
+    cells.retain(|c| !(rerun.iter().any(|w| w.id == c.workload) && engines.contains(&c.engine)));
     let mut command = std::fs::read_to_string(dir.join("runs.txt")).unwrap_or_default();
     if !command.is_empty() && !command.ends_with('\n') {
         command.push('\n');
@@ -1019,7 +1059,8 @@ mod tests {
             secs: 1.0,
             substitutions: Vec::new(),
         };
-        assert!(earlier_parts(dir.path(), &wls).unwrap().0.is_empty());
+        let both = vec!["shaledb".to_string(), "rocksdb".to_string()];
+        assert!(earlier_parts(dir.path(), &wls, &both).unwrap().0.is_empty());
         let cells = vec![
             cell("R1", "shaledb"),
             cell("R1", "rocksdb"),
@@ -1037,14 +1078,25 @@ mod tests {
         )
         .unwrap();
         let r1: Vec<Workload> = wls.iter().filter(|w| w.id == "R1").cloned().collect();
-        let (kept, command) = earlier_parts(dir.path(), &r1).unwrap();
+        let (kept, command) = earlier_parts(dir.path(), &r1, &both).unwrap();
         assert_eq!(kept.len(), 1);
         assert_eq!(
             (kept[0].workload.as_str(), kept[0].command.as_str()),
             ("R2", "run R2 shaledb")
         );
         assert_eq!(command, "part one\n");
+        // A part that reruns R1 on RocksDB alone keeps ShaleDB's R1 cell.
+        let rocks = vec!["rocksdb".to_string()];
+        let (kept, _) = earlier_parts(dir.path(), &r1, &rocks).unwrap();
+        assert_eq!(kept.len(), 2);
+        assert!(kept
+            .iter()
+            .any(|c| (c.workload.as_str(), c.engine.as_str()) == ("R1", "shaledb")));
+        assert_eq!(
+            all_columns(&kept, &["fjall".to_string(), "rocksdb".to_string()]),
+            ["shaledb", "rocksdb", "fjall"]
+        );
         std::fs::write(dir.path().join("results.json"), "not json").unwrap();
-        assert!(earlier_parts(dir.path(), &r1).is_err());
+        assert!(earlier_parts(dir.path(), &r1, &both).is_err());
     }
 }
