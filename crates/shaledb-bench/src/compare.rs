@@ -798,18 +798,7 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
     }
     // A long run must not discover a missing engine cell by cell (each would be a FAILED row).
     for e in &engines {
-        if !crate::engines::ENGINE_NAMES.contains(&e.as_str()) {
-            return Err(format!(
-                "compare: unknown engine {e:?} (known: {})",
-                crate::engines::ENGINE_NAMES.join(", ")
-            ));
-        }
-        if e != "shaledb" && !cfg!(feature = "peers") {
-            return Err(format!(
-                "compare: engine {e} needs a build with `--features peers` \
-                 (cargo build --release -p shaledb-bench --features peers)"
-            ));
-        }
+        crate::engines::check_engine(e).map_err(|m| format!("compare: {m}"))?;
     }
     let all_wls = suite(&suite_name)?;
     let mut wls = all_wls.clone();
