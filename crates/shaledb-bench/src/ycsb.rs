@@ -279,6 +279,9 @@ pub struct YcsbConfig {
     pub fixedkey8b: bool,
     /// Longest scan.
     pub maxscanlength: u64,
+    /// YCSB's `maxexecutiontime`: seconds after which a phase stops with the operations done so
+    /// far (applied to each phase; `None` runs every operation).
+    pub maxexecutiontime: Option<u64>,
     /// db_bench flags for the engine (cache, compression, WAL, --engine, --db, --json, --seed).
     pub flags: Flags,
 }
@@ -294,6 +297,7 @@ const YCSB_FLAGS: &[&str] = &[
     "fixedkey8b",
     "fixedfieldlen",
     "maxscanlength",
+    "maxexecutiontime",
 ];
 
 impl YcsbConfig {
@@ -410,6 +414,10 @@ impl YcsbConfig {
             fieldlength: num("fieldlength", 100)? as usize,
             fixedkey8b: fixed,
             maxscanlength: num("maxscanlength", 100)?.max(1),
+            maxexecutiontime: match num("maxexecutiontime", 0)? {
+                0 => None,
+                s => Some(s),
+            },
             flags,
         })
     }
@@ -645,7 +653,9 @@ pub fn run_phase(
     let remaining = AtomicU64::new(total);
     let progress = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
+    let timed_out = AtomicBool::new(false);
     let done = AtomicBool::new(false);
+    let limit = cfg.maxexecutiontime.map(Duration::from_secs);
     let start = Instant::now();
     let label = format!("ycsb-{}-{phase}", cfg.workload.name);
     let (results, end): (Vec<Result<OpStats, String>>, Instant) = std::thread::scope(|s| {
@@ -654,6 +664,11 @@ pub fn run_phase(
             let mut last_n = 0;
             while !done.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(50));
+                if limit.is_some_and(|l| start.elapsed() >= l) && !timed_out.load(Ordering::Relaxed)
+                {
+                    timed_out.store(true, Ordering::Relaxed);
+                    stop.store(true, Ordering::Relaxed);
+                }
                 if last.elapsed() >= Duration::from_secs(5) {
                     let n = progress.load(Ordering::Relaxed);
                     eprintln!(
@@ -716,6 +731,19 @@ pub fn run_phase(
         }
     }
     let ops = progress.load(Ordering::Relaxed);
+    let note = (timed_out.load(Ordering::Relaxed) && ops < total).then(|| {
+        let what = if load {
+            "records loaded"
+        } else {
+            "operations done"
+        };
+        format!(
+            "stopped at --maxexecutiontime={}: {} of {} {what}",
+            cfg.maxexecutiontime.unwrap_or(0),
+            group_thousands(ops),
+            group_thousands(total)
+        )
+    });
     Ok(BenchResult {
         benchmark: format!("ycsb-{}-{phase}", cfg.workload.name),
         engine: cfg.flags.engine.clone(),
@@ -731,6 +759,7 @@ pub fn run_phase(
         },
         latency: all.summary(),
         per_op,
+        note,
         ..Default::default()
     })
 }
@@ -832,8 +861,29 @@ pub fn run(cfg: &YcsbConfig, verbose: bool) -> Result<Vec<BenchResult>, String> 
             }
         }
     }
+    // A load stopped by --maxexecutiontime leaves fewer records: the run phases then choose
+    // among those (as the seed ran WiredTiger on 10M records, not 1G) and say so.
+    let mut short_load: Option<u64> = None;
     for (phase, cfg) in &steps {
-        let r = run_phase(cfg, e.as_ref(), phase, next)?;
+        let mut cfg = cfg.clone();
+        if let Some(n) = short_load {
+            cfg.recordcount = n;
+        }
+        let cfg = &cfg;
+        let mut r = run_phase(cfg, e.as_ref(), phase, next)?;
+        if phase == "load" && r.note.is_some() {
+            short_load = Some(r.ops);
+            next = r.ops;
+        } else if let Some(n) = short_load {
+            let on = format!(
+                "on the {} records the stopped load left",
+                group_thousands(n)
+            );
+            r.note = Some(match r.note.take() {
+                Some(t) => format!("{t}; {on}"),
+                None => on,
+            });
+        }
         if phase == "run" {
             let ins = r
                 .per_op
@@ -847,6 +897,9 @@ pub fn run(cfg: &YcsbConfig, verbose: bool) -> Result<Vec<BenchResult>, String> 
             print!("{}", format_phase(&r, phase));
             if !r.message.is_empty() {
                 println!("{}", r.message);
+            }
+            if let Some(n) = &r.note {
+                println!("Note: {n}");
             }
         }
         out.push(r);

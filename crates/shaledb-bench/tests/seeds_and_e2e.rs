@@ -155,6 +155,42 @@ fn every_ycsb_workload_runs() {
 }
 
 #[test]
+fn ycsb_maxexecutiontime_stops_a_load_and_runs_on_what_it_loaded() {
+    // A load far too big for one second stops there; the read-only run that follows must then
+    // choose among the records that exist (no read misses) and say so.
+    let cfg = YcsbConfig::parse(&[
+        "--workload=c",
+        "--phase=load,run",
+        "--recordcount=1000000000",
+        "--operationcount=2000",
+        "--threads=2",
+        "--maxexecutiontime=1",
+        "--fixedkey8b",
+        "--fieldcount=1",
+        "--fieldlength=24",
+    ])
+    .unwrap();
+    let res = shaledb_bench::ycsb::run(&cfg, false).unwrap();
+    assert_eq!(res.len(), 2);
+    let (load, run) = (&res[0], &res[1]);
+    assert!(load.ops > 0 && load.ops < 1_000_000_000, "{}", load.ops);
+    assert!(load.elapsed_secs < 10.0, "{}", load.elapsed_secs);
+    let note = load.note.as_deref().unwrap_or_default();
+    assert!(
+        note.starts_with("stopped at --maxexecutiontime=1: "),
+        "{note}"
+    );
+    assert!(note.ends_with(" of 1,000,000,000 records loaded"), "{note}");
+    assert_eq!(run.ops, 2000);
+    assert_eq!(run.message, "", "every read finds a loaded record");
+    let expected = format!(
+        "on the {} records the stopped load left",
+        shaledb_bench::ycsb::group_thousands(load.ops)
+    );
+    assert_eq!(run.note.as_deref(), Some(expected.as_str()));
+}
+
+#[test]
 fn tpch_runs() {
     let f = Flags::parse(&["--cache_size=1048576"]).unwrap();
     let r = shaledb_bench::tpch::run(&f, 500, 1, false).unwrap();

@@ -154,6 +154,10 @@ pub struct BenchResult {
     /// compaction_bytes_written / user_bytes_written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_amp: Option<f64>,
+    /// Why this figure is not like for like with the others (a phase stopped at its time
+    /// limit, or ran on fewer records); the report lists it under the table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Set when the benchmark was skipped or failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
