@@ -562,12 +562,8 @@ pub fn report_md(
                 let Some(r) = pick(c) else { continue };
                 let ratio = match &base {
                     Some(b0) if r.ops_per_sec > 0.0 => {
-                        let dagger = if r.note.is_some() || b0.note.is_some() {
-                            "†"
-                        } else {
-                            ""
-                        };
-                        format!("{:.2}x{dagger}", b0.ops_per_sec / r.ops_per_sec)
+                        let (x, dagger) = ratio_text(b0, &r);
+                        format!("{x}{dagger}")
                     }
                     _ => "-".into(),
                 };
@@ -611,6 +607,15 @@ pub fn report_md(
     }
     s.push_str("\n## Commands\n\nSee commands.txt; raw per-cell JSON and stdout in raw/.\n");
     s
+}
+
+/// ShaleDB's ops/sec over a peer's as `1.23x`, and `†` when either figure carries a note.
+fn ratio_text(shale: &BenchResult, peer: &BenchResult) -> (String, &'static str) {
+    let noted = shale.note.is_some() || peer.note.is_some();
+    (
+        format!("{:.2}x", shale.ops_per_sec / peer.ops_per_sec),
+        if noted { "†" } else { "" },
+    )
 }
 
 /// The benchmarks of a workload in run order, each with its occurrence number (a workload may
@@ -679,12 +684,10 @@ fn summary_md(cells: &[Cell], wls: &[Workload], engines: &[String]) -> String {
                                 } else {
                                     "*"
                                 };
-                            let dagger = if r.note.is_some() || b0.note.is_some() {
-                                "†"
-                            } else {
-                                ""
-                            };
-                            format!("{:.2}x{star}{dagger}", b0.ops_per_sec / r.ops_per_sec)
+                            {
+                                let (x, dagger) = ratio_text(b0, r);
+                                format!("{x}{star}{dagger}")
+                            }
                         }
                         _ => "-".to_string(),
                     },
