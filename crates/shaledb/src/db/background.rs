@@ -283,8 +283,14 @@ impl DbInner {
                     true
                 }
             });
+            if !delete.is_empty() || !wals.is_empty() {
+                st.deletions_running += 1;
+            }
             (delete, wals)
         };
+        if tables.is_empty() && wals.is_empty() {
+            return;
+        }
         for n in tables {
             self.tables.evict(n);
             let _ = self.fs.remove_file(&filename::table_file(&self.dir, n));
@@ -292,6 +298,19 @@ impl DbInner {
         for n in wals {
             let _ = self.fs.remove_file(&filename::log_file(&self.dir, n));
         }
+        self.state.lock().deletions_running -= 1;
+        self.bg_cv.notify_all();
+    }
+
+    /// True if `delete_obsolete_files` would delete something now: a replaced table no reader
+    /// holds, or a WAL older than the MANIFEST's log number.
+    fn has_deletable_files(st: &DbState) -> bool {
+        let live = st.versions.live_files();
+        let log_number = st.versions.log_number();
+        st.obsolete_tables
+            .iter()
+            .any(|f| live.contains(&f.number) || Arc::strong_count(f) == 1)
+            || st.live_wals.iter().any(|&n| n < log_number)
     }
 
     /// Freezes the active memtable and waits until it is flushed.
@@ -312,7 +331,8 @@ impl DbInner {
         }
     }
 
-    /// Waits until there is no pending or running flush or compaction.
+    /// Waits until there is no pending or running flush or compaction and no deletable file
+    /// is left on disk.
     pub(crate) fn wait_for_compactions(&self) -> Result<()> {
         let mut st = self.state.lock();
         loop {
@@ -323,7 +343,15 @@ impl DbInner {
             let needs = !self.opts.disable_auto_compactions
                 && picker::pick(&v, &self.opts, &st.busy, &st.versions.compact_pointers).is_some();
             if st.imms.is_empty() && !st.flush_running && st.running_compactions == 0 && !needs {
-                return Ok(());
+                // A background thread deletes a job's replaced files only after it reports the
+                // job done; finish that here so the caller sees the disk as the live data.
+                if Self::has_deletable_files(&st) {
+                    MutexGuard::unlocked(&mut st, || self.delete_obsolete_files());
+                    continue;
+                }
+                if st.deletions_running == 0 {
+                    return Ok(());
+                }
             }
             if self.shutting_down.load(Ordering::Acquire) {
                 return Err(Error::Closed);

@@ -74,6 +74,9 @@ pub(crate) struct DbState {
     pub(crate) manual_compaction: bool,
     /// Table files dropped from the current version, deleted once no reader holds them.
     pub(crate) obsolete_tables: Vec<Arc<FileMetaData>>,
+    /// Threads now unlinking files taken from `obsolete_tables` or `live_wals` (with the mutex
+    /// released), so `wait_for_compactions` can wait until the disk holds live files only.
+    pub(crate) deletions_running: usize,
     /// WALs whose contents are all in tables, deleted once that is durable.
     pub(crate) live_wals: Vec<u64>,
     pub(crate) level_stats: Vec<LevelStats>,
@@ -235,7 +238,9 @@ impl Db {
         self.inner.compact_range(begin, end)
     }
 
-    /// Waits until no flush or compaction is pending or running.
+    /// Waits until no flush or compaction is pending or running, and the files they replaced
+    /// are deleted (those no iterator or snapshot still reads), so the directory's size is
+    /// the live data's.
     pub fn wait_for_compactions(&self) -> Result<()> {
         self.inner.wait_for_compactions()
     }

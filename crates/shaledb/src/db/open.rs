@@ -272,6 +272,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
         running_compactions: 0,
         manual_compaction: false,
         obsolete_tables: Vec::new(),
+        deletions_running: 0,
         live_wals: vec![wal_number],
         level_stats: vec![LevelStats::default(); opts.num_levels],
         stall_count: 0,
