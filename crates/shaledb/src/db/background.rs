@@ -10,6 +10,7 @@ use crate::compaction::{picker, Compaction};
 use crate::error::{Error, Result};
 use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
+use crate::key;
 use crate::memtable::MemTable;
 use crate::options::ReadOptions;
 use crate::version::{filename, LevelIterator, VersionEdit};
@@ -169,10 +170,16 @@ impl DbInner {
         let mut edit = VersionEdit::default();
         let [read0, read1] = c.input_bytes();
         if c.is_trivial_move() {
-            let f = &c.inputs[0][0];
-            edit.delete_file(c.level, f.number);
-            edit.add_file(c.output_level, (**f).clone());
-            edit.compact_pointers.push((c.level, f.largest.clone()));
+            for f in &c.inputs[0] {
+                edit.delete_file(c.level, f.number);
+                edit.add_file(c.output_level, (**f).clone());
+            }
+            if let Some(last) = c.inputs[0]
+                .iter()
+                .max_by(|a, b| key::compare_internal(a.largest.encoded(), b.largest.encoded()))
+            {
+                edit.compact_pointers.push((c.level, last.largest.clone()));
+            }
             edit.last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
             self.log_and_apply(st, &mut edit)?;
             self.install_super_version(st);
