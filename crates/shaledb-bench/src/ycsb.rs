@@ -12,16 +12,19 @@
 //!   1..=100. readallfields true, writeallfields false (an update rewrites one field by
 //!   read-modify-write of the record, as YCSB-cpp's RocksDB/LevelDB bindings do).
 //! * Inserts during a run take the next key number from a shared counter; the newest key readers
-//!   may choose is the highest acknowledged insert (YCSB acknowledges through a window, which
-//!   makes it contiguous; here it is the maximum finished, a close approximation).
+//!   may choose is the highest one below which every insert has finished (YCSB's
+//!   `AcknowledgedCounterGenerator`), so a read never targets an insert still in flight and any
+//!   "reads not found" in a run is a record the engine lost.
 
 use crate::dbbench::flags::{parse_args, Flags};
 use crate::dbbench::keys::Mt64;
 use crate::dbbench::report::{BenchResult, Hist, Latency};
 use crate::engine::Engine;
 use crate::engines::open_engine;
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// YCSB's FNV-1a-style 64-bit hash of a long (`Utils.fnvhash64`).
@@ -511,7 +514,46 @@ pub fn deserialize_row(mut b: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
 /// Shared key space state.
 struct KeySpace {
     next_insert: AtomicU64,
-    acked: AtomicU64,
+    acked: Acknowledged,
+}
+
+/// The highest key number `limit` such that the inserts of every key up to it have finished.
+/// Inserts finish out of order (eight client threads on two cores get preempted mid-insert), so
+/// finished numbers above the first gap wait in `pending` until it closes.
+struct Acknowledged {
+    limit: AtomicU64,
+    pending: Mutex<BTreeSet<u64>>,
+}
+
+impl Acknowledged {
+    fn new(limit: u64) -> Self {
+        Acknowledged {
+            limit: AtomicU64::new(limit),
+            pending: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    fn limit(&self) -> u64 {
+        self.limit.load(Ordering::Acquire)
+    }
+
+    /// Records that the insert of key number `n` finished.
+    fn ack(&self, n: u64) {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let mut limit = self.limit.load(Ordering::Acquire);
+        if n <= limit {
+            return;
+        }
+        if n != limit + 1 {
+            pending.insert(n);
+            return;
+        }
+        limit = n;
+        while pending.remove(&(limit + 1)) {
+            limit += 1;
+        }
+        self.limit.store(limit, Ordering::Release);
+    }
 }
 
 /// Per-op histograms of one thread.
@@ -548,7 +590,7 @@ fn thread_run(
     let mut latest = proto_latest.clone();
     let wl = &cfg.workload;
     let next_key = |rng: &mut Mt64, zipf: &mut ScrambledZipfian, latest: &mut Option<Latest>| {
-        let last = ks.acked.load(Ordering::Acquire);
+        let last = ks.acked.limit();
         match (wl.dist, latest.as_mut()) {
             (Dist::Latest, Some(l)) => l.next(rng, last),
             _ => loop {
@@ -579,7 +621,7 @@ fn thread_run(
                 let n = ks.next_insert.fetch_add(1, Ordering::AcqRel);
                 let rec = cfg.record(&mut rng);
                 e.put(&cfg.key(n), &rec)?;
-                ks.acked.fetch_max(n, Ordering::AcqRel);
+                ks.acked.ack(n);
             }
             Op::Read => {
                 let k = cfg.key(next_key(&mut rng, &mut zipf, &mut latest));
@@ -644,7 +686,7 @@ pub fn run_phase(
     };
     let ks = KeySpace {
         next_insert: AtomicU64::new(if load { 0 } else { ks_next }),
-        acked: AtomicU64::new(ks_next.max(1) - 1),
+        acked: Acknowledged::new(ks_next.max(1) - 1),
     };
     let expected_new = (cfg.operationcount as f64 * cfg.workload.insert_proportion() * 2.0) as u64;
     let zipf = ScrambledZipfian::new(0, cfg.recordcount + expected_new);
@@ -919,6 +961,28 @@ pub fn run(cfg: &YcsbConfig, verbose: bool) -> Result<Vec<BenchResult>, String> 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn acknowledged_limit_stops_at_the_first_insert_still_in_flight() {
+        // 99 keys exist; inserts of 100..=104 finish in the order 101, 103, 100, 104, 102.
+        let a = Acknowledged::new(99);
+        a.ack(101);
+        assert_eq!(a.limit(), 99, "100 is still in flight");
+        a.ack(103);
+        assert_eq!(a.limit(), 99);
+        a.ack(100);
+        assert_eq!(
+            a.limit(),
+            101,
+            "100 closes the gap up to 101; 102 is in flight"
+        );
+        a.ack(104);
+        assert_eq!(a.limit(), 101);
+        a.ack(102);
+        assert_eq!(a.limit(), 104);
+        a.ack(50);
+        assert_eq!(a.limit(), 104, "an old number changes nothing");
+    }
 
     #[test]
     fn fnv_matches_ycsb() {

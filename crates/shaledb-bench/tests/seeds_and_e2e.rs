@@ -155,6 +155,32 @@ fn every_ycsb_workload_runs() {
 }
 
 #[test]
+fn ycsb_reads_of_the_newest_records_all_find_them() {
+    // Workload D reads mostly the records inserted moments ago, by eight threads on this
+    // machine's two cores; readers choose only records whose insert (and every earlier one)
+    // finished, so each read must find its record.
+    let cfg = YcsbConfig::parse(&[
+        "--workload=d",
+        "--phase=load,run",
+        "--recordcount=20000",
+        "--operationcount=200000",
+        "--threads=8",
+        "--fixedkey8b",
+        "--fieldcount=1",
+        "--fieldlength=24",
+    ])
+    .unwrap();
+    let res = shaledb_bench::ycsb::run(&cfg, false).unwrap();
+    assert_eq!(res.len(), 2);
+    assert_eq!(res[1].benchmark, "ycsb-d-run");
+    assert_eq!(res[1].ops, 200_000);
+    assert_eq!(
+        res[1].message, "",
+        "a record the engine acknowledged was not found"
+    );
+}
+
+#[test]
 fn ycsb_maxexecutiontime_stops_a_load_and_runs_on_what_it_loaded() {
     // A load far too big for one second stops there; the read-only run that follows must then
     // choose among the records that exist (no read misses) and say so.
