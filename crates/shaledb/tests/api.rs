@@ -3,6 +3,29 @@
 
 use shaledb::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
 
+/// Files in `dir` whose names end with `suffix` (`.sst`, `.log`) or, for `MANIFEST-`, start so.
+fn files_named(dir: &std::path::Path, pattern: &str) -> usize {
+    std::fs::read_dir(dir)
+        .expect("read dir")
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.ends_with(pattern) || name.starts_with(pattern)
+        })
+        .count()
+}
+
+/// Table files the current version lists, summed over the levels.
+fn live_tables(db: &Db) -> usize {
+    (0..7)
+        .map(|l| {
+            db.property(&format!("shaledb.num-files-at-level{l}"))
+                .and_then(|s| s.parse::<usize>().ok())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
 #[test]
 fn second_open_in_the_same_process_is_locked() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -187,13 +210,7 @@ fn manifest_rolls_when_it_grows_and_reopens() {
     o.max_manifest_file_size = 1; // every edit starts a new MANIFEST
     o.write_buffer_size = 4096;
     o.level0_file_num_compaction_trigger = 2;
-    let manifests = |p: &std::path::Path| {
-        std::fs::read_dir(p)
-            .expect("read dir")
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("MANIFEST-"))
-            .count()
-    };
+    let manifests = |p: &std::path::Path| files_named(p, "MANIFEST-");
     {
         let db = Db::open(dir.path(), o.clone()).expect("open");
         for i in 0..2000u32 {
@@ -224,13 +241,7 @@ fn replaced_tables_are_deleted_soon_after_readers_let_go() {
     o.write_buffer_size = 8 << 10;
     o.level0_file_num_compaction_trigger = 2;
     let db = Db::open(dir.path(), o).expect("open");
-    let tables = |p: &std::path::Path| {
-        std::fs::read_dir(p)
-            .expect("read dir")
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
-            .count()
-    };
+    let tables = |p: &std::path::Path| files_named(p, ".sst");
     for i in 0..3000u32 {
         db.put(format!("k{:05}", i % 700).as_bytes(), &[2u8; 40])
             .expect("put");
@@ -243,13 +254,7 @@ fn replaced_tables_are_deleted_soon_after_readers_let_go() {
     }
     db.flush().expect("flush");
     db.wait_for_compactions().expect("settle");
-    let live: usize = (0..7)
-        .map(|l| {
-            db.property(&format!("shaledb.num-files-at-level{l}"))
-                .and_then(|s| s.parse::<usize>().ok())
-                .unwrap_or(0)
-        })
-        .sum();
+    let live = live_tables(&db);
     assert!(
         tables(dir.path()) > live,
         "the iterator should still pin replaced tables"
@@ -270,13 +275,7 @@ fn wait_for_compactions_returns_with_only_live_files_on_disk() {
     o.write_buffer_size = 8 << 10;
     o.level0_file_num_compaction_trigger = 2;
     let db = Db::open(dir.path(), o).expect("open");
-    let count = |suffix: &str| {
-        std::fs::read_dir(dir.path())
-            .expect("read dir")
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().ends_with(suffix))
-            .count()
-    };
+    let count = |pattern: &str| files_named(dir.path(), pattern);
     // Several rounds: the background thread used to delete a compaction's inputs just after
     // reporting it done, so a caller could see them on disk after the wait returned.
     for round in 0..20u32 {
@@ -288,13 +287,7 @@ fn wait_for_compactions_returns_with_only_live_files_on_disk() {
             .expect("put");
         }
         db.wait_for_compactions().expect("settle");
-        let live: usize = (0..7)
-            .map(|l| {
-                db.property(&format!("shaledb.num-files-at-level{l}"))
-                    .and_then(|s| s.parse::<usize>().ok())
-                    .unwrap_or(0)
-            })
-            .sum();
+        let live = live_tables(&db);
         assert!(
             live > 0,
             "round {round}: the writes should have made tables"
