@@ -684,10 +684,8 @@ fn summary_md(cells: &[Cell], wls: &[Workload], engines: &[String]) -> String {
                                 } else {
                                     "*"
                                 };
-                            {
-                                let (x, dagger) = ratio_text(b0, r);
-                                format!("{x}{star}{dagger}")
-                            }
+                            let (x, dagger) = ratio_text(b0, r);
+                            format!("{x}{star}{dagger}")
                         }
                         _ => "-".to_string(),
                     },

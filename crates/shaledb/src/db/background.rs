@@ -266,38 +266,47 @@ impl DbInner {
     /// Deletes tables no version or reader holds any more, and WALs older than the MANIFEST's
     /// log number.
     pub(crate) fn delete_obsolete_files(&self) {
-        let (tables, wals) = {
-            let mut st = self.state.lock();
-            let live = st.versions.live_files();
-            let mut delete = Vec::new();
-            st.obsolete_tables.retain(|f| {
-                if live.contains(&f.number) {
-                    return false;
-                }
-                if Arc::strong_count(f) == 1 {
-                    delete.push(f.number);
-                    return false;
-                }
-                true
-            });
-            let log_number = st.versions.log_number();
-            let mut wals = Vec::new();
-            st.live_wals.retain(|&n| {
-                if n < log_number {
-                    wals.push(n);
-                    false
-                } else {
-                    true
-                }
-            });
-            if !delete.is_empty() || !wals.is_empty() {
-                st.deletions_running += 1;
-            }
-            (delete, wals)
-        };
-        if tables.is_empty() && wals.is_empty() {
-            return;
+        let taken = Self::take_deletable_files(&mut self.state.lock());
+        if let Some((tables, wals)) = taken {
+            self.unlink_files(tables, wals);
         }
+    }
+
+    /// Takes out of the state the tables and WALs that can be deleted now (dropping replaced
+    /// tables that became live again), and counts their deletion as running. `None` if there
+    /// is nothing to delete.
+    fn take_deletable_files(st: &mut DbState) -> Option<(Vec<u64>, Vec<u64>)> {
+        let live = st.versions.live_files();
+        let mut tables = Vec::new();
+        st.obsolete_tables.retain(|f| {
+            if live.contains(&f.number) {
+                return false;
+            }
+            if Arc::strong_count(f) == 1 {
+                tables.push(f.number);
+                return false;
+            }
+            true
+        });
+        let log_number = st.versions.log_number();
+        let mut wals = Vec::new();
+        st.live_wals.retain(|&n| {
+            if n < log_number {
+                wals.push(n);
+                false
+            } else {
+                true
+            }
+        });
+        if tables.is_empty() && wals.is_empty() {
+            return None;
+        }
+        st.deletions_running += 1;
+        Some((tables, wals))
+    }
+
+    /// Unlinks what `take_deletable_files` took; called without the state mutex.
+    fn unlink_files(&self, tables: Vec<u64>, wals: Vec<u64>) {
         for n in tables {
             self.tables.evict(n);
             let _ = self.fs.remove_file(&filename::table_file(&self.dir, n));
@@ -307,17 +316,6 @@ impl DbInner {
         }
         self.state.lock().deletions_running -= 1;
         self.bg_cv.notify_all();
-    }
-
-    /// True if `delete_obsolete_files` would delete something now: a replaced table no reader
-    /// holds, or a WAL older than the MANIFEST's log number.
-    fn has_deletable_files(st: &DbState) -> bool {
-        let live = st.versions.live_files();
-        let log_number = st.versions.log_number();
-        st.obsolete_tables
-            .iter()
-            .any(|f| live.contains(&f.number) || Arc::strong_count(f) == 1)
-            || st.live_wals.iter().any(|&n| n < log_number)
     }
 
     /// Freezes the active memtable and waits until it is flushed.
@@ -352,8 +350,8 @@ impl DbInner {
             if st.imms.is_empty() && !st.flush_running && st.running_compactions == 0 && !needs {
                 // A background thread deletes a job's replaced files only after it reports the
                 // job done; finish that here so the caller sees the disk as the live data.
-                if Self::has_deletable_files(&st) {
-                    MutexGuard::unlocked(&mut st, || self.delete_obsolete_files());
+                if let Some((tables, wals)) = Self::take_deletable_files(&mut st) {
+                    MutexGuard::unlocked(&mut st, || self.unlink_files(tables, wals));
                     continue;
                 }
                 if st.deletions_running == 0 {
