@@ -6,11 +6,10 @@
 //! input happens to be valid, cheap consistency checks run too.
 
 use shaledb::fs::{FileSystem, MemFileSystem};
-use shaledb::iter::InternalIterator;
-use shaledb::key;
-use shaledb::log::{LogRead, LogReader};
-use shaledb::sst::{Block, BlockIter, Table};
-use shaledb::version::VersionEdit;
+use shaledb::internals::{
+    make_internal_key, write_batch_from_data, Block, BlockIter, InternalIterator, LogRead,
+    LogReader, Table, ValueKind, VersionEdit,
+};
 use shaledb::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -69,11 +68,7 @@ pub fn sst(data: &[u8]) {
     for k in keys.iter().take(64) {
         let _ = table.get(k, true, false);
     }
-    let _ = table.get(
-        &key::make_internal_key(b"k", 5, key::ValueKind::Put),
-        false,
-        false,
-    );
+    let _ = table.get(&make_internal_key(b"k", 5, ValueKind::Put), false, false);
     let _ = table.verify_checksums();
     let _ = table.approximate_offset_of(b"zzzzzzzzz");
 }
@@ -92,7 +87,7 @@ pub fn wal(data: &[u8]) {
         match reader.read() {
             Ok(LogRead::Eof) | Err(_) => return,
             Ok(LogRead::Record { data, .. }) => {
-                let _ = WriteBatch::from_data(data.clone());
+                let _ = write_batch_from_data(data.clone());
                 let _ = VersionEdit::decode(&data);
             }
             Ok(LogRead::Damaged { .. }) => {}
@@ -115,7 +110,7 @@ pub fn version_edit(data: &[u8]) {
 
 /// The write-batch decoder; a decoded batch iterates exactly its count of entries.
 pub fn write_batch(data: &[u8]) {
-    if let Ok(b) = WriteBatch::from_data(data.to_vec()) {
+    if let Ok(b) = write_batch_from_data(data.to_vec()) {
         assert_eq!(b.iter().count(), b.len(), "count matches entries");
         let mut copy = WriteBatch::new();
         copy.append(&b);

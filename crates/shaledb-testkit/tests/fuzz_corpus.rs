@@ -39,7 +39,11 @@ fn write_seeds(dir: &Path) {
         std::fs::create_dir_all(&d).expect("mkdir");
         std::fs::write(d.join(name), bytes).expect("write seed");
     };
-    save("write_batch", "seed-batch", b.data());
+    save(
+        "write_batch",
+        "seed-batch",
+        shaledb::internals::write_batch_data(&b),
+    );
     for p in fs.file_names() {
         let name = p
             .file_name()

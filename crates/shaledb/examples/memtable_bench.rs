@@ -3,9 +3,7 @@
 //!
 //! `cargo run --release -p shaledb --example memtable_bench [N]` (default N = 1,000,000).
 
-use shaledb::iter::InternalIterator;
-use shaledb::key::ValueKind;
-use shaledb::memtable::{LookupResult, MemTable};
+use shaledb::internals::{InternalIterator, LookupResult, MemTable, ValueKind};
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -22,7 +22,7 @@ pub enum CompressionType {
 
 impl CompressionType {
     /// Decodes an on-disk codec id.
-    pub fn from_u8(b: u8) -> Option<CompressionType> {
+    pub(crate) fn from_u8(b: u8) -> Option<CompressionType> {
         match b {
             0 => Some(CompressionType::None),
             1 => Some(CompressionType::Snappy),

@@ -63,7 +63,11 @@ fn context_suffix(context: &str) -> String {
 
 impl Error {
     /// Builds a corruption error for `file` at `offset`.
-    pub fn corruption(file: impl Into<PathBuf>, offset: u64, detail: impl fmt::Display) -> Error {
+    pub(crate) fn corruption(
+        file: impl Into<PathBuf>,
+        offset: u64,
+        detail: impl fmt::Display,
+    ) -> Error {
         Error::Corruption {
             file: file.into(),
             offset,
@@ -72,7 +76,7 @@ impl Error {
     }
 
     /// Wraps an IO error with what the engine was doing.
-    pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Error {
         Error::Io {
             context: context.into(),
             source,
@@ -86,7 +90,7 @@ impl Error {
 
     /// A copy of this error, for handing the same failure to several waiters (group commit)
     /// or keeping it as the background error. IO errors keep their kind and message.
-    pub fn duplicate(&self) -> Error {
+    pub(crate) fn duplicate(&self) -> Error {
         match self {
             Error::Io { context, source } => Error::Io {
                 context: context.clone(),

@@ -9,25 +9,41 @@
 //! assert_eq!(db.get(b"hello").unwrap().as_deref(), Some(&b"world"[..]));
 //! ```
 
-pub mod cache;
-pub mod checksum;
-pub mod coding;
-pub mod compaction;
-pub mod compression;
-pub mod db;
-pub mod error;
+#![warn(missing_docs)]
+
+pub(crate) mod cache;
+pub(crate) mod checksum;
+pub(crate) mod coding;
+pub(crate) mod compaction;
+pub(crate) mod compression;
+pub(crate) mod db;
+pub(crate) mod error;
 pub mod fs;
-pub mod iter;
-pub mod key;
-pub mod log;
-pub mod memtable;
-pub mod options;
-pub mod sst;
-pub mod version;
-pub mod write_batch;
+pub(crate) mod iter;
+pub(crate) mod key;
+pub(crate) mod log;
+pub(crate) mod memtable;
+pub(crate) mod options;
+pub(crate) mod sst;
+pub(crate) mod version;
+pub(crate) mod write_batch;
 
 pub use compression::CompressionType;
 pub use db::{Db, DbIterator, KeyRange, RangeIter, Snapshot};
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WalRecoveryMode, WriteOptions};
-pub use write_batch::WriteBatch;
+pub use write_batch::{BatchEntry, BatchIter, WriteBatch};
+
+/// Engine internals for ShaleDB's own test kit, fuzz targets, benchmarks and examples.
+///
+/// Not part of the public API: anything here may change or disappear in any release.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::iter::InternalIterator;
+    pub use crate::key::{make_internal_key, ValueKind};
+    pub use crate::log::{LogRead, LogReader};
+    pub use crate::memtable::{LookupResult, MemTable};
+    pub use crate::sst::{Block, BlockIter, Table};
+    pub use crate::version::VersionEdit;
+    pub use crate::write_batch::{write_batch_data, write_batch_from_data};
+}

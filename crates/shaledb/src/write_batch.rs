@@ -54,7 +54,12 @@ impl WriteBatch {
     ///
     /// # Panics
     /// If the batch already holds `u32::MAX` entries.
-    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.put_slices(key.as_ref(), value.as_ref());
+    }
+
+    /// The non-generic body of [`WriteBatch::put`] (one copy, whatever the caller's types).
+    fn put_slices(&mut self, key: &[u8], value: &[u8]) {
         self.bump_count();
         self.rep.0.push(ValueKind::Put as u8);
         put_length_prefixed(&mut self.rep.0, key);
@@ -65,7 +70,12 @@ impl WriteBatch {
     ///
     /// # Panics
     /// If the batch already holds `u32::MAX` entries.
-    pub fn delete(&mut self, key: &[u8]) {
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) {
+        self.delete_slice(key.as_ref());
+    }
+
+    /// The non-generic body of [`WriteBatch::delete`].
+    fn delete_slice(&mut self, key: &[u8]) {
         self.bump_count();
         self.rep.0.push(ValueKind::Delete as u8);
         put_length_prefixed(&mut self.rep.0, key);
@@ -87,14 +97,14 @@ impl WriteBatch {
     }
 
     /// The encoding (header and records), as stored in a WAL record.
-    pub fn data(&self) -> &[u8] {
+    pub(crate) fn data(&self) -> &[u8] {
         &self.rep.0
     }
 
     /// Validates an encoded batch (e.g. a WAL record) and wraps it. Checks the header, every
     /// record's kind and lengths, that nothing trails the last record, and that the number of
     /// records equals the header's count. `Err` carries a description of the problem.
-    pub fn from_data(bytes: Vec<u8>) -> Result<WriteBatch, String> {
+    pub(crate) fn from_data(bytes: Vec<u8>) -> Result<WriteBatch, String> {
         if bytes.len() < BATCH_HEADER_SIZE {
             return Err(format!(
                 "write batch too short: {} bytes, header needs {BATCH_HEADER_SIZE}",
@@ -119,14 +129,14 @@ impl WriteBatch {
     }
 
     /// The sequence number of the first entry (entry `i` gets `sequence() + i`).
-    pub fn sequence(&self) -> u64 {
+    pub(crate) fn sequence(&self) -> u64 {
         let mut b = [0u8; 8];
         b.copy_from_slice(&self.rep.0[..8]);
         u64::from_le_bytes(b)
     }
 
     /// Sets the sequence number of the first entry; done by the engine at commit.
-    pub fn set_sequence(&mut self, seq: u64) {
+    pub(crate) fn set_sequence(&mut self, seq: u64) {
         self.rep.0[..8].copy_from_slice(&seq.to_le_bytes());
     }
 
@@ -177,6 +187,17 @@ impl WriteBatch {
     }
 }
 
+/// Validates an encoded batch (a WAL record payload) and wraps it; for the fuzz targets and
+/// test kit (see `WriteBatch::from_data`).
+pub fn write_batch_from_data(bytes: Vec<u8>) -> Result<WriteBatch, String> {
+    WriteBatch::from_data(bytes)
+}
+
+/// A batch's encoding, as a WAL record holds it; for the fuzz targets and test kit.
+pub fn write_batch_data(batch: &WriteBatch) -> &[u8] {
+    batch.data()
+}
+
 impl<'a> IntoIterator for &'a WriteBatch {
     type Item = BatchEntry<'a>;
     type IntoIter = BatchIter<'a>;
@@ -204,7 +225,7 @@ fn decode_entry<'a>(d: &mut Decoder<'a>) -> Result<BatchEntry<'a>, String> {
 
 /// Iterator over a batch's entries, from [`WriteBatch::iter`].
 ///
-/// Batches built through the API or accepted by [`WriteBatch::from_data`] always decode fully;
+/// Batches built through the API or read back from a WAL always decode fully;
 /// should the bytes be malformed anyway, iteration stops instead of panicking.
 #[derive(Debug, Clone)]
 pub struct BatchIter<'a> {

@@ -58,9 +58,4 @@ impl TableCache {
     pub fn evict(&self, number: u64) {
         self.tables.erase(&number);
     }
-
-    /// The shared block cache.
-    pub fn block_cache(&self) -> &Arc<BlockCache> {
-        &self.block_cache
-    }
 }

@@ -245,7 +245,7 @@ impl Db {
         self.inner.wait_for_compactions()
     }
 
-    /// A named property (see the `properties` module): `shaledb.stats`,
+    /// A named property: `shaledb.stats`,
     /// `shaledb.num-files-at-level<N>`, `shaledb.estimate-num-keys`,
     /// `shaledb.total-sst-files-size`, `shaledb.block-cache-usage`,
     /// `shaledb.cur-size-all-mem-tables`, and more.

@@ -50,7 +50,7 @@ pub struct DbIterator {
 
 impl DbIterator {
     /// Wraps a merged internal iterator.
-    pub fn new(
+    pub(crate) fn new(
         inner: Box<dyn InternalIterator>,
         sequence: SequenceNumber,
         lower: Option<Vec<u8>>,

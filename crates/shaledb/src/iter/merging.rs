@@ -195,12 +195,14 @@ impl InternalIterator for MergingIterator {
     }
 }
 
-/// An iterator over a sorted in-memory list of entries; used in tests and for small sources.
+/// An iterator over a sorted in-memory list of entries, for tests.
+#[cfg(test)]
 pub struct VecIterator {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     pos: Option<usize>,
 }
 
+#[cfg(test)]
 impl VecIterator {
     /// `entries` must be sorted by internal key.
     pub fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
@@ -208,6 +210,7 @@ impl VecIterator {
     }
 }
 
+#[cfg(test)]
 impl InternalIterator for VecIterator {
     fn valid(&self) -> bool {
         self.pos.is_some()

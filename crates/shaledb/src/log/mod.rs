@@ -8,7 +8,7 @@
 mod reader;
 mod writer;
 
-pub use reader::{LogRead, LogReader, MAX_RECORD_SIZE};
+pub use reader::{LogRead, LogReader};
 pub use writer::LogWriter;
 
 /// Size of a log block. Fragments never straddle a block boundary.

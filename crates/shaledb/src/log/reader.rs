@@ -51,7 +51,7 @@ enum Physical {
 /// Reads records in the log format (docs/format/wal.md) from a [`SequentialFile`].
 ///
 /// Never panics on arbitrary bytes; memory is bounded by one block plus one record of at most
-/// [`MAX_RECORD_SIZE`].
+/// `MAX_RECORD_SIZE`.
 pub struct LogReader {
     file: Box<dyn SequentialFile>,
     path: PathBuf,

@@ -113,6 +113,7 @@ impl TableBuilder {
     }
 
     /// Entries added so far.
+    #[cfg(test)]
     pub fn num_entries(&self) -> u64 {
         self.props.num_entries
     }

@@ -42,13 +42,6 @@ pub struct Version {
 }
 
 impl Version {
-    /// An empty version with `num_levels` levels.
-    pub fn empty(num_levels: usize) -> Self {
-        Version {
-            files: vec![Vec::new(); num_levels],
-        }
-    }
-
     /// Number of levels.
     pub fn num_levels(&self) -> usize {
         self.files.len()

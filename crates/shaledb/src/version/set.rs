@@ -192,11 +192,6 @@ impl VersionSet {
         }
     }
 
-    /// The next file number that will be allocated.
-    pub fn next_file_number(&self) -> u64 {
-        self.next_file_number
-    }
-
     /// WALs below this number are obsolete.
     pub fn log_number(&self) -> u64 {
         self.log_number
