@@ -9,11 +9,13 @@
 mod background;
 mod open;
 mod properties;
+mod range;
 mod snapshot;
 mod verify;
 mod write;
 
 pub use crate::iter::db_iter::DbIterator;
+pub use range::{KeyRange, RangeIter};
 pub use snapshot::Snapshot;
 
 use crate::cache::TableCache;
@@ -34,7 +36,6 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 use snapshot::SnapshotList;
 use std::collections::VecDeque;
-use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -136,24 +137,41 @@ impl Db {
     }
 
     /// Stores `value` under `key` (not synced; see [`WriteOptions`]).
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.put_opt(&WriteOptions::default(), key, value)
+    ///
+    /// Keys and values are anything that is `AsRef<[u8]>`: `b"k"`, `&[u8]`, `Vec<u8>`, `&str`...
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_slices(&WriteOptions::default(), key.as_ref(), value.as_ref())
     }
 
     /// Stores `value` under `key` with the given write options.
-    pub fn put_opt(&self, wo: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn put_opt(
+        &self,
+        wo: &WriteOptions,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.put_slices(wo, key.as_ref(), value.as_ref())
+    }
+
+    // The generic entry points above convert and call these, so the write path is compiled
+    // once, not once per caller's key type.
+    fn put_slices(&self, wo: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key, value);
         self.inner.write_owned(wo, b)
     }
 
     /// Deletes `key` (absent keys are fine).
-    pub fn delete(&self, key: &[u8]) -> Result<()> {
-        self.delete_opt(&WriteOptions::default(), key)
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_slice(&WriteOptions::default(), key.as_ref())
     }
 
     /// Deletes `key` with the given write options.
-    pub fn delete_opt(&self, wo: &WriteOptions, key: &[u8]) -> Result<()> {
+    pub fn delete_opt(&self, wo: &WriteOptions, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_slice(wo, key.as_ref())
+    }
+
+    fn delete_slice(&self, wo: &WriteOptions, key: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
         self.inner.write_owned(wo, b)
@@ -169,54 +187,19 @@ impl Db {
     }
 
     /// The value stored under `key`, or `None`.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.get_opt(&ReadOptions::default(), key)
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.inner.get(&ReadOptions::default(), key.as_ref())
     }
 
     /// The value stored under `key` as of `ro.snapshot` (or now).
-    pub fn get_opt(&self, ro: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.inner.get(ro, key)
+    pub fn get_opt(&self, ro: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.inner.get(ro, key.as_ref())
     }
 
     /// An iterator over the database as of `ro.snapshot` (or now), within `ro`'s bounds. It
     /// starts unpositioned: call a `seek*` method first.
     pub fn iter(&self, ro: &ReadOptions) -> DbIterator {
         self.inner.new_iterator(ro)
-    }
-
-    /// The entries with keys in `range`, in order, as `(key, value)` items. Takes any Rust
-    /// range of byte strings (`..`, `a..b`, `a..=b`, `a..`, `..b`, with `&[u8]`, `Vec<u8>`,
-    /// `&str`, ...). An IO or corruption error appears as an `Err` item and ends the sequence.
-    pub fn range<R: KeyRange>(&self, range: R) -> RangeIter {
-        let (start, end) = range.key_bounds();
-        let mut ro = ReadOptions::default();
-        let mut skip_lower_equal = None;
-        match start {
-            Bound::Included(k) => ro.iterate_lower_bound = Some(k.to_vec()),
-            Bound::Excluded(k) => {
-                ro.iterate_lower_bound = Some(k.to_vec());
-                skip_lower_equal = Some(k.to_vec());
-            }
-            Bound::Unbounded => {}
-        }
-        let mut inclusive_upper = None;
-        match end {
-            Bound::Excluded(k) => ro.iterate_upper_bound = Some(k.to_vec()),
-            Bound::Included(k) => inclusive_upper = Some(k.to_vec()),
-            Bound::Unbounded => {}
-        }
-        let mut it = self.iter(&ro);
-        it.seek_to_first();
-        if let Some(k) = skip_lower_equal {
-            if it.valid() && it.key() == k.as_slice() {
-                it.next();
-            }
-        }
-        RangeIter {
-            it,
-            inclusive_upper,
-            finished: false,
-        }
     }
 
     /// A consistent point-in-time view until dropped.
@@ -234,6 +217,9 @@ impl Db {
     /// Compacts every level's files overlapping [`begin`, `end`] (`None` = unbounded) down
     /// the tree and waits, so that afterwards the range holds no overwritten versions or
     /// tombstones that no snapshot needs.
+    ///
+    /// The bounds stay `Option<&[u8]>` (not generic) so that `compact_range(None, None)` needs
+    /// no type annotation; pass `Some(key.as_ref())` for a `Vec<u8>`.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.inner.compact_range(begin, end)
     }
@@ -307,101 +293,6 @@ impl Drop for Db {
     }
 }
 
-/// A range of keys for [`Db::range`]: implemented for every Rust range type over anything that
-/// is `AsRef<[u8]>`, and for a pair of `Bound`s.
-pub trait KeyRange {
-    /// The start and end bounds.
-    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>);
-}
-
-impl KeyRange for std::ops::RangeFull {
-    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
-        (Bound::Unbounded, Bound::Unbounded)
-    }
-}
-
-impl<K: AsRef<[u8]>> KeyRange for std::ops::Range<K> {
-    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
-        (
-            Bound::Included(self.start.as_ref()),
-            Bound::Excluded(self.end.as_ref()),
-        )
-    }
-}
-
-impl<K: AsRef<[u8]>> KeyRange for std::ops::RangeInclusive<K> {
-    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
-        (
-            Bound::Included(self.start().as_ref()),
-            Bound::Included(self.end().as_ref()),
-        )
-    }
-}
-
-impl<K: AsRef<[u8]>> KeyRange for std::ops::RangeFrom<K> {
-    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
-        (Bound::Included(self.start.as_ref()), Bound::Unbounded)
-    }
-}
-
-impl<K: AsRef<[u8]>> KeyRange for std::ops::RangeTo<K> {
-    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
-        (Bound::Unbounded, Bound::Excluded(self.end.as_ref()))
-    }
-}
-
-impl<K: AsRef<[u8]>> KeyRange for std::ops::RangeToInclusive<K> {
-    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
-        (Bound::Unbounded, Bound::Included(self.end.as_ref()))
-    }
-}
-
-impl<K: AsRef<[u8]>> KeyRange for (Bound<K>, Bound<K>) {
-    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
-        fn map<K: AsRef<[u8]>>(b: &Bound<K>) -> Bound<&[u8]> {
-            match b {
-                Bound::Included(k) => Bound::Included(k.as_ref()),
-                Bound::Excluded(k) => Bound::Excluded(k.as_ref()),
-                Bound::Unbounded => Bound::Unbounded,
-            }
-        }
-        (map(&self.0), map(&self.1))
-    }
-}
-
-/// Iterator returned by [`Db::range`].
-pub struct RangeIter {
-    it: DbIterator,
-    inclusive_upper: Option<Vec<u8>>,
-    finished: bool,
-}
-
-impl Iterator for RangeIter {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.finished {
-            return None;
-        }
-        if !self.it.valid() {
-            self.finished = true;
-            return match self.it.status() {
-                Ok(()) => None,
-                Err(e) => Some(Err(e)),
-            };
-        }
-        if let Some(u) = &self.inclusive_upper {
-            if self.it.key() > u.as_slice() {
-                self.finished = true;
-                return None;
-            }
-        }
-        let item = (self.it.key().to_vec(), self.it.value().to_vec());
-        self.it.next();
-        Some(Ok(item))
-    }
-}
-
 impl DbInner {
     pub(crate) fn install_super_version(&self, st: &DbState) {
         self.super_version.store(Arc::new(SuperVersion {
@@ -439,9 +330,24 @@ impl DbInner {
     }
 
     fn new_iterator(&self, ro: &ReadOptions) -> DbIterator {
-        // Same order as `get`.
+        let (sv, seq) = self.read_view(ro);
+        self.iterator_at(sv, seq, ro)
+    }
+
+    /// What a read sees: the super version, then the sequence (same order as `get`).
+    pub(crate) fn read_view(&self, ro: &ReadOptions) -> (Arc<SuperVersion>, SequenceNumber) {
         let sv = self.super_version.load_full();
         let seq = self.read_sequence(ro);
+        (sv, seq)
+    }
+
+    /// An iterator over one read view (several iterators over one view see the same data).
+    pub(crate) fn iterator_at(
+        &self,
+        sv: Arc<SuperVersion>,
+        seq: SequenceNumber,
+        ro: &ReadOptions,
+    ) -> DbIterator {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(sv.mem.iter()));
         for m in &sv.imms {

@@ -135,7 +135,11 @@ impl DbIterator {
     }
 
     /// Positions at the first key >= `target`.
-    pub fn seek(&mut self, target: &[u8]) {
+    pub fn seek(&mut self, target: impl AsRef<[u8]>) {
+        self.seek_slice(target.as_ref())
+    }
+
+    fn seek_slice(&mut self, target: &[u8]) {
         let target = match &self.lower {
             Some(l) if target < l.as_slice() => l.clone(),
             _ => target.to_vec(),
@@ -152,7 +156,11 @@ impl DbIterator {
     }
 
     /// Positions at the last key <= `target`.
-    pub fn seek_for_prev(&mut self, target: &[u8]) {
+    pub fn seek_for_prev(&mut self, target: impl AsRef<[u8]>) {
+        self.seek_for_prev_slice(target.as_ref())
+    }
+
+    fn seek_for_prev_slice(&mut self, target: &[u8]) {
         if let Some(u) = &self.upper {
             if target >= u.as_slice() {
                 self.seek_to_last();
