@@ -213,3 +213,49 @@ fn every_nth_io_failure_is_an_error_and_loses_nothing_synced() {
     }
     assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a thread panicked");
 }
+
+/// The first failure, with its OS error kind, is what `Poisoned` carries and what
+/// `std::error::Error::source` returns, for the failing write and every later one.
+#[test]
+fn poisoned_errors_carry_the_first_failure_as_their_source() {
+    fn cause_kind(e: &Error) -> std::io::ErrorKind {
+        assert!(
+            matches!(e, Error::Poisoned(_)),
+            "expected Poisoned, got {e}"
+        );
+        let source = std::error::Error::source(e).expect("Poisoned has a source");
+        match source.downcast_ref::<Error>() {
+            Some(Error::Io { source, context }) => {
+                assert!(context.contains("WAL"), "context names the WAL: {context}");
+                source.kind()
+            }
+            other => panic!("source is not an Io error: {other:?}"),
+        }
+    }
+    let mem = MemFileSystem::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let db = Db::open(Path::new(DIR), options(&fault)).expect("open");
+    let sync = shaledb::WriteOptions {
+        sync: true,
+        ..Default::default()
+    };
+    db.put_opt(&sync, b"before", b"ok")
+        .expect("a write before the fault");
+    fault.fail_nth(Target::Kind(OpKind::Sync), 1, Fault::Enospc);
+    let full = std::io::Error::from_raw_os_error(libc::ENOSPC).kind();
+    let first = db
+        .put_opt(&sync, b"k", b"v")
+        .expect_err("the synced write fails");
+    assert_eq!(cause_kind(&first), full);
+    assert!(
+        first.to_string().contains("refuses writes"),
+        "Display explains: {first}"
+    );
+    let later = db.put(b"k2", b"v").expect_err("later writes are refused");
+    assert_eq!(cause_kind(&later), full);
+    let bg = db
+        .background_error()
+        .expect("a background error is recorded");
+    assert_eq!(cause_kind(&bg), full);
+    assert_eq!(db.get(b"before").expect("reads work"), Some(b"ok".to_vec()));
+}

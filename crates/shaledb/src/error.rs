@@ -5,25 +5,23 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The result type of every fallible ShaleDB call.
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Everything that can go wrong in ShaleDB.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
     /// The operating system reported an IO error.
-    #[error("IO error{}: {source}", context_suffix(.context))]
     Io {
         /// What the engine was doing, e.g. "writing WAL 000012.log".
         context: String,
         /// The underlying OS error.
-        #[source]
         source: std::io::Error,
     },
     /// Bytes read from disk failed validation. Never silently turned into "not found".
-    #[error("corruption in {} at offset {offset}: {detail}", .file.display())]
     Corruption {
         /// The file holding the bad bytes.
         file: PathBuf,
@@ -33,31 +31,70 @@ pub enum Error {
         detail: String,
     },
     /// A caller passed an argument the engine cannot accept.
-    #[error("invalid argument: {0}")]
     InvalidArgument(String),
     /// Another handle, in this process or another, has the database open.
-    #[error("database at {} is locked: it is already open in this or another process", .0.display())]
     Locked(PathBuf),
-    /// A WAL or MANIFEST write or sync failed earlier; the database refuses further writes
-    /// because their durability could not be guaranteed. Reads keep working. Reopen to recover.
-    #[error("database refuses writes after an earlier failure ({0}); reads still work, reopen the database to recover")]
-    Poisoned(String),
+    /// A WAL or MANIFEST write or sync, or a background flush or compaction, failed earlier;
+    /// the database refuses further writes because their durability could not be guaranteed.
+    /// Reads keep working. Reopen to recover. Holds that first failure, which
+    /// [`std::error::Error::source`] also returns.
+    Poisoned(Arc<Error>),
     /// The database is being closed or was closed.
-    #[error("database is closed")]
     Closed,
     /// The database does not exist and `create_if_missing` is false.
-    #[error("database at {} does not exist (set Options::create_if_missing to create it)", .0.display())]
     NotFound(PathBuf),
     /// The database exists and `error_if_exists` is true.
-    #[error("database at {} already exists (Options::error_if_exists is set)", .0.display())]
     AlreadyExists(PathBuf),
 }
 
-fn context_suffix(context: &str) -> String {
-    if context.is_empty() {
-        String::new()
-    } else {
-        format!(" while {context}")
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { context, source } if context.is_empty() => write!(f, "IO error: {source}"),
+            Error::Io { context, source } => write!(f, "IO error while {context}: {source}"),
+            Error::Corruption {
+                file,
+                offset,
+                detail,
+            } => write!(
+                f,
+                "corruption in {} at offset {offset}: {detail}",
+                file.display()
+            ),
+            Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
+            Error::Locked(p) => write!(
+                f,
+                "database at {} is locked: it is already open in this or another process",
+                p.display()
+            ),
+            Error::Poisoned(cause) => write!(
+                f,
+                "database refuses writes after an earlier failure ({cause}); reads still work, \
+                 reopen the database to recover"
+            ),
+            Error::Closed => write!(f, "database is closed"),
+            Error::NotFound(p) => write!(
+                f,
+                "database at {} does not exist (set Options::create_if_missing to create it)",
+                p.display()
+            ),
+            Error::AlreadyExists(p) => write!(
+                f,
+                "database at {} already exists (Options::error_if_exists is set)",
+                p.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    /// The OS error of `Io`; the first failure (itself an `Error`) of `Poisoned`.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            Error::Poisoned(cause) => Some(&**cause),
+            _ => None,
+        }
     }
 }
 
@@ -88,6 +125,15 @@ impl Error {
         matches!(self, Error::Corruption { .. })
     }
 
+    /// The error that refuses writes after `cause` (a `Poisoned` error stays as it is, so
+    /// causes do not nest).
+    pub(crate) fn poisoned(cause: Error) -> Error {
+        match cause {
+            Error::Poisoned(_) => cause,
+            other => Error::Poisoned(Arc::new(other)),
+        }
+    }
+
     /// A copy of this error, for handing the same failure to several waiters (group commit)
     /// or keeping it as the background error. IO errors keep their kind and message.
     pub(crate) fn duplicate(&self) -> Error {
@@ -107,7 +153,7 @@ impl Error {
             },
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::Locked(p) => Error::Locked(p.clone()),
-            Error::Poisoned(s) => Error::Poisoned(s.clone()),
+            Error::Poisoned(cause) => Error::Poisoned(cause.clone()),
             Error::Closed => Error::Closed,
             Error::NotFound(p) => Error::NotFound(p.clone()),
             Error::AlreadyExists(p) => Error::AlreadyExists(p.clone()),
@@ -121,5 +167,41 @@ impl From<std::io::Error> for Error {
             context: String::new(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn poisoned_keeps_its_cause_without_nesting() {
+        let io = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        let p = Error::poisoned(Error::io("syncing WAL 000004.log", io));
+        let again = Error::poisoned(p.duplicate());
+        for e in [&p, &again] {
+            match e.source().and_then(|s| s.downcast_ref::<Error>()) {
+                Some(Error::Io { source, .. }) => {
+                    assert_eq!(source.kind(), std::io::ErrorKind::StorageFull)
+                }
+                other => panic!("cause is {other:?}"),
+            }
+        }
+        assert_eq!(
+            again.to_string(),
+            "database refuses writes after an earlier failure (IO error while syncing WAL \
+             000004.log: no storage space); reads still work, reopen the database to recover"
+        );
+    }
+
+    #[test]
+    fn display_of_io_errors_names_the_context_when_there_is_one() {
+        let e = Error::from(std::io::Error::other("boom"));
+        assert_eq!(e.to_string(), "IO error: boom");
+        assert_eq!(
+            Error::io("reading CURRENT", std::io::Error::other("boom")).to_string(),
+            "IO error while reading CURRENT: boom"
+        );
     }
 }

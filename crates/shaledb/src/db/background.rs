@@ -144,7 +144,7 @@ impl DbInner {
     pub(crate) fn log_and_apply(&self, st: &mut DbState, edit: &mut VersionEdit) -> Result<()> {
         let before = st.versions.current();
         if let Err(e) = st.versions.log_and_apply(edit) {
-            let err = Error::Poisoned(format!("writing the MANIFEST failed: {e}"));
+            let err = Error::poisoned(e);
             st.bg_error = Some(err.duplicate());
             return Err(err);
         }

@@ -170,10 +170,8 @@ impl DbInner {
                 .add_record(group.data())
                 .and_then(|_| if sync { w.sync() } else { w.flush() });
             res.map_err(|e| {
-                Error::Poisoned(format!(
-                    "writing WAL {} failed: {e}",
-                    filename::log_file(&self.dir, number).display()
-                ))
+                let path = filename::log_file(&self.dir, number);
+                Error::poisoned(Error::io(format!("writing WAL {}", path.display()), e))
             })?;
         }
         for (i, e) in group.iter().enumerate() {
@@ -198,10 +196,7 @@ impl DbInner {
         let mut stalled = false;
         loop {
             if let Some(e) = &st.bg_error {
-                return Err(match e {
-                    Error::Poisoned(_) => e.duplicate(),
-                    other => Error::Poisoned(other.to_string()),
-                });
+                return Err(Error::poisoned(e.duplicate()));
             }
             if self.shutting_down.load(Ordering::Acquire) {
                 return Err(Error::Closed);
@@ -271,14 +266,14 @@ impl DbInner {
             // leave a hole between them.
             if let Some(old) = wal.as_mut() {
                 if let Err(e) = old.sync() {
-                    let err = Error::Poisoned(format!("syncing the WAL before rotation: {e}"));
+                    let err = Error::poisoned(Error::io("syncing the WAL before rotation", e));
                     st.bg_error = Some(err.duplicate());
                     let _ = self.fs.remove_file(&path);
                     return Err(err);
                 }
             }
             if let Err(e) = self.fs.sync_dir(&self.dir) {
-                let err = Error::Poisoned(format!("syncing the directory for a new WAL: {e}"));
+                let err = Error::poisoned(Error::io("syncing the directory for a new WAL", e));
                 st.bg_error = Some(err.duplicate());
                 return Err(err);
             }
