@@ -5,6 +5,9 @@ use crate::db::Snapshot;
 use crate::fs::FileSystem;
 use std::sync::Arc;
 
+/// The block cache has at most 2^16 shards (`cache/clock.rs` caps it there).
+const MAX_BLOCK_CACHE_SHARD_BITS: u32 = 16;
+
 /// How open treats damage found while replaying write-ahead logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WalRecoveryMode {
@@ -23,6 +26,21 @@ pub enum WalRecoveryMode {
 }
 
 /// Options for [`crate::Db::open`]. `Options::default()` serves well with no tuning.
+///
+/// Set fields with a struct literal, or chain the `with_*` builder methods (one per field, each
+/// taking and returning `Options`); both stay source-compatible as fields are added:
+///
+/// ```
+/// use shaledb::{CompressionType, Options};
+/// let a = Options { write_buffer_size: 8 << 20, ..Default::default() };
+/// let b = Options::default()
+///     .with_write_buffer_size(8 << 20)
+///     .with_compression(CompressionType::Zstd)
+///     .with_fs(shaledb::fs::MemFileSystem::new());
+/// assert_eq!(a.write_buffer_size, b.write_buffer_size);
+/// ```
+///
+/// [`crate::Db::open`] refuses combinations that cannot work (see [`Options::validate`]).
 #[derive(Clone)]
 pub struct Options {
     /// Create the database if it does not exist. Default true.
@@ -140,7 +158,153 @@ impl Default for Options {
     }
 }
 
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Destructured so that a new field cannot be forgotten here.
+        let Options {
+            create_if_missing,
+            error_if_exists,
+            paranoid_checks,
+            fs,
+            write_buffer_size,
+            max_write_buffer_number,
+            block_size,
+            block_restart_interval,
+            bloom_bits_per_key,
+            compression_per_level,
+            block_cache_size,
+            block_cache_shard_bits,
+            max_open_files,
+            num_levels,
+            level0_file_num_compaction_trigger,
+            level0_slowdown_writes_trigger,
+            level0_stop_writes_trigger,
+            max_bytes_for_level_base,
+            max_bytes_for_level_multiplier,
+            target_file_size_base,
+            target_file_size_multiplier,
+            soft_pending_compaction_bytes_limit,
+            hard_pending_compaction_bytes_limit,
+            delayed_write_rate,
+            max_background_jobs,
+            disable_auto_compactions,
+            max_key_size,
+            max_value_size,
+            wal_recovery_mode,
+            max_manifest_file_size,
+        } = self;
+        f.debug_struct("Options")
+            .field("create_if_missing", create_if_missing)
+            .field("error_if_exists", error_if_exists)
+            .field("paranoid_checks", paranoid_checks)
+            .field("fs", &format_args!("{}", fs.name()))
+            .field("write_buffer_size", write_buffer_size)
+            .field("max_write_buffer_number", max_write_buffer_number)
+            .field("block_size", block_size)
+            .field("block_restart_interval", block_restart_interval)
+            .field("bloom_bits_per_key", bloom_bits_per_key)
+            .field("compression_per_level", compression_per_level)
+            .field("block_cache_size", block_cache_size)
+            .field("block_cache_shard_bits", block_cache_shard_bits)
+            .field("max_open_files", max_open_files)
+            .field("num_levels", num_levels)
+            .field(
+                "level0_file_num_compaction_trigger",
+                level0_file_num_compaction_trigger,
+            )
+            .field(
+                "level0_slowdown_writes_trigger",
+                level0_slowdown_writes_trigger,
+            )
+            .field("level0_stop_writes_trigger", level0_stop_writes_trigger)
+            .field("max_bytes_for_level_base", max_bytes_for_level_base)
+            .field(
+                "max_bytes_for_level_multiplier",
+                max_bytes_for_level_multiplier,
+            )
+            .field("target_file_size_base", target_file_size_base)
+            .field("target_file_size_multiplier", target_file_size_multiplier)
+            .field(
+                "soft_pending_compaction_bytes_limit",
+                soft_pending_compaction_bytes_limit,
+            )
+            .field(
+                "hard_pending_compaction_bytes_limit",
+                hard_pending_compaction_bytes_limit,
+            )
+            .field("delayed_write_rate", delayed_write_rate)
+            .field("max_background_jobs", max_background_jobs)
+            .field("disable_auto_compactions", disable_auto_compactions)
+            .field("max_key_size", max_key_size)
+            .field("max_value_size", max_value_size)
+            .field("wal_recovery_mode", wal_recovery_mode)
+            .field("max_manifest_file_size", max_manifest_file_size)
+            .finish()
+    }
+}
+
+/// Builder methods `with_<field>(value) -> Self`, one per plain field.
+macro_rules! with_setters {
+    ($($method:ident => $field:ident: $ty:ty),* $(,)?) => {
+        $(
+            #[doc = concat!("Sets [`Options::", stringify!($field), "`] (builder style).")]
+            #[must_use]
+            pub fn $method(mut self, value: $ty) -> Self {
+                self.$field = value;
+                self
+            }
+        )*
+    };
+}
+
 impl Options {
+    with_setters! {
+        with_create_if_missing => create_if_missing: bool,
+        with_error_if_exists => error_if_exists: bool,
+        with_paranoid_checks => paranoid_checks: bool,
+        with_write_buffer_size => write_buffer_size: usize,
+        with_max_write_buffer_number => max_write_buffer_number: usize,
+        with_block_size => block_size: usize,
+        with_block_restart_interval => block_restart_interval: usize,
+        with_bloom_bits_per_key => bloom_bits_per_key: usize,
+        with_compression_per_level => compression_per_level: Vec<CompressionType>,
+        with_block_cache_size => block_cache_size: usize,
+        with_block_cache_shard_bits => block_cache_shard_bits: u32,
+        with_max_open_files => max_open_files: usize,
+        with_num_levels => num_levels: usize,
+        with_level0_file_num_compaction_trigger => level0_file_num_compaction_trigger: usize,
+        with_level0_slowdown_writes_trigger => level0_slowdown_writes_trigger: usize,
+        with_level0_stop_writes_trigger => level0_stop_writes_trigger: usize,
+        with_max_bytes_for_level_base => max_bytes_for_level_base: u64,
+        with_max_bytes_for_level_multiplier => max_bytes_for_level_multiplier: f64,
+        with_target_file_size_base => target_file_size_base: u64,
+        with_target_file_size_multiplier => target_file_size_multiplier: u64,
+        with_soft_pending_compaction_bytes_limit => soft_pending_compaction_bytes_limit: u64,
+        with_hard_pending_compaction_bytes_limit => hard_pending_compaction_bytes_limit: u64,
+        with_delayed_write_rate => delayed_write_rate: u64,
+        with_max_background_jobs => max_background_jobs: usize,
+        with_disable_auto_compactions => disable_auto_compactions: bool,
+        with_max_key_size => max_key_size: usize,
+        with_max_value_size => max_value_size: usize,
+        with_wal_recovery_mode => wal_recovery_mode: WalRecoveryMode,
+        with_max_manifest_file_size => max_manifest_file_size: u64,
+    }
+
+    /// Sets [`Options::fs`] (builder style), e.g. to a
+    /// [`MemFileSystem`](crate::fs::MemFileSystem) in tests.
+    #[must_use]
+    pub fn with_fs(mut self, fs: impl FileSystem) -> Self {
+        self.fs = Arc::new(fs);
+        self
+    }
+
+    /// Uses one codec on every level (builder style; see [`Options::set_compression`]).
+    #[must_use]
+    pub fn with_compression(mut self, c: CompressionType) -> Self {
+        self.set_compression(c);
+        self
+    }
+
     /// The codec for tables written to `level`.
     pub fn compression_for_level(&self, level: usize) -> CompressionType {
         match self.compression_per_level.get(level) {
@@ -158,8 +322,15 @@ impl Options {
         self.compression_per_level = vec![c];
     }
 
-    /// Checks the options for values that cannot work.
+    /// Checks the options for values, and combinations, that cannot work; `Db::open` calls it.
+    /// The `InvalidArgument` error names the option.
     pub fn validate(&self) -> crate::Result<()> {
+        self.validate_sizes()?;
+        self.validate_write_stalls()?;
+        self.validate_levels()
+    }
+
+    fn validate_sizes(&self) -> crate::Result<()> {
         let bad = |s: &str| Err(crate::Error::InvalidArgument(s.to_string()));
         if self.num_levels < 2 || self.num_levels > 64 {
             return bad("num_levels must be between 2 and 64");
@@ -176,12 +347,6 @@ impl Options {
         if self.block_restart_interval == 0 {
             return bad("block_restart_interval must be at least 1");
         }
-        if self.max_bytes_for_level_multiplier < 1.0 {
-            return bad("max_bytes_for_level_multiplier must be at least 1");
-        }
-        if self.level0_file_num_compaction_trigger == 0 {
-            return bad("level0_file_num_compaction_trigger must be at least 1");
-        }
         if self.max_background_jobs == 0 {
             return bad("max_background_jobs must be at least 1");
         }
@@ -191,11 +356,82 @@ impl Options {
         if self.max_value_size > u32::MAX as usize {
             return bad("max_value_size must fit in 32 bits");
         }
+        if self.block_cache_shard_bits > MAX_BLOCK_CACHE_SHARD_BITS {
+            return Err(crate::Error::InvalidArgument(format!(
+                "block_cache_shard_bits is {}; at most {MAX_BLOCK_CACHE_SHARD_BITS} \
+                 (65,536 shards) is supported",
+                self.block_cache_shard_bits
+            )));
+        }
+        Ok(())
+    }
+
+    /// The L0 triggers and pending-bytes limits must be ordered, or writes stall before
+    /// compaction is even asked for (or the "slow" state is never reached).
+    fn validate_write_stalls(&self) -> crate::Result<()> {
+        let bad = |s: String| Err(crate::Error::InvalidArgument(s));
+        let (compact, slow, stop) = (
+            self.level0_file_num_compaction_trigger,
+            self.level0_slowdown_writes_trigger,
+            self.level0_stop_writes_trigger,
+        );
+        if compact == 0 {
+            return bad("level0_file_num_compaction_trigger must be at least 1".into());
+        }
+        if slow < compact {
+            return bad(format!(
+                "level0_slowdown_writes_trigger ({slow}) must be at least \
+                 level0_file_num_compaction_trigger ({compact}): writes would slow down \
+                 before a compaction is started"
+            ));
+        }
+        if stop < slow {
+            return bad(format!(
+                "level0_stop_writes_trigger ({stop}) must be at least \
+                 level0_slowdown_writes_trigger ({slow})"
+            ));
+        }
+        let (soft, hard) = (
+            self.soft_pending_compaction_bytes_limit,
+            self.hard_pending_compaction_bytes_limit,
+        );
+        if soft == 0 || hard == 0 {
+            return bad(
+                "soft_pending_compaction_bytes_limit and hard_pending_compaction_bytes_limit \
+                 must be at least 1 (0 does not disable them: it would slow or stop every write)"
+                    .into(),
+            );
+        }
+        if soft > hard {
+            return bad(format!(
+                "soft_pending_compaction_bytes_limit ({soft}) must not exceed \
+                 hard_pending_compaction_bytes_limit ({hard})"
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_levels(&self) -> crate::Result<()> {
+        let bad = |s: &str| Err(crate::Error::InvalidArgument(s.to_string()));
+        let m = self.max_bytes_for_level_multiplier;
+        if m.is_nan() || m < 1.0 {
+            return bad("max_bytes_for_level_multiplier must be a number of at least 1");
+        }
+        if self.max_bytes_for_level_base == 0 {
+            return bad("max_bytes_for_level_base must be at least 1 byte");
+        }
+        if self.target_file_size_base == 0 {
+            return bad("target_file_size_base must be at least 1 byte");
+        }
+        if self.target_file_size_multiplier == 0 {
+            return bad("target_file_size_multiplier must be at least 1");
+        }
         Ok(())
     }
 }
 
-/// Options for a write.
+/// Options for a write: a struct literal (`WriteOptions { sync: true, ..Default::default() }`)
+/// or the builder methods (`WriteOptions::default().with_sync(true)`).
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
     /// Make the write durable (fsync the WAL) before it is acknowledged. Default false: the
@@ -205,8 +441,32 @@ pub struct WriteOptions {
     pub disable_wal: bool,
 }
 
-/// Options for a read or an iterator.
-#[derive(Clone)]
+impl WriteOptions {
+    /// Sets [`WriteOptions::sync`] (builder style).
+    #[must_use]
+    pub fn with_sync(mut self, sync: bool) -> Self {
+        self.sync = sync;
+        self
+    }
+
+    /// Sets [`WriteOptions::disable_wal`] (builder style).
+    #[must_use]
+    pub fn with_disable_wal(mut self, disable_wal: bool) -> Self {
+        self.disable_wal = disable_wal;
+        self
+    }
+}
+
+/// Options for a read or an iterator: a struct literal or the builder methods.
+///
+/// ```
+/// use shaledb::{Db, Options, ReadOptions};
+/// let dir = tempfile::tempdir().unwrap();
+/// let db = Db::open(dir.path(), Options::default()).unwrap();
+/// let ro = ReadOptions::default().with_snapshot(db.snapshot()).with_upper_bound("m");
+/// assert_eq!(ro.iterate_upper_bound.as_deref(), Some(&b"m"[..]));
+/// ```
+#[derive(Debug, Clone)]
 pub struct ReadOptions {
     /// Read as of this snapshot; `None` reads the latest state.
     pub snapshot: Option<Snapshot>,
@@ -229,5 +489,42 @@ impl Default for ReadOptions {
             verify_checksums: true,
             fill_cache: true,
         }
+    }
+}
+
+impl ReadOptions {
+    /// Sets [`ReadOptions::snapshot`] (builder style).
+    #[must_use]
+    pub fn with_snapshot(mut self, snapshot: Snapshot) -> Self {
+        self.snapshot = Some(snapshot);
+        self
+    }
+
+    /// Sets [`ReadOptions::iterate_lower_bound`] (builder style).
+    #[must_use]
+    pub fn with_lower_bound(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.iterate_lower_bound = Some(key.as_ref().to_vec());
+        self
+    }
+
+    /// Sets [`ReadOptions::iterate_upper_bound`] (builder style).
+    #[must_use]
+    pub fn with_upper_bound(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.iterate_upper_bound = Some(key.as_ref().to_vec());
+        self
+    }
+
+    /// Sets [`ReadOptions::verify_checksums`] (builder style).
+    #[must_use]
+    pub fn with_verify_checksums(mut self, verify: bool) -> Self {
+        self.verify_checksums = verify;
+        self
+    }
+
+    /// Sets [`ReadOptions::fill_cache`] (builder style).
+    #[must_use]
+    pub fn with_fill_cache(mut self, fill: bool) -> Self {
+        self.fill_cache = fill;
+        self
     }
 }

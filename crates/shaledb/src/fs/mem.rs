@@ -417,6 +417,10 @@ impl Drop for MemFileLock {
 }
 
 impl FileSystem for MemFileSystem {
+    fn name(&self) -> &str {
+        "MemFileSystem"
+    }
+
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let path = normalize(path);
         let mut st = self.inner.lock();

@@ -82,6 +82,11 @@ pub trait FileSystem: Send + Sync + 'static {
     /// is held by anyone else, including another handle in this process.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
 
+    /// A short name for this filesystem, shown by `Options`' `Debug`.
+    fn name(&self) -> &str {
+        "<FileSystem>"
+    }
+
     /// Reads a whole file (used for small files such as CURRENT).
     fn read_to_vec(&self, path: &Path) -> io::Result<Vec<u8>> {
         let mut f = self.open_sequential(path)?;

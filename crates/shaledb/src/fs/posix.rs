@@ -163,6 +163,10 @@ fn with_path(e: io::Error, what: &str, path: &Path) -> io::Error {
 }
 
 impl FileSystem for PosixFileSystem {
+    fn name(&self) -> &str {
+        "PosixFileSystem"
+    }
+
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         // std sets O_CLOEXEC on every open, so fds never leak into child processes.
         let file = OpenOptions::new()
