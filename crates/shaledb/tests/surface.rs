@@ -90,8 +90,9 @@ fn builders_set_the_same_fields_as_struct_literals() {
         ..Default::default()
     };
     assert_eq!(format!("{built:?}"), format!("{literal:?}"));
+    let upper: Vec<u8> = vec![b'z'];
     let ro = ReadOptions::default()
-        .with_upper_bound(b"z".to_vec())
+        .with_upper_bound(upper)
         .with_verify_checksums(false);
     assert_eq!(ro.iterate_upper_bound, Some(b"z".to_vec()));
     assert!(!ro.verify_checksums);
