@@ -104,6 +104,8 @@ fn write_inner(
             return Err(Error::Closed);
         }
         let ikey = input.key();
+        // Table blocks reject malformed keys with their file and offset before they get here
+        // (sst/block.rs); this guards inputs that carry no file (memtables, tests).
         let p = key::parse_internal_key(ikey).ok_or_else(|| {
             Error::corruption(
                 spec.dir,

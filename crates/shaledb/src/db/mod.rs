@@ -7,6 +7,8 @@
 //! work and install results. Opening and recovery live in `open.rs`.
 
 mod background;
+#[cfg(test)]
+mod corrupt_key_tests;
 mod open;
 mod properties;
 mod snapshot;

@@ -295,6 +295,14 @@ impl BlockIter {
         };
         self.key.truncate(shared);
         self.key.extend_from_slice(delta);
+        if self.order == KeyOrder::Internal && key::parse_internal_key(&self.key).is_none() {
+            // Checked here, where the file and block are known, because a block read without
+            // checksum verification (`ReadOptions::verify_checksums = false`) or damaged before
+            // its checksum was computed can hold such a key; every reader above (get, the
+            // iterators, compaction) then sees an error instead of a key it cannot interpret.
+            self.corrupt(p, "malformed internal key (too short or unknown kind)");
+            return false;
+        }
         self.value = (value_start, value_end);
         self.current = p;
         self.next_offset = value_end;
@@ -318,7 +326,11 @@ impl BlockIter {
         }
         let start = p + header;
         let stop = start.checked_add(non_shared as usize).ok_or(p)?;
-        data.get(start..stop).ok_or(p)
+        let k = data.get(start..stop).ok_or(p)?;
+        if self.order == KeyOrder::Internal && key::parse_internal_key(k).is_none() {
+            return Err(p);
+        }
+        Ok(k)
     }
 }
 
