@@ -202,6 +202,8 @@ pub struct WriteOptions {
     /// write reaches the OS before it is acknowledged and survives a process crash.
     pub sync: bool,
     /// Skip the write-ahead log: the write is lost on any crash until the memtable is flushed.
+    /// Together with `sync` the write is refused with `Error::InvalidArgument` (there would be
+    /// nothing to sync).
     pub disable_wal: bool,
 }
 

@@ -340,3 +340,36 @@ fn a_sequential_load_is_written_once() {
         );
     }
 }
+
+#[test]
+fn sync_without_the_wal_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let wo = WriteOptions {
+        sync: true,
+        disable_wal: true,
+    };
+    let mut batch = WriteBatch::new();
+    batch.put(b"b", b"2");
+    for res in [
+        db.put_opt(&wo, b"a", b"1"),
+        db.delete_opt(&wo, b"a"),
+        db.write(&wo, &batch),
+    ] {
+        match res {
+            Err(Error::InvalidArgument(msg)) => {
+                assert!(msg.contains("WriteOptions::sync"), "{msg}");
+                assert!(msg.contains("WriteOptions::disable_wal"), "{msg}");
+            }
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+    }
+    assert_eq!(db.get(b"a").expect("get"), None);
+    assert_eq!(db.get(b"b").expect("get"), None);
+    // Each alone is fine.
+    for (sync, disable_wal) in [(true, false), (false, true)] {
+        db.put_opt(&WriteOptions { sync, disable_wal }, b"a", b"1")
+            .expect("valid combination");
+    }
+    db.close().expect("close");
+}

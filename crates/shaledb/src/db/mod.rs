@@ -55,7 +55,8 @@ pub(crate) struct Writer {
     batch: WriteBatch,
     sync: bool,
     disable_wal: bool,
-    done: AtomicBool,
+    /// Set (under the state mutex) by the leader that wrote this writer's batch. "Done" and
+    /// "has a result" are one fact, so a member can never be acknowledged without its result.
     result: Mutex<Option<Result<()>>>,
     cv: Condvar,
 }

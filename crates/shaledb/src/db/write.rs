@@ -17,7 +17,7 @@ use crate::options::WriteOptions;
 use crate::version::filename;
 use crate::write_batch::{BatchEntry, WriteBatch};
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,11 +28,25 @@ impl Writer {
             batch,
             sync,
             disable_wal,
-            done: AtomicBool::new(false),
             result: Mutex::new(None),
             cv: Condvar::new(),
         })
     }
+}
+
+/// Refuses option combinations that cannot keep their promise.
+fn check_write_options(wo: &WriteOptions) -> Result<()> {
+    if wo.sync && wo.disable_wal {
+        // Nothing would be synced: the batch lives only in the memtable until a flush. RocksDB
+        // refuses this combination too.
+        return Err(Error::InvalidArgument(
+            "WriteOptions::sync needs the WAL, but WriteOptions::disable_wal is set: a write \
+             without the WAL cannot be made durable when it is acknowledged (set one of them \
+             to false)"
+                .to_string(),
+        ));
+    }
+    Ok(())
 }
 
 /// A group stops growing past this many bytes so one leader does not delay its own write too
@@ -65,6 +79,7 @@ impl DbInner {
     }
 
     pub(crate) fn write_owned(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        check_write_options(wo)?;
         self.validate_batch(&batch)?;
         let user_bytes = batch.approximate_size() as u64;
         let w = Writer::queued(batch, wo.sync, wo.disable_wal);
@@ -73,13 +88,16 @@ impl DbInner {
             return Err(Error::Closed);
         }
         st.writers.push_back(w.clone());
-        while !w.done.load(Ordering::Acquire)
-            && !st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w))
-        {
+        loop {
+            // A leader that wrote this batch left its result here (under the state mutex, which
+            // we hold). There is no "done but no result" state to misread as success.
+            if let Some(result) = w.result.lock().take() {
+                return result;
+            }
+            if st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w)) {
+                break;
+            }
             w.cv.wait(&mut st);
-        }
-        if w.done.load(Ordering::Acquire) {
-            return w.result.lock().take().unwrap_or(Ok(()));
         }
 
         // This writer leads a group.
@@ -121,7 +139,6 @@ impl DbInner {
                     Ok(()) => Ok(()),
                     Err(e) => Err(e.duplicate()),
                 });
-                m.done.store(true, Ordering::Release);
                 m.cv.notify_one();
             }
         }
