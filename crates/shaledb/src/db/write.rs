@@ -17,6 +17,7 @@ use crate::options::WriteOptions;
 use crate::version::filename;
 use crate::write_batch::{BatchEntry, WriteBatch};
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -104,7 +105,7 @@ impl DbInner {
         let mut result = self.make_room_for_write(&mut st, false);
         let mut group_len = 1;
         if result.is_ok() {
-            let (group, n, sync) = build_group(&st);
+            let (group, n, sync) = build_group(&st.writers);
             group_len = n;
             let seq = self.last_sequence.load(Ordering::Acquire) + 1;
             let mem = st.mem.clone();
@@ -314,8 +315,8 @@ impl DbInner {
 
 /// Merges the batches at the front of the queue into one. Returns the group, how many writers
 /// it covers and whether it must be synced.
-fn build_group(st: &DbState) -> (WriteBatch, usize, bool) {
-    let Some(leader) = st.writers.front() else {
+fn build_group(writers: &VecDeque<Arc<Writer>>) -> (WriteBatch, usize, bool) {
+    let Some(leader) = writers.front() else {
         return (WriteBatch::new(), 0, false);
     };
     let mut size = leader.batch.approximate_size();
@@ -327,7 +328,7 @@ fn build_group(st: &DbState) -> (WriteBatch, usize, bool) {
     };
     let mut n = 1;
     let mut group: Option<WriteBatch> = None;
-    for w in st.writers.iter().skip(1) {
+    for w in writers.iter().skip(1) {
         // An empty batch is a flush request: it must lead on its own.
         if w.batch.is_empty() || (w.sync && !leader.sync) || w.disable_wal != leader.disable_wal {
             break;
@@ -342,4 +343,95 @@ fn build_group(st: &DbState) -> (WriteBatch, usize, bool) {
     }
     let sync = leader.sync;
     (group.unwrap_or_else(|| leader.batch.clone()), n, sync)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A queued writer whose batch puts `n` keys with `value_len`-byte values.
+    fn writer(tag: u8, n: usize, value_len: usize, sync: bool, disable_wal: bool) -> Arc<Writer> {
+        let mut b = WriteBatch::new();
+        for i in 0..n {
+            b.put(&[tag, i as u8], &vec![tag; value_len]);
+        }
+        Writer::queued(b, sync, disable_wal)
+    }
+
+    /// (members, sync, tags of the group's keys in order).
+    fn group(ws: &[Arc<Writer>]) -> (usize, bool, Vec<u8>) {
+        let q: VecDeque<Arc<Writer>> = ws.iter().cloned().collect();
+        let (g, n, sync) = build_group(&q);
+        let tags = g
+            .iter()
+            .map(|e| match e {
+                BatchEntry::Put(k, _) | BatchEntry::Delete(k) => k[0],
+            })
+            .collect();
+        (n, sync, tags)
+    }
+
+    #[test]
+    fn members_join_in_queue_order() {
+        let ws = [
+            writer(1, 1, 10, false, false),
+            writer(2, 2, 10, false, false),
+            writer(3, 1, 10, false, false),
+        ];
+        assert_eq!(group(&ws), (3, false, vec![1, 2, 2, 3]));
+        assert_eq!(group(&[]), (0, false, vec![]));
+    }
+
+    #[test]
+    fn sync_writers_join_only_a_sync_leader() {
+        // A sync writer behind a non-sync leader waits for the next group (else the leader
+        // would pay for an fsync it did not ask for, or the member would not get one).
+        let ws = [
+            writer(1, 1, 10, false, false),
+            writer(2, 1, 10, true, false),
+            writer(3, 1, 10, false, false),
+        ];
+        assert_eq!(group(&ws), (1, false, vec![1]));
+        // A sync leader takes non-sync writers along: they get more than they asked for.
+        let ws = [
+            writer(1, 1, 10, true, false),
+            writer(2, 1, 10, false, false),
+            writer(3, 1, 10, true, false),
+        ];
+        assert_eq!(group(&ws), (3, true, vec![1, 2, 3]));
+    }
+
+    #[test]
+    fn wal_and_no_wal_writers_and_flush_requests_do_not_mix() {
+        let ws = [
+            writer(1, 1, 10, false, false),
+            writer(2, 1, 10, false, true),
+        ];
+        assert_eq!(group(&ws), (1, false, vec![1]));
+        // An empty batch is a memtable-freeze request: it leads alone.
+        let ws = [
+            writer(1, 1, 10, false, false),
+            writer(2, 0, 0, false, false),
+        ];
+        assert_eq!(group(&ws), (1, false, vec![1]));
+    }
+
+    #[test]
+    fn group_size_is_capped() {
+        // A small leader (<= 128 KiB) takes at most 128 KiB more.
+        let ws: Vec<_> = (0..10)
+            .map(|t| writer(t, 1, 40 << 10, false, false))
+            .collect();
+        assert_eq!(group(&ws).0, 4);
+        // A big leader groups up to MAX_GROUP_BYTES (1 MiB) in all.
+        let mut ws = vec![writer(0, 1, 200 << 10, false, false)];
+        ws.extend((1..20).map(|t| writer(t, 1, 100 << 10, false, false)));
+        assert_eq!(group(&ws).0, 9);
+        // A leader alone is a group whatever its size.
+        let ws = [
+            writer(0, 1, 2 << 20, false, false),
+            writer(1, 1, 10, false, false),
+        ];
+        assert_eq!(group(&ws), (1, false, vec![0]));
+    }
 }
