@@ -76,7 +76,11 @@ pub struct Options {
     pub soft_pending_compaction_bytes_limit: u64,
     /// Pending compaction bytes at which writes stop. Default 256 GiB.
     pub hard_pending_compaction_bytes_limit: u64,
-    /// Write rate, in bytes per second, while writes are slowed. Default 16 MiB/s.
+    /// Write rate, in bytes per second, while writes are slowed (L0 at
+    /// `level0_slowdown_writes_trigger` files, or pending compaction bytes past
+    /// `soft_pending_compaction_bytes_limit`). A token bucket: each write group costs its size,
+    /// credit accrues at this rate (at most one second's worth), and the group's leader sleeps
+    /// off any debt. 0 means the default. Default 16 MiB/s.
     pub delayed_write_rate: u64,
     /// Background threads for flushes and compactions. Default: the number of cores.
     pub max_background_jobs: usize,

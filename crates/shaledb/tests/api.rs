@@ -373,3 +373,49 @@ fn sync_without_the_wal_is_refused() {
     }
     db.close().expect("close");
 }
+
+/// (stall count, stall seconds) from the `shaledb.stats` property.
+fn write_stalls(db: &Db) -> (u64, f64) {
+    let stats = db.property("shaledb.stats").expect("stats");
+    let line = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("Write stalls: "))
+        .expect("stall line");
+    let (count, rest) = line.split_once(" (total ").expect("count");
+    let secs = rest.split_once(" s)").expect("seconds").0;
+    (
+        count.parse().expect("count"),
+        secs.parse().expect("seconds"),
+    )
+}
+
+#[test]
+fn slowed_writes_pass_at_the_delayed_write_rate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = Options::default();
+    // One L0 file puts the database in the slowdown state; no compaction takes it away.
+    o.level0_slowdown_writes_trigger = 1;
+    o.level0_file_num_compaction_trigger = 100;
+    o.level0_stop_writes_trigger = 200;
+    o.delayed_write_rate = 32 << 10;
+    let db = Db::open(dir.path(), o).expect("open");
+    db.put(b"first", b"x").expect("put");
+    assert_eq!(write_stalls(&db).0, 0, "not slowed before L0 has a file");
+    db.flush().expect("flush");
+    let value = vec![7u8; 1024];
+    let start = std::time::Instant::now();
+    for i in 0..64u32 {
+        db.put(&i.to_be_bytes(), &value).expect("put");
+    }
+    let elapsed = start.elapsed();
+    // 64 writes of more than 1 KiB each at 32 KiB/s: at least 2 s (no credit at the start of
+    // a slowdown). A lower bound only; the margin absorbs clock granularity.
+    assert!(
+        elapsed >= std::time::Duration::from_millis(1900),
+        "64 KiB took {elapsed:?} at 32 KiB/s"
+    );
+    let (count, secs) = write_stalls(&db);
+    assert_eq!(count, 64, "each single-writer group waited");
+    assert!(secs >= 1.9, "stall time {secs} s");
+    db.close().expect("close");
+}

@@ -36,10 +36,12 @@ struct Damaged {
 /// third data block is set to 0x7f and that block's checksum recomputed.
 fn damaged_db() -> Damaged {
     let fs = MemFileSystem::new();
-    let mut opts = Options::default();
-    opts.fs = Arc::new(fs.clone());
-    opts.block_size = 256;
-    opts.max_background_jobs = 1;
+    let mut opts = Options {
+        fs: Arc::new(fs.clone()),
+        block_size: 256,
+        max_background_jobs: 1,
+        ..Options::default()
+    };
     opts.set_compression(crate::CompressionType::None);
     let db = Db::open("/db", opts.clone()).expect("open");
     for i in 0..N {

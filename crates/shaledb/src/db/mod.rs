@@ -14,6 +14,7 @@ mod properties;
 mod snapshot;
 mod verify;
 mod write;
+mod write_delay;
 
 pub use crate::iter::db_iter::DbIterator;
 pub use snapshot::Snapshot;
@@ -85,6 +86,8 @@ pub(crate) struct DbState {
     pub(crate) level_stats: Vec<LevelStats>,
     pub(crate) stall_count: u64,
     pub(crate) stall_micros: u64,
+    /// Paces writes in the slowdown state (`Options::delayed_write_rate`).
+    pub(crate) write_delay: write_delay::WriteDelay,
     pub(crate) closed: bool,
 }
 

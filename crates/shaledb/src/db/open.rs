@@ -277,6 +277,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
         level_stats: vec![LevelStats::default(); opts.num_levels],
         stall_count: 0,
         stall_micros: 0,
+        write_delay: super::write_delay::WriteDelay::new(opts.delayed_write_rate),
         closed: false,
     };
     let jobs = opts.max_background_jobs;

@@ -102,11 +102,15 @@ impl DbInner {
         }
 
         // This writer leads a group.
-        let mut result = self.make_room_for_write(&mut st, false);
+        let (mut result, slow_down) = match self.make_room_for_write(&mut st, false) {
+            Ok(slow_down) => (Ok(()), slow_down),
+            Err(e) => (Err(e), false),
+        };
         let mut group_len = 1;
         if result.is_ok() {
             let (group, n, sync) = build_group(&st.writers);
             group_len = n;
+            self.pace_write(&mut st, slow_down, group.approximate_size() as u64);
             let seq = self.last_sequence.load(Ordering::Acquire) + 1;
             let mem = st.mem.clone();
             let disable_wal = w.disable_wal;
@@ -161,7 +165,7 @@ impl DbInner {
         while !st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w)) {
             w.cv.wait(&mut st);
         }
-        let res = self.make_room_for_write(&mut st, true);
+        let res = self.make_room_for_write(&mut st, true).map(|_slow_down| ());
         st.writers.pop_front();
         if let Some(next) = st.writers.front() {
             next.cv.notify_one();
@@ -204,14 +208,44 @@ impl DbInner {
         Ok(())
     }
 
+    /// In the slowdown state, sleeps (mutex released) until the token bucket allows a group of
+    /// `bytes`; outside it, resets the bucket. Writers queue behind the sleeping leader, so
+    /// the next group is bigger and pays for all of them: the rate holds for the whole stream.
+    fn pace_write(&self, st: &mut MutexGuard<'_, DbState>, slow_down: bool, bytes: u64) {
+        if !slow_down {
+            st.write_delay.reset();
+            return;
+        }
+        let start = Instant::now();
+        let wait = st.write_delay.delay(bytes, start);
+        if wait.is_zero() {
+            return;
+        }
+        MutexGuard::unlocked(st, || {
+            // In slices, so a close is not held up by a long debt at a tiny rate.
+            let until = start + wait;
+            while !self.shutting_down.load(Ordering::Acquire) {
+                let now = Instant::now();
+                if now >= until {
+                    break;
+                }
+                std::thread::sleep((until - now).min(Duration::from_millis(100)));
+            }
+        });
+        st.stall_count += 1;
+        st.stall_micros += start.elapsed().as_micros() as u64;
+    }
+
     /// Ensures the active memtable has room, freezing it or stalling as needed. With `force`,
-    /// freezes the memtable even if it is not full (used by flush).
+    /// freezes the memtable even if it is not full (used by flush). Returns whether the
+    /// database is in the slowdown state (the caller paces the write, see `pace_write`).
     pub(crate) fn make_room_for_write(
         &self,
         st: &mut MutexGuard<'_, DbState>,
         mut force: bool,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let mut allow_delay = !force;
+        let mut slow_down = false;
         let stall_start = Instant::now();
         let mut stalled = false;
         loop {
@@ -237,11 +271,10 @@ impl DbInner {
                 && (l0 >= self.opts.level0_slowdown_writes_trigger
                     || pending >= self.opts.soft_pending_compaction_bytes_limit)
             {
-                // Slow each write a little rather than stopping one for seconds later.
-                MutexGuard::unlocked(st, || std::thread::sleep(Duration::from_millis(1)));
+                // Slow writes to delayed_write_rate rather than stopping them for seconds
+                // later; the leader pays once the group's size is known (`pace_write`).
                 allow_delay = false;
-                st.stall_count += 1;
-                stalled = true;
+                slow_down = true;
                 continue;
             }
             let full = st.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
@@ -271,7 +304,7 @@ impl DbInner {
         if stalled {
             st.stall_micros += stall_start.elapsed().as_micros() as u64;
         }
-        Ok(())
+        Ok(slow_down)
     }
 
     /// Freezes the active memtable and starts a new WAL for its successor.
