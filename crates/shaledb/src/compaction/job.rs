@@ -1,8 +1,9 @@
 //! Writes a sorted stream of internal entries into table files: used by flushes (one L0 file)
 //! and compactions (files cut at the level's target size, dropping what no reader can see).
 //!
-//! Outputs are synced, their directory entry is synced, and each is reopened and its entry
-//! count checked before the caller records it in the MANIFEST.
+//! Outputs are synced, their directory entry is synced, and (with `Options::paranoid_checks`,
+//! the default) each is reopened and its entry count checked before the caller records it in
+//! the MANIFEST.
 
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
@@ -228,7 +229,11 @@ fn finish_output(spec: &OutputSpec<'_>, o: Output) -> Result<FileMetaData> {
     let mut meta = o.meta;
     let props = o.builder.finish()?;
     meta.file_size = props.file_size;
-    // Read the new table back before anything refers to it.
+    if !spec.opts.paranoid_checks {
+        return Ok(meta);
+    }
+    // paranoid_checks: read the new table back (footer, index, filter, properties, all
+    // checksummed) before anything refers to it.
     let table = spec.tables.get(meta.number, meta.file_size)?;
     if table.properties().num_entries != meta.num_entries {
         return Err(Error::corruption(

@@ -10,6 +10,8 @@ mod background;
 #[cfg(test)]
 mod corrupt_key_tests;
 mod open;
+#[cfg(test)]
+mod paranoid_tests;
 mod properties;
 mod snapshot;
 mod verify;
