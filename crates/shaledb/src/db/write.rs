@@ -82,7 +82,6 @@ impl DbInner {
     pub(crate) fn write_owned(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
         check_write_options(wo)?;
         self.validate_batch(&batch)?;
-        let user_bytes = batch.approximate_size() as u64;
         let w = Writer::queued(batch, wo.sync, wo.disable_wal);
         let mut st = self.state.lock();
         if st.closed {
@@ -110,6 +109,10 @@ impl DbInner {
         if result.is_ok() {
             let (group, n, sync) = build_group(&st.writers);
             group_len = n;
+            // Every member's bytes, not only the leader's: members return without counting.
+            let user_bytes: u64 = (st.writers.iter().take(n))
+                .map(|m| m.batch.approximate_size() as u64)
+                .sum();
             self.pace_write(&mut st, slow_down, group.approximate_size() as u64);
             let seq = self.last_sequence.load(Ordering::Acquire) + 1;
             let mem = st.mem.clone();
