@@ -355,6 +355,7 @@ fn sync_without_the_wal_is_refused() {
         db.put_opt(&wo, b"a", b"1"),
         db.delete_opt(&wo, b"a"),
         db.write(&wo, &batch),
+        db.write(&wo, &WriteBatch::new()),
     ] {
         match res {
             Err(Error::InvalidArgument(msg)) => {

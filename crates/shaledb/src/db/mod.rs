@@ -171,7 +171,8 @@ impl Db {
     /// there.
     pub fn write(&self, wo: &WriteOptions, batch: &WriteBatch) -> Result<()> {
         if batch.is_empty() {
-            return Ok(());
+            // Nothing to write, but the options are refused as for any other write.
+            return write::check_write_options(wo);
         }
         self.inner.write_owned(wo, batch.clone())
     }

@@ -36,7 +36,7 @@ impl Writer {
 }
 
 /// Refuses option combinations that cannot keep their promise.
-fn check_write_options(wo: &WriteOptions) -> Result<()> {
+pub(super) fn check_write_options(wo: &WriteOptions) -> Result<()> {
     if wo.sync && wo.disable_wal {
         // Nothing would be synced: the batch lives only in the memtable until a flush. RocksDB
         // refuses this combination too.
