@@ -133,7 +133,14 @@ fn verify_checksums_catches_every_byte_change_in_every_table() {
         for cut in [0, 1, original.len() / 3, original.len() - 1] {
             let trial = copy(&fs);
             trial.write_file_bytes(t, &original[..cut]);
-            let db = Db::open(DIR, options(&trial)).expect("open");
+            // paranoid_checks (the default) compares table sizes with the MANIFEST at open.
+            match Db::open(DIR, options(&trial)) {
+                Err(e) => assert!(is_corruption_of(&e, t), "truncation to {cut}: {e}"),
+                Ok(_) => panic!("truncation to {cut} opened with paranoid_checks"),
+            }
+            let mut lax = options(&trial);
+            lax.paranoid_checks = false;
+            let db = Db::open(DIR, lax).expect("open without paranoid checks");
             cases += 1;
             let e = db.verify_checksums().expect_err("truncated table verified");
             assert!(is_corruption_of(&e, t), "truncation to {cut}: {e}");

@@ -47,7 +47,15 @@ pub struct Options {
     pub create_if_missing: bool,
     /// Fail if the database exists. Default false.
     pub error_if_exists: bool,
-    /// Verify extra invariants (e.g. read back new tables after writing them). Default true.
+    /// Extra checks, each costing some IO. Default true. With it:
+    /// - every table written by a flush or compaction is read back (footer, index, filter and
+    ///   properties, checksums verified; entry count compared) before the MANIFEST names it;
+    /// - open fails with `Error::Corruption` naming the table if any table's size on disk
+    ///   differs from the size the MANIFEST recorded (truncated, extended or replaced).
+    ///
+    /// Without it neither check runs (as in RocksDB): a damaged or mis-sized table is reported
+    /// as `Corruption` by the first read that reaches it, never read as "not found"; bytes
+    /// appended past a table's recorded end are never read and do no harm.
     pub paranoid_checks: bool,
     /// The filesystem all IO goes through. Default: the real one.
     pub fs: Arc<dyn FileSystem>,
@@ -94,7 +102,11 @@ pub struct Options {
     pub soft_pending_compaction_bytes_limit: u64,
     /// Pending compaction bytes at which writes stop. Default 256 GiB.
     pub hard_pending_compaction_bytes_limit: u64,
-    /// Write rate, in bytes per second, while writes are slowed. Default 16 MiB/s.
+    /// Write rate, in bytes per second, while writes are slowed (L0 at
+    /// `level0_slowdown_writes_trigger` files, or pending compaction bytes past
+    /// `soft_pending_compaction_bytes_limit`). A token bucket: each write group costs its size,
+    /// credit accrues at this rate (at most one second's worth), and the group's leader sleeps
+    /// off any debt. 0 means the default. Default 16 MiB/s.
     pub delayed_write_rate: u64,
     /// Background threads for flushes and compactions. Default: the number of cores.
     pub max_background_jobs: usize,
@@ -438,6 +450,8 @@ pub struct WriteOptions {
     /// write reaches the OS before it is acknowledged and survives a process crash.
     pub sync: bool,
     /// Skip the write-ahead log: the write is lost on any crash until the memtable is flushed.
+    /// Together with `sync` the write is refused with `Error::InvalidArgument` (there would be
+    /// nothing to sync).
     pub disable_wal: bool,
 }
 

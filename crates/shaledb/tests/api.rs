@@ -340,3 +340,85 @@ fn a_sequential_load_is_written_once() {
         );
     }
 }
+
+#[test]
+fn sync_without_the_wal_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let wo = WriteOptions {
+        sync: true,
+        disable_wal: true,
+    };
+    let mut batch = WriteBatch::new();
+    batch.put(b"b", b"2");
+    for res in [
+        db.put_opt(&wo, b"a", b"1"),
+        db.delete_opt(&wo, b"a"),
+        db.write(&wo, &batch),
+        db.write(&wo, &WriteBatch::new()),
+    ] {
+        match res {
+            Err(Error::InvalidArgument(msg)) => {
+                assert!(msg.contains("WriteOptions::sync"), "{msg}");
+                assert!(msg.contains("WriteOptions::disable_wal"), "{msg}");
+            }
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+    }
+    assert_eq!(db.get(b"a").expect("get"), None);
+    assert_eq!(db.get(b"b").expect("get"), None);
+    // Each alone is fine.
+    for (sync, disable_wal) in [(true, false), (false, true)] {
+        db.put_opt(&WriteOptions { sync, disable_wal }, b"a", b"1")
+            .expect("valid combination");
+    }
+    db.close().expect("close");
+}
+
+/// (stall count, stall seconds) from the `shaledb.stats` property.
+fn write_stalls(db: &Db) -> (u64, f64) {
+    let stats = db.property("shaledb.stats").expect("stats");
+    let line = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("Write stalls: "))
+        .expect("stall line");
+    let (count, rest) = line.split_once(" (total ").expect("count");
+    let secs = rest.split_once(" s)").expect("seconds").0;
+    (
+        count.parse().expect("count"),
+        secs.parse().expect("seconds"),
+    )
+}
+
+#[test]
+fn slowed_writes_pass_at_the_delayed_write_rate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = Options::default();
+    // One L0 file puts the database in the slowdown state; no compaction takes it away.
+    o.level0_slowdown_writes_trigger = 1;
+    o.level0_file_num_compaction_trigger = 100;
+    o.level0_stop_writes_trigger = 200;
+    o.delayed_write_rate = 32 << 10;
+    let db = Db::open(dir.path(), o).expect("open");
+    db.put(b"first", b"x").expect("put");
+    assert_eq!(write_stalls(&db).0, 0, "not slowed before L0 has a file");
+    db.flush().expect("flush");
+    let value = vec![7u8; 1024];
+    let start = std::time::Instant::now();
+    for i in 0..64u32 {
+        db.put(&i.to_be_bytes(), &value).expect("put");
+    }
+    let elapsed = start.elapsed();
+    // 64 writes of more than 1 KiB each at 32 KiB/s: at least 2 s (no credit at the start of
+    // a slowdown). A lower bound only; the margin absorbs clock granularity.
+    assert!(
+        elapsed >= std::time::Duration::from_millis(1900),
+        "64 KiB took {elapsed:?} at 32 KiB/s"
+    );
+    // Each of the 64 single-writer groups waits unless a late wake-up earned it a whole
+    // write's credit, which a loaded machine can do; the stall time is most of the 2 s.
+    let (count, secs) = write_stalls(&db);
+    assert!((32..=64).contains(&count), "{count} stalls");
+    assert!(secs >= 1.0, "stall time {secs} s");
+    db.close().expect("close");
+}

@@ -109,3 +109,37 @@ fn writers_readers_and_iterators_with_background_work() {
         .expect("property");
     assert!(l0 < 20, "compaction did not keep up: {l0} L0 files");
 }
+
+#[test]
+fn user_bytes_count_every_group_member() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Arc::new(Db::open(dir.path(), Options::default()).expect("open"));
+    let threads = 8;
+    let per_thread = 200;
+    let mut handles = Vec::new();
+    for t in 0..threads {
+        let db = db.clone();
+        handles.push(thread::spawn(move || {
+            let mut bytes = 0u64;
+            for i in 0..per_thread {
+                let mut b = WriteBatch::new();
+                b.put(format!("t{t}-{i:05}").as_bytes(), &[t as u8; 100]);
+                bytes += b.approximate_size() as u64;
+                // Sync writes are slow, so writers queue up and form groups.
+                let wo = WriteOptions {
+                    sync: true,
+                    disable_wal: false,
+                };
+                db.write(&wo, &b).expect("write");
+            }
+            bytes
+        }));
+    }
+    let expected: u64 = handles.into_iter().map(|h| h.join().expect("writer")).sum();
+    // Writers that joined another's group are counted too, not only group leaders.
+    assert_eq!(
+        db.property("shaledb.user-bytes-written"),
+        Some(expected.to_string())
+    );
+    db.close().expect("close");
+}

@@ -1,14 +1,15 @@
 //! Writes a sorted stream of internal entries into table files: used by flushes (one L0 file)
 //! and compactions (files cut at the level's target size, dropping what no reader can see).
 //!
-//! Outputs are synced, their directory entry is synced, and each is reopened and its entry
-//! count checked before the caller records it in the MANIFEST.
+//! Outputs are synced, their directory entry is synced, and (with `Options::paranoid_checks`,
+//! the default) each is reopened and its entry count checked before the caller records it in
+//! the MANIFEST.
 
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
-use crate::key::{self, InternalKey, SequenceNumber, ValueKind};
+use crate::key::{self, InternalKey, ParsedInternalKey, SequenceNumber, ValueKind};
 use crate::options::Options;
 use crate::sst::{TableBuilder, TableBuilderOptions};
 use crate::version::{filename, FileMetaData, Version};
@@ -94,8 +95,7 @@ fn write_inner(
     done: &mut Vec<FileMetaData>,
     current: &mut Option<Output>,
 ) -> Result<()> {
-    let mut current_user_key: Option<Vec<u8>> = None;
-    let mut last_sequence_for_key = SequenceNumber::MAX;
+    let mut keys = KeyTracker::default();
     let mut counter = 0u32;
     input.seek_to_first();
     while input.valid() {
@@ -104,6 +104,8 @@ fn write_inner(
             return Err(Error::Closed);
         }
         let ikey = input.key();
+        // Table blocks reject malformed keys with their file and offset before they get here
+        // (sst/block.rs); this guards inputs that carry no file (memtables, tests).
         let p = key::parse_internal_key(ikey).ok_or_else(|| {
             Error::corruption(
                 spec.dir,
@@ -111,7 +113,7 @@ fn write_inner(
                 "compaction input holds an unparseable internal key",
             )
         })?;
-        let new_user_key = current_user_key.as_deref() != Some(p.user_key);
+        let (new_user_key, drop) = keys.observe(&p, policy);
         if new_user_key {
             // Cut only between user keys so one key's versions never span two files of a level.
             let full = current
@@ -122,24 +124,6 @@ fn write_inner(
                     done.push(finish_output(spec, o)?);
                 }
             }
-            current_user_key = Some(p.user_key.to_vec());
-            last_sequence_for_key = SequenceNumber::MAX;
-        }
-        let mut drop = false;
-        if let Some(policy) = policy {
-            if last_sequence_for_key <= policy.smallest_snapshot {
-                // A newer version of this key is visible to every reader.
-                drop = true;
-            } else if p.kind == ValueKind::Delete
-                && p.sequence <= policy.smallest_snapshot
-                && policy
-                    .version
-                    .is_base_level_for_key(policy.output_level, p.user_key)
-            {
-                // Nothing below can hold an older version for this tombstone to hide.
-                drop = true;
-            }
-            last_sequence_for_key = p.sequence;
         }
         if !drop {
             if current.is_none() {
@@ -174,6 +158,46 @@ fn write_inner(
     Ok(())
 }
 
+/// Follows the merged input one entry at a time (user keys ascending, each key's versions
+/// newest first) and decides what the output keeps.
+#[derive(Default)]
+struct KeyTracker {
+    /// The current user key (its buffer reused from key to key); meaningless until `started`.
+    current_user_key: Vec<u8>,
+    started: bool,
+    /// Sequence number of the previous entry of the current user key (MAX at a new key).
+    last_sequence_for_key: SequenceNumber,
+}
+
+impl KeyTracker {
+    /// Returns (this entry starts a new user key, the output drops this entry).
+    fn observe(&mut self, p: &ParsedInternalKey<'_>, policy: Option<&DropPolicy>) -> (bool, bool) {
+        let new_user_key = !self.started || self.current_user_key != p.user_key;
+        if new_user_key {
+            self.started = true;
+            self.current_user_key.clear();
+            self.current_user_key.extend_from_slice(p.user_key);
+            self.last_sequence_for_key = SequenceNumber::MAX;
+        }
+        let Some(policy) = policy else {
+            return (new_user_key, false);
+        };
+        let drop = if self.last_sequence_for_key <= policy.smallest_snapshot {
+            // A newer version of this key is visible to every reader.
+            true
+        } else {
+            // Nothing below can hold an older version for this tombstone to hide.
+            p.kind == ValueKind::Delete
+                && p.sequence <= policy.smallest_snapshot
+                && policy
+                    .version
+                    .is_base_level_for_key(policy.output_level, p.user_key)
+        };
+        self.last_sequence_for_key = p.sequence;
+        (new_user_key, drop)
+    }
+}
+
 fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
     let path = filename::table_file(spec.dir, number);
     let file = spec
@@ -205,7 +229,11 @@ fn finish_output(spec: &OutputSpec<'_>, o: Output) -> Result<FileMetaData> {
     let mut meta = o.meta;
     let props = o.builder.finish()?;
     meta.file_size = props.file_size;
-    // Read the new table back before anything refers to it.
+    if !spec.opts.paranoid_checks {
+        return Ok(meta);
+    }
+    // paranoid_checks: read the new table back (footer, index, filter, properties, all
+    // checksummed) before anything refers to it.
     let table = spec.tables.get(meta.number, meta.file_size)?;
     if table.properties().num_entries != meta.num_entries {
         return Err(Error::corruption(
@@ -219,4 +247,106 @@ fn finish_output(spec: &OutputSpec<'_>, o: Output) -> Result<FileMetaData> {
         ));
     }
     Ok(meta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, parse_internal_key};
+    use crate::version::{set::apply_for_tests, VersionEdit};
+
+    /// A version whose level `level` holds one file covering `small`..=`large`.
+    fn version_with(level: usize, small: &str, large: &str) -> Arc<Version> {
+        let mut e = VersionEdit::default();
+        e.add_file(
+            level,
+            FileMetaData {
+                number: 1,
+                file_size: 100,
+                smallest: InternalKey::new(small.as_bytes(), 1, ValueKind::Put),
+                largest: InternalKey::new(large.as_bytes(), 1, ValueKind::Put),
+                smallest_seqno: 1,
+                largest_seqno: 1,
+                num_entries: 1,
+                num_deletions: 0,
+            },
+        );
+        Arc::new(apply_for_tests(&Version::empty(4), &e).expect("version"))
+    }
+
+    /// Runs entries written "key@seq" (put) or "key@seq-del" (tombstone), in merged order,
+    /// through the tracker; returns what is kept, in the same notation.
+    fn kept(entries: &str, policy: Option<&DropPolicy>) -> String {
+        let mut t = KeyTracker::default();
+        let mut out = Vec::new();
+        for e in entries.split_whitespace() {
+            let (k, rest) = e.split_once('@').expect("key@seq");
+            let (seq, kind) = match rest.strip_suffix("-del") {
+                Some(s) => (s, ValueKind::Delete),
+                None => (rest, ValueKind::Put),
+            };
+            let ikey = make_internal_key(k.as_bytes(), seq.parse().expect("seq"), kind);
+            let p = parse_internal_key(&ikey).expect("key");
+            if !t.observe(&p, policy).1 {
+                out.push(e);
+            }
+        }
+        out.join(" ")
+    }
+
+    const INPUT: &str = "a@9 a@7 a@3 b@8-del b@4 c@6-del d@2-del e@5 e@1-del";
+
+    #[test]
+    fn flush_keeps_everything() {
+        assert_eq!(kept(INPUT, None), INPUT);
+    }
+
+    #[test]
+    fn versions_hidden_from_every_snapshot_are_dropped() {
+        // Oldest snapshot at 100: only the newest version of each key is visible to anyone;
+        // nothing below the output level, so tombstones hiding nothing go too.
+        let p = DropPolicy {
+            smallest_snapshot: 100,
+            version: Arc::new(Version::empty(4)),
+            output_level: 1,
+        };
+        assert_eq!(kept(INPUT, Some(&p)), "a@9 e@5");
+        // A snapshot at 7 still sees a@7 (a@9 is too new for it) but not a@3; b's tombstone
+        // at 8 is newer than the snapshot, so it and b@4 (what the snapshot sees) stay.
+        let p = DropPolicy {
+            smallest_snapshot: 7,
+            ..p
+        };
+        assert_eq!(kept(INPUT, Some(&p)), "a@9 a@7 b@8-del b@4 e@5");
+        // At snapshot 0 nothing is hidden from everyone: all kept.
+        let p = DropPolicy {
+            smallest_snapshot: 0,
+            ..p
+        };
+        assert_eq!(kept(INPUT, Some(&p)), INPUT);
+    }
+
+    #[test]
+    fn tombstones_stay_while_a_deeper_level_may_hold_the_key() {
+        // L3 holds c..d: the tombstones of c and d still hide something there, e's does not.
+        let p = DropPolicy {
+            smallest_snapshot: 100,
+            version: version_with(3, "c", "d"),
+            output_level: 1,
+        };
+        assert_eq!(kept(INPUT, Some(&p)), "a@9 c@6-del d@2-del e@5");
+        // Writing into L3 itself: nothing deeper, so they go.
+        let p = DropPolicy {
+            output_level: 3,
+            ..p
+        };
+        assert_eq!(kept(INPUT, Some(&p)), "a@9 e@5");
+        // A file at a shallower level than the output does not count.
+        let p = DropPolicy {
+            smallest_snapshot: 100,
+            version: version_with(1, "a", "z"),
+            output_level: 2,
+        };
+        assert_eq!(kept(INPUT, Some(&p)), "a@9 e@5");
+    }
 }

@@ -213,3 +213,214 @@ pub fn user_range(files: &[Arc<FileMetaData>]) -> Option<(Vec<u8>, Vec<u8>)> {
     let l = files.iter().map(|f| f.largest.user_key()).max()?;
     Some((s.to_vec(), l.to_vec()))
 }
+
+/// Golden tests: a version described in text, what the picker chooses. Files are
+/// `number:smallest-largest[:bytes]` (bytes default 1000; at L0 a higher number is a newer
+/// flush). Other lines: `busy: <file numbers>`, `busy-l0`, `busy-range: L<n> <a>-<b>`,
+/// `pointer L<n>: <user key>`. Inputs and outputs only, so the tests hold whether scores are
+/// computed per call or once per version.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{InternalKey, ValueKind};
+    use crate::version::{set::apply_for_tests, VersionEdit};
+
+    fn opts() -> Options {
+        Options {
+            level0_file_num_compaction_trigger: 4,
+            max_bytes_for_level_base: 10_000,
+            max_bytes_for_level_multiplier: 10.0,
+            num_levels: 4,
+            ..Options::default()
+        }
+    }
+
+    struct Case {
+        version: Version,
+        busy: Busy,
+        pointers: Vec<Vec<u8>>,
+    }
+
+    fn parse(desc: &str) -> Case {
+        let o = opts();
+        let mut edit = VersionEdit::default();
+        let mut busy = Busy::default();
+        let mut pointers = vec![Vec::new(); o.num_levels];
+        for line in desc.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (head, rest) = line.split_once(':').expect("`name: values`");
+            let rest = rest.trim();
+            if let Some(level) = head.strip_prefix('L') {
+                let level: usize = level.parse().expect("level");
+                for f in rest.split_whitespace() {
+                    let parts: Vec<&str> = f.split(':').collect();
+                    let number: u64 = parts[0].parse().expect("number");
+                    let (a, b) = parts[1].split_once('-').expect("range");
+                    let size = parts.get(2).map_or(1000, |s| s.parse().expect("size"));
+                    edit.add_file(
+                        level,
+                        FileMetaData {
+                            number,
+                            file_size: size,
+                            smallest: InternalKey::new(a.as_bytes(), number * 10, ValueKind::Put),
+                            largest: InternalKey::new(b.as_bytes(), number * 10, ValueKind::Put),
+                            smallest_seqno: number * 10,
+                            largest_seqno: number * 10,
+                            num_entries: 1,
+                            num_deletions: 0,
+                        },
+                    );
+                }
+            } else if head == "busy" {
+                busy.files.extend(
+                    rest.split_whitespace()
+                        .map(|n| n.parse::<u64>().expect("n")),
+                );
+            } else if head == "busy-l0" {
+                busy.l0_running = true;
+            } else if head == "busy-range" {
+                let (level, range) = rest.split_once(' ').expect("L<n> a-b");
+                let (a, b) = range.split_once('-').expect("a-b");
+                let level = level.trim_start_matches('L').parse().expect("level");
+                busy.output_ranges
+                    .push((level, a.as_bytes().to_vec(), b.as_bytes().to_vec()));
+            } else if let Some(level) = head.strip_prefix("pointer L") {
+                let level: usize = level.parse().expect("level");
+                pointers[level] = crate::key::make_internal_key(rest.as_bytes(), 0, ValueKind::Put);
+            } else {
+                panic!("unknown line {line}");
+            }
+        }
+        let version = apply_for_tests(&Version::empty(o.num_levels), &edit).expect("version");
+        Case {
+            version,
+            busy,
+            pointers,
+        }
+    }
+
+    fn numbers(files: &[Arc<FileMetaData>]) -> String {
+        let v: Vec<String> = files.iter().map(|f| f.number.to_string()).collect();
+        format!("[{}]", v.join(" "))
+    }
+
+    /// "scores: ..." and "pick: ..." for the described version.
+    fn run(desc: &str) -> String {
+        let case = parse(desc);
+        let o = opts();
+        let scores: Vec<String> = level_scores(&case.version, &o)
+            .iter()
+            .enumerate()
+            .map(|(l, s)| format!("L{l}={s:.2}"))
+            .collect();
+        let pick = match pick(&case.version, &o, &case.busy, &case.pointers) {
+            None => "none".to_string(),
+            Some(c) => format!(
+                "L{}->L{} {} + {} range {}-{} {}",
+                c.level,
+                c.output_level,
+                numbers(&c.inputs[0]),
+                numbers(&c.inputs[1]),
+                String::from_utf8_lossy(&c.smallest_user_key),
+                String::from_utf8_lossy(&c.largest_user_key),
+                if c.is_trivial_move() {
+                    "move"
+                } else {
+                    "rewrite"
+                },
+            ),
+        };
+        format!("scores: {}\npick: {pick}", scores.join(" "))
+    }
+
+    fn check(cases: &[(&str, &str)]) {
+        for (desc, want) in cases {
+            assert_eq!(run(desc), want.trim(), "\n--- case ---\n{desc}");
+        }
+    }
+
+    #[test]
+    fn scores_and_level_choice() {
+        check(&[
+            // Nothing needs compaction.
+            ("L0: 1:a-c 2:b-d", "scores: L0=0.50 L1=0.00 L2=0.00\npick: none"),
+            // L0 at its trigger: all L0 files, newest first, plus every L1 file their range
+            // (a-z) overlaps.
+            (
+                "L0: 1:a-c 2:b-d 3:c-e 4:x-y\nL1: 5:a-b 6:f-g 7:w-z",
+                "scores: L0=1.00 L1=0.30 L2=0.00\npick: L0->L1 [4 3 2 1] + [5 6 7] range a-z rewrite",
+            ),
+            // L1 over its target, L0 under: L1's first file goes down with its overlap.
+            (
+                "L1: 1:a-c:6000 2:d-f:6000\nL2: 3:b-b 4:e-e",
+                "scores: L0=0.00 L1=1.20 L2=0.02\npick: L1->L2 [1] + [3] range a-c rewrite",
+            ),
+            // The higher score wins: L2 at 1.5 beats L0 at 1.25.
+            (
+                "L0: 1:a-a 2:b-b 3:c-c 4:d-d 5:e-e\nL2: 6:a-m:90000 7:n-z:60000",
+                "scores: L0=1.25 L1=0.00 L2=1.50\npick: L2->L3 [6] + [] range a-m move",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn compact_pointer_rotates_through_the_level() {
+        check(&[
+            (
+                "L1: 1:a-c:6000 2:d-f:6000 3:g-i:6000\npointer L1: c",
+                "scores: L0=0.00 L1=1.80 L2=0.00\npick: L1->L2 [2] + [] range d-f move",
+            ),
+            // Past the last file it wraps around to the first.
+            (
+                "L1: 1:a-c:6000 2:d-f:6000 3:g-i:6000\npointer L1: i",
+                "scores: L0=0.00 L1=1.80 L2=0.00\npick: L1->L2 [1] + [] range a-c move",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn running_compactions_are_not_touched() {
+        check(&[
+            // One L0 compaction at a time.
+            (
+                "L0: 1:a-a 2:b-b 3:c-c 4:d-d\nbusy-l0:",
+                "scores: L0=1.00 L1=0.00 L2=0.00\npick: none",
+            ),
+            // A busy L1 input is skipped for the next file.
+            (
+                "L1: 1:a-c:6000 2:d-f:6000\nbusy: 1",
+                "scores: L0=0.00 L1=1.20 L2=0.00\npick: L1->L2 [2] + [] range d-f move",
+            ),
+            // A busy file below blocks the candidate that overlaps it.
+            (
+                "L1: 1:a-c:6000 2:d-f:6000\nL2: 3:b-b\nbusy: 3",
+                "scores: L0=0.00 L1=1.20 L2=0.01\npick: L1->L2 [2] + [] range d-f move",
+            ),
+            // An output range being written at L2 blocks a candidate writing into it.
+            (
+                "L1: 1:a-c:6000 2:d-f:6000\nbusy-range: L2 b-b",
+                "scores: L0=0.00 L1=1.20 L2=0.00\npick: L1->L2 [2] + [] range d-f move",
+            ),
+            // L0 blocked, so the next level with a score >= 1 is tried.
+            (
+                "L0: 1:a-a 2:b-b 3:c-c 4:d-d 5:e-e\nL1: 6:x-z:11000\nbusy-l0:",
+                "scores: L0=1.25 L1=1.10 L2=0.00\npick: L1->L2 [6] + [] range x-z move",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn trivial_move_only_without_overlap_or_shared_keys() {
+        check(&[
+            // Disjoint L0 files, nothing below: moved by a MANIFEST edit.
+            (
+                "L0: 1:a-b 2:c-d 3:e-f 4:g-h",
+                "scores: L0=1.00 L1=0.00 L2=0.00\npick: L0->L1 [4 3 2 1] + [] range a-h move",
+            ),
+            // Two L0 files share the user key "b": merged.
+            (
+                "L0: 1:a-b 2:b-d 3:e-f 4:g-h",
+                "scores: L0=1.00 L1=0.00 L2=0.00\npick: L0->L1 [4 3 2 1] + [] range a-h rewrite",
+            ),
+        ]);
+    }
+}

@@ -7,12 +7,17 @@
 //! work and install results. Opening and recovery live in `open.rs`.
 
 mod background;
+#[cfg(test)]
+mod corrupt_key_tests;
 mod open;
+#[cfg(test)]
+mod paranoid_tests;
 mod properties;
 mod range;
 mod snapshot;
 mod verify;
 mod write;
+mod write_delay;
 
 pub use crate::iter::db_iter::DbIterator;
 pub use range::{KeyRange, RangeIter};
@@ -54,7 +59,8 @@ pub(crate) struct Writer {
     batch: WriteBatch,
     sync: bool,
     disable_wal: bool,
-    done: AtomicBool,
+    /// Set (under the state mutex) by the leader that wrote this writer's batch. "Done" and
+    /// "has a result" are one fact, so a member can never be acknowledged without its result.
     result: Mutex<Option<Result<()>>>,
     cv: Condvar,
 }
@@ -83,6 +89,8 @@ pub(crate) struct DbState {
     pub(crate) level_stats: Vec<LevelStats>,
     pub(crate) stall_count: u64,
     pub(crate) stall_micros: u64,
+    /// Paces writes in the slowdown state (`Options::delayed_write_rate`).
+    pub(crate) write_delay: write_delay::WriteDelay,
     pub(crate) closed: bool,
 }
 
@@ -181,7 +189,8 @@ impl Db {
     /// there.
     pub fn write(&self, wo: &WriteOptions, batch: &WriteBatch) -> Result<()> {
         if batch.is_empty() {
-            return Ok(());
+            // Nothing to write, but the options are refused as for any other write.
+            return write::check_write_options(wo);
         }
         self.inner.write_owned(wo, batch.clone())
     }

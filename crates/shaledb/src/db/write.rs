@@ -17,7 +17,8 @@ use crate::options::WriteOptions;
 use crate::version::filename;
 use crate::write_batch::{BatchEntry, WriteBatch};
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,11 +29,25 @@ impl Writer {
             batch,
             sync,
             disable_wal,
-            done: AtomicBool::new(false),
             result: Mutex::new(None),
             cv: Condvar::new(),
         })
     }
+}
+
+/// Refuses option combinations that cannot keep their promise.
+pub(super) fn check_write_options(wo: &WriteOptions) -> Result<()> {
+    if wo.sync && wo.disable_wal {
+        // Nothing would be synced: the batch lives only in the memtable until a flush. RocksDB
+        // refuses this combination too.
+        return Err(Error::InvalidArgument(
+            "WriteOptions::sync needs the WAL, but WriteOptions::disable_wal is set: a write \
+             without the WAL cannot be made durable when it is acknowledged (set one of them \
+             to false)"
+                .to_string(),
+        ));
+    }
+    Ok(())
 }
 
 /// A group stops growing past this many bytes so one leader does not delay its own write too
@@ -65,29 +80,40 @@ impl DbInner {
     }
 
     pub(crate) fn write_owned(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        check_write_options(wo)?;
         self.validate_batch(&batch)?;
-        let user_bytes = batch.approximate_size() as u64;
         let w = Writer::queued(batch, wo.sync, wo.disable_wal);
         let mut st = self.state.lock();
         if st.closed {
             return Err(Error::Closed);
         }
         st.writers.push_back(w.clone());
-        while !w.done.load(Ordering::Acquire)
-            && !st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w))
-        {
+        loop {
+            // A leader that wrote this batch left its result here (under the state mutex, which
+            // we hold). There is no "done but no result" state to misread as success.
+            if let Some(result) = w.result.lock().take() {
+                return result;
+            }
+            if st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w)) {
+                break;
+            }
             w.cv.wait(&mut st);
-        }
-        if w.done.load(Ordering::Acquire) {
-            return w.result.lock().take().unwrap_or(Ok(()));
         }
 
         // This writer leads a group.
-        let mut result = self.make_room_for_write(&mut st, false);
+        let (mut result, slow_down) = match self.make_room_for_write(&mut st, false) {
+            Ok(slow_down) => (Ok(()), slow_down),
+            Err(e) => (Err(e), false),
+        };
         let mut group_len = 1;
         if result.is_ok() {
-            let (group, n, sync) = build_group(&st);
+            let (group, n, sync) = build_group(&st.writers);
             group_len = n;
+            // Every member's bytes, not only the leader's: members return without counting.
+            let user_bytes: u64 = (st.writers.iter().take(n))
+                .map(|m| m.batch.approximate_size() as u64)
+                .sum();
+            self.pace_write(&mut st, slow_down, group.approximate_size() as u64);
             let seq = self.last_sequence.load(Ordering::Acquire) + 1;
             let mem = st.mem.clone();
             let disable_wal = w.disable_wal;
@@ -121,7 +147,6 @@ impl DbInner {
                     Ok(()) => Ok(()),
                     Err(e) => Err(e.duplicate()),
                 });
-                m.done.store(true, Ordering::Release);
                 m.cv.notify_one();
             }
         }
@@ -143,7 +168,7 @@ impl DbInner {
         while !st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w)) {
             w.cv.wait(&mut st);
         }
-        let res = self.make_room_for_write(&mut st, true);
+        let res = self.make_room_for_write(&mut st, true).map(|_slow_down| ());
         st.writers.pop_front();
         if let Some(next) = st.writers.front() {
             next.cv.notify_one();
@@ -184,14 +209,44 @@ impl DbInner {
         Ok(())
     }
 
+    /// In the slowdown state, sleeps (mutex released) until the token bucket allows a group of
+    /// `bytes`; outside it, resets the bucket. Writers queue behind the sleeping leader, so
+    /// the next group is bigger and pays for all of them: the rate holds for the whole stream.
+    fn pace_write(&self, st: &mut MutexGuard<'_, DbState>, slow_down: bool, bytes: u64) {
+        if !slow_down {
+            st.write_delay.reset();
+            return;
+        }
+        let start = Instant::now();
+        let wait = st.write_delay.delay(bytes, start);
+        if wait.is_zero() {
+            return;
+        }
+        MutexGuard::unlocked(st, || {
+            // In slices, so a close is not held up by a long debt at a tiny rate.
+            let until = start + wait;
+            while !self.shutting_down.load(Ordering::Acquire) {
+                let now = Instant::now();
+                if now >= until {
+                    break;
+                }
+                std::thread::sleep((until - now).min(Duration::from_millis(100)));
+            }
+        });
+        st.stall_count += 1;
+        st.stall_micros += start.elapsed().as_micros() as u64;
+    }
+
     /// Ensures the active memtable has room, freezing it or stalling as needed. With `force`,
-    /// freezes the memtable even if it is not full (used by flush).
+    /// freezes the memtable even if it is not full (used by flush). Returns whether the
+    /// database is in the slowdown state (the caller paces the write, see `pace_write`).
     pub(crate) fn make_room_for_write(
         &self,
         st: &mut MutexGuard<'_, DbState>,
         mut force: bool,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let mut allow_delay = !force;
+        let mut slow_down = false;
         let stall_start = Instant::now();
         let mut stalled = false;
         loop {
@@ -214,11 +269,10 @@ impl DbInner {
                 && (l0 >= self.opts.level0_slowdown_writes_trigger
                     || pending >= self.opts.soft_pending_compaction_bytes_limit)
             {
-                // Slow each write a little rather than stopping one for seconds later.
-                MutexGuard::unlocked(st, || std::thread::sleep(Duration::from_millis(1)));
+                // Slow writes to delayed_write_rate rather than stopping them for seconds
+                // later; the leader pays once the group's size is known (`pace_write`).
                 allow_delay = false;
-                st.stall_count += 1;
-                stalled = true;
+                slow_down = true;
                 continue;
             }
             let full = st.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
@@ -248,7 +302,7 @@ impl DbInner {
         if stalled {
             st.stall_micros += stall_start.elapsed().as_micros() as u64;
         }
-        Ok(())
+        Ok(slow_down)
     }
 
     /// Freezes the active memtable and starts a new WAL for its successor.
@@ -292,8 +346,8 @@ impl DbInner {
 
 /// Merges the batches at the front of the queue into one. Returns the group, how many writers
 /// it covers and whether it must be synced.
-fn build_group(st: &DbState) -> (WriteBatch, usize, bool) {
-    let Some(leader) = st.writers.front() else {
+fn build_group(writers: &VecDeque<Arc<Writer>>) -> (WriteBatch, usize, bool) {
+    let Some(leader) = writers.front() else {
         return (WriteBatch::new(), 0, false);
     };
     let mut size = leader.batch.approximate_size();
@@ -305,7 +359,7 @@ fn build_group(st: &DbState) -> (WriteBatch, usize, bool) {
     };
     let mut n = 1;
     let mut group: Option<WriteBatch> = None;
-    for w in st.writers.iter().skip(1) {
+    for w in writers.iter().skip(1) {
         // An empty batch is a flush request: it must lead on its own.
         if w.batch.is_empty() || (w.sync && !leader.sync) || w.disable_wal != leader.disable_wal {
             break;
@@ -320,4 +374,95 @@ fn build_group(st: &DbState) -> (WriteBatch, usize, bool) {
     }
     let sync = leader.sync;
     (group.unwrap_or_else(|| leader.batch.clone()), n, sync)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A queued writer whose batch puts `n` keys with `value_len`-byte values.
+    fn writer(tag: u8, n: usize, value_len: usize, sync: bool, disable_wal: bool) -> Arc<Writer> {
+        let mut b = WriteBatch::new();
+        for i in 0..n {
+            b.put(&[tag, i as u8], &vec![tag; value_len]);
+        }
+        Writer::queued(b, sync, disable_wal)
+    }
+
+    /// (members, sync, tags of the group's keys in order).
+    fn group(ws: &[Arc<Writer>]) -> (usize, bool, Vec<u8>) {
+        let q: VecDeque<Arc<Writer>> = ws.iter().cloned().collect();
+        let (g, n, sync) = build_group(&q);
+        let tags = g
+            .iter()
+            .map(|e| match e {
+                BatchEntry::Put(k, _) | BatchEntry::Delete(k) => k[0],
+            })
+            .collect();
+        (n, sync, tags)
+    }
+
+    #[test]
+    fn members_join_in_queue_order() {
+        let ws = [
+            writer(1, 1, 10, false, false),
+            writer(2, 2, 10, false, false),
+            writer(3, 1, 10, false, false),
+        ];
+        assert_eq!(group(&ws), (3, false, vec![1, 2, 2, 3]));
+        assert_eq!(group(&[]), (0, false, vec![]));
+    }
+
+    #[test]
+    fn sync_writers_join_only_a_sync_leader() {
+        // A sync writer behind a non-sync leader waits for the next group (else the leader
+        // would pay for an fsync it did not ask for, or the member would not get one).
+        let ws = [
+            writer(1, 1, 10, false, false),
+            writer(2, 1, 10, true, false),
+            writer(3, 1, 10, false, false),
+        ];
+        assert_eq!(group(&ws), (1, false, vec![1]));
+        // A sync leader takes non-sync writers along: they get more than they asked for.
+        let ws = [
+            writer(1, 1, 10, true, false),
+            writer(2, 1, 10, false, false),
+            writer(3, 1, 10, true, false),
+        ];
+        assert_eq!(group(&ws), (3, true, vec![1, 2, 3]));
+    }
+
+    #[test]
+    fn wal_and_no_wal_writers_and_flush_requests_do_not_mix() {
+        let ws = [
+            writer(1, 1, 10, false, false),
+            writer(2, 1, 10, false, true),
+        ];
+        assert_eq!(group(&ws), (1, false, vec![1]));
+        // An empty batch is a memtable-freeze request: it leads alone.
+        let ws = [
+            writer(1, 1, 10, false, false),
+            writer(2, 0, 0, false, false),
+        ];
+        assert_eq!(group(&ws), (1, false, vec![1]));
+    }
+
+    #[test]
+    fn group_size_is_capped() {
+        // A small leader (<= 128 KiB) takes at most 128 KiB more.
+        let ws: Vec<_> = (0..10)
+            .map(|t| writer(t, 1, 40 << 10, false, false))
+            .collect();
+        assert_eq!(group(&ws).0, 4);
+        // A big leader groups up to MAX_GROUP_BYTES (1 MiB) in all.
+        let mut ws = vec![writer(0, 1, 200 << 10, false, false)];
+        ws.extend((1..20).map(|t| writer(t, 1, 100 << 10, false, false)));
+        assert_eq!(group(&ws).0, 9);
+        // A leader alone is a group whatever its size.
+        let ws = [
+            writer(0, 1, 2 << 20, false, false),
+            writer(1, 1, 10, false, false),
+        ];
+        assert_eq!(group(&ws), (1, false, vec![0]));
+    }
 }

@@ -6,7 +6,7 @@
 //! backward, the inner iterator sits just before all entries of the current key, whose value is
 //! held in `saved_value` (the same scheme as LevelDB's DBIter).
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
 use std::any::Any;
@@ -44,6 +44,8 @@ pub struct DbIterator {
     valid: bool,
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
+    /// An entry the inner iterator produced that is not an internal key; ends iteration.
+    error: Option<Error>,
     // Keeps the memtables, version and snapshot this iterator reads alive.
     _pin: Option<Arc<dyn Any + Send + Sync>>,
 }
@@ -66,13 +68,14 @@ impl DbIterator {
             valid: false,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
+            error: None,
             _pin: pin,
         }
     }
 
     /// True if positioned on an entry.
     pub fn valid(&self) -> bool {
-        self.valid
+        self.valid && self.error.is_none()
     }
 
     /// The current key. REQUIRES: `valid()`.
@@ -100,7 +103,28 @@ impl DbIterator {
     /// The first IO or corruption error met. An error ends iteration (`valid()` turns false)
     /// and shows here; check it after a loop.
     pub fn status(&self) -> Result<()> {
-        self.inner.status()
+        match &self.error {
+            Some(e) => Err(e.duplicate()),
+            None => self.inner.status(),
+        }
+    }
+
+    /// Ends iteration because the inner iterator produced an entry whose key is not an
+    /// internal key. Table blocks reject such keys themselves with the file and block offset
+    /// (`sst/block.rs`), and memtables only hold keys the engine built, so this is the last
+    /// line of defence: it names no file because the merged stream does not know the source.
+    fn fail_unparseable(&mut self) {
+        self.error = Some(Error::corruption(
+            "<merged iterator input>",
+            0,
+            format!(
+                "an entry's key of {} bytes is not an internal key",
+                self.inner.key().len()
+            ),
+        ));
+        self.valid = false;
+        self.saved_key.clear();
+        self.saved_value.clear();
     }
 
     /// Positions at the first key.
@@ -241,9 +265,8 @@ impl DbIterator {
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         while self.inner.valid() {
             let Some(p) = key::parse_internal_key(self.inner.key()) else {
-                // Unparseable keys were rejected when their block was read; skip defensively.
-                self.inner.next();
-                continue;
+                self.fail_unparseable();
+                return;
             };
             if let Some(u) = &self.upper {
                 if p.user_key >= u.as_slice() {
@@ -277,8 +300,9 @@ impl DbIterator {
         let mut kind = ValueKind::Delete;
         while self.inner.valid() {
             let Some(p) = key::parse_internal_key(self.inner.key()) else {
-                self.inner.prev();
-                continue;
+                self.fail_unparseable();
+                self.direction = Direction::Forward;
+                return;
             };
             if let Some(l) = &self.lower {
                 if p.user_key < l.as_slice() {
@@ -431,5 +455,32 @@ mod tests {
         it.prev();
         it.prev();
         assert!(!it.valid());
+    }
+
+    #[test]
+    fn unparseable_key_ends_iteration_with_corruption_in_both_directions() {
+        let mut v = vec![
+            (make_internal_key(b"a", 1, P), b"a1".to_vec()),
+            (b"bad".to_vec(), b"x".to_vec()),
+            (make_internal_key(b"c", 1, P), b"c1".to_vec()),
+        ];
+        v.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        let mut it = DbIterator::new(Box::new(VecIterator::new(v.clone())), 100, None, None, None);
+        // "bad" sorts between "a" and "c" (short keys compare as their whole bytes).
+        assert_eq!(forward(&mut it), pairs(&[("a", "a1")]));
+        let err = it.status().expect_err("forward must fail");
+        assert!(err.is_corruption(), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "corruption in <merged iterator input> at offset 0: an entry's key of 3 bytes is not an internal key"
+        );
+        let mut it = DbIterator::new(Box::new(VecIterator::new(v)), 100, None, None, None);
+        // Backward, "c" is yielded only after stepping past all its versions, onto "bad".
+        assert_eq!(backward(&mut it), pairs(&[]));
+        assert!(it.status().expect_err("reverse must fail").is_corruption());
+        // Sticky: a later seek does not hide the error.
+        it.seek(b"c");
+        assert!(!it.valid());
+        assert!(it.status().is_err());
     }
 }

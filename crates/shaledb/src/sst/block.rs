@@ -295,6 +295,14 @@ impl BlockIter {
         };
         self.key.truncate(shared);
         self.key.extend_from_slice(delta);
+        if self.order == KeyOrder::Internal && key::parse_internal_key(&self.key).is_none() {
+            // Checked here, where the file and block are known, because a block read without
+            // checksum verification (`ReadOptions::verify_checksums = false`) or damaged before
+            // its checksum was computed can hold such a key; every reader above (get, the
+            // iterators, compaction) then sees an error instead of a key it cannot interpret.
+            self.corrupt(p, "malformed internal key (too short or unknown kind)");
+            return false;
+        }
         self.value = (value_start, value_end);
         self.current = p;
         self.next_offset = value_end;
@@ -318,7 +326,11 @@ impl BlockIter {
         }
         let start = p + header;
         let stop = start.checked_add(non_shared as usize).ok_or(p)?;
-        data.get(start..stop).ok_or(p)
+        let k = data.get(start..stop).ok_or(p)?;
+        if self.order == KeyOrder::Internal && key::parse_internal_key(k).is_none() {
+            return Err(p);
+        }
+        Ok(k)
     }
 }
 
@@ -584,33 +596,165 @@ mod tests {
         assert!(it.status().is_ok());
     }
 
+    /// Offsets of the entries of an undamaged block, with their header and key lengths.
+    fn entry_layout(block: &Block) -> Vec<(usize, usize, usize)> {
+        let mut out = Vec::new();
+        let mut p = 0;
+        while p < block.restarts_offset {
+            let (_, non_shared, value_len, header) =
+                decode_entry_header(block.data(), p).expect("good header");
+            out.push((p, header, non_shared as usize));
+            p += header + non_shared as usize + value_len as usize;
+        }
+        out
+    }
+
+    fn error_detail(it: &BlockIter) -> String {
+        match it.status() {
+            Err(Error::Corruption {
+                file,
+                offset,
+                detail,
+            }) => {
+                assert_eq!((file.as_path(), offset), (Path::new("<block>"), 0));
+                detail
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    /// Scans forward and backward; returns (entries seen forward, final status is an error).
+    fn scan_both_ways(block: &Arc<Block>) -> (usize, bool) {
+        let mut it = BlockIter::new(block.clone());
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            it.next();
+            n += 1;
+            assert!(n <= 1000, "forward scan does not end");
+        }
+        let forward_err = it.status().is_err();
+        let mut it = BlockIter::new(block.clone());
+        it.seek_to_last();
+        let mut m = 0;
+        while it.valid() {
+            it.prev();
+            m += 1;
+            assert!(m <= 1000, "backward scan does not end");
+        }
+        (n, forward_err || it.status().is_err())
+    }
+
     #[test]
     fn corrupt_entries_become_errors_never_panics() {
         let e = entries(40);
-        let good = build(&e, 4).data().to_vec();
+        let good_block = build(&e, 4);
+        let good = good_block.data().to_vec();
+        let layout = entry_layout(&good_block);
+        assert_eq!(layout.len(), 40);
+        let mut detected = 0;
+        let mut tried = 0;
         for i in 0..good.len() {
             for flip in [0x01u8, 0x80, 0xff] {
                 let mut d = good.clone();
                 d[i] ^= flip;
                 let Ok(block) = Block::new(d) else { continue };
                 let block = Arc::new(block);
-                let mut it = BlockIter::new(block.clone());
-                it.seek_to_first();
-                let mut n = 0;
-                while it.valid() && n < 1000 {
-                    it.next();
-                    n += 1;
-                }
-                it.seek_to_last();
-                let mut n = 0;
-                while it.valid() && n < 1000 {
-                    it.prev();
-                    n += 1;
+                tried += 1;
+                let (n, failed) = scan_both_ways(&block);
+                if failed {
+                    detected += 1;
+                    let mut it = BlockIter::new(block.clone());
+                    it.seek_to_first();
+                    while it.valid() {
+                        it.next();
+                    }
+                    if it.status().is_err() {
+                        assert!(error_detail(&it).starts_with("bad block entry at byte"));
+                    }
+                } else {
+                    // Undetected damage (a value or key byte: blocks carry no checksum of
+                    // their own, the table's block checksum covers that) keeps the shape.
+                    assert!(n <= 40 + 4, "flip at {i}: {n} entries from 40");
                 }
                 let mut it = BlockIter::new(block);
                 it.seek(&ikey("key00031", 1));
-                let _ = it.status();
+                assert!(!it.valid() || it.status().is_ok());
             }
         }
+        assert!(
+            tried > 3 * good.len() / 2,
+            "{tried} of {} flips built a block",
+            3 * good.len()
+        );
+        assert!(detected > 0);
+
+        // Exact expectations for each kind of damage to one entry.
+        let (p, header, non_shared) = layout[5];
+        let kind_byte = p + header + non_shared - 8;
+        for flip in [0x80u8, 0xff] {
+            let mut d = good.clone();
+            d[kind_byte] ^= flip;
+            let block = Arc::new(Block::new(d).expect("restarts intact"));
+            let mut it = BlockIter::new(block.clone());
+            it.seek_to_first();
+            let mut n = 0;
+            while it.valid() {
+                n += 1;
+                it.next();
+            }
+            assert_eq!(n, 5, "entries before the damaged one");
+            assert_eq!(
+                error_detail(&it),
+                format!(
+                    "bad block entry at byte {p} of the decoded block: malformed internal key \
+                     (too short or unknown kind)"
+                )
+            );
+            // Backward from the end meets it too; so does a seek to it.
+            assert!(scan_both_ways(&block).1);
+            let mut it = BlockIter::new(block);
+            it.seek(&e[5].0);
+            assert!(!it.valid());
+            assert!(error_detail(&it).contains("malformed internal key"));
+        }
+        // The entry after a restart point (shared > 0) claiming more shared bytes than the
+        // previous key has.
+        let (p, _, _) = layout[5];
+        let mut d = good.clone();
+        d[p] = 0x7f;
+        let mut it = BlockIter::new(Arc::new(Block::new(d).expect("restarts intact")));
+        it.seek_to_first();
+        for _ in 0..5 {
+            assert!(it.valid());
+            it.next();
+        }
+        assert!(!it.valid());
+        assert_eq!(
+            error_detail(&it),
+            format!("bad block entry at byte {p} of the decoded block: shared prefix longer than previous key")
+        );
+        // A value length running past the entries.
+        let (p, _, _) = layout[39];
+        let mut d = good.clone();
+        d[p + 2] = 0x7f;
+        let mut it = BlockIter::new(Arc::new(Block::new(d).expect("restarts intact")));
+        it.seek_to_last();
+        assert!(!it.valid());
+        assert_eq!(
+            error_detail(&it),
+            format!("bad block entry at byte {p} of the decoded block: entry runs past the end of the block")
+        );
+        // A restart point whose entry claims a shared prefix: seek's binary search rejects it.
+        let (p, _, _) = layout[20];
+        let mut d = good.clone();
+        d[p] = 1;
+        let mut it = BlockIter::new(Arc::new(Block::new(d).expect("restarts intact")));
+        it.seek(&e[39].0);
+        assert!(!it.valid());
+        assert_eq!(
+            error_detail(&it),
+            format!("bad block entry at byte {p} of the decoded block: bad entry at restart point")
+        );
     }
 }

@@ -18,6 +18,9 @@ pub use block::{Block, BlockIter};
 pub use builder::TableBuilder;
 pub use table::{Table, TableIterator};
 
+#[cfg(test)]
+pub(crate) use format::reseal_block_for_tests;
+
 use crate::compression::CompressionType;
 
 /// The shared cache of decoded (uncompressed) blocks, keyed by (table cache id, block offset)

@@ -323,6 +323,21 @@ impl Table {
         decode_handle_value(it.value()).unwrap_or_default()
     }
 
+    /// The handles of every data block, in order.
+    #[cfg(test)]
+    pub(crate) fn data_handles_for_tests(&self) -> Vec<BlockHandle> {
+        let mut out = Vec::new();
+        let Ok(mut it) = self.index_iter() else {
+            return out;
+        };
+        it.seek_to_first();
+        while it.valid() {
+            out.extend(decode_handle_value(it.value()));
+            it.next();
+        }
+        out
+    }
+
     fn index_iter(&self) -> Result<BlockIter> {
         Ok(BlockIter::new(self.index.clone())
             .with_origin(self.path.clone(), self.index_handle.offset))

@@ -382,3 +382,102 @@ pub fn set_current_file(fs: &Arc<dyn FileSystem>, dir: &Path, manifest_number: u
         Error::io("updating CURRENT", e)
     })
 }
+
+/// The version `edit` makes of `base` (deletions, then additions, each level sorted): what
+/// `log_and_apply` and MANIFEST replay compute, without a MANIFEST. For unit tests of the
+/// picker and of edit application.
+#[cfg(test)]
+pub(crate) fn apply_for_tests(
+    base: &Version,
+    edit: &VersionEdit,
+) -> std::result::Result<Version, String> {
+    let mut levels = base.files.clone();
+    let num_levels = levels.len();
+    apply_edit(&mut levels, edit, num_levels)?;
+    Ok(build_version(levels))
+}
+
+#[cfg(test)]
+mod apply_tests {
+    use super::*;
+    use crate::key::{InternalKey, ValueKind};
+
+    fn file(number: u64, small: &str, large: &str, seq: u64) -> FileMetaData {
+        FileMetaData {
+            number,
+            file_size: 100,
+            smallest: InternalKey::new(small.as_bytes(), seq, ValueKind::Put),
+            largest: InternalKey::new(large.as_bytes(), seq, ValueKind::Put),
+            smallest_seqno: seq,
+            largest_seqno: seq,
+            num_entries: 1,
+            num_deletions: 0,
+        }
+    }
+
+    /// Each level as "number number ...", levels separated by " | ".
+    fn layout(v: &Version) -> String {
+        v.files
+            .iter()
+            .map(|fs| {
+                fs.iter()
+                    .map(|f| f.number.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+
+    #[test]
+    fn additions_are_sorted_per_level() {
+        let mut e = VersionEdit::default();
+        // L0 newest first by largest sequence number (file number breaks ties), deeper
+        // levels by smallest key, whatever order the edit lists them in.
+        e.add_file(0, file(7, "a", "z", 50));
+        e.add_file(0, file(9, "a", "z", 70));
+        e.add_file(0, file(8, "a", "z", 70));
+        e.add_file(2, file(4, "m", "p", 1));
+        e.add_file(2, file(3, "q", "t", 1));
+        e.add_file(2, file(5, "a", "c", 1));
+        let v = apply_for_tests(&Version::empty(3), &e).expect("apply");
+        assert_eq!(layout(&v), "9 8 7 |  | 5 4 3");
+    }
+
+    #[test]
+    fn deletions_apply_before_additions_and_must_exist() {
+        let mut e = VersionEdit::default();
+        e.add_file(1, file(1, "a", "c", 1));
+        e.add_file(1, file(2, "d", "f", 1));
+        let base = apply_for_tests(&Version::empty(3), &e).expect("apply");
+        // A compaction: 1 and 2 replaced by 3 at L2; a trivial move deletes and adds one
+        // number at two levels in one edit.
+        let mut e = VersionEdit::default();
+        e.delete_file(1, 1);
+        e.add_file(2, file(3, "a", "c", 1));
+        e.delete_file(1, 2);
+        e.add_file(2, file(2, "d", "f", 1));
+        let v = apply_for_tests(&base, &e).expect("apply");
+        assert_eq!(layout(&v), " |  | 3 2");
+        assert_eq!(layout(&base), " | 1 2 | ", "the base version is unchanged");
+
+        let mut e = VersionEdit::default();
+        e.delete_file(2, 1);
+        assert_eq!(
+            apply_for_tests(&base, &e).map(|v| layout(&v)),
+            Err("edit deletes file 1 which is not at level 2".to_string())
+        );
+        let mut e = VersionEdit::default();
+        e.add_file(3, file(9, "a", "b", 1));
+        assert_eq!(
+            apply_for_tests(&base, &e).map(|v| layout(&v)),
+            Err("edit adds a file at level 3 of 3".to_string())
+        );
+        let mut e = VersionEdit::default();
+        e.delete_file(5, 1);
+        assert_eq!(
+            apply_for_tests(&base, &e).map(|v| layout(&v)),
+            Err("edit deletes a file at level 5 of 3".to_string())
+        );
+    }
+}
