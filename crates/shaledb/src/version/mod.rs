@@ -42,6 +42,14 @@ pub struct Version {
 }
 
 impl Version {
+    /// An empty version with `num_levels` levels (tests build versions from edits on it).
+    #[cfg(test)]
+    pub(crate) fn empty(num_levels: usize) -> Self {
+        Version {
+            files: vec![Vec::new(); num_levels],
+        }
+    }
+
     /// Number of levels.
     pub fn num_levels(&self) -> usize {
         self.files.len()
