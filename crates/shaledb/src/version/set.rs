@@ -14,7 +14,7 @@ use super::Version;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key;
-use crate::log::{LogRead, LogReader, LogWriter};
+use crate::log::{replay_records, LogReader, LogWriter, RecordCheck, TailPolicy};
 use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -109,47 +109,37 @@ impl VersionSet {
         let mut next_file_number = None;
         let mut last_sequence = None;
         let mut compact_pointers = vec![Vec::new(); num_levels];
-        let mut damage: Option<(u64, String)> = None;
-        loop {
-            let read = reader
-                .read()
-                .map_err(|e| Error::io(format!("reading {}", manifest_path.display()), e))?;
-            match read {
-                LogRead::Eof => break,
-                LogRead::Damaged { offset, detail } => {
-                    if damage.is_none() {
-                        damage = Some((offset, detail));
-                    }
-                }
-                LogRead::Record { data, offset } => {
-                    if let Some((off, detail)) = damage {
-                        // Damage followed by intact records is not a torn tail.
-                        return Err(Error::corruption(&manifest_path, off, detail));
-                    }
-                    let edit = VersionEdit::decode(&data).map_err(|d| {
-                        Error::corruption(&manifest_path, offset, format!("bad version edit: {d}"))
-                    })?;
-                    apply_edit(&mut levels, &edit, num_levels)
-                        .map_err(|d| Error::corruption(&manifest_path, offset, d))?;
-                    if let Some(n) = edit.log_number {
-                        log_number = Some(n);
-                    }
-                    if let Some(n) = edit.next_file_number {
-                        next_file_number = Some(n);
-                    }
-                    if let Some(n) = edit.last_sequence {
-                        last_sequence = Some(n);
-                    }
-                    for (level, k) in &edit.compact_pointers {
-                        if let Some(p) = compact_pointers.get_mut(*level) {
-                            *p = k.0.clone();
-                        }
-                    }
-                }
-            }
-        }
         // A torn final record (damage then end of file) is an edit that was never
-        // acknowledged: ignore it.
+        // acknowledged: it is ignored. Damage followed by intact edits is corruption.
+        replay_records(
+            &mut reader,
+            TailPolicy::TornTailOnly,
+            &format!("reading {}", manifest_path.display()),
+            |data, _offset| {
+                let edit = match VersionEdit::decode(&data) {
+                    Ok(edit) => edit,
+                    Err(d) => return Ok(RecordCheck::Invalid(format!("bad version edit: {d}"))),
+                };
+                if let Err(d) = apply_edit(&mut levels, &edit, num_levels) {
+                    return Ok(RecordCheck::Invalid(d));
+                }
+                if let Some(n) = edit.log_number {
+                    log_number = Some(n);
+                }
+                if let Some(n) = edit.next_file_number {
+                    next_file_number = Some(n);
+                }
+                if let Some(n) = edit.last_sequence {
+                    last_sequence = Some(n);
+                }
+                for (level, k) in &edit.compact_pointers {
+                    if let Some(p) = compact_pointers.get_mut(*level) {
+                        *p = k.0.clone();
+                    }
+                }
+                Ok(RecordCheck::Applied)
+            },
+        )?;
         let missing =
             |what: &str| Error::corruption(&manifest_path, 0, format!("MANIFEST has no {what}"));
         let log_number = log_number.ok_or_else(|| missing("log number"))?;
