@@ -13,11 +13,12 @@ use crate::iter::InternalIterator;
 use crate::key;
 use crate::memtable::MemTable;
 use crate::options::ReadOptions;
-use crate::version::{filename, LevelIterator, VersionEdit};
+use crate::version::filename::FileKind;
+use crate::version::{LevelIterator, ObsoleteFile, VersionEdit};
 use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 enum Job {
     Flush(Arc<MemTable>),
@@ -47,18 +48,53 @@ impl DbInner {
                     self.record_bg_result(&mut st, res);
                 }
                 None => {
-                    self.bg_cv.wait_for(&mut st, Duration::from_millis(500));
-                    // Tables a reader still held when their compaction finished become
-                    // deletable when it lets go; without this they waited for the next job.
-                    if !st.obsolete_tables.is_empty() {
-                        MutexGuard::unlocked(&mut st, || self.delete_obsolete_files());
-                    }
+                    self.work_cv.wait(&mut st);
                     continue;
                 }
             }
-            self.bg_cv.notify_all();
-            MutexGuard::unlocked(&mut st, || self.delete_obsolete_files());
+            // A new version may need another compaction, free a stalled writer, or satisfy a
+            // waiter; the files it replaced were queued for the cleaner when dropped.
+            self.notify_state_changed();
         }
+    }
+
+    /// The cleaner thread: deletes queued obsolete files until close.
+    pub(crate) fn cleaner_thread(&self) {
+        while let Some(files) = self.obsolete.wait_take() {
+            self.unlink_obsolete(files);
+        }
+    }
+
+    /// The one purge routine: deletes the files queued so far (see version/lifecycle.rs).
+    /// Never called with the state mutex held; a queued file is one nothing needs any more.
+    pub(crate) fn purge_obsolete_files(&self) {
+        let files = self.obsolete.take();
+        if !files.is_empty() {
+            self.unlink_obsolete(files);
+        }
+    }
+
+    /// Unlinks files taken from the deletion queue and reports the purge finished.
+    fn unlink_obsolete(&self, files: Vec<ObsoleteFile>) {
+        for f in files {
+            if f.kind == FileKind::Table {
+                self.tables.evict(f.number);
+            }
+            if let Some(path) = f.path(&self.dir) {
+                // Failure only leaves garbage, which the next open removes.
+                let _ = self.fs.remove_file(&path);
+            }
+        }
+        self.obsolete.purged();
+    }
+
+    /// Wakes everyone who waits on background state: idle background threads (there may be
+    /// work), writers stalled on L0 or memtables, and flush/compaction waiters. Called after a
+    /// job finishes, on a background error, and at close.
+    pub(crate) fn notify_state_changed(&self) {
+        self.work_cv.notify_all();
+        self.stall_cv.notify_all();
+        self.done_cv.notify_all();
     }
 
     fn record_bg_result(&self, st: &mut DbState, res: Result<()>) {
@@ -139,28 +175,26 @@ impl DbInner {
         self.state.lock().versions.new_file_number()
     }
 
-    /// Logs an edit to the MANIFEST and installs it; a failure poisons the database. Files the
-    /// edit removes are queued for deletion once no reader holds them.
+    /// Logs an edit to the MANIFEST and installs it; a failure poisons the database. Tables
+    /// the edit removes are queued for deletion when the last version listing them is dropped;
+    /// WALs the new log number makes obsolete are queued here.
     pub(crate) fn log_and_apply(&self, st: &mut DbState, edit: &mut VersionEdit) -> Result<()> {
-        let before = st.versions.current();
         if let Err(e) = st.versions.log_and_apply(edit) {
             let err = Error::Poisoned(format!("writing the MANIFEST failed: {e}"));
             st.bg_error = Some(err.duplicate());
             return Err(err);
         }
-        let live = st.versions.live_files();
-        for (level, number) in &edit.deleted_files {
-            if live.contains(number) {
-                continue; // moved, not removed
+        let log_number = st.versions.log_number();
+        st.live_wals.retain(|&number| {
+            if number < log_number {
+                self.obsolete.push(ObsoleteFile {
+                    kind: FileKind::Log,
+                    number,
+                });
+                return false;
             }
-            if let Some(f) = before
-                .level_files(*level)
-                .iter()
-                .find(|f| f.number == *number)
-            {
-                st.obsolete_tables.push(f.clone());
-            }
-        }
+            true
+        });
         Ok(())
     }
 
@@ -263,61 +297,6 @@ impl DbInner {
         Ok(())
     }
 
-    /// Deletes tables no version or reader holds any more, and WALs older than the MANIFEST's
-    /// log number.
-    pub(crate) fn delete_obsolete_files(&self) {
-        let taken = Self::take_deletable_files(&mut self.state.lock());
-        if let Some((tables, wals)) = taken {
-            self.unlink_files(tables, wals);
-        }
-    }
-
-    /// Takes out of the state the tables and WALs that can be deleted now (dropping replaced
-    /// tables that became live again), and counts their deletion as running. `None` if there
-    /// is nothing to delete.
-    fn take_deletable_files(st: &mut DbState) -> Option<(Vec<u64>, Vec<u64>)> {
-        let live = st.versions.live_files();
-        let mut tables = Vec::new();
-        st.obsolete_tables.retain(|f| {
-            if live.contains(&f.number) {
-                return false;
-            }
-            if Arc::strong_count(f) == 1 {
-                tables.push(f.number);
-                return false;
-            }
-            true
-        });
-        let log_number = st.versions.log_number();
-        let mut wals = Vec::new();
-        st.live_wals.retain(|&n| {
-            if n < log_number {
-                wals.push(n);
-                false
-            } else {
-                true
-            }
-        });
-        if tables.is_empty() && wals.is_empty() {
-            return None;
-        }
-        st.deletions_running += 1;
-        Some((tables, wals))
-    }
-
-    /// Unlinks what `take_deletable_files` took; called without the state mutex.
-    fn unlink_files(&self, tables: Vec<u64>, wals: Vec<u64>) {
-        for n in tables {
-            self.tables.evict(n);
-            let _ = self.fs.remove_file(&filename::table_file(&self.dir, n));
-        }
-        for n in wals {
-            let _ = self.fs.remove_file(&filename::log_file(&self.dir, n));
-        }
-        self.state.lock().deletions_running -= 1;
-        self.bg_cv.notify_all();
-    }
-
     /// Freezes the active memtable and waits until it is flushed.
     pub(crate) fn flush_and_wait(&self) -> Result<()> {
         self.freeze_memtable()?;
@@ -332,12 +311,12 @@ impl DbInner {
             if self.shutting_down.load(Ordering::Acquire) {
                 return Err(Error::Closed);
             }
-            self.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+            self.done_cv.wait(&mut st);
         }
     }
 
-    /// Waits until there is no pending or running flush or compaction and no deletable file
-    /// is left on disk.
+    /// Waits until there is no pending or running flush or compaction and every file they
+    /// made obsolete (that no reader still holds) is deleted.
     pub(crate) fn wait_for_compactions(&self) -> Result<()> {
         let mut st = self.state.lock();
         loop {
@@ -347,23 +326,22 @@ impl DbInner {
             let v = st.versions.current();
             let needs = !self.opts.disable_auto_compactions
                 && picker::pick(&v, &self.opts, &st.busy, &st.versions.compact_pointers).is_some();
+            drop(v);
             if st.imms.is_empty() && !st.flush_running && st.running_compactions == 0 && !needs {
-                // A background thread deletes a job's replaced files only after it reports the
-                // job done; finish that here so the caller sees the disk as the live data.
-                if let Some((tables, wals)) = Self::take_deletable_files(&mut st) {
-                    MutexGuard::unlocked(&mut st, || self.unlink_files(tables, wals));
-                    continue;
-                }
-                if st.deletions_running == 0 {
-                    return Ok(());
-                }
+                break;
             }
             if self.shutting_down.load(Ordering::Acquire) {
                 return Err(Error::Closed);
             }
-            self.bg_cv.notify_all();
-            self.bg_cv.wait_for(&mut st, Duration::from_millis(50));
+            self.done_cv.wait(&mut st);
         }
+        drop(st);
+        // Replaced files were queued when their last version was dropped, before the job
+        // that replaced them reported done. Delete them here rather than wait for the cleaner,
+        // then wait for a purge the cleaner may be running.
+        self.purge_obsolete_files();
+        self.obsolete.wait_idle();
+        Ok(())
     }
 
     /// Manual compaction: flushes, pauses automatic compactions, then compacts each level's
@@ -372,14 +350,13 @@ impl DbInner {
         self.flush_and_wait()?;
         let mut st = self.state.lock();
         while st.manual_compaction {
-            self.bg_cv.wait_for(&mut st, Duration::from_millis(10));
+            self.done_cv.wait(&mut st);
         }
         st.manual_compaction = true;
         let res = self.compact_range_locked(&mut st, begin, end);
         st.manual_compaction = false;
-        self.bg_cv.notify_all();
         drop(st);
-        self.delete_obsolete_files();
+        self.notify_state_changed();
         res
     }
 
@@ -394,7 +371,7 @@ impl DbInner {
             if let Some(e) = &st.bg_error {
                 return Err(e.duplicate());
             }
-            self.bg_cv.wait_for(st, Duration::from_millis(10));
+            self.done_cv.wait(st);
         }
         let v = st.versions.current();
         let deepest = (0..v.num_levels())
@@ -442,9 +419,10 @@ impl DbInner {
                 // background_error() (the caller gets it too).
                 self.record_bg_result(st, Err(e.duplicate()));
             }
+            // Writers stalled on L0 and waiters may be freed by this step.
+            self.notify_state_changed();
             res?;
             wrote_target |= output == target;
-            MutexGuard::unlocked(st, || self.delete_obsolete_files());
         }
         Ok(())
     }

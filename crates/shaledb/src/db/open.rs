@@ -16,7 +16,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sst::BlockCache;
 use crate::version::filename::{self, FileKind};
-use crate::version::{VersionEdit, VersionSet};
+use crate::version::{ObsoleteFile, VersionEdit, VersionSet};
 use crate::write_batch::{BatchEntry, WriteBatch};
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
@@ -337,19 +337,21 @@ impl DbInner {
             busy: Busy::default(),
             running_compactions: 0,
             manual_compaction: false,
-            obsolete_tables: Vec::new(),
-            deletions_running: 0,
             live_wals: vec![r.wal_number],
             level_stats: vec![LevelStats::default(); r.opts.num_levels],
             stall_count: 0,
             stall_micros: 0,
             closed: false,
         };
+        let obsolete = state.versions.deletion_queue().clone();
         DbInner {
             dir: r.dir.to_path_buf(),
             fs: r.opts.fs.clone(),
             state: Mutex::new(state),
-            bg_cv: Condvar::new(),
+            work_cv: Condvar::new(),
+            done_cv: Condvar::new(),
+            stall_cv: Condvar::new(),
+            obsolete,
             super_version: ArcSwap::from_pointee(SuperVersion {
                 mem,
                 imms: Vec::new(),
@@ -369,24 +371,35 @@ impl DbInner {
     }
 }
 
-/// Starts the `max_background_jobs` flush and compaction threads.
+/// Starts the `max_background_jobs` flush and compaction threads and the cleaner, which
+/// deletes obsolete files.
 fn start_background_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     let jobs = inner.opts.max_background_jobs;
-    let mut threads = Vec::with_capacity(jobs);
+    let mut threads = Vec::with_capacity(jobs + 1);
+    let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(f)
+            .map_err(|e| Error::io("starting a background thread", e))
+    };
     for i in 0..jobs {
         let bg = inner.clone();
-        let t = std::thread::Builder::new()
-            .name(format!("shaledb-bg-{i}"))
-            .spawn(move || bg.background_thread())
-            .map_err(|e| Error::io("starting a background thread", e))?;
-        threads.push(t);
+        threads.push(spawn(
+            format!("shaledb-bg-{i}"),
+            Box::new(move || bg.background_thread()),
+        )?);
     }
+    let cleaner = inner.clone();
+    threads.push(spawn(
+        "shaledb-cleaner".to_string(),
+        Box::new(move || cleaner.cleaner_thread()),
+    )?);
     Ok(threads)
 }
 
-/// Deletes files from before this open that nothing refers to: old WALs (now in tables), old
-/// MANIFESTs, temp files and tables no version lists (outputs of an interrupted flush or
-/// compaction).
+/// Queues and deletes files from before this open that nothing refers to: old WALs (now in
+/// tables), old MANIFESTs, temp files and tables no version lists (outputs of an interrupted
+/// flush or compaction).
 fn remove_unreferenced_files(inner: &DbInner, names: &[String]) {
     let st = inner.state.lock();
     let live = st.versions.live_files();
@@ -394,20 +407,21 @@ fn remove_unreferenced_files(inner: &DbInner, names: &[String]) {
     let manifest = st.versions.manifest_number();
     drop(st);
     for name in names {
-        let Some((kind, n)) = filename::parse_file_name(name) else {
+        let Some((kind, number)) = filename::parse_file_name(name) else {
             continue;
         };
         let obsolete = match kind {
-            FileKind::Log => n < log_number,
-            FileKind::Table => !live.contains(&n),
-            FileKind::Manifest => n != manifest,
+            FileKind::Log => number < log_number,
+            FileKind::Table => !live.contains(&number),
+            FileKind::Manifest => number != manifest,
             FileKind::Temp => true,
             FileKind::Current | FileKind::Lock => false,
         };
         if obsolete {
-            let _ = inner.fs.remove_file(&inner.dir.join(name));
+            inner.obsolete.push(ObsoleteFile { kind, number });
         }
     }
+    inner.purge_obsolete_files();
 }
 
 pub(super) fn destroy(dir: &Path, opts: &Options) -> Result<()> {

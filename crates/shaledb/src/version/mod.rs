@@ -8,10 +8,12 @@
 pub mod edit;
 pub mod filename;
 mod level_iter;
+pub mod lifecycle;
 pub mod set;
 
 pub use edit::{FileMetaData, VersionEdit};
 pub use level_iter::LevelIterator;
+pub use lifecycle::{DeletionQueue, ObsoleteFile, TableHandle};
 pub use set::VersionSet;
 
 use crate::cache::TableCache;
@@ -39,6 +41,10 @@ pub struct Version {
     /// `files[0]` (L0) is ordered newest first and its files may overlap; deeper levels are
     /// ordered by smallest key and their files never overlap.
     pub files: Vec<Vec<Arc<FileMetaData>>>,
+    /// One handle per listed file, ordered by file number, shared with every other version
+    /// listing the file: while any version lists a file, it is not deleted (see lifecycle.rs).
+    /// Empty for versions that do not own their files (tests, a version being built).
+    pub(crate) handles: Vec<Arc<TableHandle>>,
 }
 
 impl Version {
@@ -46,6 +52,7 @@ impl Version {
     pub fn empty(num_levels: usize) -> Self {
         Version {
             files: vec![Vec::new(); num_levels],
+            handles: Vec::new(),
         }
     }
 

@@ -10,6 +10,7 @@
 
 use super::edit::{FileMetaData, VersionEdit};
 use super::filename;
+use super::lifecycle::{DeletionQueue, ObsoleteFile, TableHandle};
 use super::Version;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -37,6 +38,8 @@ pub struct VersionSet {
     /// Per level, the largest key of the last compaction: the next one starts after it so
     /// compactions rotate through the key space.
     pub compact_pointers: Vec<Vec<u8>>,
+    /// Where table handles, and old MANIFESTs, go when they become obsolete.
+    obsolete: Arc<DeletionQueue>,
 }
 
 impl VersionSet {
@@ -147,7 +150,9 @@ impl VersionSet {
         let last_sequence = last_sequence.ok_or_else(|| missing("last sequence number"))?;
         let manifest_number = filename::parse_file_name(name).map_or(0, |(_, n)| n);
 
-        let version = build_version(levels);
+        let obsolete = Arc::new(DeletionQueue::default());
+        let mut version = build_version(levels);
+        version.handles = own_files(&version, None, &obsolete);
         Ok(VersionSet {
             fs,
             dir: dir.to_path_buf(),
@@ -160,6 +165,7 @@ impl VersionSet {
             manifest: None,
             manifest_number,
             compact_pointers,
+            obsolete,
         })
     }
 
@@ -223,7 +229,7 @@ impl VersionSet {
             self.manifest_number = self.new_file_number();
         }
         edit.next_file_number = Some(self.next_file_number);
-        let version = build_version(levels);
+        let mut version = build_version(levels);
         let path = filename::manifest_file(&self.dir, self.manifest_number);
 
         if new_manifest {
@@ -242,10 +248,11 @@ impl VersionSet {
             set_current_file(&self.fs, &self.dir, self.manifest_number)?;
             self.manifest = Some(w);
             if old_manifest != self.manifest_number && old_manifest != 0 {
-                // CURRENT no longer names it, durably; removal failure only leaves garbage.
-                let _ = self
-                    .fs
-                    .remove_file(&filename::manifest_file(&self.dir, old_manifest));
+                // CURRENT no longer names it, durably.
+                self.obsolete.push(ObsoleteFile {
+                    kind: filename::FileKind::Manifest,
+                    number: old_manifest,
+                });
             }
         } else if let Some(w) = &mut self.manifest {
             let mut rec = Vec::new();
@@ -268,8 +275,16 @@ impl VersionSet {
                 *p = k.0.clone();
             }
         }
+        // Only now, with the edit durable, do new files get handles (so a failed write never
+        // queues outputs a MANIFEST record may still name) and removed ones lose theirs.
+        version.handles = own_files(&version, Some(&self.current), &self.obsolete);
         self.current = Arc::new(version);
         Ok(())
+    }
+
+    /// The queue obsolete files go to; the database purges it.
+    pub fn deletion_queue(&self) -> &Arc<DeletionQueue> {
+        &self.obsolete
     }
 
     /// An edit that recreates the whole state of `version` (the first record of a MANIFEST).
@@ -339,6 +354,28 @@ fn apply_edit(
     Ok(())
 }
 
+/// Handles for every file `version` lists: the previous version's where it had one (the same
+/// file, maybe moved to another level), a new one otherwise.
+fn own_files(
+    version: &Version,
+    previous: Option<&Version>,
+    queue: &Arc<DeletionQueue>,
+) -> Vec<Arc<TableHandle>> {
+    let mut numbers: Vec<u64> = version.files.iter().flatten().map(|f| f.number).collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    let previous = previous.map_or(&[][..], |v| v.handles.as_slice());
+    numbers
+        .into_iter()
+        .map(
+            |n| match previous.binary_search_by_key(&n, |h| h.number()) {
+                Ok(i) => previous[i].clone(),
+                Err(_) => TableHandle::new(n, queue.clone()),
+            },
+        )
+        .collect()
+}
+
 /// Sorts each level: L0 newest first, deeper levels by smallest key.
 fn build_version(mut levels: Vec<Vec<Arc<FileMetaData>>>) -> Version {
     for (level, files) in levels.iter_mut().enumerate() {
@@ -357,7 +394,10 @@ fn build_version(mut levels: Vec<Vec<Arc<FileMetaData>>>) -> Version {
             });
         }
     }
-    Version { files: levels }
+    Version {
+        files: levels,
+        handles: Vec::new(),
+    }
 }
 
 /// Points CURRENT at MANIFEST `manifest_number`, atomically and durably.
