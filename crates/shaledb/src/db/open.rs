@@ -38,12 +38,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
     opts.validate()?;
     let fs = opts.fs.clone();
     let lock = create_or_lock(dir, &opts)?;
-    let mut versions = VersionSet::recover(
-        fs.clone(),
-        dir,
-        opts.num_levels,
-        opts.max_manifest_file_size,
-    )?;
+    let mut versions = VersionSet::recover(fs.clone(), dir, &opts)?;
     let names = fs
         .list_dir(dir)
         .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;

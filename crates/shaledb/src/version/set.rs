@@ -12,10 +12,12 @@ use super::edit::{FileMetaData, VersionEdit};
 use super::filename;
 use super::lifecycle::{DeletionQueue, ObsoleteFile, TableHandle};
 use super::Version;
+use crate::compaction::picker::{score_version, ScoreTargets};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key;
 use crate::log::{replay_records, LogReader, LogWriter, RecordCheck, TailPolicy};
+use crate::options::Options;
 use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -27,6 +29,8 @@ pub struct VersionSet {
     dir: PathBuf,
     num_levels: usize,
     max_manifest_file_size: u64,
+    /// What each new version's compaction scores are computed against.
+    score_targets: ScoreTargets,
     current: Arc<Version>,
     next_file_number: u64,
     /// The last sequence number recorded in the MANIFEST.
@@ -65,13 +69,11 @@ impl VersionSet {
         set_current_file(fs, dir, manifest_number)
     }
 
-    /// Reads CURRENT and replays the MANIFEST it names.
-    pub fn recover(
-        fs: Arc<dyn FileSystem>,
-        dir: &Path,
-        num_levels: usize,
-        max_manifest_file_size: u64,
-    ) -> Result<VersionSet> {
+    /// Reads CURRENT and replays the MANIFEST it names. Uses `opts.num_levels`,
+    /// `opts.max_manifest_file_size` and the options compaction scores depend on.
+    pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path, opts: &Options) -> Result<VersionSet> {
+        let num_levels = opts.num_levels;
+        let score_targets = ScoreTargets::from_options(opts);
         let current_path = filename::current_file(dir);
         let current = fs
             .read_to_vec(&current_path)
@@ -152,12 +154,14 @@ impl VersionSet {
 
         let obsolete = Arc::new(DeletionQueue::default());
         let mut version = build_version(levels);
+        version.scores = Some(score_version(&version, &score_targets));
         version.handles = own_files(&version, None, &obsolete);
         Ok(VersionSet {
             fs,
             dir: dir.to_path_buf(),
             num_levels,
-            max_manifest_file_size,
+            max_manifest_file_size: opts.max_manifest_file_size,
+            score_targets,
             current: Arc::new(version),
             next_file_number: next_file_number.max(manifest_number + 1),
             last_sequence,
@@ -278,6 +282,7 @@ impl VersionSet {
         // Only now, with the edit durable, do new files get handles (so a failed write never
         // queues outputs a MANIFEST record may still name) and removed ones lose theirs.
         version.handles = own_files(&version, Some(&self.current), &self.obsolete);
+        version.scores = Some(score_version(&version, &self.score_targets));
         self.current = Arc::new(version);
         Ok(())
     }
@@ -397,6 +402,7 @@ fn build_version(mut levels: Vec<Vec<Arc<FileMetaData>>>) -> Version {
     Version {
         files: levels,
         handles: Vec::new(),
+        scores: None,
     }
 }
 
@@ -416,4 +422,106 @@ pub fn set_current_file(fs: &Arc<dyn FileSystem>, dir: &Path, manifest_number: u
         let _ = fs.remove_file(&tmp);
         Error::io("updating CURRENT", e)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::MemFileSystem;
+    use crate::key::{InternalKey, ValueKind};
+
+    fn meta(number: u64, size: u64, small: &[u8], large: &[u8]) -> FileMetaData {
+        FileMetaData {
+            number,
+            file_size: size,
+            smallest: InternalKey::new(small, 1, ValueKind::Put),
+            largest: InternalKey::new(large, 1, ValueKind::Put),
+            smallest_seqno: 1,
+            largest_seqno: 1,
+            num_entries: 1,
+            num_deletions: 0,
+        }
+    }
+
+    fn open_set(fs: &Arc<dyn FileSystem>) -> VersionSet {
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).expect("mkdir");
+        VersionSet::create_new(fs, dir).expect("create");
+        let opts = Options {
+            num_levels: 3,
+            level0_file_num_compaction_trigger: 2,
+            max_bytes_for_level_base: 1000,
+            max_bytes_for_level_multiplier: 10.0,
+            ..Default::default()
+        };
+        VersionSet::recover(fs.clone(), dir, &opts).expect("recover")
+    }
+
+    #[test]
+    fn each_installed_version_carries_its_scores() {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let mut vs = open_set(&fs);
+        let empty = vs.current();
+        assert_eq!(
+            empty.scores,
+            Some(crate::version::VersionScores {
+                level_scores: vec![0.0, 0.0],
+                pending_compaction_bytes: 0,
+            })
+        );
+        let mut edit = VersionEdit::default();
+        edit.add_file(0, meta(10, 300, b"a", b"c"));
+        edit.add_file(0, meta(11, 200, b"b", b"d"));
+        edit.add_file(1, meta(12, 1500, b"a", b"z"));
+        vs.log_and_apply(&mut edit).expect("apply");
+        // L0: 2 files / trigger 2; L1: 1500 / 1000. Pending: all of L0 (at the trigger) plus
+        // L1's excess 500 times (multiplier + 1).
+        assert_eq!(
+            vs.current().scores,
+            Some(crate::version::VersionScores {
+                level_scores: vec![1.0, 1.5],
+                pending_compaction_bytes: 500 + 500 * 10 + 500,
+            })
+        );
+    }
+
+    #[test]
+    fn a_table_is_queued_once_when_no_version_lists_it_any_more() {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let mut vs = open_set(&fs);
+        let queue = vs.deletion_queue().clone();
+        let mut edit = VersionEdit::default();
+        edit.add_file(0, meta(10, 300, b"a", b"c"));
+        vs.log_and_apply(&mut edit).expect("apply");
+        // The first write started a new MANIFEST; the one it replaced is queued.
+        assert_eq!(
+            queue.take(),
+            vec![ObsoleteFile {
+                kind: filename::FileKind::Manifest,
+                number: 1
+            }]
+        );
+        queue.purged();
+        // A move to L1 keeps the file: nothing is queued.
+        let mut edit = VersionEdit::default();
+        edit.delete_file(0, 10);
+        edit.add_file(1, meta(10, 300, b"a", b"c"));
+        vs.log_and_apply(&mut edit).expect("move");
+        assert!(queue.take().is_empty());
+        // A reader holds the version listing it while a compaction replaces it.
+        let reader = vs.current();
+        let mut edit = VersionEdit::default();
+        edit.delete_file(1, 10);
+        edit.add_file(1, meta(13, 300, b"a", b"c"));
+        vs.log_and_apply(&mut edit).expect("replace");
+        assert!(queue.take().is_empty());
+        drop(reader);
+        assert_eq!(
+            queue.take(),
+            vec![ObsoleteFile {
+                kind: filename::FileKind::Table,
+                number: 10
+            }]
+        );
+    }
 }
