@@ -175,11 +175,31 @@ impl DbInner {
         self.state.lock().versions.new_file_number()
     }
 
-    /// Logs an edit to the MANIFEST and installs it; a failure poisons the database. Tables
-    /// the edit removes are queued for deletion when the last version listing them is dropped;
-    /// WALs the new log number makes obsolete are queued here.
-    pub(crate) fn log_and_apply(&self, st: &mut DbState, edit: &mut VersionEdit) -> Result<()> {
-        if let Err(e) = st.versions.log_and_apply(edit) {
+    /// Logs an edit to the MANIFEST and installs it; a failure poisons the database. The
+    /// write and sync run with the state mutex released (LevelDB's `LogAndApply`); MANIFEST
+    /// writers take turns, and the new version is installed only after its record is durable.
+    /// Tables the edit removes are queued for deletion when the last version listing them is
+    /// dropped; WALs the new log number makes obsolete are queued here.
+    pub(crate) fn log_and_apply(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        edit: &mut VersionEdit,
+    ) -> Result<()> {
+        while st.manifest_writing {
+            self.manifest_cv.wait(st);
+        }
+        let res = match st.versions.prepare_edit(edit) {
+            Ok(mut write) => {
+                st.manifest_writing = true;
+                let res = MutexGuard::unlocked(st, || write.write(&self.fs, &self.dir));
+                let res = st.versions.finish_edit(write, edit, res);
+                st.manifest_writing = false;
+                self.manifest_cv.notify_all();
+                res
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = res {
             let err = Error::Poisoned(format!("writing the MANIFEST failed: {e}"));
             st.bg_error = Some(err.duplicate());
             return Err(err);
@@ -425,5 +445,165 @@ impl DbInner {
             wrote_target |= output == target;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fs::{
+        FileLock, FileSystem, MemFileSystem, RandomAccessFile, SequentialFile, WritableFile,
+    };
+    use crate::{Db, Options};
+    use parking_lot::{Condvar, Mutex};
+    use std::io;
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// Holds MANIFEST syncs while closed, and counts syncs waiting at it.
+    #[derive(Default)]
+    struct Gate {
+        state: Mutex<(bool, usize)>,
+        cv: Condvar,
+    }
+
+    impl Gate {
+        fn set_closed(&self, closed: bool) {
+            self.state.lock().0 = closed;
+            self.cv.notify_all();
+        }
+        fn pass(&self) {
+            let mut st = self.state.lock();
+            st.1 += 1;
+            self.cv.notify_all();
+            while st.0 {
+                self.cv.wait(&mut st);
+            }
+            st.1 -= 1;
+        }
+        fn wait_for_a_waiter(&self) {
+            let mut st = self.state.lock();
+            while st.1 == 0 {
+                self.cv.wait(&mut st);
+            }
+        }
+    }
+
+    struct GatedFile {
+        inner: Box<dyn WritableFile>,
+        gate: Arc<Gate>,
+    }
+
+    impl WritableFile for GatedFile {
+        fn append(&mut self, data: &[u8]) -> io::Result<()> {
+            self.inner.append(data)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            self.inner.flush()
+        }
+        fn sync(&mut self) -> io::Result<()> {
+            self.gate.pass();
+            self.inner.sync()
+        }
+        fn len(&self) -> u64 {
+            self.inner.len()
+        }
+    }
+
+    /// A filesystem whose MANIFEST syncs pass through a gate.
+    struct GatedFs {
+        inner: MemFileSystem,
+        gate: Arc<Gate>,
+    }
+
+    impl FileSystem for GatedFs {
+        fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+            let f = self.inner.create(path)?;
+            let manifest = path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST"));
+            if manifest {
+                return Ok(Box::new(GatedFile {
+                    inner: f,
+                    gate: self.gate.clone(),
+                }));
+            }
+            Ok(f)
+        }
+        fn open_random_access(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+            self.inner.open_random_access(path)
+        }
+        fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn SequentialFile>> {
+            self.inner.open_sequential(path)
+        }
+        fn exists(&self, path: &Path) -> bool {
+            self.inner.exists(path)
+        }
+        fn file_size(&self, path: &Path) -> io::Result<u64> {
+            self.inner.file_size(path)
+        }
+        fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+            self.inner.list_dir(dir)
+        }
+        fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+            self.inner.create_dir_all(dir)
+        }
+        fn remove_file(&self, path: &Path) -> io::Result<()> {
+            self.inner.remove_file(path)
+        }
+        fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+            self.inner.remove_dir(dir)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+            self.inner.rename(from, to)
+        }
+        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+            self.inner.sync_dir(dir)
+        }
+        fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+            self.inner.lock(path)
+        }
+    }
+
+    #[test]
+    fn writes_go_on_while_a_manifest_sync_is_slow() {
+        let gate = Arc::new(Gate::default());
+        let fs = Arc::new(GatedFs {
+            inner: MemFileSystem::new(),
+            gate: gate.clone(),
+        });
+        let opts = Options {
+            fs,
+            ..Default::default()
+        };
+        let db = Arc::new(Db::open("/db", opts).expect("open"));
+        db.put(b"a", b"1").expect("put");
+        gate.set_closed(true);
+        let flusher = {
+            let db = db.clone();
+            std::thread::spawn(move || db.flush())
+        };
+        // The flush's MANIFEST edit is now being synced.
+        gate.wait_for_a_waiter();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let writer = {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let res = db.put(b"b", b"2");
+                let _ = tx.send(res.is_ok());
+            })
+        };
+        // With the MANIFEST written under the database mutex, the put waits for the sync.
+        let during = rx.recv_timeout(Duration::from_secs(5));
+        gate.set_closed(false);
+        writer.join().expect("writer");
+        flusher.join().expect("flusher").expect("flush");
+        assert_eq!(during, Ok(true));
+        assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
+        assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()));
+        assert_eq!(
+            db.property("shaledb.num-files-at-level0"),
+            Some("1".to_string())
+        );
     }
 }

@@ -75,6 +75,9 @@ pub(crate) struct DbState {
     /// WALs not yet known to be obsolete; those below the MANIFEST's log number move to the
     /// deletion queue when the edit that moved it is durable.
     pub(crate) live_wals: Vec<u64>,
+    /// A MANIFEST write is in progress (with this mutex released); others wait on
+    /// `manifest_cv` for their turn.
+    pub(crate) manifest_writing: bool,
     pub(crate) level_stats: Vec<LevelStats>,
     pub(crate) stall_count: u64,
     pub(crate) stall_micros: u64,
@@ -95,6 +98,8 @@ pub(crate) struct DbInner {
     /// What a stalled writer waits for may have changed: a memtable was flushed, L0 or the
     /// pending compaction bytes shrank, an error or close.
     pub(crate) stall_cv: Condvar,
+    /// The MANIFEST writer finished: the next may start.
+    pub(crate) manifest_cv: Condvar,
     /// Obsolete files waiting for the purge (see version/lifecycle.rs).
     pub(crate) obsolete: Arc<DeletionQueue>,
     pub(crate) super_version: ArcSwap<SuperVersion>,

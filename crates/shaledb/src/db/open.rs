@@ -333,6 +333,7 @@ impl DbInner {
             running_compactions: 0,
             manual_compaction: false,
             live_wals: vec![r.wal_number],
+            manifest_writing: false,
             level_stats: vec![LevelStats::default(); r.opts.num_levels],
             stall_count: 0,
             stall_micros: 0,
@@ -346,6 +347,7 @@ impl DbInner {
             work_cv: Condvar::new(),
             done_cv: Condvar::new(),
             stall_cv: Condvar::new(),
+            manifest_cv: Condvar::new(),
             obsolete,
             super_version: ArcSwap::from_pointee(SuperVersion {
                 mem,

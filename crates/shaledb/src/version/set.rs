@@ -216,8 +216,20 @@ impl VersionSet {
     /// is too large), syncs, and installs the new version. The caller fills in
     /// `last_sequence`; the next file number is filled in here. On error nothing is installed
     /// and the caller must treat the database as failed (the MANIFEST may hold a partial
-    /// record).
+    /// record). The database runs the three steps itself to release its mutex around the
+    /// write ([`prepare_edit`](Self::prepare_edit), [`ManifestWrite::write`],
+    /// [`finish_edit`](Self::finish_edit)).
     pub fn log_and_apply(&mut self, edit: &mut VersionEdit) -> Result<()> {
+        let mut pending = self.prepare_edit(edit)?;
+        let res = pending.write(&self.fs, &self.dir);
+        self.finish_edit(pending, edit, res)
+    }
+
+    /// First step of [`log_and_apply`](Self::log_and_apply): builds the version `edit` leads
+    /// to and the MANIFEST record(s) to write, and takes the MANIFEST writer out of the set.
+    /// Until [`finish_edit`](Self::finish_edit) no other edit may be prepared (the database
+    /// serializes MANIFEST writers); the current version stays installed meanwhile.
+    pub fn prepare_edit(&mut self, edit: &mut VersionEdit) -> Result<ManifestWrite> {
         let mut levels = self.current.files.clone();
         apply_edit(&mut levels, edit, self.num_levels).map_err(Error::InvalidArgument)?;
         if let Some(n) = edit.log_number {
@@ -233,41 +245,48 @@ impl VersionSet {
             self.manifest_number = self.new_file_number();
         }
         edit.next_file_number = Some(self.next_file_number);
-        let mut version = build_version(levels);
-        let path = filename::manifest_file(&self.dir, self.manifest_number);
-
+        let version = build_version(levels);
+        let mut record = Vec::new();
         if new_manifest {
-            let file = self
-                .fs
-                .create(&path)
-                .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
-            let mut w = LogWriter::new(file);
             let mut snapshot = self.snapshot_edit(&version, edit);
-            let mut rec = Vec::new();
             snapshot.next_file_number = Some(self.next_file_number);
-            snapshot.encode(&mut rec);
-            w.add_record(&rec)
-                .and_then(|_| w.sync())
-                .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
-            set_current_file(&self.fs, &self.dir, self.manifest_number)?;
-            self.manifest = Some(w);
-            if old_manifest != self.manifest_number && old_manifest != 0 {
-                // CURRENT no longer names it, durably.
-                self.obsolete.push(ObsoleteFile {
-                    kind: filename::FileKind::Manifest,
-                    number: old_manifest,
-                });
-            }
-        } else if let Some(w) = &mut self.manifest {
-            let mut rec = Vec::new();
-            edit.encode(&mut rec);
-            let res = w.add_record(&rec).and_then(|_| w.sync());
-            if let Err(e) = res {
-                self.manifest = None;
-                return Err(Error::io(format!("writing {}", path.display()), e));
-            }
+            snapshot.encode(&mut record);
+        } else {
+            edit.encode(&mut record);
         }
+        Ok(ManifestWrite {
+            version,
+            writer: self.manifest.take(),
+            manifest_number: self.manifest_number,
+            replaced_manifest: (new_manifest && old_manifest != 0).then_some(old_manifest),
+            record,
+        })
+    }
 
+    /// Last step of [`log_and_apply`](Self::log_and_apply): given the result of
+    /// [`ManifestWrite::write`], installs the new version and counters, or on failure leaves
+    /// the current version and drops the MANIFEST writer (a later edit starts a new MANIFEST).
+    pub fn finish_edit(
+        &mut self,
+        written: ManifestWrite,
+        edit: &VersionEdit,
+        res: Result<()>,
+    ) -> Result<()> {
+        res?;
+        let ManifestWrite {
+            mut version,
+            writer,
+            replaced_manifest,
+            ..
+        } = written;
+        self.manifest = writer;
+        if let Some(old) = replaced_manifest {
+            // CURRENT no longer names it, durably.
+            self.obsolete.push(ObsoleteFile {
+                kind: filename::FileKind::Manifest,
+                number: old,
+            });
+        }
         if let Some(n) = edit.log_number {
             self.log_number = n;
         }
@@ -329,6 +348,52 @@ impl VersionSet {
             .flatten()
             .map(|f| f.number)
             .collect()
+    }
+}
+
+/// A prepared MANIFEST write (see [`VersionSet::prepare_edit`]). Its `write` does the IO and
+/// touches nothing of the version set, so it runs without the database mutex.
+pub struct ManifestWrite {
+    /// The version to install once the record is durable.
+    version: Version,
+    /// The open MANIFEST to append to; `None` when a new MANIFEST is started.
+    writer: Option<LogWriter>,
+    /// The MANIFEST written to.
+    manifest_number: u64,
+    /// The MANIFEST a new one replaces, deleted once CURRENT names the new one.
+    replaced_manifest: Option<u64>,
+    /// The encoded edit, or for a new MANIFEST the snapshot of the whole state.
+    record: Vec<u8>,
+}
+
+impl ManifestWrite {
+    /// Appends and syncs the record; for a new MANIFEST, creates it and then points CURRENT
+    /// at it (atomically and durably).
+    pub fn write(&mut self, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<()> {
+        let path = filename::manifest_file(dir, self.manifest_number);
+        let writing = |e| Error::io(format!("writing {}", path.display()), e);
+        match &mut self.writer {
+            Some(w) => w
+                .add_record(&self.record)
+                .and_then(|_| w.sync())
+                .map_err(|e| {
+                    // A partial record may be in the file: never append to it again.
+                    self.writer = None;
+                    writing(e)
+                }),
+            None => {
+                let file = fs
+                    .create(&path)
+                    .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+                let mut w = LogWriter::new(file);
+                w.add_record(&self.record)
+                    .and_then(|_| w.sync())
+                    .map_err(writing)?;
+                set_current_file(fs, dir, self.manifest_number)?;
+                self.writer = Some(w);
+                Ok(())
+            }
+        }
     }
 }
 
