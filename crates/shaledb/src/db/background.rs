@@ -14,7 +14,7 @@ use crate::key;
 use crate::memtable::MemTable;
 use crate::options::ReadOptions;
 use crate::version::filename::FileKind;
-use crate::version::{LevelIterator, ObsoleteFile, VersionEdit};
+use crate::version::{FileMetaData, LevelIterator, ObsoleteFile, Version, VersionEdit};
 use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -244,55 +244,8 @@ impl DbInner {
         let smallest_snapshot = self
             .snapshots
             .oldest_or(|| self.last_sequence.load(Ordering::Acquire));
-        let outputs = MutexGuard::unlocked(st, || {
-            let ro = ReadOptions {
-                fill_cache: false,
-                ..Default::default()
-            };
-            let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-            if c.level == 0 {
-                for f in &c.inputs[0] {
-                    let t = self.tables.get(f.number, f.file_size)?;
-                    children.push(Box::new(t.iter(ro.verify_checksums, false)));
-                }
-            } else {
-                children.push(Box::new(LevelIterator::new(
-                    c.inputs[0].clone(),
-                    self.tables.clone(),
-                    true,
-                    false,
-                )));
-            }
-            if !c.inputs[1].is_empty() {
-                children.push(Box::new(LevelIterator::new(
-                    c.inputs[1].clone(),
-                    self.tables.clone(),
-                    true,
-                    false,
-                )));
-            }
-            let mut merged = MergingIterator::new(children);
-            let spec = OutputSpec {
-                fs: &self.fs,
-                dir: &self.dir,
-                opts: &self.opts,
-                tables: &self.tables,
-                level: c.output_level,
-                max_file_size: picker::target_file_size(&self.opts, c.output_level),
-            };
-            let policy = DropPolicy {
-                smallest_snapshot,
-                version,
-                output_level: c.output_level,
-            };
-            job::write_tables(
-                &spec,
-                &mut merged,
-                Some(&policy),
-                &mut || self.state_new_file_number(),
-                &self.shutting_down,
-            )
-        })?;
+        let outputs =
+            MutexGuard::unlocked(st, || self.merge_inputs(c, version, smallest_snapshot))?;
         let written: u64 = outputs.iter().map(|m| m.file_size).sum();
         for f in &c.inputs[0] {
             edit.delete_file(c.level, f.number);
@@ -315,6 +268,65 @@ impl DbInner {
         s.bytes_written += written;
         s.micros += start.elapsed().as_micros() as u64;
         Ok(())
+    }
+
+    /// The IO of a compaction, run without the state mutex: merges the input files and
+    /// writes the output tables. `version`, the one the compaction was picked from, decides
+    /// which tombstones may be dropped. The inputs stay on disk meanwhile: the current version
+    /// lists them until this compaction's edit is installed.
+    fn merge_inputs(
+        &self,
+        c: &Compaction,
+        version: Arc<Version>,
+        smallest_snapshot: u64,
+    ) -> Result<Vec<FileMetaData>> {
+        let ro = ReadOptions {
+            fill_cache: false,
+            ..Default::default()
+        };
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        if c.level == 0 {
+            for f in &c.inputs[0] {
+                let t = self.tables.get(f.number, f.file_size)?;
+                children.push(Box::new(t.iter(ro.verify_checksums, false)));
+            }
+        } else {
+            children.push(Box::new(LevelIterator::new(
+                c.inputs[0].clone(),
+                self.tables.clone(),
+                true,
+                false,
+            )));
+        }
+        if !c.inputs[1].is_empty() {
+            children.push(Box::new(LevelIterator::new(
+                c.inputs[1].clone(),
+                self.tables.clone(),
+                true,
+                false,
+            )));
+        }
+        let mut merged = MergingIterator::new(children);
+        let spec = OutputSpec {
+            fs: &self.fs,
+            dir: &self.dir,
+            opts: &self.opts,
+            tables: &self.tables,
+            level: c.output_level,
+            max_file_size: picker::target_file_size(&self.opts, c.output_level),
+        };
+        let policy = DropPolicy {
+            smallest_snapshot,
+            version,
+            output_level: c.output_level,
+        };
+        job::write_tables(
+            &spec,
+            &mut merged,
+            Some(&policy),
+            &mut || self.state_new_file_number(),
+            &self.shutting_down,
+        )
     }
 
     /// Freezes the active memtable and waits until it is flushed.
