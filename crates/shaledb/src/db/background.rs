@@ -2,7 +2,9 @@
 //! `max_background_jobs` threads. Each thread takes the state mutex only to pick a job and to
 //! install its result; the IO runs unlocked, so readers and writers go on meanwhile. Flushes
 //! come first (they free memory that writers may be waiting for), one at a time and oldest
-//! first; compactions of disjoint key ranges run in parallel.
+//! first; compactions of disjoint key ranges run in parallel. Installing a result writes the
+//! MANIFEST with the mutex released too (`log_and_apply`). A separate cleaner thread deletes
+//! obsolete files as they are queued (see version/lifecycle.rs and `purge_obsolete_files`).
 
 use super::{DbInner, DbState};
 use crate::compaction::job::{self, DropPolicy, OutputSpec};
