@@ -306,6 +306,34 @@ fn wait_for_compactions_returns_with_only_live_files_on_disk() {
 }
 
 #[test]
+fn a_table_an_iterator_holds_is_deleted_when_the_iterator_is_dropped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let count = |pattern: &str| files_named(dir.path(), pattern);
+    db.put(b"a", b"1").expect("put");
+    db.flush().expect("flush");
+    let mut it = db.iter(&ReadOptions::default());
+    db.put(b"a", b"2").expect("put");
+    db.flush().expect("flush");
+    db.compact_range(None, None).expect("compact");
+    db.wait_for_compactions().expect("settle");
+    assert_eq!(live_tables(&db), 1);
+    // The iterator's version still lists the first flush's table: it stays.
+    assert_eq!(count(".sst"), 2);
+    it.seek_to_first();
+    assert_eq!(it.value(), b"1");
+    drop(it);
+    // Dropping the last version that lists it queues it; the cleaner deletes it without any
+    // further call into the database.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while count(".sst") != 1 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(count(".sst"), 1);
+    assert_eq!(db.get(b"a").expect("get"), Some(b"2".to_vec()));
+}
+
+#[test]
 fn a_sequential_load_is_written_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut o = Options::default();

@@ -5,7 +5,7 @@
 use super::Compaction;
 use crate::key;
 use crate::options::Options;
-use crate::version::{FileMetaData, Version};
+use crate::version::{FileMetaData, Version, VersionScores};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -60,13 +60,67 @@ impl Busy {
     }
 }
 
-/// Target size of `level` (L1 and deeper).
-pub fn max_bytes_for_level(opts: &Options, level: usize) -> u64 {
-    let mut bytes = opts.max_bytes_for_level_base as f64;
-    for _ in 1..level {
-        bytes *= opts.max_bytes_for_level_multiplier;
+/// The options the compaction scores depend on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoreTargets {
+    /// `Options::level0_file_num_compaction_trigger`.
+    pub level0_file_num_compaction_trigger: usize,
+    /// `Options::max_bytes_for_level_base`.
+    pub max_bytes_for_level_base: u64,
+    /// `Options::max_bytes_for_level_multiplier`.
+    pub max_bytes_for_level_multiplier: f64,
+}
+
+impl ScoreTargets {
+    /// The targets `opts` sets.
+    pub fn from_options(opts: &Options) -> Self {
+        ScoreTargets {
+            level0_file_num_compaction_trigger: opts.level0_file_num_compaction_trigger,
+            max_bytes_for_level_base: opts.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: opts.max_bytes_for_level_multiplier,
+        }
     }
-    bytes as u64
+
+    /// Target size of `level` (L1 and deeper).
+    pub fn max_bytes_for_level(&self, level: usize) -> u64 {
+        let mut bytes = self.max_bytes_for_level_base as f64;
+        for _ in 1..level {
+            bytes *= self.max_bytes_for_level_multiplier;
+        }
+        bytes as u64
+    }
+}
+
+/// Computes a version's compaction scores and pending bytes; the version set stores the result
+/// in each version it builds.
+pub fn score_version(v: &Version, t: &ScoreTargets) -> VersionScores {
+    let n = v.num_levels();
+    let level_scores = (0..n.saturating_sub(1))
+        .map(|level| {
+            if level == 0 {
+                v.level_files(0).len() as f64 / t.level0_file_num_compaction_trigger as f64
+            } else {
+                v.level_bytes(level) as f64 / t.max_bytes_for_level(level) as f64
+            }
+        })
+        .collect();
+    let mut pending = 0u64;
+    if v.level_files(0).len() >= t.level0_file_num_compaction_trigger {
+        pending += v.level_bytes(0);
+    }
+    for level in 1..n.saturating_sub(1) {
+        let size = v.level_bytes(level);
+        let target = t.max_bytes_for_level(level);
+        if size > target {
+            let excess = size - target;
+            pending = pending
+                .saturating_add((excess as f64 * t.max_bytes_for_level_multiplier) as u64 + excess);
+        }
+    }
+    VersionScores {
+        level_scores,
+        pending_compaction_bytes: pending,
+    }
 }
 
 /// Output file size for `level`.
@@ -78,38 +132,22 @@ pub fn target_file_size(opts: &Options, level: usize) -> u64 {
     size
 }
 
-/// Compaction score of each level but the last: >= 1 means the level needs compaction.
+/// Compaction score of each level but the last: >= 1 means the level needs compaction. The
+/// version's stored scores when the version set built it, else computed from `opts`.
 pub fn level_scores(v: &Version, opts: &Options) -> Vec<f64> {
-    let n = v.num_levels();
-    (0..n.saturating_sub(1))
-        .map(|level| {
-            if level == 0 {
-                v.level_files(0).len() as f64 / opts.level0_file_num_compaction_trigger as f64
-            } else {
-                v.level_bytes(level) as f64 / max_bytes_for_level(opts, level) as f64
-            }
-        })
-        .collect()
+    match &v.scores {
+        Some(s) => s.level_scores.clone(),
+        None => score_version(v, &ScoreTargets::from_options(opts)).level_scores,
+    }
 }
 
 /// Bytes that compaction must still rewrite to bring every level to its target (an estimate
-/// used for write stalls).
+/// used for write stalls). Stored in the version like the scores.
 pub fn pending_compaction_bytes(v: &Version, opts: &Options) -> u64 {
-    let mut total = 0u64;
-    if v.level_files(0).len() >= opts.level0_file_num_compaction_trigger {
-        total += v.level_bytes(0);
+    match &v.scores {
+        Some(s) => s.pending_compaction_bytes,
+        None => score_version(v, &ScoreTargets::from_options(opts)).pending_compaction_bytes,
     }
-    for level in 1..v.num_levels().saturating_sub(1) {
-        let size = v.level_bytes(level);
-        let target = max_bytes_for_level(opts, level);
-        if size > target {
-            let excess = size - target;
-            total = total.saturating_add(
-                (excess as f64 * opts.max_bytes_for_level_multiplier) as u64 + excess,
-            );
-        }
-    }
-    total
 }
 
 /// Picks the most urgent compaction that does not conflict with running ones.
@@ -119,7 +157,15 @@ pub fn pick(
     busy: &Busy,
     compact_pointers: &[Vec<u8>],
 ) -> Option<Compaction> {
-    let mut scored: Vec<(usize, f64)> = level_scores(v, opts).into_iter().enumerate().collect();
+    let computed;
+    let scores = match &v.scores {
+        Some(s) => &s.level_scores,
+        None => {
+            computed = level_scores(v, opts);
+            &computed
+        }
+    };
+    let mut scored: Vec<(usize, f64)> = scores.iter().copied().enumerate().collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
     for (level, score) in scored {
         if score < 1.0 {

@@ -2,7 +2,9 @@
 //! `max_background_jobs` threads. Each thread takes the state mutex only to pick a job and to
 //! install its result; the IO runs unlocked, so readers and writers go on meanwhile. Flushes
 //! come first (they free memory that writers may be waiting for), one at a time and oldest
-//! first; compactions of disjoint key ranges run in parallel.
+//! first; compactions of disjoint key ranges run in parallel. Installing a result writes the
+//! MANIFEST with the mutex released too (`log_and_apply`). A separate cleaner thread deletes
+//! obsolete files as they are queued (see version/lifecycle.rs and `purge_obsolete_files`).
 
 use super::{DbInner, DbState};
 use crate::compaction::job::{self, DropPolicy, OutputSpec};
@@ -13,11 +15,12 @@ use crate::iter::InternalIterator;
 use crate::key;
 use crate::memtable::MemTable;
 use crate::options::ReadOptions;
-use crate::version::{filename, LevelIterator, VersionEdit};
+use crate::version::filename::FileKind;
+use crate::version::{FileMetaData, LevelIterator, ObsoleteFile, Version, VersionEdit};
 use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 enum Job {
     Flush(Arc<MemTable>),
@@ -47,18 +50,53 @@ impl DbInner {
                     self.record_bg_result(&mut st, res);
                 }
                 None => {
-                    self.bg_cv.wait_for(&mut st, Duration::from_millis(500));
-                    // Tables a reader still held when their compaction finished become
-                    // deletable when it lets go; without this they waited for the next job.
-                    if !st.obsolete_tables.is_empty() {
-                        MutexGuard::unlocked(&mut st, || self.delete_obsolete_files());
-                    }
+                    self.work_cv.wait(&mut st);
                     continue;
                 }
             }
-            self.bg_cv.notify_all();
-            MutexGuard::unlocked(&mut st, || self.delete_obsolete_files());
+            // A new version may need another compaction, free a stalled writer, or satisfy a
+            // waiter; the files it replaced were queued for the cleaner when dropped.
+            self.notify_state_changed();
         }
+    }
+
+    /// The cleaner thread: deletes queued obsolete files until close.
+    pub(crate) fn cleaner_thread(&self) {
+        while let Some(files) = self.obsolete.wait_take() {
+            self.unlink_obsolete(files);
+        }
+    }
+
+    /// The one purge routine: deletes the files queued so far (see version/lifecycle.rs).
+    /// Never called with the state mutex held; a queued file is one nothing needs any more.
+    pub(crate) fn purge_obsolete_files(&self) {
+        let files = self.obsolete.take();
+        if !files.is_empty() {
+            self.unlink_obsolete(files);
+        }
+    }
+
+    /// Unlinks files taken from the deletion queue and reports the purge finished.
+    fn unlink_obsolete(&self, files: Vec<ObsoleteFile>) {
+        for f in files {
+            if f.kind == FileKind::Table {
+                self.tables.evict(f.number);
+            }
+            if let Some(path) = f.path(&self.dir) {
+                // Failure only leaves garbage, which the next open removes.
+                let _ = self.fs.remove_file(&path);
+            }
+        }
+        self.obsolete.purged();
+    }
+
+    /// Wakes everyone who waits on background state: idle background threads (there may be
+    /// work), writers stalled on L0 or memtables, and flush/compaction waiters. Called after a
+    /// job finishes, on a background error, and at close.
+    pub(crate) fn notify_state_changed(&self) {
+        self.work_cv.notify_all();
+        self.stall_cv.notify_all();
+        self.done_cv.notify_all();
     }
 
     fn record_bg_result(&self, st: &mut DbState, res: Result<()>) {
@@ -139,28 +177,46 @@ impl DbInner {
         self.state.lock().versions.new_file_number()
     }
 
-    /// Logs an edit to the MANIFEST and installs it; a failure poisons the database. Files the
-    /// edit removes are queued for deletion once no reader holds them.
-    pub(crate) fn log_and_apply(&self, st: &mut DbState, edit: &mut VersionEdit) -> Result<()> {
-        let before = st.versions.current();
-        if let Err(e) = st.versions.log_and_apply(edit) {
+    /// Logs an edit to the MANIFEST and installs it; a failure poisons the database. The
+    /// write and sync run with the state mutex released (LevelDB's `LogAndApply`); MANIFEST
+    /// writers take turns, and the new version is installed only after its record is durable.
+    /// Tables the edit removes are queued for deletion when the last version listing them is
+    /// dropped; WALs the new log number makes obsolete are queued here.
+    pub(crate) fn log_and_apply(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        edit: &mut VersionEdit,
+    ) -> Result<()> {
+        while st.manifest_writing {
+            self.manifest_cv.wait(st);
+        }
+        let res = match st.versions.prepare_edit(edit) {
+            Ok(mut write) => {
+                st.manifest_writing = true;
+                let res = MutexGuard::unlocked(st, || write.write(&self.fs, &self.dir));
+                let res = st.versions.finish_edit(write, edit, res);
+                st.manifest_writing = false;
+                self.manifest_cv.notify_all();
+                res
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = res {
             let err = Error::poisoned(e);
             st.bg_error = Some(err.duplicate());
             return Err(err);
         }
-        let live = st.versions.live_files();
-        for (level, number) in &edit.deleted_files {
-            if live.contains(number) {
-                continue; // moved, not removed
+        let log_number = st.versions.log_number();
+        st.live_wals.retain(|&number| {
+            if number < log_number {
+                self.obsolete.push(ObsoleteFile {
+                    kind: FileKind::Log,
+                    number,
+                });
+                return false;
             }
-            if let Some(f) = before
-                .level_files(*level)
-                .iter()
-                .find(|f| f.number == *number)
-            {
-                st.obsolete_tables.push(f.clone());
-            }
-        }
+            true
+        });
         Ok(())
     }
 
@@ -190,55 +246,8 @@ impl DbInner {
         let smallest_snapshot = self
             .snapshots
             .oldest_or(|| self.last_sequence.load(Ordering::Acquire));
-        let outputs = MutexGuard::unlocked(st, || {
-            let ro = ReadOptions {
-                fill_cache: false,
-                ..Default::default()
-            };
-            let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-            if c.level == 0 {
-                for f in &c.inputs[0] {
-                    let t = self.tables.get(f.number, f.file_size)?;
-                    children.push(Box::new(t.iter(ro.verify_checksums, false)));
-                }
-            } else {
-                children.push(Box::new(LevelIterator::new(
-                    c.inputs[0].clone(),
-                    self.tables.clone(),
-                    true,
-                    false,
-                )));
-            }
-            if !c.inputs[1].is_empty() {
-                children.push(Box::new(LevelIterator::new(
-                    c.inputs[1].clone(),
-                    self.tables.clone(),
-                    true,
-                    false,
-                )));
-            }
-            let mut merged = MergingIterator::new(children);
-            let spec = OutputSpec {
-                fs: &self.fs,
-                dir: &self.dir,
-                opts: &self.opts,
-                tables: &self.tables,
-                level: c.output_level,
-                max_file_size: picker::target_file_size(&self.opts, c.output_level),
-            };
-            let policy = DropPolicy {
-                smallest_snapshot,
-                version,
-                output_level: c.output_level,
-            };
-            job::write_tables(
-                &spec,
-                &mut merged,
-                Some(&policy),
-                &mut || self.state_new_file_number(),
-                &self.shutting_down,
-            )
-        })?;
+        let outputs =
+            MutexGuard::unlocked(st, || self.merge_inputs(c, version, smallest_snapshot))?;
         let written: u64 = outputs.iter().map(|m| m.file_size).sum();
         for f in &c.inputs[0] {
             edit.delete_file(c.level, f.number);
@@ -263,59 +272,63 @@ impl DbInner {
         Ok(())
     }
 
-    /// Deletes tables no version or reader holds any more, and WALs older than the MANIFEST's
-    /// log number.
-    pub(crate) fn delete_obsolete_files(&self) {
-        let taken = Self::take_deletable_files(&mut self.state.lock());
-        if let Some((tables, wals)) = taken {
-            self.unlink_files(tables, wals);
-        }
-    }
-
-    /// Takes out of the state the tables and WALs that can be deleted now (dropping replaced
-    /// tables that became live again), and counts their deletion as running. `None` if there
-    /// is nothing to delete.
-    fn take_deletable_files(st: &mut DbState) -> Option<(Vec<u64>, Vec<u64>)> {
-        let live = st.versions.live_files();
-        let mut tables = Vec::new();
-        st.obsolete_tables.retain(|f| {
-            if live.contains(&f.number) {
-                return false;
+    /// The IO of a compaction, run without the state mutex: merges the input files and
+    /// writes the output tables. `version`, the one the compaction was picked from, decides
+    /// which tombstones may be dropped. The inputs stay on disk meanwhile: the current version
+    /// lists them until this compaction's edit is installed.
+    fn merge_inputs(
+        &self,
+        c: &Compaction,
+        version: Arc<Version>,
+        smallest_snapshot: u64,
+    ) -> Result<Vec<FileMetaData>> {
+        let ro = ReadOptions {
+            fill_cache: false,
+            ..Default::default()
+        };
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        if c.level == 0 {
+            for f in &c.inputs[0] {
+                let t = self.tables.get(f.number, f.file_size)?;
+                children.push(Box::new(t.iter(ro.verify_checksums, false)));
             }
-            if Arc::strong_count(f) == 1 {
-                tables.push(f.number);
-                return false;
-            }
-            true
-        });
-        let log_number = st.versions.log_number();
-        let mut wals = Vec::new();
-        st.live_wals.retain(|&n| {
-            if n < log_number {
-                wals.push(n);
-                false
-            } else {
-                true
-            }
-        });
-        if tables.is_empty() && wals.is_empty() {
-            return None;
+        } else {
+            children.push(Box::new(LevelIterator::new(
+                c.inputs[0].clone(),
+                self.tables.clone(),
+                true,
+                false,
+            )));
         }
-        st.deletions_running += 1;
-        Some((tables, wals))
-    }
-
-    /// Unlinks what `take_deletable_files` took; called without the state mutex.
-    fn unlink_files(&self, tables: Vec<u64>, wals: Vec<u64>) {
-        for n in tables {
-            self.tables.evict(n);
-            let _ = self.fs.remove_file(&filename::table_file(&self.dir, n));
+        if !c.inputs[1].is_empty() {
+            children.push(Box::new(LevelIterator::new(
+                c.inputs[1].clone(),
+                self.tables.clone(),
+                true,
+                false,
+            )));
         }
-        for n in wals {
-            let _ = self.fs.remove_file(&filename::log_file(&self.dir, n));
-        }
-        self.state.lock().deletions_running -= 1;
-        self.bg_cv.notify_all();
+        let mut merged = MergingIterator::new(children);
+        let spec = OutputSpec {
+            fs: &self.fs,
+            dir: &self.dir,
+            opts: &self.opts,
+            tables: &self.tables,
+            level: c.output_level,
+            max_file_size: picker::target_file_size(&self.opts, c.output_level),
+        };
+        let policy = DropPolicy {
+            smallest_snapshot,
+            version,
+            output_level: c.output_level,
+        };
+        job::write_tables(
+            &spec,
+            &mut merged,
+            Some(&policy),
+            &mut || self.state_new_file_number(),
+            &self.shutting_down,
+        )
     }
 
     /// Freezes the active memtable and waits until it is flushed.
@@ -332,12 +345,12 @@ impl DbInner {
             if self.shutting_down.load(Ordering::Acquire) {
                 return Err(Error::Closed);
             }
-            self.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+            self.done_cv.wait(&mut st);
         }
     }
 
-    /// Waits until there is no pending or running flush or compaction and no deletable file
-    /// is left on disk.
+    /// Waits until there is no pending or running flush or compaction and every file they
+    /// made obsolete (that no reader still holds) is deleted.
     pub(crate) fn wait_for_compactions(&self) -> Result<()> {
         let mut st = self.state.lock();
         loop {
@@ -347,23 +360,22 @@ impl DbInner {
             let v = st.versions.current();
             let needs = !self.opts.disable_auto_compactions
                 && picker::pick(&v, &self.opts, &st.busy, &st.versions.compact_pointers).is_some();
+            drop(v);
             if st.imms.is_empty() && !st.flush_running && st.running_compactions == 0 && !needs {
-                // A background thread deletes a job's replaced files only after it reports the
-                // job done; finish that here so the caller sees the disk as the live data.
-                if let Some((tables, wals)) = Self::take_deletable_files(&mut st) {
-                    MutexGuard::unlocked(&mut st, || self.unlink_files(tables, wals));
-                    continue;
-                }
-                if st.deletions_running == 0 {
-                    return Ok(());
-                }
+                break;
             }
             if self.shutting_down.load(Ordering::Acquire) {
                 return Err(Error::Closed);
             }
-            self.bg_cv.notify_all();
-            self.bg_cv.wait_for(&mut st, Duration::from_millis(50));
+            self.done_cv.wait(&mut st);
         }
+        drop(st);
+        // Replaced files were queued when their last version was dropped, before the job
+        // that replaced them reported done. Delete them here rather than wait for the cleaner,
+        // then wait for a purge the cleaner may be running.
+        self.purge_obsolete_files();
+        self.obsolete.wait_idle();
+        Ok(())
     }
 
     /// Manual compaction: flushes, pauses automatic compactions, then compacts each level's
@@ -372,14 +384,13 @@ impl DbInner {
         self.flush_and_wait()?;
         let mut st = self.state.lock();
         while st.manual_compaction {
-            self.bg_cv.wait_for(&mut st, Duration::from_millis(10));
+            self.done_cv.wait(&mut st);
         }
         st.manual_compaction = true;
         let res = self.compact_range_locked(&mut st, begin, end);
         st.manual_compaction = false;
-        self.bg_cv.notify_all();
         drop(st);
-        self.delete_obsolete_files();
+        self.notify_state_changed();
         res
     }
 
@@ -394,7 +405,7 @@ impl DbInner {
             if let Some(e) = &st.bg_error {
                 return Err(e.duplicate());
             }
-            self.bg_cv.wait_for(st, Duration::from_millis(10));
+            self.done_cv.wait(st);
         }
         let v = st.versions.current();
         let deepest = (0..v.num_levels())
@@ -442,10 +453,171 @@ impl DbInner {
                 // background_error() (the caller gets it too).
                 self.record_bg_result(st, Err(e.duplicate()));
             }
+            // Writers stalled on L0 and waiters may be freed by this step.
+            self.notify_state_changed();
             res?;
             wrote_target |= output == target;
-            MutexGuard::unlocked(st, || self.delete_obsolete_files());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fs::{
+        FileLock, FileSystem, MemFileSystem, RandomAccessFile, SequentialFile, WritableFile,
+    };
+    use crate::{Db, Options};
+    use parking_lot::{Condvar, Mutex};
+    use std::io;
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// Holds MANIFEST syncs while closed, and counts syncs waiting at it.
+    #[derive(Default)]
+    struct Gate {
+        state: Mutex<(bool, usize)>,
+        cv: Condvar,
+    }
+
+    impl Gate {
+        fn set_closed(&self, closed: bool) {
+            self.state.lock().0 = closed;
+            self.cv.notify_all();
+        }
+        fn pass(&self) {
+            let mut st = self.state.lock();
+            st.1 += 1;
+            self.cv.notify_all();
+            while st.0 {
+                self.cv.wait(&mut st);
+            }
+            st.1 -= 1;
+        }
+        fn wait_for_a_waiter(&self) {
+            let mut st = self.state.lock();
+            while st.1 == 0 {
+                self.cv.wait(&mut st);
+            }
+        }
+    }
+
+    struct GatedFile {
+        inner: Box<dyn WritableFile>,
+        gate: Arc<Gate>,
+    }
+
+    impl WritableFile for GatedFile {
+        fn append(&mut self, data: &[u8]) -> io::Result<()> {
+            self.inner.append(data)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            self.inner.flush()
+        }
+        fn sync(&mut self) -> io::Result<()> {
+            self.gate.pass();
+            self.inner.sync()
+        }
+        fn len(&self) -> u64 {
+            self.inner.len()
+        }
+    }
+
+    /// A filesystem whose MANIFEST syncs pass through a gate.
+    struct GatedFs {
+        inner: MemFileSystem,
+        gate: Arc<Gate>,
+    }
+
+    impl FileSystem for GatedFs {
+        fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+            let f = self.inner.create(path)?;
+            let manifest = path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST"));
+            if manifest {
+                return Ok(Box::new(GatedFile {
+                    inner: f,
+                    gate: self.gate.clone(),
+                }));
+            }
+            Ok(f)
+        }
+        fn open_random_access(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+            self.inner.open_random_access(path)
+        }
+        fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn SequentialFile>> {
+            self.inner.open_sequential(path)
+        }
+        fn exists(&self, path: &Path) -> bool {
+            self.inner.exists(path)
+        }
+        fn file_size(&self, path: &Path) -> io::Result<u64> {
+            self.inner.file_size(path)
+        }
+        fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+            self.inner.list_dir(dir)
+        }
+        fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+            self.inner.create_dir_all(dir)
+        }
+        fn remove_file(&self, path: &Path) -> io::Result<()> {
+            self.inner.remove_file(path)
+        }
+        fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+            self.inner.remove_dir(dir)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+            self.inner.rename(from, to)
+        }
+        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+            self.inner.sync_dir(dir)
+        }
+        fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+            self.inner.lock(path)
+        }
+    }
+
+    #[test]
+    fn writes_go_on_while_a_manifest_sync_is_slow() {
+        let gate = Arc::new(Gate::default());
+        let fs = Arc::new(GatedFs {
+            inner: MemFileSystem::new(),
+            gate: gate.clone(),
+        });
+        let opts = Options {
+            fs,
+            ..Default::default()
+        };
+        let db = Arc::new(Db::open("/db", opts).expect("open"));
+        db.put(b"a", b"1").expect("put");
+        gate.set_closed(true);
+        let flusher = {
+            let db = db.clone();
+            std::thread::spawn(move || db.flush())
+        };
+        // The flush's MANIFEST edit is now being synced.
+        gate.wait_for_a_waiter();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let writer = {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let res = db.put(b"b", b"2");
+                let _ = tx.send(res.is_ok());
+            })
+        };
+        // With the MANIFEST written under the database mutex, the put waits for the sync.
+        let during = rx.recv_timeout(Duration::from_secs(5));
+        gate.set_closed(false);
+        writer.join().expect("writer");
+        flusher.join().expect("flusher").expect("flush");
+        assert_eq!(during, Ok(true));
+        assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
+        assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()));
+        assert_eq!(
+            db.property("shaledb.num-files-at-level0"),
+            Some("1".to_string())
+        );
     }
 }

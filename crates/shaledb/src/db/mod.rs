@@ -35,7 +35,7 @@ use crate::log::LogWriter;
 use crate::memtable::{LookupResult, MemTable};
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::sst::BlockCache;
-use crate::version::{FileMetaData, GetResult, Version, VersionSet};
+use crate::version::{DeletionQueue, GetResult, Version, VersionSet};
 use crate::write_batch::WriteBatch;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
@@ -79,13 +79,12 @@ pub(crate) struct DbState {
     pub(crate) running_compactions: usize,
     /// Set while `compact_range` runs its own compactions; automatic ones pause.
     pub(crate) manual_compaction: bool,
-    /// Table files dropped from the current version, deleted once no reader holds them.
-    pub(crate) obsolete_tables: Vec<Arc<FileMetaData>>,
-    /// Threads now unlinking files taken from `obsolete_tables` or `live_wals` (with the mutex
-    /// released), so `wait_for_compactions` can wait until the disk holds live files only.
-    pub(crate) deletions_running: usize,
-    /// WALs whose contents are all in tables, deleted once that is durable.
+    /// WALs not yet known to be obsolete; those below the MANIFEST's log number move to the
+    /// deletion queue when the edit that moved it is durable.
     pub(crate) live_wals: Vec<u64>,
+    /// A MANIFEST write is in progress (with this mutex released); others wait on
+    /// `manifest_cv` for their turn.
+    pub(crate) manifest_writing: bool,
     pub(crate) level_stats: Vec<LevelStats>,
     pub(crate) stall_count: u64,
     pub(crate) stall_micros: u64,
@@ -99,8 +98,19 @@ pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) state: Mutex<DbState>,
-    /// Signalled whenever background work may be available or has finished.
-    pub(crate) bg_cv: Condvar,
+    /// Background work may be available (a frozen memtable, a new version, a finished
+    /// manual compaction, close). Background threads wait on it.
+    pub(crate) work_cv: Condvar,
+    /// A flush or compaction finished or failed (or close began): `flush`, `compact_range`
+    /// and `wait_for_compactions` wait on it.
+    pub(crate) done_cv: Condvar,
+    /// What a stalled writer waits for may have changed: a memtable was flushed, L0 or the
+    /// pending compaction bytes shrank, an error or close.
+    pub(crate) stall_cv: Condvar,
+    /// The MANIFEST writer finished: the next may start.
+    pub(crate) manifest_cv: Condvar,
+    /// Obsolete files waiting for the purge (see version/lifecycle.rs).
+    pub(crate) obsolete: Arc<DeletionQueue>,
     pub(crate) super_version: ArcSwap<SuperVersion>,
     /// The newest sequence number visible to readers.
     pub(crate) last_sequence: AtomicU64,
@@ -277,7 +287,12 @@ impl Db {
             return Ok(());
         }
         self.inner.shutting_down.store(true, Ordering::Release);
-        self.inner.bg_cv.notify_all();
+        {
+            // Under the mutex, so no waiter is between checking `shutting_down` and sleeping.
+            let _st = self.inner.state.lock();
+            self.inner.notify_state_changed();
+        }
+        self.inner.obsolete.close();
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
@@ -290,7 +305,8 @@ impl Db {
                 None => Ok(()),
             }
         };
-        self.inner.delete_obsolete_files();
+        // Delete what is obsolete now; files readers still hold stay for the next open.
+        self.inner.purge_obsolete_files();
         *self.inner.lock.lock() = None;
         res
     }

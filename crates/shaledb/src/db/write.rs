@@ -132,6 +132,7 @@ impl DbInner {
                 Err(e) => {
                     if st.bg_error.is_none() {
                         st.bg_error = Some(e.duplicate());
+                        self.notify_state_changed();
                     }
                     result = Err(e);
                 }
@@ -173,7 +174,6 @@ impl DbInner {
         if let Some(next) = st.writers.front() {
             next.cv.notify_one();
         }
-        self.bg_cv.notify_all();
         res
     }
 
@@ -292,8 +292,8 @@ impl DbInner {
                     st.stall_count += 1;
                     stalled = true;
                 }
-                self.bg_cv.notify_all();
-                self.bg_cv.wait_for(st, Duration::from_millis(100));
+                self.work_cv.notify_all();
+                self.stall_cv.wait(st);
                 continue;
             }
             self.switch_memtable(st)?;
@@ -322,6 +322,7 @@ impl DbInner {
                 if let Err(e) = old.sync() {
                     let err = Error::poisoned(Error::io("syncing the WAL before rotation", e));
                     st.bg_error = Some(err.duplicate());
+                    self.notify_state_changed();
                     let _ = self.fs.remove_file(&path);
                     return Err(err);
                 }
@@ -329,6 +330,7 @@ impl DbInner {
             if let Err(e) = self.fs.sync_dir(&self.dir) {
                 let err = Error::poisoned(Error::io("syncing the directory for a new WAL", e));
                 st.bg_error = Some(err.duplicate());
+                self.notify_state_changed();
                 return Err(err);
             }
             *wal = Some(new_writer);
@@ -339,7 +341,7 @@ impl DbInner {
         let old = std::mem::replace(&mut st.mem, new_mem);
         st.imms.push_back(old);
         self.install_super_version(st);
-        self.bg_cv.notify_all();
+        self.work_cv.notify_all();
         Ok(())
     }
 }

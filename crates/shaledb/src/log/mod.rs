@@ -6,9 +6,11 @@
 //! damage. Block tails too short for a header are zero-filled.
 
 mod reader;
+mod replay;
 mod writer;
 
 pub use reader::{LogRead, LogReader};
+pub use replay::{replay_records, RecordCheck, ReplayEnd, TailPolicy};
 pub use writer::LogWriter;
 
 /// Size of a log block. Fragments never straddle a block boundary.

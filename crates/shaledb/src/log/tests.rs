@@ -421,3 +421,102 @@ fn random_corruption_never_yields_a_wrong_record() {
         }
     }
 }
+
+/// Replays `data` under `policy`, rejecting records that start with `b'!'`. Returns the
+/// applied records and the end, or the corruption offset.
+fn replay(data: Vec<u8>, policy: TailPolicy) -> (Vec<Vec<u8>>, Result<ReplayEnd, u64>) {
+    let mut applied = Vec::new();
+    let mut r = reader(data, BLOCK_SIZE);
+    let end = replay_records(&mut r, policy, "reading test log", |rec, _| {
+        if rec.first() == Some(&b'!') {
+            return Ok(RecordCheck::Invalid("rejected".to_string()));
+        }
+        applied.push(rec);
+        Ok(RecordCheck::Applied)
+    });
+    let end = end.map_err(|e| match e {
+        crate::Error::Corruption { offset, .. } => offset,
+        other => panic!("expected corruption, got {other}"),
+    });
+    (applied, end)
+}
+
+/// Three records, the middle one's payload flipped (offsets 0, 12 and 24 with 5-byte payloads).
+fn log_with_damaged_middle() -> Vec<u8> {
+    let mut data = write_log(&[b"aaaaa".to_vec(), b"bbbbb".to_vec(), b"ccccc".to_vec()]);
+    data[HEADER_SIZE + 12] ^= 0xff;
+    data
+}
+
+#[test]
+fn replay_policies_decide_mid_log_damage() {
+    let a = b"aaaaa".to_vec();
+    let c = b"ccccc".to_vec();
+    let data = log_with_damaged_middle();
+    assert_eq!(
+        replay(data.clone(), TailPolicy::Strict),
+        (vec![a.clone()], Err(12))
+    );
+    assert_eq!(
+        replay(data.clone(), TailPolicy::TornTailOnly),
+        (vec![a.clone()], Err(12))
+    );
+    assert_eq!(
+        replay(data.clone(), TailPolicy::StopAtDamage),
+        (vec![a.clone()], Ok(ReplayEnd::Stopped))
+    );
+    assert_eq!(
+        replay(data, TailPolicy::SkipDamaged),
+        (vec![a, c], Ok(ReplayEnd::Eof { torn_tail: None }))
+    );
+}
+
+#[test]
+fn replay_policies_decide_a_torn_tail() {
+    let a = b"aaaaa".to_vec();
+    let mut data = write_log(&[a.clone(), b"bbbbb".to_vec()]);
+    data.truncate(12 + HEADER_SIZE + 2);
+    assert_eq!(
+        replay(data.clone(), TailPolicy::Strict),
+        (vec![a.clone()], Err(12))
+    );
+    let (applied, end) = replay(data.clone(), TailPolicy::TornTailOnly);
+    assert_eq!(applied, vec![a.clone()]);
+    assert!(matches!(
+        end,
+        Ok(ReplayEnd::Eof {
+            torn_tail: Some((12, _))
+        })
+    ));
+    assert_eq!(
+        replay(data.clone(), TailPolicy::StopAtDamage),
+        (vec![a.clone()], Ok(ReplayEnd::Stopped))
+    );
+    assert_eq!(
+        replay(data, TailPolicy::SkipDamaged),
+        (vec![a], Ok(ReplayEnd::Eof { torn_tail: None }))
+    );
+}
+
+#[test]
+fn replay_policies_decide_rejected_records() {
+    let a = b"aaaaa".to_vec();
+    let c = b"ccccc".to_vec();
+    let data = write_log(&[a.clone(), b"!bbbb".to_vec(), c.clone()]);
+    assert_eq!(
+        replay(data.clone(), TailPolicy::Strict),
+        (vec![a.clone()], Err(12))
+    );
+    assert_eq!(
+        replay(data.clone(), TailPolicy::TornTailOnly),
+        (vec![a.clone()], Err(12))
+    );
+    assert_eq!(
+        replay(data.clone(), TailPolicy::StopAtDamage),
+        (vec![a.clone()], Ok(ReplayEnd::Stopped))
+    );
+    assert_eq!(
+        replay(data, TailPolicy::SkipDamaged),
+        (vec![a, c], Ok(ReplayEnd::Eof { torn_tail: None }))
+    );
+}

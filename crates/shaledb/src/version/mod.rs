@@ -8,10 +8,12 @@
 pub mod edit;
 pub mod filename;
 mod level_iter;
+pub mod lifecycle;
 pub mod set;
 
 pub use edit::{FileMetaData, VersionEdit};
 pub use level_iter::LevelIterator;
+pub use lifecycle::{DeletionQueue, ObsoleteFile, TableHandle};
 pub use set::VersionSet;
 
 use crate::cache::TableCache;
@@ -39,6 +41,24 @@ pub struct Version {
     /// `files[0]` (L0) is ordered newest first and its files may overlap; deeper levels are
     /// ordered by smallest key and their files never overlap.
     pub files: Vec<Vec<Arc<FileMetaData>>>,
+    /// One handle per listed file, ordered by file number, shared with every other version
+    /// listing the file: while any version lists a file, it is not deleted (see lifecycle.rs).
+    /// Empty for versions that do not own their files (tests, a version being built).
+    pub(crate) handles: Vec<Arc<TableHandle>>,
+    /// Compaction scores and the pending-compaction estimate, computed once when the version
+    /// set builds the version (LevelDB's `Finalize`) with the database's options, so pickers
+    /// and write-stall checks do not re-sum file sizes. `None` for versions built elsewhere
+    /// (tests); the picker then computes them.
+    pub(crate) scores: Option<VersionScores>,
+}
+
+/// A version's compaction needs (see `compaction::picker::score_version`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VersionScores {
+    /// Score of each level but the last: >= 1 means the level needs compaction.
+    pub level_scores: Vec<f64>,
+    /// Bytes compaction must still rewrite to bring every level to its target.
+    pub pending_compaction_bytes: u64,
 }
 
 impl Version {
@@ -47,6 +67,8 @@ impl Version {
     pub(crate) fn empty(num_levels: usize) -> Self {
         Version {
             files: vec![Vec::new(); num_levels],
+            handles: Vec::new(),
+            scores: None,
         }
     }
 

@@ -10,11 +10,14 @@
 
 use super::edit::{FileMetaData, VersionEdit};
 use super::filename;
+use super::lifecycle::{DeletionQueue, ObsoleteFile, TableHandle};
 use super::Version;
+use crate::compaction::picker::{score_version, ScoreTargets};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key;
-use crate::log::{LogRead, LogReader, LogWriter};
+use crate::log::{replay_records, LogReader, LogWriter, RecordCheck, TailPolicy};
+use crate::options::Options;
 use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -26,6 +29,8 @@ pub struct VersionSet {
     dir: PathBuf,
     num_levels: usize,
     max_manifest_file_size: u64,
+    /// What each new version's compaction scores are computed against.
+    score_targets: ScoreTargets,
     current: Arc<Version>,
     next_file_number: u64,
     /// The last sequence number recorded in the MANIFEST.
@@ -37,6 +42,8 @@ pub struct VersionSet {
     /// Per level, the largest key of the last compaction: the next one starts after it so
     /// compactions rotate through the key space.
     pub compact_pointers: Vec<Vec<u8>>,
+    /// Where table handles, and old MANIFESTs, go when they become obsolete.
+    obsolete: Arc<DeletionQueue>,
 }
 
 impl VersionSet {
@@ -62,13 +69,11 @@ impl VersionSet {
         set_current_file(fs, dir, manifest_number)
     }
 
-    /// Reads CURRENT and replays the MANIFEST it names.
-    pub fn recover(
-        fs: Arc<dyn FileSystem>,
-        dir: &Path,
-        num_levels: usize,
-        max_manifest_file_size: u64,
-    ) -> Result<VersionSet> {
+    /// Reads CURRENT and replays the MANIFEST it names. Uses `opts.num_levels`,
+    /// `opts.max_manifest_file_size` and the options compaction scores depend on.
+    pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path, opts: &Options) -> Result<VersionSet> {
+        let num_levels = opts.num_levels;
+        let score_targets = ScoreTargets::from_options(opts);
         let current_path = filename::current_file(dir);
         let current = fs
             .read_to_vec(&current_path)
@@ -109,47 +114,37 @@ impl VersionSet {
         let mut next_file_number = None;
         let mut last_sequence = None;
         let mut compact_pointers = vec![Vec::new(); num_levels];
-        let mut damage: Option<(u64, String)> = None;
-        loop {
-            let read = reader
-                .read()
-                .map_err(|e| Error::io(format!("reading {}", manifest_path.display()), e))?;
-            match read {
-                LogRead::Eof => break,
-                LogRead::Damaged { offset, detail } => {
-                    if damage.is_none() {
-                        damage = Some((offset, detail));
-                    }
-                }
-                LogRead::Record { data, offset } => {
-                    if let Some((off, detail)) = damage {
-                        // Damage followed by intact records is not a torn tail.
-                        return Err(Error::corruption(&manifest_path, off, detail));
-                    }
-                    let edit = VersionEdit::decode(&data).map_err(|d| {
-                        Error::corruption(&manifest_path, offset, format!("bad version edit: {d}"))
-                    })?;
-                    apply_edit(&mut levels, &edit, num_levels)
-                        .map_err(|d| Error::corruption(&manifest_path, offset, d))?;
-                    if let Some(n) = edit.log_number {
-                        log_number = Some(n);
-                    }
-                    if let Some(n) = edit.next_file_number {
-                        next_file_number = Some(n);
-                    }
-                    if let Some(n) = edit.last_sequence {
-                        last_sequence = Some(n);
-                    }
-                    for (level, k) in &edit.compact_pointers {
-                        if let Some(p) = compact_pointers.get_mut(*level) {
-                            *p = k.0.clone();
-                        }
-                    }
-                }
-            }
-        }
         // A torn final record (damage then end of file) is an edit that was never
-        // acknowledged: ignore it.
+        // acknowledged: it is ignored. Damage followed by intact edits is corruption.
+        replay_records(
+            &mut reader,
+            TailPolicy::TornTailOnly,
+            &format!("reading {}", manifest_path.display()),
+            |data, _offset| {
+                let edit = match VersionEdit::decode(&data) {
+                    Ok(edit) => edit,
+                    Err(d) => return Ok(RecordCheck::Invalid(format!("bad version edit: {d}"))),
+                };
+                if let Err(d) = apply_edit(&mut levels, &edit, num_levels) {
+                    return Ok(RecordCheck::Invalid(d));
+                }
+                if let Some(n) = edit.log_number {
+                    log_number = Some(n);
+                }
+                if let Some(n) = edit.next_file_number {
+                    next_file_number = Some(n);
+                }
+                if let Some(n) = edit.last_sequence {
+                    last_sequence = Some(n);
+                }
+                for (level, k) in &edit.compact_pointers {
+                    if let Some(p) = compact_pointers.get_mut(*level) {
+                        *p = k.0.clone();
+                    }
+                }
+                Ok(RecordCheck::Applied)
+            },
+        )?;
         let missing =
             |what: &str| Error::corruption(&manifest_path, 0, format!("MANIFEST has no {what}"));
         let log_number = log_number.ok_or_else(|| missing("log number"))?;
@@ -157,12 +152,16 @@ impl VersionSet {
         let last_sequence = last_sequence.ok_or_else(|| missing("last sequence number"))?;
         let manifest_number = filename::parse_file_name(name).map_or(0, |(_, n)| n);
 
-        let version = build_version(levels);
+        let obsolete = Arc::new(DeletionQueue::default());
+        let mut version = build_version(levels);
+        version.scores = Some(score_version(&version, &score_targets));
+        version.handles = own_files(&version, None, &obsolete);
         Ok(VersionSet {
             fs,
             dir: dir.to_path_buf(),
             num_levels,
-            max_manifest_file_size,
+            max_manifest_file_size: opts.max_manifest_file_size,
+            score_targets,
             current: Arc::new(version),
             next_file_number: next_file_number.max(manifest_number + 1),
             last_sequence,
@@ -170,6 +169,7 @@ impl VersionSet {
             manifest: None,
             manifest_number,
             compact_pointers,
+            obsolete,
         })
     }
 
@@ -211,8 +211,20 @@ impl VersionSet {
     /// is too large), syncs, and installs the new version. The caller fills in
     /// `last_sequence`; the next file number is filled in here. On error nothing is installed
     /// and the caller must treat the database as failed (the MANIFEST may hold a partial
-    /// record).
+    /// record). The database runs the three steps itself to release its mutex around the
+    /// write ([`prepare_edit`](Self::prepare_edit), [`ManifestWrite::write`],
+    /// [`finish_edit`](Self::finish_edit)).
     pub fn log_and_apply(&mut self, edit: &mut VersionEdit) -> Result<()> {
+        let mut pending = self.prepare_edit(edit)?;
+        let res = pending.write(&self.fs, &self.dir);
+        self.finish_edit(pending, edit, res)
+    }
+
+    /// First step of [`log_and_apply`](Self::log_and_apply): builds the version `edit` leads
+    /// to and the MANIFEST record(s) to write, and takes the MANIFEST writer out of the set.
+    /// Until [`finish_edit`](Self::finish_edit) no other edit may be prepared (the database
+    /// serializes MANIFEST writers); the current version stays installed meanwhile.
+    pub fn prepare_edit(&mut self, edit: &mut VersionEdit) -> Result<ManifestWrite> {
         let mut levels = self.current.files.clone();
         apply_edit(&mut levels, edit, self.num_levels).map_err(Error::InvalidArgument)?;
         if let Some(n) = edit.log_number {
@@ -229,39 +241,47 @@ impl VersionSet {
         }
         edit.next_file_number = Some(self.next_file_number);
         let version = build_version(levels);
-        let path = filename::manifest_file(&self.dir, self.manifest_number);
-
+        let mut record = Vec::new();
         if new_manifest {
-            let file = self
-                .fs
-                .create(&path)
-                .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
-            let mut w = LogWriter::new(file);
             let mut snapshot = self.snapshot_edit(&version, edit);
-            let mut rec = Vec::new();
             snapshot.next_file_number = Some(self.next_file_number);
-            snapshot.encode(&mut rec);
-            w.add_record(&rec)
-                .and_then(|_| w.sync())
-                .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
-            set_current_file(&self.fs, &self.dir, self.manifest_number)?;
-            self.manifest = Some(w);
-            if old_manifest != self.manifest_number && old_manifest != 0 {
-                // CURRENT no longer names it, durably; removal failure only leaves garbage.
-                let _ = self
-                    .fs
-                    .remove_file(&filename::manifest_file(&self.dir, old_manifest));
-            }
-        } else if let Some(w) = &mut self.manifest {
-            let mut rec = Vec::new();
-            edit.encode(&mut rec);
-            let res = w.add_record(&rec).and_then(|_| w.sync());
-            if let Err(e) = res {
-                self.manifest = None;
-                return Err(Error::io(format!("writing {}", path.display()), e));
-            }
+            snapshot.encode(&mut record);
+        } else {
+            edit.encode(&mut record);
         }
+        Ok(ManifestWrite {
+            version,
+            writer: self.manifest.take(),
+            manifest_number: self.manifest_number,
+            replaced_manifest: (new_manifest && old_manifest != 0).then_some(old_manifest),
+            record,
+        })
+    }
 
+    /// Last step of [`log_and_apply`](Self::log_and_apply): given the result of
+    /// [`ManifestWrite::write`], installs the new version and counters, or on failure leaves
+    /// the current version and drops the MANIFEST writer (a later edit starts a new MANIFEST).
+    pub fn finish_edit(
+        &mut self,
+        written: ManifestWrite,
+        edit: &VersionEdit,
+        res: Result<()>,
+    ) -> Result<()> {
+        res?;
+        let ManifestWrite {
+            mut version,
+            writer,
+            replaced_manifest,
+            ..
+        } = written;
+        self.manifest = writer;
+        if let Some(old) = replaced_manifest {
+            // CURRENT no longer names it, durably.
+            self.obsolete.push(ObsoleteFile {
+                kind: filename::FileKind::Manifest,
+                number: old,
+            });
+        }
         if let Some(n) = edit.log_number {
             self.log_number = n;
         }
@@ -273,8 +293,17 @@ impl VersionSet {
                 *p = k.0.clone();
             }
         }
+        // Only now, with the edit durable, do new files get handles (so a failed write never
+        // queues outputs a MANIFEST record may still name) and removed ones lose theirs.
+        version.handles = own_files(&version, Some(&self.current), &self.obsolete);
+        version.scores = Some(score_version(&version, &self.score_targets));
         self.current = Arc::new(version);
         Ok(())
+    }
+
+    /// The queue obsolete files go to; the database purges it.
+    pub fn deletion_queue(&self) -> &Arc<DeletionQueue> {
+        &self.obsolete
     }
 
     /// An edit that recreates the whole state of `version` (the first record of a MANIFEST).
@@ -317,6 +346,52 @@ impl VersionSet {
     }
 }
 
+/// A prepared MANIFEST write (see [`VersionSet::prepare_edit`]). Its `write` does the IO and
+/// touches nothing of the version set, so it runs without the database mutex.
+pub struct ManifestWrite {
+    /// The version to install once the record is durable.
+    version: Version,
+    /// The open MANIFEST to append to; `None` when a new MANIFEST is started.
+    writer: Option<LogWriter>,
+    /// The MANIFEST written to.
+    manifest_number: u64,
+    /// The MANIFEST a new one replaces, deleted once CURRENT names the new one.
+    replaced_manifest: Option<u64>,
+    /// The encoded edit, or for a new MANIFEST the snapshot of the whole state.
+    record: Vec<u8>,
+}
+
+impl ManifestWrite {
+    /// Appends and syncs the record; for a new MANIFEST, creates it and then points CURRENT
+    /// at it (atomically and durably).
+    pub fn write(&mut self, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<()> {
+        let path = filename::manifest_file(dir, self.manifest_number);
+        let writing = |e| Error::io(format!("writing {}", path.display()), e);
+        match &mut self.writer {
+            Some(w) => w
+                .add_record(&self.record)
+                .and_then(|_| w.sync())
+                .map_err(|e| {
+                    // A partial record may be in the file: never append to it again.
+                    self.writer = None;
+                    writing(e)
+                }),
+            None => {
+                let file = fs
+                    .create(&path)
+                    .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+                let mut w = LogWriter::new(file);
+                w.add_record(&self.record)
+                    .and_then(|_| w.sync())
+                    .map_err(writing)?;
+                set_current_file(fs, dir, self.manifest_number)?;
+                self.writer = Some(w);
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Applies an edit's deletions and additions to per-level file lists.
 fn apply_edit(
     levels: &mut [Vec<Arc<FileMetaData>>],
@@ -344,6 +419,28 @@ fn apply_edit(
     Ok(())
 }
 
+/// Handles for every file `version` lists: the previous version's where it had one (the same
+/// file, maybe moved to another level), a new one otherwise.
+fn own_files(
+    version: &Version,
+    previous: Option<&Version>,
+    queue: &Arc<DeletionQueue>,
+) -> Vec<Arc<TableHandle>> {
+    let mut numbers: Vec<u64> = version.files.iter().flatten().map(|f| f.number).collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    let previous = previous.map_or(&[][..], |v| v.handles.as_slice());
+    numbers
+        .into_iter()
+        .map(
+            |n| match previous.binary_search_by_key(&n, |h| h.number()) {
+                Ok(i) => previous[i].clone(),
+                Err(_) => TableHandle::new(n, queue.clone()),
+            },
+        )
+        .collect()
+}
+
 /// Sorts each level: L0 newest first, deeper levels by smallest key.
 fn build_version(mut levels: Vec<Vec<Arc<FileMetaData>>>) -> Version {
     for (level, files) in levels.iter_mut().enumerate() {
@@ -362,7 +459,11 @@ fn build_version(mut levels: Vec<Vec<Arc<FileMetaData>>>) -> Version {
             });
         }
     }
-    Version { files: levels }
+    Version {
+        files: levels,
+        handles: Vec::new(),
+        scores: None,
+    }
 }
 
 /// Points CURRENT at MANIFEST `manifest_number`, atomically and durably.
@@ -478,6 +579,107 @@ mod apply_tests {
         assert_eq!(
             apply_for_tests(&base, &e).map(|v| layout(&v)),
             Err("edit deletes a file at level 5 of 3".to_string())
+        );
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::MemFileSystem;
+    use crate::key::{InternalKey, ValueKind};
+
+    fn meta(number: u64, size: u64, small: &[u8], large: &[u8]) -> FileMetaData {
+        FileMetaData {
+            number,
+            file_size: size,
+            smallest: InternalKey::new(small, 1, ValueKind::Put),
+            largest: InternalKey::new(large, 1, ValueKind::Put),
+            smallest_seqno: 1,
+            largest_seqno: 1,
+            num_entries: 1,
+            num_deletions: 0,
+        }
+    }
+
+    fn open_set(fs: &Arc<dyn FileSystem>) -> VersionSet {
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).expect("mkdir");
+        VersionSet::create_new(fs, dir).expect("create");
+        let opts = Options {
+            num_levels: 3,
+            level0_file_num_compaction_trigger: 2,
+            max_bytes_for_level_base: 1000,
+            max_bytes_for_level_multiplier: 10.0,
+            ..Default::default()
+        };
+        VersionSet::recover(fs.clone(), dir, &opts).expect("recover")
+    }
+
+    #[test]
+    fn each_installed_version_carries_its_scores() {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let mut vs = open_set(&fs);
+        let empty = vs.current();
+        assert_eq!(
+            empty.scores,
+            Some(crate::version::VersionScores {
+                level_scores: vec![0.0, 0.0],
+                pending_compaction_bytes: 0,
+            })
+        );
+        let mut edit = VersionEdit::default();
+        edit.add_file(0, meta(10, 300, b"a", b"c"));
+        edit.add_file(0, meta(11, 200, b"b", b"d"));
+        edit.add_file(1, meta(12, 1500, b"a", b"z"));
+        vs.log_and_apply(&mut edit).expect("apply");
+        // L0: 2 files / trigger 2; L1: 1500 / 1000. Pending: all of L0 (at the trigger) plus
+        // L1's excess 500 times (multiplier + 1).
+        assert_eq!(
+            vs.current().scores,
+            Some(crate::version::VersionScores {
+                level_scores: vec![1.0, 1.5],
+                pending_compaction_bytes: 500 + 500 * 10 + 500,
+            })
+        );
+    }
+
+    #[test]
+    fn a_table_is_queued_once_when_no_version_lists_it_any_more() {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let mut vs = open_set(&fs);
+        let queue = vs.deletion_queue().clone();
+        let mut edit = VersionEdit::default();
+        edit.add_file(0, meta(10, 300, b"a", b"c"));
+        vs.log_and_apply(&mut edit).expect("apply");
+        // The first write started a new MANIFEST; the one it replaced is queued.
+        assert_eq!(
+            queue.take(),
+            vec![ObsoleteFile {
+                kind: filename::FileKind::Manifest,
+                number: 1
+            }]
+        );
+        queue.purged();
+        // A move to L1 keeps the file: nothing is queued.
+        let mut edit = VersionEdit::default();
+        edit.delete_file(0, 10);
+        edit.add_file(1, meta(10, 300, b"a", b"c"));
+        vs.log_and_apply(&mut edit).expect("move");
+        assert!(queue.take().is_empty());
+        // A reader holds the version listing it while a compaction replaces it.
+        let reader = vs.current();
+        let mut edit = VersionEdit::default();
+        edit.delete_file(1, 10);
+        edit.add_file(1, meta(13, 300, b"a", b"c"));
+        vs.log_and_apply(&mut edit).expect("replace");
+        assert!(queue.take().is_empty());
+        drop(reader);
+        assert_eq!(
+            queue.take(),
+            vec![ObsoleteFile {
+                kind: filename::FileKind::Table,
+                number: 10
+            }]
         );
     }
 }
