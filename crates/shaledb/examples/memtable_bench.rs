@@ -5,7 +5,8 @@
 
 use shaledb::iter::InternalIterator;
 use shaledb::key::ValueKind;
-use shaledb::memtable::{LookupResult, MemTable};
+use shaledb::memtable::MemTable;
+use shaledb::value::LookupResult;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -23,6 +23,7 @@ pub mod log;
 pub mod memtable;
 pub mod options;
 pub mod sst;
+pub mod value;
 pub mod version;
 pub mod write_batch;
 
@@ -30,4 +31,5 @@ pub use compression::CompressionType;
 pub use db::{Db, DbIterator, KeyRange, RangeIter, Snapshot};
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WalRecoveryMode, WriteOptions};
+pub use value::Value;
 pub use write_batch::WriteBatch;

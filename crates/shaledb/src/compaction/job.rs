@@ -197,6 +197,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
             largest_seqno: 0,
             num_entries: 0,
             num_deletions: 0,
+            open_table: Default::default(),
         },
     })
 }

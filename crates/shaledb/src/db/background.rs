@@ -12,7 +12,7 @@ use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
 use crate::key;
 use crate::memtable::MemTable;
-use crate::options::ReadOptions;
+use crate::sst::BlockReadOptions;
 use crate::version::{filename, LevelIterator, VersionEdit};
 use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
@@ -191,30 +191,29 @@ impl DbInner {
             .snapshots
             .oldest_or(|| self.last_sequence.load(Ordering::Acquire));
         let outputs = MutexGuard::unlocked(st, || {
-            let ro = ReadOptions {
+            // Compaction reads every block once: checked, and kept out of the cache.
+            let opts = BlockReadOptions {
+                verify_checksums: true,
                 fill_cache: false,
-                ..Default::default()
             };
             let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
             if c.level == 0 {
                 for f in &c.inputs[0] {
                     let t = self.tables.get(f.number, f.file_size)?;
-                    children.push(Box::new(t.iter(ro.verify_checksums, false)));
+                    children.push(Box::new(t.iter(opts)));
                 }
             } else {
                 children.push(Box::new(LevelIterator::new(
                     c.inputs[0].clone(),
                     self.tables.clone(),
-                    true,
-                    false,
+                    opts,
                 )));
             }
             if !c.inputs[1].is_empty() {
                 children.push(Box::new(LevelIterator::new(
                     c.inputs[1].clone(),
                     self.tables.clone(),
-                    true,
-                    false,
+                    opts,
                 )));
             }
             let mut merged = MergingIterator::new(children);

@@ -5,6 +5,7 @@
 //! so after open every older WAL and MANIFEST is obsolete and is deleted.
 
 use super::{Db, DbInner, DbState, SuperVersion};
+use crate::cache::BlockCache;
 use crate::cache::TableCache;
 use crate::compaction::job::{self, OutputSpec};
 use crate::compaction::picker::Busy;
@@ -13,7 +14,6 @@ use crate::error::{Error, Result};
 use crate::log::{LogRead, LogReader, LogWriter};
 use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
-use crate::sst::BlockCache;
 use crate::version::filename::{self, FileKind};
 use crate::version::{VersionEdit, VersionSet};
 use crate::write_batch::{BatchEntry, WriteBatch};

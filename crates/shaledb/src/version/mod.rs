@@ -17,21 +17,11 @@ pub use set::VersionSet;
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{self, ValueKind};
-use crate::options::ReadOptions;
+use crate::key::{self, LookupKey};
+use crate::sst::BlockReadOptions;
+use crate::value::LookupResult;
 use std::cmp::Ordering;
 use std::sync::Arc;
-
-/// The result of looking a key up in one source.
-#[derive(Debug, PartialEq, Eq)]
-pub enum GetResult {
-    /// The newest visible version is this value.
-    Found(Vec<u8>),
-    /// The newest visible version is a tombstone.
-    Deleted,
-    /// No visible version here.
-    NotPresent,
-}
 
 /// The table files of every level at one moment.
 #[derive(Debug, Default)]
@@ -69,74 +59,75 @@ impl Version {
         (0..self.num_levels()).map(|l| self.level_bytes(l)).sum()
     }
 
-    /// Looks up `user_key` as of `lookup` (an internal key with the read sequence number):
-    /// L0 files newest first, then one file per deeper level. The first version found wins.
+    /// Looks `lookup`'s user key up as of its sequence number: L0 files newest first, then
+    /// one file per deeper level. The first version found wins.
     pub fn get(
         &self,
         tables: &TableCache,
-        ro: &ReadOptions,
-        lookup: &[u8],
-        user_key: &[u8],
-    ) -> Result<GetResult> {
+        opts: BlockReadOptions,
+        lookup: &LookupKey,
+    ) -> Result<LookupResult> {
+        let user_key = lookup.user_key();
         for f in self.level_files(0) {
             if user_key < f.smallest.user_key() || user_key > f.largest.user_key() {
                 continue;
             }
-            match Self::get_in_file(tables, ro, f, lookup, user_key)? {
-                GetResult::NotPresent => continue,
+            match self.get_in_file(tables, opts, f, lookup)? {
+                LookupResult::NotPresent => continue,
                 r => return Ok(r),
             }
         }
         for level in 1..self.num_levels() {
             let files = self.level_files(level);
-            let i = find_file(files, lookup);
+            let i = find_file(files, lookup.internal_key());
             let Some(f) = files.get(i) else { continue };
             if user_key < f.smallest.user_key() {
                 continue;
             }
-            match Self::get_in_file(tables, ro, f, lookup, user_key)? {
-                GetResult::NotPresent => continue,
+            match self.get_in_file(tables, opts, f, lookup)? {
+                LookupResult::NotPresent => continue,
                 r => return Ok(r),
             }
         }
-        Ok(GetResult::NotPresent)
+        Ok(LookupResult::NotPresent)
     }
 
+    /// Looks the key up in one file. The file's open table is borrowed from its metadata when
+    /// it was kept there (no table-cache lock, no reference count touched); otherwise it comes
+    /// from the table cache and, while every live file fits in the table cache, is kept in the
+    /// metadata for the next read.
     fn get_in_file(
+        &self,
         tables: &TableCache,
-        ro: &ReadOptions,
+        opts: BlockReadOptions,
         f: &FileMetaData,
-        lookup: &[u8],
-        user_key: &[u8],
-    ) -> Result<GetResult> {
-        let table = tables.get(f.number, f.file_size)?;
-        match table.get(lookup, ro.verify_checksums, ro.fill_cache)? {
-            Some((ikey, value)) => match key::parse_internal_key(&ikey) {
-                Some(p) if p.user_key == user_key => Ok(match p.kind {
-                    ValueKind::Put => GetResult::Found(value),
-                    ValueKind::Delete => GetResult::Deleted,
-                }),
-                Some(_) => Ok(GetResult::NotPresent),
-                None => Err(crate::Error::corruption(
-                    table.path(),
-                    0,
-                    "table returned an unparseable internal key",
-                )),
-            },
-            None => Ok(GetResult::NotPresent),
+        lookup: &LookupKey,
+    ) -> Result<LookupResult> {
+        if let Some(t) = f.open_table.get() {
+            return t.get(lookup, opts);
         }
+        let table = tables.get(f.number, f.file_size)?;
+        if self.num_files() <= tables.capacity() {
+            f.open_table.keep(table.clone());
+        }
+        table.get(lookup, opts)
+    }
+
+    /// Number of table files in all levels.
+    pub fn num_files(&self) -> usize {
+        self.files.iter().map(Vec::len).sum()
     }
 
     /// Appends one iterator per L0 file and one per deeper non-empty level.
     pub fn add_iterators(
         &self,
         tables: &Arc<TableCache>,
-        ro: &ReadOptions,
+        opts: BlockReadOptions,
         out: &mut Vec<Box<dyn InternalIterator>>,
     ) {
         for f in self.level_files(0) {
             match tables.get(f.number, f.file_size) {
-                Ok(t) => out.push(Box::new(t.iter(ro.verify_checksums, ro.fill_cache))),
+                Ok(t) => out.push(Box::new(t.iter(opts))),
                 Err(e) => out.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
             }
         }
@@ -146,8 +137,7 @@ impl Version {
                 out.push(Box::new(LevelIterator::new(
                     files.to_vec(),
                     tables.clone(),
-                    ro.verify_checksums,
-                    ro.fill_cache,
+                    opts,
                 )));
             }
         }
