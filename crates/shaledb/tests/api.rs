@@ -352,3 +352,49 @@ fn a_sequential_load_is_written_once() {
         );
     }
 }
+
+#[test]
+fn get_pins_cached_blocks_and_the_value_outlives_eviction_and_the_db() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        block_cache_size: 64 << 10,
+        ..Default::default()
+    };
+    let db = Db::open(dir.path(), opts).expect("open");
+    let value = |i: usize| format!("value-{i:05}-{}", "x".repeat(90)).into_bytes();
+    let key = |i: usize| format!("key{i:05}").into_bytes();
+    for i in 0..2000 {
+        db.put(&key(i), &value(i)).expect("put");
+    }
+    db.flush().expect("flush");
+    db.put(b"mem", b"in the memtable").expect("put");
+
+    // Read around the cache: an owned copy, and the block is not cached.
+    let ro = ReadOptions {
+        fill_cache: false,
+        ..Default::default()
+    };
+    let v = db.get_opt(&ro, &key(1999)).expect("get").expect("present");
+    assert_eq!(v, value(1999));
+    assert!(!v.is_pinned());
+
+    // The first read caches the block; the value points into it.
+    let pinned = db.get(&key(10)).expect("get").expect("present");
+    assert_eq!(pinned, value(10));
+    assert!(pinned.is_pinned());
+    let again = db.get(&key(11)).expect("get").expect("present");
+    assert_eq!(again, value(11));
+    assert!(again.is_pinned());
+
+    let mem = db.get(b"mem").expect("get").expect("present");
+    assert_eq!(mem, b"in the memtable");
+    assert!(!mem.is_pinned());
+
+    // Reading every key pushes ~220 KB of blocks through a 64 KiB cache, evicting the first.
+    for i in 0..2000 {
+        assert_eq!(db.get(&key(i)).expect("get").expect("present"), value(i));
+    }
+    drop(db);
+    assert_eq!(pinned, value(10));
+    assert_eq!(pinned.into_vec(), value(10));
+}

@@ -192,3 +192,108 @@ impl Version {
 pub fn find_file(files: &[Arc<FileMetaData>], ikey: &[u8]) -> usize {
     files.partition_point(|f| key::compare_internal(f.largest.encoded(), ikey) == Ordering::Less)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::BlockCache;
+    use crate::compression::CompressionType;
+    use crate::fs::{FileSystem, MemFileSystem};
+    use crate::key::{InternalKey, ValueKind};
+    use crate::sst::{TableBuilder, TableBuilderOptions};
+    use std::path::Path;
+
+    /// Writes table `number` holding `key{i}` -> `value{i}` (sequence 1) for i in 0..n, and
+    /// returns its metadata.
+    fn write_table(fs: &dyn FileSystem, dir: &Path, number: u64, n: usize) -> FileMetaData {
+        let path = filename::table_file(dir, number);
+        let file = fs.create(&path).expect("create");
+        let opts = TableBuilderOptions {
+            block_size: 64,
+            restart_interval: 4,
+            bloom_bits_per_key: 10,
+            compression: CompressionType::None,
+        };
+        let mut b = TableBuilder::new(opts, file, path, number);
+        let ikey = |i: usize| InternalKey::new(format!("key{i:04}").as_bytes(), 1, ValueKind::Put);
+        for i in 0..n {
+            b.add(ikey(i).encoded(), format!("value{i}").as_bytes())
+                .expect("add");
+        }
+        let props = b.finish().expect("finish");
+        FileMetaData {
+            number,
+            file_size: props.file_size,
+            smallest: ikey(0),
+            largest: ikey(n - 1),
+            smallest_seqno: 1,
+            largest_seqno: 1,
+            num_entries: n as u64,
+            num_deletions: 0,
+            open_table: Default::default(),
+        }
+    }
+
+    fn setup(max_open_files: usize) -> (Arc<TableCache>, Version) {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).expect("mkdir");
+        let meta = write_table(&*fs, dir, 5, 200);
+        let cache = Arc::new(BlockCache::new(1 << 20, 0));
+        let tables = Arc::new(TableCache::new(
+            fs,
+            dir.to_path_buf(),
+            max_open_files,
+            cache,
+        ));
+        let mut v = Version::empty(2);
+        v.files[1].push(Arc::new(meta));
+        (tables, v)
+    }
+
+    fn get(v: &Version, tables: &TableCache, key: &[u8]) -> LookupResult {
+        v.get(tables, BlockReadOptions::default(), &LookupKey::new(key, 10))
+            .expect("get")
+    }
+
+    #[test]
+    fn get_keeps_the_open_table_in_the_file_metadata() {
+        let (tables, v) = setup(10);
+        let meta = v.files[1][0].clone();
+        assert!(meta.open_table.get().is_none());
+        let r = get(&v, &tables, b"key0123");
+        assert_eq!(r, LookupResult::Found(b"value123".to_vec().into()));
+        let kept = meta.open_table.get().expect("table kept in the metadata").clone();
+        // The next get reads through the kept table and finds a cached, pinned value.
+        match get(&v, &tables, b"key0123") {
+            LookupResult::Found(val) => {
+                assert_eq!(val, b"value123");
+                assert!(val.is_pinned());
+            }
+            other => panic!("expected the value, got {other:?}"),
+        }
+        assert!(Arc::ptr_eq(&kept, meta.open_table.get().expect("still kept")));
+        assert_eq!(get(&v, &tables, b"key0123x"), LookupResult::NotPresent);
+        assert_eq!(get(&v, &tables, b"key9999"), LookupResult::NotPresent);
+        // Metadata clones (version edits, new versions) start without the open table.
+        assert!(FileMetaData::clone(&meta).open_table.get().is_none());
+    }
+
+    #[test]
+    fn get_goes_through_the_table_cache_when_files_exceed_max_open_files() {
+        // A version with more files than the table cache holds keeps no table in metadata.
+        let (tables, mut v) = setup(1);
+        let extra = Arc::new(FileMetaData {
+            number: 6,
+            smallest: InternalKey::new(b"zz0", 1, ValueKind::Put),
+            largest: InternalKey::new(b"zz1", 1, ValueKind::Put),
+            ..FileMetaData::clone(&v.files[1][0])
+        });
+        v.files[1].push(extra);
+        assert_eq!(
+            get(&v, &tables, b"key0007"),
+            LookupResult::Found(b"value7".to_vec().into())
+        );
+        assert!(v.files[1][0].open_table.get().is_none());
+    }
+}
