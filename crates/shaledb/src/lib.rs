@@ -22,13 +22,15 @@ pub mod key;
 pub mod log;
 pub mod memtable;
 pub mod options;
+mod snapshot;
 pub mod sst;
 pub mod value;
 pub mod version;
 pub mod write_batch;
 
 pub use compression::CompressionType;
-pub use db::{Db, DbIterator, KeyRange, RangeIter, Snapshot};
+pub use db::{Db, DbIterator, KeyRange, RangeIter};
+pub use snapshot::Snapshot;
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WalRecoveryMode, WriteOptions};
 pub use value::Value;

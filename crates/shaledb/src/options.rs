@@ -1,7 +1,7 @@
 //! Options for opening a database, reading and writing.
 
 use crate::compression::CompressionType;
-use crate::db::Snapshot;
+use crate::snapshot::Snapshot;
 use crate::fs::FileSystem;
 use std::sync::Arc;
 

@@ -9,12 +9,11 @@
 mod background;
 mod open;
 mod properties;
-mod snapshot;
 mod verify;
 mod write;
 
 pub use crate::iter::db_iter::DbIterator;
-pub use snapshot::Snapshot;
+pub use crate::snapshot::Snapshot;
 
 use crate::cache::BlockCache;
 use crate::cache::TableCache;
@@ -34,7 +33,7 @@ use crate::version::{FileMetaData, Version, VersionSet};
 use crate::write_batch::WriteBatch;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use snapshot::SnapshotList;
+use crate::snapshot::SnapshotList;
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
