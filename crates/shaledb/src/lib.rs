@@ -30,8 +30,8 @@ pub mod write_batch;
 
 pub use compression::CompressionType;
 pub use db::{Db, DbIterator, KeyRange, RangeIter};
-pub use snapshot::Snapshot;
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WalRecoveryMode, WriteOptions};
+pub use snapshot::Snapshot;
 pub use value::Value;
 pub use write_batch::WriteBatch;

@@ -1,8 +1,8 @@
 //! Options for opening a database, reading and writing.
 
 use crate::compression::CompressionType;
-use crate::snapshot::Snapshot;
 use crate::fs::FileSystem;
+use crate::snapshot::Snapshot;
 use std::sync::Arc;
 
 /// How open treats damage found while replaying write-ahead logs.

@@ -27,13 +27,13 @@ use crate::key::{LookupKey, SequenceNumber};
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::snapshot::SnapshotList;
 use crate::sst::BlockReadOptions;
 use crate::value::{LookupResult, Value};
 use crate::version::{FileMetaData, Version, VersionSet};
 use crate::write_batch::WriteBatch;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use crate::snapshot::SnapshotList;
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -51,7 +51,8 @@ pub(crate) struct SuperVersion {
 
 /// A queued write (see write.rs).
 pub(crate) struct Writer {
-    batch: WriteBatch,
+    /// Taken (not cloned) by the leader that writes it: its own, or one it appends to its group.
+    batch: Mutex<WriteBatch>,
     sync: bool,
     disable_wal: bool,
     done: AtomicBool,

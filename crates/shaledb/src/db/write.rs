@@ -25,7 +25,7 @@ impl Writer {
     /// A writer ready to be queued.
     fn queued(batch: WriteBatch, sync: bool, disable_wal: bool) -> Arc<Writer> {
         Arc::new(Writer {
-            batch,
+            batch: Mutex::new(batch),
             sync,
             disable_wal,
             done: AtomicBool::new(false),
@@ -296,12 +296,14 @@ impl DbInner {
 }
 
 /// Merges the batches at the front of the queue into one. Returns the group, how many writers
-/// it covers and whether it must be synced.
+/// it covers and whether it must be synced. The leader's batch is taken, not cloned, and the
+/// followers' batches are appended to it; a group of one is the leader's batch itself.
 fn build_group(st: &DbState) -> (WriteBatch, usize, bool) {
     let Some(leader) = st.writers.front() else {
         return (WriteBatch::new(), 0, false);
     };
-    let mut size = leader.batch.approximate_size();
+    let mut group = std::mem::take(&mut *leader.batch.lock());
+    let mut size = group.approximate_size();
     // A small leader does not wait for a big group.
     let max = if size <= 128 << 10 {
         size + (128 << 10)
@@ -309,20 +311,18 @@ fn build_group(st: &DbState) -> (WriteBatch, usize, bool) {
         MAX_GROUP_BYTES
     };
     let mut n = 1;
-    let mut group: Option<WriteBatch> = None;
     for w in st.writers.iter().skip(1) {
+        let batch = w.batch.lock();
         // An empty batch is a flush request: it must lead on its own.
-        if w.batch.is_empty() || (w.sync && !leader.sync) || w.disable_wal != leader.disable_wal {
+        if batch.is_empty() || (w.sync && !leader.sync) || w.disable_wal != leader.disable_wal {
             break;
         }
-        size += w.batch.approximate_size();
+        size += batch.approximate_size();
         if size > max {
             break;
         }
-        let g = group.get_or_insert_with(|| leader.batch.clone());
-        g.append(&w.batch);
+        group.append(&batch);
         n += 1;
     }
-    let sync = leader.sync;
-    (group.unwrap_or_else(|| leader.batch.clone()), n, sync)
+    (group, n, leader.sync)
 }

@@ -252,8 +252,12 @@ mod tests {
     }
 
     fn get(v: &Version, tables: &TableCache, key: &[u8]) -> LookupResult {
-        v.get(tables, BlockReadOptions::default(), &LookupKey::new(key, 10))
-            .expect("get")
+        v.get(
+            tables,
+            BlockReadOptions::default(),
+            &LookupKey::new(key, 10),
+        )
+        .expect("get")
     }
 
     #[test]
@@ -263,7 +267,11 @@ mod tests {
         assert!(meta.open_table.get().is_none());
         let r = get(&v, &tables, b"key0123");
         assert_eq!(r, LookupResult::Found(b"value123".to_vec().into()));
-        let kept = meta.open_table.get().expect("table kept in the metadata").clone();
+        let kept = meta
+            .open_table
+            .get()
+            .expect("table kept in the metadata")
+            .clone();
         // The next get reads through the kept table and finds a cached, pinned value.
         match get(&v, &tables, b"key0123") {
             LookupResult::Found(val) => {
@@ -272,7 +280,10 @@ mod tests {
             }
             other => panic!("expected the value, got {other:?}"),
         }
-        assert!(Arc::ptr_eq(&kept, meta.open_table.get().expect("still kept")));
+        assert!(Arc::ptr_eq(
+            &kept,
+            meta.open_table.get().expect("still kept")
+        ));
         assert_eq!(get(&v, &tables, b"key0123x"), LookupResult::NotPresent);
         assert_eq!(get(&v, &tables, b"key9999"), LookupResult::NotPresent);
         // Metadata clones (version edits, new versions) start without the open table.
