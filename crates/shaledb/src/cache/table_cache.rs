@@ -75,7 +75,7 @@ impl TableCache {
 /// so later reads reach it with a borrow: no table-cache lock and no reference count touched.
 /// Filled only while every live file fits in the table cache (`max_open_files`). Dropped with
 /// the metadata, so the table (and its file descriptor) lives no longer than the file's entry
-/// in some version. Cloning metadata does not clone the open table.
+/// in some version.
 #[derive(Default)]
 pub struct OpenTable(OnceLock<Arc<Table>>);
 
@@ -92,9 +92,11 @@ impl OpenTable {
     }
 }
 
+/// A clone (a trivial move re-adds a file's metadata at another level) shares the open table:
+/// it is the same file.
 impl Clone for OpenTable {
     fn clone(&self) -> Self {
-        OpenTable::default()
+        OpenTable(self.0.clone())
     }
 }
 
