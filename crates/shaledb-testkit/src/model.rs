@@ -263,7 +263,7 @@ pub fn read_all(db: &Db, probe: &[Vec<u8>]) -> Result<Model, String> {
     }
     for k in m.keys().chain(probe.iter()) {
         let got = db.get(k).map_err(|e| format!("get failed: {e}"))?;
-        if got.as_ref() != m.get(k) {
+        if got.as_deref() != m.get(k).map(Vec::as_slice) {
             return Err(format!(
                 "get({}) disagrees with the scan",
                 String::from_utf8_lossy(k)

@@ -257,5 +257,8 @@ fn poisoned_errors_carry_the_first_failure_as_their_source() {
         .background_error()
         .expect("a background error is recorded");
     assert_eq!(cause_kind(&bg), full);
-    assert_eq!(db.get(b"before").expect("reads work"), Some(b"ok".to_vec()));
+    assert_eq!(
+        db.get(b"before").expect("reads work").as_deref(),
+        Some(&b"ok"[..])
+    );
 }

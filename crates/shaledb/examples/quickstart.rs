@@ -41,7 +41,7 @@ fn main() -> shaledb::Result<()> {
     let db = Db::open(&path, Options::default())?;
     println!(
         "reopened; hello = {:?}",
-        db.get(b"hello")?.map(String::from_utf8)
+        db.get(b"hello")?.map(|v| String::from_utf8(v.into_vec()))
     );
     let start = Instant::now();
     let mut found = 0u64;

@@ -67,6 +67,78 @@ pub fn make_internal_key(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) 
     v
 }
 
+/// Inline capacity of a [`LookupKey`]: user keys up to `LOOKUP_KEY_INLINE - TRAILER_LEN` bytes
+/// are built on the stack; longer ones allocate once.
+pub const LOOKUP_KEY_INLINE: usize = 128;
+
+/// The internal key a point read searches for: (`user_key`, read sequence, [`KIND_FOR_SEEK`]).
+/// Built on the stack for short keys, so a `get` allocates nothing to search memtables and
+/// tables.
+pub struct LookupKey {
+    repr: LookupRepr,
+}
+
+enum LookupRepr {
+    Inline {
+        buf: [u8; LOOKUP_KEY_INLINE],
+        len: usize,
+    },
+    Heap(Vec<u8>),
+}
+
+impl LookupKey {
+    /// The lookup key for `user_key` as of sequence `seq`.
+    pub fn new(user_key: &[u8], seq: SequenceNumber) -> Self {
+        let trailer = pack_trailer(seq, KIND_FOR_SEEK).to_le_bytes();
+        let len = user_key.len() + TRAILER_LEN;
+        let repr = if len <= LOOKUP_KEY_INLINE {
+            let mut buf = [0u8; LOOKUP_KEY_INLINE];
+            buf[..user_key.len()].copy_from_slice(user_key);
+            buf[user_key.len()..len].copy_from_slice(&trailer);
+            LookupRepr::Inline { buf, len }
+        } else {
+            LookupRepr::Heap(make_internal_key(user_key, seq, KIND_FOR_SEEK))
+        };
+        LookupKey { repr }
+    }
+
+    /// The encoded internal key.
+    #[inline]
+    pub fn internal_key(&self) -> &[u8] {
+        match &self.repr {
+            LookupRepr::Inline { buf, len } => &buf[..*len],
+            LookupRepr::Heap(v) => v,
+        }
+    }
+
+    /// The user key part.
+    #[inline]
+    pub fn user_key(&self) -> &[u8] {
+        user_key(self.internal_key())
+    }
+
+    /// The read sequence number.
+    #[inline]
+    pub fn sequence(&self) -> SequenceNumber {
+        trailer(self.internal_key()) >> 8
+    }
+
+    /// True if the key lives on the heap (only for user keys longer than the inline buffer).
+    #[doc(hidden)]
+    pub fn is_on_heap(&self) -> bool {
+        matches!(self.repr, LookupRepr::Heap(_))
+    }
+}
+
+impl std::fmt::Debug for LookupKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LookupKey")
+            .field("user_key", &String::from_utf8_lossy(self.user_key()))
+            .field("sequence", &self.sequence())
+            .finish()
+    }
+}
+
 /// An internal key split into its parts. Borrowed from the encoded bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParsedInternalKey<'a> {
@@ -233,6 +305,44 @@ mod tests {
         let n = bad.len();
         bad[n - 8] = 7;
         assert!(parse_internal_key(&bad).is_none());
+    }
+
+    #[test]
+    fn lookup_key_matches_make_internal_key() {
+        let short = LookupKey::new(b"user", 42);
+        assert!(!short.is_on_heap());
+        assert_eq!(
+            short.internal_key(),
+            &make_internal_key(b"user", 42, KIND_FOR_SEEK)[..]
+        );
+        assert_eq!(short.internal_key(), b"user\x01\x2a\0\0\0\0\0\0");
+        assert_eq!(short.user_key(), b"user");
+        assert_eq!(short.sequence(), 42);
+
+        let empty = LookupKey::new(b"", MAX_SEQUENCE);
+        assert_eq!(
+            empty.internal_key(),
+            &make_internal_key(b"", MAX_SEQUENCE, KIND_FOR_SEEK)[..]
+        );
+        assert_eq!(empty.sequence(), MAX_SEQUENCE);
+
+        // The longest key that fits inline, and the first that does not.
+        let fits = vec![b'k'; LOOKUP_KEY_INLINE - TRAILER_LEN];
+        let lk = LookupKey::new(&fits, 7);
+        assert!(!lk.is_on_heap());
+        assert_eq!(
+            lk.internal_key(),
+            &make_internal_key(&fits, 7, KIND_FOR_SEEK)[..]
+        );
+        let long = vec![b'z'; LOOKUP_KEY_INLINE - TRAILER_LEN + 1];
+        let lk = LookupKey::new(&long, 9);
+        assert!(lk.is_on_heap());
+        assert_eq!(
+            lk.internal_key(),
+            &make_internal_key(&long, 9, KIND_FOR_SEEK)[..]
+        );
+        assert_eq!(lk.user_key(), &long[..]);
+        assert_eq!(lk.sequence(), 9);
     }
 
     #[test]

@@ -24,14 +24,18 @@ pub(crate) mod key;
 pub(crate) mod log;
 pub(crate) mod memtable;
 pub(crate) mod options;
+mod snapshot;
 pub(crate) mod sst;
+mod value;
 pub(crate) mod version;
 pub(crate) mod write_batch;
 
 pub use compression::CompressionType;
-pub use db::{Db, DbIterator, KeyRange, RangeIter, Snapshot};
+pub use db::{Db, DbIterator, KeyRange, RangeIter};
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WalRecoveryMode, WriteOptions};
+pub use snapshot::Snapshot;
+pub use value::Value;
 pub use write_batch::{BatchEntry, BatchIter, WriteBatch};
 
 /// Engine internals for ShaleDB's own test kit, fuzz targets, benchmarks and examples.
@@ -40,10 +44,13 @@ pub use write_batch::{BatchEntry, BatchIter, WriteBatch};
 #[doc(hidden)]
 pub mod internals {
     pub use crate::iter::InternalIterator;
-    pub use crate::key::{make_internal_key, ValueKind};
+    pub use crate::key::{
+        make_internal_key, parse_internal_key, LookupKey, ValueKind, MAX_SEQUENCE,
+    };
     pub use crate::log::{LogRead, LogReader};
-    pub use crate::memtable::{LookupResult, MemTable};
-    pub use crate::sst::{Block, BlockIter, Table};
+    pub use crate::memtable::MemTable;
+    pub use crate::sst::{Block, BlockIter, BlockReadOptions, Table};
+    pub use crate::value::LookupResult;
     pub use crate::version::VersionEdit;
     pub use crate::write_batch::{write_batch_data, write_batch_from_data};
 }

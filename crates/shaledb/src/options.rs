@@ -1,8 +1,8 @@
 //! Options for opening a database, reading and writing.
 
 use crate::compression::CompressionType;
-use crate::db::Snapshot;
 use crate::fs::FileSystem;
+use crate::snapshot::Snapshot;
 use std::sync::Arc;
 
 /// The block cache has at most 2^16 shards (`cache/clock.rs` caps it there).

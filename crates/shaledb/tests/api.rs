@@ -38,7 +38,10 @@ fn second_open_in_the_same_process_is_locked() {
     db.put(b"still", b"works").expect("first handle unaffected");
     db.close().expect("close");
     let again = Db::open(dir.path(), Options::default()).expect("reopen after close");
-    assert_eq!(again.get(b"still").expect("get"), Some(b"works".to_vec()));
+    assert_eq!(
+        again.get(b"still").expect("get"),
+        Some(b"works".to_vec().into())
+    );
 }
 
 #[test]
@@ -78,15 +81,21 @@ fn empty_keys_empty_values_and_limits() {
     let db = Db::open(dir.path(), o).expect("open");
     db.put(b"", b"empty key").expect("empty key");
     db.put(b"k", b"").expect("empty value");
-    assert_eq!(db.get(b"").expect("get"), Some(b"empty key".to_vec()));
-    assert_eq!(db.get(b"k").expect("get"), Some(Vec::new()));
+    assert_eq!(
+        db.get(b"").expect("get"),
+        Some(b"empty key".to_vec().into())
+    );
+    assert_eq!(db.get(b"k").expect("get"), Some(Vec::new().into()));
     match db.put(&vec![b'x'; 1025], b"v") {
         Err(Error::InvalidArgument(msg)) => assert!(msg.contains("max_key_size"), "{msg}"),
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
     db.flush().expect("flush");
-    assert_eq!(db.get(b"").expect("get"), Some(b"empty key".to_vec()));
-    assert_eq!(db.get(b"k").expect("get"), Some(Vec::new()));
+    assert_eq!(
+        db.get(b"").expect("get"),
+        Some(b"empty key".to_vec().into())
+    );
+    assert_eq!(db.get(b"k").expect("get"), Some(Vec::new().into()));
 }
 
 #[test]
@@ -96,14 +105,14 @@ fn sixty_four_mib_value_round_trips_through_wal_and_table() {
     {
         let db = Db::open(dir.path(), Options::default()).expect("open");
         db.put(b"big", &big).expect("put big");
-        assert!(db.get(b"big").expect("get") == Some(big.clone()));
+        assert!(db.get(b"big").expect("get") == Some(big.clone().into()));
         db.close().expect("close");
     }
     // Reopen replays the WAL (64 MiB record) and flushes it to a table.
     let db = Db::open(dir.path(), Options::default()).expect("reopen");
-    assert!(db.get(b"big").expect("get after replay") == Some(big.clone()));
+    assert!(db.get(b"big").expect("get after replay") == Some(big.clone().into()));
     db.compact_range(None, None).expect("compact");
-    assert!(db.get(b"big").expect("get from table") == Some(big));
+    assert!(db.get(b"big").expect("get from table") == Some(big.into()));
 }
 
 #[test]
@@ -185,7 +194,10 @@ fn deletes_and_overwrites_survive_compaction_with_snapshots() {
         snapshot: Some(snap.clone()),
         ..Default::default()
     };
-    assert_eq!(db.get_opt(&ro, b"a").expect("get"), Some(b"1".to_vec()));
+    assert_eq!(
+        db.get_opt(&ro, b"a").expect("get"),
+        Some(b"1".to_vec().into())
+    );
     drop(ro);
     drop(snap);
     db.compact_range(None, None).expect("compact");
@@ -200,7 +212,7 @@ fn deletes_and_overwrites_survive_compaction_with_snapshots() {
     b.put(b"y", b"2");
     db.write(&WriteOptions::default(), &b).expect("batch");
     assert_eq!(db.get(b"x").expect("get"), None);
-    assert_eq!(db.get(b"y").expect("get"), Some(b"2".to_vec()));
+    assert_eq!(db.get(b"y").expect("get"), Some(b"2".to_vec().into()));
 }
 
 #[test]
@@ -225,7 +237,7 @@ fn manifest_rolls_when_it_grows_and_reopens() {
     for i in (0..2000u32).step_by(97) {
         assert_eq!(
             db.get(format!("k{i:05}").as_bytes()).expect("get"),
-            Some(vec![1u8; 50])
+            Some(vec![1u8; 50].into())
         );
     }
     // Compactions after the reopen roll the MANIFEST too; count once they are done, not
@@ -330,7 +342,7 @@ fn a_table_an_iterator_holds_is_deleted_when_the_iterator_is_dropped() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     assert_eq!(count(".sst"), 1);
-    assert_eq!(db.get(b"a").expect("get"), Some(b"2".to_vec()));
+    assert_eq!(db.get(b"a").expect("get").as_deref(), Some(&b"2"[..]));
 }
 
 #[test]
@@ -364,7 +376,7 @@ fn a_sequential_load_is_written_once() {
     for i in (0..20_000u32).step_by(113) {
         assert_eq!(
             db.get(format!("k{i:07}").as_bytes()).expect("get"),
-            Some(vec![5u8; 60])
+            Some(vec![5u8; 60].into())
         );
     }
 }
@@ -449,4 +461,50 @@ fn slowed_writes_pass_at_the_delayed_write_rate() {
     assert!((32..=64).contains(&count), "{count} stalls");
     assert!(secs >= 1.0, "stall time {secs} s");
     db.close().expect("close");
+}
+
+#[test]
+fn get_pins_cached_blocks_and_the_value_outlives_eviction_and_the_db() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        block_cache_size: 64 << 10,
+        ..Default::default()
+    };
+    let db = Db::open(dir.path(), opts).expect("open");
+    let value = |i: usize| format!("value-{i:05}-{}", "x".repeat(90)).into_bytes();
+    let key = |i: usize| format!("key{i:05}").into_bytes();
+    for i in 0..2000 {
+        db.put(&key(i), &value(i)).expect("put");
+    }
+    db.flush().expect("flush");
+    db.put(b"mem", b"in the memtable").expect("put");
+
+    // Read around the cache: an owned copy, and the block is not cached.
+    let ro = ReadOptions {
+        fill_cache: false,
+        ..Default::default()
+    };
+    let v = db.get_opt(&ro, &key(1999)).expect("get").expect("present");
+    assert_eq!(v, value(1999));
+    assert!(!v.is_pinned());
+
+    // The first read caches the block; the value points into it.
+    let pinned = db.get(&key(10)).expect("get").expect("present");
+    assert_eq!(pinned, value(10));
+    assert!(pinned.is_pinned());
+    let again = db.get(&key(11)).expect("get").expect("present");
+    assert_eq!(again, value(11));
+    assert!(again.is_pinned());
+
+    let mem = db.get(b"mem").expect("get").expect("present");
+    assert_eq!(mem, b"in the memtable");
+    assert!(!mem.is_pinned());
+
+    // Reading every key pushes ~220 KB of blocks through a 64 KiB cache, evicting the first.
+    for i in 0..2000 {
+        assert_eq!(db.get(&key(i)).expect("get").expect("present"), value(i));
+    }
+    drop(db);
+    assert_eq!(pinned, value(10));
+    assert_eq!(pinned.into_vec(), value(10));
 }

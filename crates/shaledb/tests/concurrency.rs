@@ -101,7 +101,7 @@ fn writers_readers_and_iterators_with_background_work() {
         "final contents differ from the union of writes"
     );
     for (k, v) in expected.iter().step_by(37) {
-        assert_eq!(db.get(k).expect("get").as_ref(), Some(v));
+        assert_eq!(db.get(k).expect("get").as_deref(), Some(v.as_slice()));
     }
     let l0: usize = db
         .property("shaledb.num-files-at-level0")

@@ -45,7 +45,7 @@ fn check_reads(db: &Db, table: &Path) -> usize {
     let mut corrupt = 0;
     for i in 0..N {
         match db.get(&key(i)) {
-            Ok(v) => assert_eq!(v, Some(value(i)), "wrong answer for key {i}"),
+            Ok(v) => assert_eq!(v, Some(value(i).into()), "wrong answer for key {i}"),
             Err(Error::Corruption { file, .. }) => {
                 assert_eq!(file, table);
                 corrupt += 1;

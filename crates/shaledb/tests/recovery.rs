@@ -123,7 +123,7 @@ fn synced_writes_survive_power_loss_and_unsynced_ones_form_a_prefix() {
     );
     assert_eq!(first_missing, 300, "synced writes were lost");
     for i in 0..300 {
-        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i)));
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i).into()));
     }
 }
 
@@ -146,7 +146,11 @@ fn reopen_many_times_keeps_everything() {
     }
     let db = Db::open(dir, o).expect("open");
     for i in 0..500 {
-        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i)), "key {i}");
+        assert_eq!(
+            db.get(&key(i)).expect("get"),
+            Some(value(i).into()),
+            "key {i}"
+        );
     }
     // Old WALs and MANIFESTs are cleaned up.
     let names = fs.file_names();
@@ -223,7 +227,7 @@ fn skip_any_corrupted_records_salvages_the_rest() {
         .filter(|&i| db.get(&key(i)).expect("get").is_some())
         .count();
     assert!((90..100).contains(&present), "present {present}");
-    assert_eq!(db.get(&key(99)).expect("get"), Some(value(99)));
+    assert_eq!(db.get(&key(99)).expect("get"), Some(value(99).into()));
 }
 
 #[test]
@@ -249,7 +253,7 @@ fn absolute_consistency_rejects_a_torn_tail() {
     ));
     o.wal_recovery_mode = WalRecoveryMode::TolerateCorruptedTailRecords;
     let db = Db::open(dir, o).expect("tolerant open");
-    assert_eq!(db.get(&key(8)).expect("get"), Some(value(8)));
+    assert_eq!(db.get(&key(8)).expect("get"), Some(value(8).into()));
     assert_eq!(db.get(&key(9)).expect("get"), None);
 }
 

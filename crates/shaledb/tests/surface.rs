@@ -21,15 +21,17 @@ fn keys_and_values_take_any_byte_slice_type() {
     batch.delete(String::from("array"));
     db.write(&wo, &batch).expect("batch");
 
-    assert_eq!(db.get("str").expect("get"), Some(b"2".to_vec()));
+    assert_eq!(db.get("str").expect("get").as_deref(), Some(&b"2"[..]));
     assert_eq!(
-        db.get(String::from("string")).expect("get"),
-        Some(b"3".to_vec())
+        db.get(String::from("string")).expect("get").as_deref(),
+        Some(&b"3"[..])
     );
-    assert_eq!(db.get(&k).expect("get"), Some(b"4".to_vec()));
+    assert_eq!(db.get(&k).expect("get").as_deref(), Some(&b"4"[..]));
     assert_eq!(
-        db.get_opt(&ReadOptions::default(), b"batch").expect("get"),
-        Some(b"6".to_vec())
+        db.get_opt(&ReadOptions::default(), b"batch")
+            .expect("get")
+            .as_deref(),
+        Some(&b"6"[..])
     );
     assert_eq!(db.get(b"array").expect("get"), None);
     db.delete("str").expect("delete &str");

@@ -106,7 +106,11 @@ impl Engine for ShaleEngine {
             .map_err(|e| e.to_string())
     }
     fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
-        self.db.get_opt(&self.ro, key).map_err(|e| e.to_string())
+        // The harness wants owned bytes (as from every engine); the copy happens here.
+        self.db
+            .get_opt(&self.ro, key)
+            .map(|v| v.map(shaledb::Value::into_vec))
+            .map_err(|e| e.to_string())
     }
     fn delete(&self, key: &[u8]) -> EngineResult<()> {
         self.db.delete_opt(&self.wo, key).map_err(|e| e.to_string())

@@ -1,13 +1,14 @@
 //! The table cache: open table files (their index and filter in memory), bounded by
 //! `max_open_files`, so a read does not reopen and re-parse a file every time.
 
+use super::BlockCache;
 use super::ShardedCache;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
-use crate::sst::{BlockCache, Table};
+use crate::sst::Table;
 use crate::version::filename;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Open tables by file number.
 pub struct TableCache {
@@ -57,5 +58,59 @@ impl TableCache {
     /// Forgets a table (its file is being deleted).
     pub fn evict(&self, number: u64) {
         self.tables.erase(&number);
+    }
+
+    /// How many tables the cache keeps open (`max_open_files`).
+    pub fn capacity(&self) -> usize {
+        self.tables.capacity()
+    }
+}
+
+/// A live file's open table, kept in its [`crate::version::FileMetaData`] after the first read
+/// so later reads reach it with a borrow: no table-cache lock and no reference count touched.
+/// Filled only while every live file fits in the table cache (`max_open_files`). Dropped with
+/// the metadata, so the table (and its file descriptor) lives no longer than the file's entry
+/// in some version.
+#[derive(Default)]
+pub struct OpenTable(OnceLock<Arc<Table>>);
+
+impl OpenTable {
+    /// The table, if one was kept.
+    #[inline]
+    pub fn get(&self) -> Option<&Arc<Table>> {
+        self.0.get()
+    }
+
+    /// Keeps `table` (the first one kept wins; later calls do nothing).
+    pub fn keep(&self, table: Arc<Table>) {
+        let _ = self.0.set(table);
+    }
+}
+
+/// A clone (a trivial move re-adds a file's metadata at another level) shares the open table:
+/// it is the same file.
+impl Clone for OpenTable {
+    fn clone(&self) -> Self {
+        OpenTable(self.0.clone())
+    }
+}
+
+/// Whether a table is open says nothing about the file's identity: metadata compares equal
+/// regardless.
+impl PartialEq for OpenTable {
+    fn eq(&self, _: &OpenTable) -> bool {
+        true
+    }
+}
+
+impl Eq for OpenTable {}
+
+impl std::fmt::Debug for OpenTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.get().is_some() {
+            "open"
+        } else {
+            "closed"
+        })
     }
 }

@@ -221,6 +221,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
             largest_seqno: 0,
             num_entries: 0,
             num_deletions: 0,
+            open_table: Default::default(),
         },
     })
 }
@@ -269,6 +270,7 @@ mod tests {
                 largest_seqno: 1,
                 num_entries: 1,
                 num_deletions: 0,
+                open_table: Default::default(),
             },
         );
         Arc::new(apply_for_tests(&Version::empty(4), &e).expect("version"))

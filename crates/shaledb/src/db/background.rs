@@ -14,7 +14,7 @@ use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
 use crate::key;
 use crate::memtable::MemTable;
-use crate::options::ReadOptions;
+use crate::sst::BlockReadOptions;
 use crate::version::filename::FileKind;
 use crate::version::{FileMetaData, LevelIterator, ObsoleteFile, Version, VersionEdit};
 use parking_lot::MutexGuard;
@@ -282,30 +282,29 @@ impl DbInner {
         version: Arc<Version>,
         smallest_snapshot: u64,
     ) -> Result<Vec<FileMetaData>> {
-        let ro = ReadOptions {
+        // Compaction reads every block once: checked, and kept out of the cache.
+        let opts = BlockReadOptions {
+            verify_checksums: true,
             fill_cache: false,
-            ..Default::default()
         };
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         if c.level == 0 {
             for f in &c.inputs[0] {
                 let t = self.tables.get(f.number, f.file_size)?;
-                children.push(Box::new(t.iter(ro.verify_checksums, false)));
+                children.push(Box::new(t.iter(opts)));
             }
         } else {
             children.push(Box::new(LevelIterator::new(
                 c.inputs[0].clone(),
                 self.tables.clone(),
-                true,
-                false,
+                opts,
             )));
         }
         if !c.inputs[1].is_empty() {
             children.push(Box::new(LevelIterator::new(
                 c.inputs[1].clone(),
                 self.tables.clone(),
-                true,
-                false,
+                opts,
             )));
         }
         let mut merged = MergingIterator::new(children);
@@ -613,8 +612,8 @@ mod tests {
         writer.join().expect("writer");
         flusher.join().expect("flusher").expect("flush");
         assert_eq!(during, Ok(true));
-        assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
-        assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()));
+        assert_eq!(db.get(b"a").expect("get").as_deref(), Some(&b"1"[..]));
+        assert_eq!(db.get(b"b").expect("get").as_deref(), Some(&b"2"[..]));
         assert_eq!(
             db.property("shaledb.num-files-at-level0"),
             Some("1".to_string())

@@ -14,15 +14,15 @@ mod open;
 mod paranoid_tests;
 mod properties;
 mod range;
-mod snapshot;
 mod verify;
 mod write;
 mod write_delay;
 
 pub use crate::iter::db_iter::DbIterator;
+pub use crate::snapshot::Snapshot;
 pub use range::{KeyRange, RangeIter};
-pub use snapshot::Snapshot;
 
+use crate::cache::BlockCache;
 use crate::cache::TableCache;
 use crate::compaction::picker::Busy;
 use crate::compaction::LevelStats;
@@ -30,16 +30,17 @@ use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
-use crate::key::{self, SequenceNumber};
+use crate::key::{LookupKey, SequenceNumber};
 use crate::log::LogWriter;
-use crate::memtable::{LookupResult, MemTable};
+use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::sst::BlockCache;
-use crate::version::{DeletionQueue, GetResult, Version, VersionSet};
+use crate::snapshot::SnapshotList;
+use crate::sst::BlockReadOptions;
+use crate::value::{LookupResult, Value};
+use crate::version::{DeletionQueue, Version, VersionSet};
 use crate::write_batch::WriteBatch;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use snapshot::SnapshotList;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -56,7 +57,8 @@ pub(crate) struct SuperVersion {
 
 /// A queued write (see write.rs).
 pub(crate) struct Writer {
-    batch: WriteBatch,
+    /// Taken (not cloned) by the leader that writes it: its own, or one it appends to its group.
+    batch: Mutex<WriteBatch>,
     sync: bool,
     disable_wal: bool,
     /// Set (under the state mutex) by the leader that wrote this writer's batch. "Done" and
@@ -205,13 +207,14 @@ impl Db {
         self.inner.write_owned(wo, batch.clone())
     }
 
-    /// The value stored under `key`, or `None`.
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+    /// The value stored under `key`, or `None`. A value found in a cached block shares that
+    /// block instead of being copied (see [`Value`]).
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
         self.inner.get(&ReadOptions::default(), key.as_ref())
     }
 
     /// The value stored under `key` as of `ro.snapshot` (or now).
-    pub fn get_opt(&self, ro: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+    pub fn get_opt(&self, ro: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
         self.inner.get(ro, key.as_ref())
     }
 
@@ -334,7 +337,7 @@ impl DbInner {
         }
     }
 
-    fn get(&self, ro: &ReadOptions, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
+    fn get(&self, ro: &ReadOptions, user_key: &[u8]) -> Result<Option<Value>> {
         // Super version first, then the sequence: a compaction that dropped versions hidden
         // below some sequence installed its version before we loaded it, so our sequence is
         // at least that high.
@@ -347,10 +350,13 @@ impl DbInner {
                 LookupResult::NotPresent => {}
             }
         }
-        let lookup = key::make_internal_key(user_key, seq, key::KIND_FOR_SEEK);
-        match sv.version.get(&self.tables, ro, &lookup, user_key)? {
-            GetResult::Found(v) => Ok(Some(v)),
-            GetResult::Deleted | GetResult::NotPresent => Ok(None),
+        let lookup = LookupKey::new(user_key, seq);
+        match sv
+            .version
+            .get(&self.tables, block_read_options(ro), &lookup)?
+        {
+            LookupResult::Found(v) => Ok(Some(v)),
+            LookupResult::Deleted | LookupResult::NotPresent => Ok(None),
         }
     }
 
@@ -378,7 +384,8 @@ impl DbInner {
         for m in &sv.imms {
             children.push(Box::new(m.iter()));
         }
-        sv.version.add_iterators(&self.tables, ro, &mut children);
+        sv.version
+            .add_iterators(&self.tables, block_read_options(ro), &mut children);
         let pin: Arc<dyn std::any::Any + Send + Sync> = Arc::new((sv, ro.snapshot.clone()));
         DbIterator::new(
             Box::new(MergingIterator::new(children)),
@@ -387,5 +394,13 @@ impl DbInner {
             ro.iterate_upper_bound.clone(),
             Some(pin),
         )
+    }
+}
+
+/// The part of `ro` the layers below the database read.
+pub(crate) fn block_read_options(ro: &ReadOptions) -> BlockReadOptions {
+    BlockReadOptions {
+        verify_checksums: ro.verify_checksums,
+        fill_cache: ro.fill_cache,
     }
 }

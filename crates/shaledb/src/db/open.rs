@@ -5,6 +5,7 @@
 //! so after open every older WAL and MANIFEST is obsolete and is deleted.
 
 use super::{Db, DbInner, DbState, SuperVersion};
+use crate::cache::BlockCache;
 use crate::cache::TableCache;
 use crate::compaction::job::{self, OutputSpec};
 use crate::compaction::picker::Busy;
@@ -14,7 +15,6 @@ use crate::fs::FileLock;
 use crate::log::{replay_records, LogReader, LogWriter, RecordCheck, ReplayEnd, TailPolicy};
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::sst::BlockCache;
 use crate::version::filename::{self, FileKind};
 use crate::version::{ObsoleteFile, VersionEdit, VersionSet};
 use crate::write_batch::{BatchEntry, WriteBatch};

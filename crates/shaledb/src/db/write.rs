@@ -15,7 +15,7 @@ use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::version::filename;
-use crate::write_batch::{BatchEntry, WriteBatch};
+use crate::write_batch::{BatchEntry, WriteBatch, BATCH_HEADER_SIZE};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -26,7 +26,7 @@ impl Writer {
     /// A writer ready to be queued.
     fn queued(batch: WriteBatch, sync: bool, disable_wal: bool) -> Arc<Writer> {
         Arc::new(Writer {
-            batch,
+            batch: Mutex::new(batch),
             sync,
             disable_wal,
             result: Mutex::new(None),
@@ -109,10 +109,9 @@ impl DbInner {
         if result.is_ok() {
             let (group, n, sync) = build_group(&st.writers);
             group_len = n;
-            // Every member's bytes, not only the leader's: members return without counting.
-            let user_bytes: u64 = (st.writers.iter().take(n))
-                .map(|m| m.batch.approximate_size() as u64)
-                .sum();
+            // Every member's bytes, not only the leader's (members return without counting),
+            // each with its own batch header as the caller saw it: the group holds one header.
+            let user_bytes = (group.approximate_size() + (n - 1) * BATCH_HEADER_SIZE) as u64;
             self.pace_write(&mut st, slow_down, group.approximate_size() as u64);
             let seq = self.last_sequence.load(Ordering::Acquire) + 1;
             let mem = st.mem.clone();
@@ -347,12 +346,14 @@ impl DbInner {
 }
 
 /// Merges the batches at the front of the queue into one. Returns the group, how many writers
-/// it covers and whether it must be synced.
+/// it covers and whether it must be synced. The leader's batch is taken, not cloned, and the
+/// followers' batches are appended to it; a group of one is the leader's batch itself.
 fn build_group(writers: &VecDeque<Arc<Writer>>) -> (WriteBatch, usize, bool) {
     let Some(leader) = writers.front() else {
         return (WriteBatch::new(), 0, false);
     };
-    let mut size = leader.batch.approximate_size();
+    let mut group = std::mem::take(&mut *leader.batch.lock());
+    let mut size = group.approximate_size();
     // A small leader does not wait for a big group.
     let max = if size <= 128 << 10 {
         size + (128 << 10)
@@ -360,22 +361,20 @@ fn build_group(writers: &VecDeque<Arc<Writer>>) -> (WriteBatch, usize, bool) {
         MAX_GROUP_BYTES
     };
     let mut n = 1;
-    let mut group: Option<WriteBatch> = None;
     for w in writers.iter().skip(1) {
+        let batch = w.batch.lock();
         // An empty batch is a flush request: it must lead on its own.
-        if w.batch.is_empty() || (w.sync && !leader.sync) || w.disable_wal != leader.disable_wal {
+        if batch.is_empty() || (w.sync && !leader.sync) || w.disable_wal != leader.disable_wal {
             break;
         }
-        size += w.batch.approximate_size();
+        size += batch.approximate_size();
         if size > max {
             break;
         }
-        let g = group.get_or_insert_with(|| leader.batch.clone());
-        g.append(&w.batch);
+        group.append(&batch);
         n += 1;
     }
-    let sync = leader.sync;
-    (group.unwrap_or_else(|| leader.batch.clone()), n, sync)
+    (group, n, leader.sync)
 }
 
 #[cfg(test)]

@@ -10,20 +10,10 @@ mod skiplist;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind};
+use crate::value::{LookupResult, Value};
 use skiplist::{Cursor, SkipList, Target};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// What a memtable knows about a key at a sequence number.
-#[derive(Debug, PartialEq, Eq)]
-pub enum LookupResult {
-    /// The newest visible version is a value.
-    Found(Vec<u8>),
-    /// The newest visible version is a tombstone.
-    Deleted,
-    /// The memtable has no visible version; look in older data.
-    NotPresent,
-}
 
 /// An ordered write buffer: one writer at a time, lock-free readers.
 pub struct MemTable {
@@ -67,7 +57,9 @@ impl MemTable {
             return LookupResult::NotPresent;
         };
         match e.user_key_and_kind() {
-            (k, Some(ValueKind::Put)) if k == user_key => LookupResult::Found(e.value().to_vec()),
+            (k, Some(ValueKind::Put)) if k == user_key => {
+                LookupResult::Found(Value::from_vec(e.value().to_vec()))
+            }
             (k, Some(ValueKind::Delete)) if k == user_key => LookupResult::Deleted,
             _ => LookupResult::NotPresent,
         }
@@ -151,10 +143,19 @@ mod tests {
         m.add(3, ValueKind::Delete, b"k", b"");
         m.add(4, ValueKind::Put, b"k", b"v4");
         assert_eq!(m.get(b"k", 0), LookupResult::NotPresent);
-        assert_eq!(m.get(b"k", 1), LookupResult::Found(b"v1".to_vec()));
-        assert_eq!(m.get(b"k", 2), LookupResult::Found(b"v2".to_vec()));
+        assert_eq!(
+            m.get(b"k", 1),
+            LookupResult::Found(Value::from(b"v1".to_vec()))
+        );
+        assert_eq!(
+            m.get(b"k", 2),
+            LookupResult::Found(Value::from(b"v2".to_vec()))
+        );
         assert_eq!(m.get(b"k", 3), LookupResult::Deleted);
-        assert_eq!(m.get(b"k", 100), LookupResult::Found(b"v4".to_vec()));
+        assert_eq!(
+            m.get(b"k", 100),
+            LookupResult::Found(Value::from(b"v4".to_vec()))
+        );
         assert_eq!(m.get(b"j", 100), LookupResult::NotPresent);
         assert_eq!(m.get(b"kk", 100), LookupResult::NotPresent);
         assert_eq!(m.len(), 4);
@@ -296,7 +297,7 @@ mod tests {
             let want_get = match want {
                 Some((k, v)) if k.user_key() == &uk[..] => {
                     match key::parse_internal_key(k.encoded()).map(|p| p.kind) {
-                        Some(ValueKind::Put) => LookupResult::Found(v.clone()),
+                        Some(ValueKind::Put) => LookupResult::Found(Value::from(v.clone())),
                         _ => LookupResult::Deleted,
                     }
                 }
@@ -338,12 +339,24 @@ mod tests {
         m.add(6, ValueKind::Delete, b"", b"");
         assert_eq!(m.len(), 6);
         assert!(m.approximate_memory_usage() >= big.len() + huge.len());
-        assert_eq!(m.get(b"", 1), LookupResult::Found(Vec::new()));
-        assert_eq!(m.get(b"", 2), LookupResult::Found(b"e2".to_vec()));
+        assert_eq!(m.get(b"", 1), LookupResult::Found(Value::from(Vec::new())));
+        assert_eq!(
+            m.get(b"", 2),
+            LookupResult::Found(Value::from(b"e2".to_vec()))
+        );
         assert_eq!(m.get(b"", 6), LookupResult::Deleted);
-        assert_eq!(m.get(b"big", 6), LookupResult::Found(big.clone()));
-        assert_eq!(m.get(b"huge", 6), LookupResult::Found(huge.clone()));
-        assert_eq!(m.get(b"small", 6), LookupResult::Found(b"s".to_vec()));
+        assert_eq!(
+            m.get(b"big", 6),
+            LookupResult::Found(Value::from(big.clone()))
+        );
+        assert_eq!(
+            m.get(b"huge", 6),
+            LookupResult::Found(Value::from(huge.clone()))
+        );
+        assert_eq!(
+            m.get(b"small", 6),
+            LookupResult::Found(Value::from(b"s".to_vec()))
+        );
         assert_eq!(m.get(b"bi", 6), LookupResult::NotPresent);
         let all = collect_forward(&mut it);
         let users: Vec<&[u8]> = all.iter().map(|(k, _)| key::user_key(k)).collect();

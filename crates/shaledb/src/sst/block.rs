@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key;
 use std::cmp::Ordering;
+use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -170,9 +171,11 @@ enum KeyOrder {
 }
 
 /// An iterator over one block. Keys are rebuilt from their prefix-compressed form into an
-/// owned buffer; values borrow from the shared block.
-pub struct BlockIter {
-    block: Arc<Block>,
+/// owned buffer; values borrow from the block. `B` is how the block is held: shared
+/// (`Arc<Block>`, the default, for iterators that outlive the call) or borrowed (`&Block`, for a
+/// point lookup that must not touch the block's reference count).
+pub struct BlockIter<B: Deref<Target = Block> = Arc<Block>> {
+    block: B,
     order: KeyOrder,
     /// Where errors are reported: the file and the block's offset in it.
     file: Option<Arc<Path>>,
@@ -189,18 +192,18 @@ pub struct BlockIter {
     error: Option<Error>,
 }
 
-impl BlockIter {
+impl<B: Deref<Target = Block>> BlockIter<B> {
     /// An iterator over a block whose keys are internal keys (data and index blocks).
-    pub fn new(block: Arc<Block>) -> Self {
+    pub fn new(block: B) -> Self {
         Self::with_order(block, KeyOrder::Internal)
     }
 
     /// An iterator over a block whose keys are ordered bytewise (metaindex, properties).
-    pub fn new_bytewise(block: Arc<Block>) -> Self {
+    pub fn new_bytewise(block: B) -> Self {
         Self::with_order(block, KeyOrder::Bytewise)
     }
 
-    fn with_order(block: Arc<Block>, order: KeyOrder) -> Self {
+    fn with_order(block: B, order: KeyOrder) -> Self {
         let end = block.restarts_offset;
         BlockIter {
             block,
@@ -222,6 +225,30 @@ impl BlockIter {
         self.file = Some(file);
         self.block_offset = block_offset;
         self
+    }
+
+    /// Names only the block offset used in corruption errors (the caller names the file).
+    pub fn with_block_offset(mut self, block_offset: u64) -> Self {
+        self.block_offset = block_offset;
+        self
+    }
+
+    /// Starts with `buf` (cleared) as the key buffer, so a caller reusing one buffer across
+    /// lookups does not allocate; [`BlockIter::into_key_buffer`] gives it back.
+    pub fn with_key_buffer(mut self, mut buf: Vec<u8>) -> Self {
+        buf.clear();
+        self.key = buf;
+        self
+    }
+
+    /// The key buffer, for reuse by the next iterator.
+    pub fn into_key_buffer(self) -> Vec<u8> {
+        self.key
+    }
+
+    /// Where the current value lies in the block's decoded bytes ([`Block::data`]).
+    pub fn value_range(&self) -> std::ops::Range<usize> {
+        self.value.0..self.value.1
     }
 
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
@@ -346,7 +373,7 @@ fn decode_entry_header(data: &[u8], p: usize) -> Option<(u32, u32, u32, usize)> 
     Some((shared, non_shared, value_len, pos - p))
 }
 
-impl InternalIterator for BlockIter {
+impl<B: Deref<Target = Block> + Send> InternalIterator for BlockIter<B> {
     fn valid(&self) -> bool {
         self.valid && self.error.is_none()
     }

@@ -14,6 +14,8 @@ mod table;
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+pub(crate) use block::BlockBuilder;
 pub use block::{Block, BlockIter};
 pub use builder::TableBuilder;
 pub use table::{Table, TableIterator};
@@ -23,12 +25,24 @@ pub(crate) use format::reseal_block_for_tests;
 
 use crate::compression::CompressionType;
 
-/// The shared cache of decoded (uncompressed) blocks, keyed by (table cache id, block offset)
-/// and charged by decoded block size.
-/// The shared block cache. Values are type-erased so data blocks, index blocks and filters
-/// share one byte budget; readers downcast to the type they stored.
-pub type BlockCache =
-    crate::cache::ShardedCache<crate::cache::BlockCacheKey, dyn std::any::Any + Send + Sync>;
+/// How a read treats the blocks it loads: the part of [`crate::ReadOptions`] that matters
+/// below the database layer (versions, level iterators, tables).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockReadOptions {
+    /// Verify each block's checksum when it is read from disk.
+    pub verify_checksums: bool,
+    /// Insert blocks read from disk into the block cache.
+    pub fill_cache: bool,
+}
+
+impl Default for BlockReadOptions {
+    fn default() -> Self {
+        BlockReadOptions {
+            verify_checksums: true,
+            fill_cache: true,
+        }
+    }
+}
 
 /// Where a block lives in a table file: its offset and the size of its stored contents,
 /// excluding the 5-byte trailer.

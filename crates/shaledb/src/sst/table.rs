@@ -7,11 +7,14 @@ use super::filter::{self, BloomFilter};
 use super::format::{
     decode_handle_value, read_at, read_block, read_block_contents, Footer, FOOTER_LEN,
 };
-use super::{properties, BlockCache, BlockHandle, TableProperties};
+use super::{properties, BlockHandle, BlockReadOptions, TableProperties};
+use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
-use crate::key;
+use crate::key::{self, LookupKey, ValueKind};
+use crate::value::{LookupResult, Value};
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -41,6 +44,14 @@ pub struct Table {
     properties_handle: BlockHandle,
     props: TableProperties,
 }
+
+thread_local! {
+    /// The key buffer point lookups on this thread reuse (see [`Table::get`]).
+    static KEY_BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// A key buffer grown past this by one huge key is dropped rather than kept per thread.
+const MAX_KEPT_KEY_BUFFER: usize = 4096;
 
 /// Block-cache key offset of a table's memory reservation (no block starts there).
 const RESERVATION_OFFSET: u64 = u64::MAX;
@@ -160,54 +171,106 @@ impl Table {
         })
     }
 
-    /// Finds the first entry whose internal key is >= `lookup` and returns it (key, value) if
-    /// it has the same user key; `None` if there is no such entry. Consults the bloom filter
-    /// first.
-    pub fn get(
+    /// Looks `lookup` up: the newest entry for its user key with a sequence number at or
+    /// below the lookup's. Consults the bloom filter first. Allocates nothing when the block is
+    /// cached: a found value pins the cached block (see [`Value`]). A value from a block read
+    /// around the cache (`fill_cache` false) is copied out, so the block is not kept alive.
+    pub fn get(&self, lookup: &LookupKey, opts: BlockReadOptions) -> Result<LookupResult> {
+        if !self.may_contain(lookup.user_key()) {
+            return Ok(LookupResult::NotPresent);
+        }
+        // One key buffer per thread serves the index and data block iterators of every get.
+        let mut buf = KEY_BUFFER.take();
+        let result = self.get_with_buffer(lookup, opts, &mut buf);
+        if buf.capacity() <= MAX_KEPT_KEY_BUFFER {
+            KEY_BUFFER.set(buf);
+        }
+        result
+    }
+
+    fn get_with_buffer(
         &self,
-        lookup: &[u8],
-        verify_checksums: bool,
-        fill_cache: bool,
-    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let user_key = key::user_key(lookup);
-        if let Some(filter) = &self.filter {
-            if !filter.may_contain_hash(filter::key_hash(user_key)) {
-                return Ok(None);
-            }
-        }
-        let mut index = self.index_iter()?;
-        index.seek(lookup);
-        if !index.valid() {
-            index.status()?;
-            return Ok(None);
-        }
-        let handle = self.index_value_handle(index.value())?;
-        let block = self.data_block(handle, verify_checksums, fill_cache)?;
-        let mut it = BlockIter::new(block).with_origin(self.path.clone(), handle.offset);
-        it.seek(lookup);
+        lookup: &LookupKey,
+        opts: BlockReadOptions,
+        buf: &mut Vec<u8>,
+    ) -> Result<LookupResult> {
+        let target = lookup.internal_key();
+        let mut index = BlockIter::new(&*self.index)
+            .with_block_offset(self.index_handle.offset)
+            .with_key_buffer(std::mem::take(buf));
+        index.seek(target);
+        let handle = index
+            .valid()
+            .then(|| self.index_value_handle(index.value()));
+        let status = index.status();
+        *buf = index.into_key_buffer();
+        status.map_err(|e| self.name_file(e))?;
+        let Some(handle) = handle.transpose()? else {
+            return Ok(LookupResult::NotPresent);
+        };
+        let (block, cached) = self.data_block(handle, opts)?;
+        let mut it = BlockIter::new(&*block)
+            .with_block_offset(handle.offset)
+            .with_key_buffer(std::mem::take(buf));
         // If the block has no key >= lookup, the next block's first key is > this block's
         // separator >= lookup and has a larger user key (a separator only shares the user key
         // of its block's last entry when it is that entry), so there is no match.
-        if !it.valid() {
-            it.status()?;
-            return Ok(None);
-        }
-        if key::user_key(it.key()) == user_key {
-            Ok(Some((it.key().to_vec(), it.value().to_vec())))
+        it.seek(target);
+        let found = if it.valid() {
+            match key::parse_internal_key(it.key()) {
+                Some(p) if p.user_key == lookup.user_key() => Some((p.kind, it.value_range())),
+                Some(_) => None,
+                None => {
+                    return Err(Error::corruption(
+                        &*self.path,
+                        handle.offset,
+                        "data block holds a malformed internal key",
+                    ))
+                }
+            }
         } else {
-            Ok(None)
+            None
+        };
+        let status = it.status();
+        *buf = it.into_key_buffer();
+        status.map_err(|e| self.name_file(e))?;
+        match found {
+            None => Ok(LookupResult::NotPresent),
+            Some((ValueKind::Delete, _)) => Ok(LookupResult::Deleted),
+            Some((ValueKind::Put, range)) => {
+                let value = if cached {
+                    Value::pinned(block, range)
+                } else {
+                    block.data().get(range).map(|v| Value::from_vec(v.to_vec()))
+                };
+                value.map(LookupResult::Found).ok_or_else(|| {
+                    Error::corruption(&*self.path, handle.offset, "value outside its block")
+                })
+            }
+        }
+    }
+
+    /// Puts this table's path into a corruption error raised by a block iterator that was not
+    /// given it (the point-lookup path does not clone the path's `Arc`).
+    fn name_file(&self, e: Error) -> Error {
+        match e {
+            Error::Corruption { offset, detail, .. } => Error::Corruption {
+                file: self.path.to_path_buf(),
+                offset,
+                detail,
+            },
+            e => e,
         }
     }
 
     /// A two-level iterator over the whole table.
-    pub fn iter(self: &Arc<Self>, verify_checksums: bool, fill_cache: bool) -> TableIterator {
+    pub fn iter(self: &Arc<Self>, opts: BlockReadOptions) -> TableIterator {
         TableIterator {
             table: self.clone(),
             index: None,
             data: None,
             data_handle: BlockHandle::default(),
-            verify_checksums,
-            fill_cache,
+            opts,
             error: None,
         }
     }
@@ -358,31 +421,33 @@ impl Table {
         })
     }
 
-    /// A data block, from the cache if there, else read (and cached if `fill_cache`).
+    /// A data block, from the cache if there, else read (and cached if `fill_cache`); the flag
+    /// says whether the block is (now) held by the cache.
     fn data_block(
         &self,
         handle: BlockHandle,
-        verify_checksums: bool,
-        fill_cache: bool,
-    ) -> Result<Arc<Block>> {
+        opts: BlockReadOptions,
+    ) -> Result<(Arc<Block>, bool)> {
         let key = (self.cache_id, handle.offset);
         if let Some(b) = self.cached::<Block>(&key) {
-            return Ok(b);
+            return Ok((b, true));
         }
         let block = Arc::new(read_block(
             &*self.file,
             &self.path,
             handle,
             self.data_end,
-            verify_checksums,
+            opts.verify_checksums,
             "data block",
         )?);
-        if fill_cache {
+        let mut cached = false;
+        if opts.fill_cache {
             if let Some(cache) = &self.cache {
                 cache.insert(key, block.clone(), block.size());
+                cached = true;
             }
         }
-        Ok(block)
+        Ok((block, cached))
     }
 }
 
@@ -393,8 +458,7 @@ pub struct TableIterator {
     index: Option<BlockIter>,
     data: Option<BlockIter>,
     data_handle: BlockHandle,
-    verify_checksums: bool,
-    fill_cache: bool,
+    opts: BlockReadOptions,
     error: Option<Error>,
 }
 
@@ -416,11 +480,8 @@ impl TableIterator {
         if self.data.is_some() && handle == self.data_handle {
             return;
         }
-        match self
-            .table
-            .data_block(handle, self.verify_checksums, self.fill_cache)
-        {
-            Ok(block) => {
+        match self.table.data_block(handle, self.opts) {
+            Ok((block, _)) => {
                 self.data =
                     Some(BlockIter::new(block).with_origin(self.table.path.clone(), handle.offset));
                 self.data_handle = handle;

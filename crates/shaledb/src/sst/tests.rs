@@ -2,14 +2,41 @@
 
 use super::format::FOOTER_LEN;
 use super::*;
+use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::fs::{RandomAccessFile, WritableFile};
 use crate::iter::InternalIterator;
-use crate::key::{make_internal_key, ValueKind};
+use crate::key::{make_internal_key, LookupKey, ValueKind};
+use crate::value::{LookupResult, Value};
 use parking_lot::Mutex;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// Block read options for tests.
+fn ro(verify_checksums: bool, fill_cache: bool) -> BlockReadOptions {
+    BlockReadOptions {
+        verify_checksums,
+        fill_cache,
+    }
+}
+
+/// Looks up the user key of the internal key `ikey` as of its sequence number.
+fn get(t: &Table, ikey: &[u8], verify_checksums: bool, fill_cache: bool) -> Result<LookupResult> {
+    let p = crate::key::parse_internal_key(ikey).expect("test builds valid internal keys");
+    t.get(
+        &LookupKey::new(p.user_key, p.sequence),
+        ro(verify_checksums, fill_cache),
+    )
+}
+
+/// The found value, or a panic naming what was found instead.
+fn found(r: LookupResult) -> Value {
+    match r {
+        LookupResult::Found(v) => v,
+        other => panic!("expected a value, got {other:?}"),
+    }
+}
 
 /// A writable file appending to a shared in-memory buffer.
 struct MemWritable(Arc<Mutex<Vec<u8>>>);
@@ -189,7 +216,7 @@ fn round_trip_every_compression() {
         assert_eq!(t.approximate_offset_of(&e[0].0), 0);
         assert_eq!(t.file_number(), FILE_NUMBER);
         assert_eq!(t.path(), Path::new("/test/000042.sst"));
-        assert_eq!(collect(&mut t.iter(true, true)), e, "{c:?}");
+        assert_eq!(collect(&mut t.iter(ro(true, true))), e, "{c:?}");
         t.verify_checksums().expect("verify");
         if c != CompressionType::None {
             let raw: u64 = props.raw_key_size + props.raw_value_size;
@@ -207,13 +234,16 @@ fn empty_table() {
     let (bytes, props) = build(opts(CompressionType::Lz4), &[]);
     assert_eq!(props.num_entries, 0);
     let t = open_bytes(bytes, None).expect("open");
-    let mut it = t.iter(true, true);
+    let mut it = t.iter(ro(true, true));
     assert!(collect(&mut it).is_empty());
     it.seek_to_last();
     assert!(!it.valid());
     it.seek(&ikey(1, 1));
     assert!(!it.valid());
-    assert_eq!(t.get(&ikey(1, 1), true, true).expect("get"), None);
+    assert_eq!(
+        get(&t, &ikey(1, 1), true, true).expect("get"),
+        LookupResult::NotPresent
+    );
     t.verify_checksums().expect("verify");
 }
 
@@ -223,7 +253,7 @@ fn iterator_seek_next_prev_exact_keys() {
     let (bytes, _) = build(opts(CompressionType::Snappy), &e);
     let cache = Arc::new(BlockCache::new(1 << 20, 2));
     let t = open_bytes(bytes, Some(cache)).expect("open");
-    let mut it = t.iter(true, true);
+    let mut it = t.iter(ro(true, true));
 
     // Backwards over everything.
     let mut back = Vec::new();
@@ -310,49 +340,40 @@ fn get_hits_misses_and_deletions() {
             let k = ukey(i * 3);
             let base = i as u64 * 10;
             // Newest.
-            let (ik, v) = t
-                .get(
-                    &make_internal_key(&k, crate::key::MAX_SEQUENCE, ValueKind::Put),
-                    true,
-                    true,
-                )
-                .expect("get")
-                .expect("present");
-            let p = crate::key::parse_internal_key(&ik).expect("ikey");
-            assert_eq!(p.user_key, &k[..]);
-            assert_eq!(p.sequence, base + 3);
+            let newest = make_internal_key(&k, crate::key::MAX_SEQUENCE, ValueKind::Put);
+            let r = get(&t, &newest, true, true).expect("get");
             if i % 7 == 0 {
-                assert_eq!(p.kind, ValueKind::Delete);
+                assert_eq!(r, LookupResult::Deleted);
             } else {
+                let v = found(r);
                 assert_eq!(v, format!("v{i}.3").into_bytes());
+                // The block was cached by this read: the value points into it.
+                assert!(v.is_pinned());
             }
-            // As of a snapshot between versions.
-            let (ik, v) = t
-                .get(
-                    &make_internal_key(&k, base + 2, ValueKind::Put),
-                    true,
-                    false,
-                )
-                .expect("get")
-                .expect("present");
-            assert_eq!(
-                crate::key::parse_internal_key(&ik).expect("ikey").sequence,
-                base + 2
+            // As of a snapshot between versions, read around the cache: an owned copy.
+            let r = get(
+                &t,
+                &make_internal_key(&k, base + 2, ValueKind::Put),
+                true,
+                false,
             );
+            let v = found(r.expect("get"));
             assert_eq!(v, format!("v{i}.2").into_bytes());
             // Older than every version.
             assert_eq!(
-                t.get(&make_internal_key(&k, base, ValueKind::Put), true, true)
-                    .expect("get"),
-                None
+                get(&t, &make_internal_key(&k, base, ValueKind::Put), true, true).expect("get"),
+                LookupResult::NotPresent
             );
             // Absent keys between and after.
             assert_eq!(
-                t.get(&ikey(i * 3 + 1, 1000), true, true).expect("get"),
-                None
+                get(&t, &ikey(i * 3 + 1, 1000), true, true).expect("get"),
+                LookupResult::NotPresent
             );
         }
-        assert_eq!(t.get(&ikey(100_000, 1), true, true).expect("get"), None);
+        assert_eq!(
+            get(&t, &ikey(100_000, 1), true, true).expect("get"),
+            LookupResult::NotPresent
+        );
         assert!(cache.usage() > 0);
     }
 }
@@ -366,16 +387,21 @@ fn fill_cache_false_does_not_insert() {
     // Opening caches (and charges) the index and filter blocks, nothing else.
     let meta = cache.usage();
     assert!(meta > 0);
-    assert!(t.get(&e[5].0, true, false).expect("get").is_some());
-    collect(&mut t.iter(true, false));
+    let v = found(get(&t, &e[5].0, true, false).expect("get"));
+    assert_eq!(v, e[5].1);
+    assert!(
+        !v.is_pinned(),
+        "a block read around the cache is not pinned"
+    );
+    collect(&mut t.iter(ro(true, false)));
     assert_eq!(cache.usage(), meta);
-    assert!(t.get(&e[5].0, true, true).expect("get").is_some());
+    assert_eq!(found(get(&t, &e[5].0, true, true).expect("get")), e[5].1);
     let used = cache.usage();
     assert!(used > 0);
     // A second table gets its own cache id: no sharing of blocks at equal offsets.
     let (bytes2, _) = build(opts(CompressionType::None), &entries(3));
     let t2 = open_bytes(bytes2, Some(cache.clone())).expect("open");
-    assert_eq!(collect(&mut t2.iter(true, true)), entries(3));
+    assert_eq!(collect(&mut t2.iter(ro(true, true))), entries(3));
     assert!(cache.usage() > used);
 }
 
@@ -399,7 +425,10 @@ fn bloom_filter_in_table() {
     assert_eq!(props.filter_size, 0);
     let t = open_bytes(bytes, None).expect("open");
     assert!(t.may_contain(b"anything"));
-    assert_eq!(t.get(&ikey(n + 5, 1), true, true).expect("get"), None);
+    assert_eq!(
+        get(&t, &ikey(n + 5, 1), true, true).expect("get"),
+        LookupResult::NotPresent
+    );
 }
 
 #[test]
@@ -457,7 +486,7 @@ fn real_file_round_trip() {
     assert_eq!(props.file_size, size);
     let f = StdRandom(std::fs::File::open(&p).expect("open"));
     let t = Arc::new(Table::open(Arc::new(f), p, FILE_NUMBER, size, None).expect("open table"));
-    assert_eq!(collect(&mut t.iter(true, true)), e);
+    assert_eq!(collect(&mut t.iter(ro(true, true))), e);
 }
 
 // ---------------------------------------------------------------- corruption
@@ -473,7 +502,7 @@ fn assert_corruption<T: std::fmt::Debug>(r: Result<T>, what: &str) {
 /// ever returned.
 fn read_all(bytes: Vec<u8>, e: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
     let t = open_bytes(bytes, None)?;
-    let mut it = t.iter(true, true);
+    let mut it = t.iter(ro(true, true));
     it.seek_to_first();
     let mut i = 0;
     while it.valid() {
@@ -488,9 +517,9 @@ fn read_all(bytes: Vec<u8>, e: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
     it.status()?;
     assert_eq!(i, e.len(), "entries silently missing");
     for (k, v) in e {
-        match t.get(k, true, true)? {
-            Some((gk, gv)) => assert_eq!((&gk, &gv), (k, v), "wrong get result"),
-            None => panic!("get lost a key without an error"),
+        match get(&t, k, true, true)? {
+            LookupResult::Found(gv) => assert_eq!(&gv, v, "wrong get result"),
+            other => panic!("get lost a key without an error: {other:?}"),
         }
     }
     t.verify_checksums()
@@ -531,7 +560,7 @@ fn unverified_reads_of_damaged_blocks_never_panic() {
             let mut b = bytes.clone();
             b[pos] ^= flip;
             let Ok(t) = open_bytes(b, None) else { continue };
-            let mut it = t.iter(false, true);
+            let mut it = t.iter(ro(false, true));
             it.seek_to_first();
             let mut n = 0;
             while it.valid() && n < 10_000 {
@@ -544,7 +573,7 @@ fn unverified_reads_of_damaged_blocks_never_panic() {
                 n += 1;
             }
             for (k, _) in e.iter().step_by(7) {
-                let _ = t.get(k, false, false);
+                let _ = get(&t, k, false, false);
             }
         }
     }
@@ -665,19 +694,14 @@ fn many_versions_of_one_key_span_blocks() {
     assert!(props.num_data_blocks > 20);
     let t = open_bytes(bytes, None).expect("open");
     for s in 1..=200u64 {
-        let (k, v) = t
-            .get(&make_internal_key(b"k", s, ValueKind::Put), true, true)
-            .expect("get")
-            .expect("found");
-        assert_eq!(k, make_internal_key(b"k", s, ValueKind::Put));
-        assert_eq!(v, format!("v{s}").into_bytes());
+        let r = get(&t, &make_internal_key(b"k", s, ValueKind::Put), true, true);
+        assert_eq!(found(r.expect("get")), format!("v{s}").into_bytes());
     }
     assert_eq!(
-        t.get(&make_internal_key(b"k", 0, ValueKind::Put), true, true)
-            .expect("get"),
-        None
+        get(&t, &make_internal_key(b"k", 0, ValueKind::Put), true, true).expect("get"),
+        LookupResult::NotPresent
     );
-    let mut it = t.iter(true, true);
+    let mut it = t.iter(ro(true, true));
     for (i, (k, _)) in e.iter().enumerate() {
         it.seek(k);
         assert_eq!(it.key(), &k[..], "seek {i}");
@@ -719,11 +743,13 @@ fn large_values_and_incompressible_blocks() {
         let (bytes, props) = build(opts(c), &e);
         assert_eq!(props.num_data_blocks, 20);
         let t = open_bytes(bytes, None).expect("open");
-        assert_eq!(collect(&mut t.iter(true, true)), e);
-        assert_eq!(
-            t.get(&e[13].0, true, true).expect("get"),
-            Some(e[13].clone())
-        );
+        assert_eq!(collect(&mut t.iter(ro(true, true))), e);
+        // No block cache: every value is an owned copy, exact across the 20 blocks.
+        for (k, v) in &e {
+            let got = found(get(&t, k, true, true).expect("get"));
+            assert_eq!(&got, v);
+            assert!(!got.is_pinned());
+        }
     }
 }
 
@@ -735,9 +761,32 @@ fn evicted_index_and_filter_are_read_again() {
     let cache = Arc::new(BlockCache::new(1, 0));
     let t = open_bytes(bytes, Some(cache.clone())).expect("open");
     for (k, v) in e.iter().step_by(7) {
-        let got = t.get(k, true, true).expect("get").expect("present");
-        assert_eq!(&got.1, v);
+        let got = found(get(&t, k, true, true).expect("get"));
+        assert_eq!(&got, v);
     }
-    assert_eq!(collect(&mut t.iter(true, true)), e);
+    assert_eq!(collect(&mut t.iter(ro(true, true))), e);
     assert!(cache.usage() <= 64 << 10, "cache kept more than one entry");
+}
+
+#[test]
+fn get_names_the_file_and_block_of_a_damaged_entry() {
+    // Unverified read of a block whose first entry claims a shared prefix at a restart point:
+    // the block iterator of a point lookup carries no path, the table adds it.
+    let e = entries(100);
+    let (mut bytes, _) = build(opts(CompressionType::None), &e);
+    assert_eq!(bytes[0], 0, "first entry of the first block shares nothing");
+    bytes[0] = 5;
+    let t = open_bytes(bytes, None).expect("open");
+    match get(&t, &e[0].0, false, true) {
+        Err(Error::Corruption {
+            file,
+            offset,
+            detail,
+        }) => {
+            assert_eq!(file, path());
+            assert_eq!(offset, 0, "the damaged block starts the file");
+            assert!(detail.contains("shared prefix longer"), "{detail}");
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
 }

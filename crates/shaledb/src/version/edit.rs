@@ -48,6 +48,8 @@ pub struct FileMetaData {
     pub num_entries: u64,
     /// Number of delete tombstones.
     pub num_deletions: u64,
+    /// The file's open table once a read has opened it (not recorded in the MANIFEST).
+    pub open_table: crate::cache::OpenTable,
 }
 
 /// A change to the set of live files and counters, one MANIFEST record.
@@ -228,6 +230,7 @@ fn get_file_meta(d: &mut Decoder<'_>) -> Result<FileMetaData, String> {
         largest_seqno,
         num_entries,
         num_deletions,
+        open_table: Default::default(),
     })
 }
 
@@ -246,6 +249,7 @@ mod tests {
             largest_seqno: 5,
             num_entries: 1000,
             num_deletions: 12,
+            open_table: Default::default(),
         }
     }
 

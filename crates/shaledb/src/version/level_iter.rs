@@ -4,7 +4,7 @@
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::sst::TableIterator;
+use crate::sst::{BlockReadOptions, TableIterator};
 use crate::version::{find_file, FileMetaData};
 use std::sync::Arc;
 
@@ -12,8 +12,7 @@ use std::sync::Arc;
 pub struct LevelIterator {
     files: Vec<Arc<FileMetaData>>,
     tables: Arc<TableCache>,
-    verify_checksums: bool,
-    fill_cache: bool,
+    opts: BlockReadOptions,
     index: usize,
     current: Option<TableIterator>,
     error: Option<Error>,
@@ -24,14 +23,12 @@ impl LevelIterator {
     pub fn new(
         files: Vec<Arc<FileMetaData>>,
         tables: Arc<TableCache>,
-        verify_checksums: bool,
-        fill_cache: bool,
+        opts: BlockReadOptions,
     ) -> Self {
         LevelIterator {
             files,
             tables,
-            verify_checksums,
-            fill_cache,
+            opts,
             index: 0,
             current: None,
             error: None,
@@ -46,7 +43,7 @@ impl LevelIterator {
         };
         match self.tables.get(f.number, f.file_size) {
             Ok(t) => {
-                self.current = Some(t.iter(self.verify_checksums, self.fill_cache));
+                self.current = Some(t.iter(self.opts));
                 true
             }
             Err(e) => {

@@ -19,21 +19,11 @@ pub use set::VersionSet;
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{self, ValueKind};
-use crate::options::ReadOptions;
+use crate::key::{self, LookupKey};
+use crate::sst::BlockReadOptions;
+use crate::value::LookupResult;
 use std::cmp::Ordering;
 use std::sync::Arc;
-
-/// The result of looking a key up in one source.
-#[derive(Debug, PartialEq, Eq)]
-pub enum GetResult {
-    /// The newest visible version is this value.
-    Found(Vec<u8>),
-    /// The newest visible version is a tombstone.
-    Deleted,
-    /// No visible version here.
-    NotPresent,
-}
 
 /// The table files of every level at one moment.
 #[derive(Debug, Default)]
@@ -92,74 +82,75 @@ impl Version {
         (0..self.num_levels()).map(|l| self.level_bytes(l)).sum()
     }
 
-    /// Looks up `user_key` as of `lookup` (an internal key with the read sequence number):
-    /// L0 files newest first, then one file per deeper level. The first version found wins.
+    /// Looks `lookup`'s user key up as of its sequence number: L0 files newest first, then
+    /// one file per deeper level. The first version found wins.
     pub fn get(
         &self,
         tables: &TableCache,
-        ro: &ReadOptions,
-        lookup: &[u8],
-        user_key: &[u8],
-    ) -> Result<GetResult> {
+        opts: BlockReadOptions,
+        lookup: &LookupKey,
+    ) -> Result<LookupResult> {
+        let user_key = lookup.user_key();
         for f in self.level_files(0) {
             if user_key < f.smallest.user_key() || user_key > f.largest.user_key() {
                 continue;
             }
-            match Self::get_in_file(tables, ro, f, lookup, user_key)? {
-                GetResult::NotPresent => continue,
+            match self.get_in_file(tables, opts, f, lookup)? {
+                LookupResult::NotPresent => continue,
                 r => return Ok(r),
             }
         }
         for level in 1..self.num_levels() {
             let files = self.level_files(level);
-            let i = find_file(files, lookup);
+            let i = find_file(files, lookup.internal_key());
             let Some(f) = files.get(i) else { continue };
             if user_key < f.smallest.user_key() {
                 continue;
             }
-            match Self::get_in_file(tables, ro, f, lookup, user_key)? {
-                GetResult::NotPresent => continue,
+            match self.get_in_file(tables, opts, f, lookup)? {
+                LookupResult::NotPresent => continue,
                 r => return Ok(r),
             }
         }
-        Ok(GetResult::NotPresent)
+        Ok(LookupResult::NotPresent)
     }
 
+    /// Looks the key up in one file. The file's open table is borrowed from its metadata when
+    /// it was kept there (no table-cache lock, no reference count touched); otherwise it comes
+    /// from the table cache and, while every live file fits in the table cache, is kept in the
+    /// metadata for the next read.
     fn get_in_file(
+        &self,
         tables: &TableCache,
-        ro: &ReadOptions,
+        opts: BlockReadOptions,
         f: &FileMetaData,
-        lookup: &[u8],
-        user_key: &[u8],
-    ) -> Result<GetResult> {
-        let table = tables.get(f.number, f.file_size)?;
-        match table.get(lookup, ro.verify_checksums, ro.fill_cache)? {
-            Some((ikey, value)) => match key::parse_internal_key(&ikey) {
-                Some(p) if p.user_key == user_key => Ok(match p.kind {
-                    ValueKind::Put => GetResult::Found(value),
-                    ValueKind::Delete => GetResult::Deleted,
-                }),
-                Some(_) => Ok(GetResult::NotPresent),
-                None => Err(crate::Error::corruption(
-                    table.path(),
-                    0,
-                    "table returned an unparseable internal key",
-                )),
-            },
-            None => Ok(GetResult::NotPresent),
+        lookup: &LookupKey,
+    ) -> Result<LookupResult> {
+        if let Some(t) = f.open_table.get() {
+            return t.get(lookup, opts);
         }
+        let table = tables.get(f.number, f.file_size)?;
+        if self.num_files() <= tables.capacity() {
+            f.open_table.keep(table.clone());
+        }
+        table.get(lookup, opts)
+    }
+
+    /// Number of table files in all levels.
+    pub fn num_files(&self) -> usize {
+        self.files.iter().map(Vec::len).sum()
     }
 
     /// Appends one iterator per L0 file and one per deeper non-empty level.
     pub fn add_iterators(
         &self,
         tables: &Arc<TableCache>,
-        ro: &ReadOptions,
+        opts: BlockReadOptions,
         out: &mut Vec<Box<dyn InternalIterator>>,
     ) {
         for f in self.level_files(0) {
             match tables.get(f.number, f.file_size) {
-                Ok(t) => out.push(Box::new(t.iter(ro.verify_checksums, ro.fill_cache))),
+                Ok(t) => out.push(Box::new(t.iter(opts))),
                 Err(e) => out.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
             }
         }
@@ -169,8 +160,7 @@ impl Version {
                 out.push(Box::new(LevelIterator::new(
                     files.to_vec(),
                     tables.clone(),
-                    ro.verify_checksums,
-                    ro.fill_cache,
+                    opts,
                 )));
             }
         }
@@ -224,4 +214,121 @@ impl Version {
 /// (`files.len()` if none).
 pub fn find_file(files: &[Arc<FileMetaData>], ikey: &[u8]) -> usize {
     files.partition_point(|f| key::compare_internal(f.largest.encoded(), ikey) == Ordering::Less)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::BlockCache;
+    use crate::compression::CompressionType;
+    use crate::fs::{FileSystem, MemFileSystem};
+    use crate::key::{InternalKey, ValueKind};
+    use crate::sst::{TableBuilder, TableBuilderOptions};
+    use std::path::Path;
+
+    /// Writes table `number` holding `key{i}` -> `value{i}` (sequence 1) for i in 0..n, and
+    /// returns its metadata.
+    fn write_table(fs: &dyn FileSystem, dir: &Path, number: u64, n: usize) -> FileMetaData {
+        let path = filename::table_file(dir, number);
+        let file = fs.create(&path).expect("create");
+        let opts = TableBuilderOptions {
+            block_size: 64,
+            restart_interval: 4,
+            bloom_bits_per_key: 10,
+            compression: CompressionType::None,
+        };
+        let mut b = TableBuilder::new(opts, file, path, number);
+        let ikey = |i: usize| InternalKey::new(format!("key{i:04}").as_bytes(), 1, ValueKind::Put);
+        for i in 0..n {
+            b.add(ikey(i).encoded(), format!("value{i}").as_bytes())
+                .expect("add");
+        }
+        let props = b.finish().expect("finish");
+        FileMetaData {
+            number,
+            file_size: props.file_size,
+            smallest: ikey(0),
+            largest: ikey(n - 1),
+            smallest_seqno: 1,
+            largest_seqno: 1,
+            num_entries: n as u64,
+            num_deletions: 0,
+            open_table: Default::default(),
+        }
+    }
+
+    fn setup(max_open_files: usize) -> (Arc<TableCache>, Version) {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).expect("mkdir");
+        let meta = write_table(&*fs, dir, 5, 200);
+        let cache = Arc::new(BlockCache::new(1 << 20, 0));
+        let tables = Arc::new(TableCache::new(
+            fs,
+            dir.to_path_buf(),
+            max_open_files,
+            cache,
+        ));
+        let mut v = Version::empty(2);
+        v.files[1].push(Arc::new(meta));
+        (tables, v)
+    }
+
+    fn get(v: &Version, tables: &TableCache, key: &[u8]) -> LookupResult {
+        v.get(
+            tables,
+            BlockReadOptions::default(),
+            &LookupKey::new(key, 10),
+        )
+        .expect("get")
+    }
+
+    #[test]
+    fn get_keeps_the_open_table_in_the_file_metadata() {
+        let (tables, v) = setup(10);
+        let meta = v.files[1][0].clone();
+        assert!(meta.open_table.get().is_none());
+        let r = get(&v, &tables, b"key0123");
+        assert_eq!(r, LookupResult::Found(b"value123".to_vec().into()));
+        let kept = meta
+            .open_table
+            .get()
+            .expect("table kept in the metadata")
+            .clone();
+        // The next get reads through the kept table and finds a cached, pinned value.
+        match get(&v, &tables, b"key0123") {
+            LookupResult::Found(val) => {
+                assert_eq!(val, b"value123");
+                assert!(val.is_pinned());
+            }
+            other => panic!("expected the value, got {other:?}"),
+        }
+        assert!(Arc::ptr_eq(
+            &kept,
+            meta.open_table.get().expect("still kept")
+        ));
+        assert_eq!(get(&v, &tables, b"key0123x"), LookupResult::NotPresent);
+        assert_eq!(get(&v, &tables, b"key9999"), LookupResult::NotPresent);
+        // A metadata clone (a trivial move) shares the open table.
+        let moved = FileMetaData::clone(&meta);
+        assert!(Arc::ptr_eq(&kept, moved.open_table.get().expect("shared")));
+    }
+
+    #[test]
+    fn get_goes_through_the_table_cache_when_files_exceed_max_open_files() {
+        // A version with more files than the table cache holds keeps no table in metadata.
+        let (tables, mut v) = setup(1);
+        let extra = Arc::new(FileMetaData {
+            number: 6,
+            smallest: InternalKey::new(b"zz0", 1, ValueKind::Put),
+            largest: InternalKey::new(b"zz1", 1, ValueKind::Put),
+            ..FileMetaData::clone(&v.files[1][0])
+        });
+        v.files[1].push(extra);
+        assert_eq!(
+            get(&v, &tables, b"key0007"),
+            LookupResult::Found(b"value7".to_vec().into())
+        );
+        assert!(v.files[1][0].open_table.get().is_none());
+    }
 }

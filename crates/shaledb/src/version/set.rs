@@ -513,6 +513,7 @@ mod apply_tests {
             largest_seqno: seq,
             num_entries: 1,
             num_deletions: 0,
+            open_table: Default::default(),
         }
     }
 
@@ -598,6 +599,7 @@ mod tests {
             largest_seqno: 1,
             num_entries: 1,
             num_deletions: 0,
+            open_table: Default::default(),
         }
     }
 
