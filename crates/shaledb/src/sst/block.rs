@@ -217,6 +217,20 @@ impl BlockIter {
         }
     }
 
+    /// Rebuilds keys into `buf` (cleared) instead of a fresh buffer: an iterator moving from
+    /// block to block hands the previous block's buffer on, so a scan allocates no key buffer
+    /// per block.
+    pub fn with_key_buffer(mut self, mut buf: Vec<u8>) -> Self {
+        buf.clear();
+        self.key = buf;
+        self
+    }
+
+    /// Gives back the key buffer (see [`BlockIter::with_key_buffer`]).
+    pub fn into_key_buffer(self) -> Vec<u8> {
+        self.key
+    }
+
     /// Names the file and block offset used in corruption errors.
     pub fn with_origin(mut self, file: Arc<Path>, block_offset: u64) -> Self {
         self.file = Some(file);

@@ -406,8 +406,16 @@ impl TableIterator {
             .data_block(handle, self.verify_checksums, self.fill_cache)
         {
             Ok(block) => {
-                self.data =
-                    Some(BlockIter::new(block).with_origin(self.table.path.clone(), handle.offset));
+                let key_buf = self
+                    .data
+                    .take()
+                    .map(BlockIter::into_key_buffer)
+                    .unwrap_or_default();
+                self.data = Some(
+                    BlockIter::new(block)
+                        .with_key_buffer(key_buf)
+                        .with_origin(self.table.path.clone(), handle.offset),
+                );
                 self.data_handle = handle;
             }
             Err(e) => self.fail(e),
