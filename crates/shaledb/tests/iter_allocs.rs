@@ -152,3 +152,41 @@ fn scanning_a_table_allocates_per_block_not_per_entry() {
         );
     }
 }
+
+#[test]
+fn short_scans_on_one_iterator_allocate_nothing_per_seek_once_cached() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path(), true);
+    db.flush().expect("flush");
+    // Half the keys stay in the memtable, so the merge has a table and a memtable child.
+    for i in (0..N).step_by(2) {
+        db.put(&key(i), &value(i)).expect("put");
+    }
+    let keys: Vec<Vec<u8>> = (0..N).map(key).collect();
+    let mut it = db.iter(&ReadOptions::default());
+    // Warm the block cache and the iterator's buffers.
+    it.seek_to_first();
+    while it.valid() {
+        it.next();
+    }
+    let before = allocations();
+    let mut seen = 0usize;
+    for start in (0..N - 10).step_by(97) {
+        it.seek(&keys[start]);
+        for i in start..start + 10 {
+            assert_eq!(it.key(), keys[i].as_slice());
+            seen += 1;
+            it.next();
+        }
+        it.seek_for_prev(&keys[start + 5]);
+        assert_eq!(it.key(), keys[start + 5].as_slice());
+        it.prev();
+    }
+    let allocs = allocations() - before;
+    it.status().expect("status");
+    assert_eq!(seen, 10 * (N - 10).div_ceil(97));
+    assert!(
+        allocs <= 16,
+        "{allocs} allocations for {seen} entries in short scans"
+    );
+}

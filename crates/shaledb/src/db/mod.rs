@@ -442,7 +442,8 @@ impl DbInner {
         // Same order as `get`.
         let sv = self.super_version.load_full();
         let seq = self.read_sequence(ro);
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut children: Vec<Box<dyn InternalIterator>> =
+            Vec::with_capacity(1 + sv.imms.len() + sv.version.iterator_count());
         children.push(Box::new(sv.mem.iter()));
         for m in &sv.imms {
             children.push(Box::new(m.iter()));

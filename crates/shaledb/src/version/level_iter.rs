@@ -5,12 +5,29 @@ use crate::cache::TableCache;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::sst::TableIterator;
-use crate::version::{find_file, FileMetaData};
+use crate::version::{find_file, FileMetaData, Version};
 use std::sync::Arc;
+
+/// The files a level iterator walks.
+enum LevelFiles {
+    /// One level of a version, shared: creating an iterator copies no file list.
+    Shared(Arc<Version>, usize),
+    /// A list of its own (compaction inputs).
+    Owned(Vec<Arc<FileMetaData>>),
+}
+
+impl LevelFiles {
+    fn as_slice(&self) -> &[Arc<FileMetaData>] {
+        match self {
+            LevelFiles::Shared(v, level) => v.level_files(*level),
+            LevelFiles::Owned(files) => files,
+        }
+    }
+}
 
 /// A concatenation of the tables of one level (L1 and deeper).
 pub struct LevelIterator {
-    files: Vec<Arc<FileMetaData>>,
+    files: LevelFiles,
     tables: Arc<TableCache>,
     verify_checksums: bool,
     fill_cache: bool,
@@ -23,6 +40,36 @@ impl LevelIterator {
     /// Iterates `files`, which must be sorted and non-overlapping.
     pub fn new(
         files: Vec<Arc<FileMetaData>>,
+        tables: Arc<TableCache>,
+        verify_checksums: bool,
+        fill_cache: bool,
+    ) -> Self {
+        Self::with_files(
+            LevelFiles::Owned(files),
+            tables,
+            verify_checksums,
+            fill_cache,
+        )
+    }
+
+    /// Iterates the files of `level` (1 or deeper) of `version`, which it keeps alive.
+    pub fn over_level(
+        version: Arc<Version>,
+        level: usize,
+        tables: Arc<TableCache>,
+        verify_checksums: bool,
+        fill_cache: bool,
+    ) -> Self {
+        Self::with_files(
+            LevelFiles::Shared(version, level),
+            tables,
+            verify_checksums,
+            fill_cache,
+        )
+    }
+
+    fn with_files(
+        files: LevelFiles,
         tables: Arc<TableCache>,
         verify_checksums: bool,
         fill_cache: bool,
@@ -41,7 +88,7 @@ impl LevelIterator {
     fn open(&mut self, index: usize) -> bool {
         self.current = None;
         self.index = index;
-        let Some(f) = self.files.get(index) else {
+        let Some(f) = self.files.as_slice().get(index) else {
             return false;
         };
         match self.tables.get(f.number, f.file_size) {
@@ -115,7 +162,7 @@ impl InternalIterator for LevelIterator {
     }
     fn seek_to_last(&mut self) {
         self.error = None;
-        let Some(last) = self.files.len().checked_sub(1) else {
+        let Some(last) = self.files.as_slice().len().checked_sub(1) else {
             self.current = None;
             return;
         };
@@ -128,7 +175,7 @@ impl InternalIterator for LevelIterator {
     }
     fn seek(&mut self, target: &[u8]) {
         self.error = None;
-        let i = find_file(&self.files, target);
+        let i = find_file(self.files.as_slice(), target);
         if self.open(i) {
             if let Some(c) = &mut self.current {
                 c.seek(target);
@@ -162,5 +209,104 @@ impl InternalIterator for LevelIterator {
             Some(c) => c.status(),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::ShardedCache;
+    use crate::compaction::job::{write_tables, OutputSpec};
+    use crate::fs::{FileSystem, MemFileSystem};
+    use crate::iter::merging::VecIterator;
+    use crate::key::{make_internal_key, ValueKind};
+    use crate::options::{Options, ReadOptions};
+    use std::path::Path;
+    use std::sync::atomic::AtomicBool;
+
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+    /// Writes `n` entries into L1 tables of about 2 KiB each; returns the version and entries.
+    fn level_one(n: usize) -> (Arc<Version>, Arc<TableCache>, Entries) {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).expect("mkdir");
+        let tables = Arc::new(TableCache::new(
+            fs.clone(),
+            dir.to_path_buf(),
+            100,
+            Arc::new(ShardedCache::new(1 << 20, 2)),
+        ));
+        let entries: Entries = (0..n)
+            .map(|i| {
+                (
+                    make_internal_key(format!("key{i:05}").as_bytes(), 1, ValueKind::Put),
+                    format!("value{i}").into_bytes(),
+                )
+            })
+            .collect();
+        let opts = Options::default();
+        let spec = OutputSpec {
+            fs: &fs,
+            dir,
+            opts: &opts,
+            tables: &tables,
+            level: 1,
+            max_file_size: 2048,
+        };
+        let mut number = 10;
+        let files = write_tables(
+            &spec,
+            &mut VecIterator::new(entries.clone()),
+            None,
+            &mut || {
+                number += 1;
+                number
+            },
+            &AtomicBool::new(false),
+        )
+        .expect("write tables");
+        assert!(files.len() > 5, "{} files", files.len());
+        let mut version = Version::empty(3);
+        version.files[1] = files.into_iter().map(Arc::new).collect();
+        (Arc::new(version), tables, entries)
+    }
+
+    #[test]
+    fn new_iterators_share_the_level_file_list() {
+        let (version, tables, entries) = level_one(2000);
+        let counts = |v: &Version| -> Vec<usize> {
+            v.level_files(1).iter().map(Arc::strong_count).collect()
+        };
+        let before = counts(&version);
+        assert!(before.iter().all(|&c| c == 1));
+        let mut children = Vec::new();
+        version.add_iterators(&tables, &ReadOptions::default(), &mut children);
+        assert_eq!(children.len(), 1);
+        // No file's reference count moved: the iterator holds the version, not a copy.
+        assert_eq!(counts(&version), before);
+        assert_eq!(Arc::strong_count(&version), 2);
+
+        let it = &mut children[0];
+        it.seek_to_first();
+        let mut forward = Vec::new();
+        while it.valid() {
+            forward.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        assert_eq!(forward, entries);
+        it.seek_to_last();
+        let mut backward = Vec::new();
+        while it.valid() {
+            backward.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        backward.reverse();
+        assert_eq!(backward, entries);
+        it.seek(&entries[1234].0);
+        assert_eq!(it.key(), &entries[1234].0[..]);
+        it.status().expect("status");
+        drop(children);
+        assert_eq!(Arc::strong_count(&version), 1);
     }
 }
