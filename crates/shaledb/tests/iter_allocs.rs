@@ -190,3 +190,43 @@ fn short_scans_on_one_iterator_allocate_nothing_per_seek_once_cached() {
         "{allocs} allocations for {seen} entries in short scans"
     );
 }
+
+fn table_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+        .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn compaction_allocates_per_block_not_per_entry() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path(), true);
+    db.flush().expect("flush");
+    for i in 0..N {
+        db.put(&key(i), &value(i + 1)).expect("put");
+    }
+    db.flush().expect("flush");
+    // Blocks read (both inputs) plus blocks written (about one input's worth).
+    let blocks = 3 * table_bytes(dir.path()) / 2 / BLOCK_SIZE as u64 + 1;
+    // `compact_range` runs the compaction on this thread.
+    let before = allocations();
+    db.compact_range(None, None).expect("compact");
+    let allocs = allocations() - before;
+    assert!(
+        allocs <= 4 * blocks + 512,
+        "{allocs} allocations to compact {} entries through about {blocks} blocks",
+        2 * N
+    );
+    let mut it = db.iter(&ReadOptions::default());
+    it.seek_to_first();
+    let mut seen = 0;
+    while it.valid() {
+        assert_eq!(it.value(), value(seen + 1).as_slice());
+        seen += 1;
+        it.next();
+    }
+    assert_eq!(seen, N);
+}

@@ -45,6 +45,9 @@ pub struct OutputSpec<'a> {
 struct Output {
     builder: TableBuilder,
     meta: FileMetaData,
+    /// The last key added; becomes `meta.largest` when the output is finished (kept in one
+    /// buffer rather than copied into `meta` per entry).
+    largest: Vec<u8>,
 }
 
 /// Writes the entries of `input` (positioned by this function) into new tables. Returns the
@@ -94,7 +97,9 @@ fn write_inner(
     done: &mut Vec<FileMetaData>,
     current: &mut Option<Output>,
 ) -> Result<()> {
-    let mut current_user_key: Option<Vec<u8>> = None;
+    // The user key of the previous entry, in a buffer reused for every key.
+    let mut current_user_key: Vec<u8> = Vec::new();
+    let mut has_current_user_key = false;
     let mut last_sequence_for_key = SequenceNumber::MAX;
     let mut counter = 0u32;
     input.seek_to_first();
@@ -111,7 +116,7 @@ fn write_inner(
                 "compaction input holds an unparseable internal key",
             )
         })?;
-        let new_user_key = current_user_key.as_deref() != Some(p.user_key);
+        let new_user_key = !has_current_user_key || current_user_key.as_slice() != p.user_key;
         if new_user_key {
             // Cut only between user keys so one key's versions never span two files of a level.
             let full = current
@@ -122,7 +127,9 @@ fn write_inner(
                     done.push(finish_output(spec, o)?);
                 }
             }
-            current_user_key = Some(p.user_key.to_vec());
+            current_user_key.clear();
+            current_user_key.extend_from_slice(p.user_key);
+            has_current_user_key = true;
             last_sequence_for_key = SequenceNumber::MAX;
         }
         let mut drop = false;
@@ -151,7 +158,8 @@ fn write_inner(
                 if m.num_entries == 0 {
                     m.smallest = InternalKey(ikey.to_vec());
                 }
-                m.largest = InternalKey(ikey.to_vec());
+                o.largest.clear();
+                o.largest.extend_from_slice(ikey);
                 m.smallest_seqno = m.smallest_seqno.min(p.sequence);
                 m.largest_seqno = m.largest_seqno.max(p.sequence);
                 m.num_entries += 1;
@@ -198,11 +206,13 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
             num_entries: 0,
             num_deletions: 0,
         },
+        largest: Vec::new(),
     })
 }
 
 fn finish_output(spec: &OutputSpec<'_>, o: Output) -> Result<FileMetaData> {
     let mut meta = o.meta;
+    meta.largest = InternalKey(o.largest);
     let props = o.builder.finish()?;
     meta.file_size = props.file_size;
     // Read the new table back before anything refers to it.

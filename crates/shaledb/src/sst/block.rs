@@ -68,6 +68,15 @@ impl BlockBuilder {
         self.num_entries += 1;
     }
 
+    /// Gives the builder a buffer (typically the contents `finish` returned, once written) to
+    /// build the next block in, so a table's data blocks reuse one allocation.
+    pub(crate) fn reuse_buffer(&mut self, mut buf: Vec<u8>) {
+        if self.buf.is_empty() && self.buf.capacity() < buf.capacity() {
+            buf.clear();
+            self.buf = buf;
+        }
+    }
+
     /// Size of the block if finished now.
     pub(crate) fn size_estimate(&self) -> usize {
         self.buf.len() + self.restarts.len() * 4 + 4

@@ -309,4 +309,26 @@ mod tests {
         drop(children);
         assert_eq!(Arc::strong_count(&version), 1);
     }
+
+    #[test]
+    fn compaction_outputs_record_their_first_and_last_keys() {
+        let (version, tables, entries) = level_one(2000);
+        let mut next = 0;
+        for f in version.level_files(1) {
+            let table = tables.get(f.number, f.file_size).expect("open");
+            let mut it = table.iter(true, false);
+            it.seek_to_first();
+            assert_eq!(f.smallest.encoded(), &entries[next].0[..]);
+            let mut n = 0;
+            while it.valid() {
+                assert_eq!(it.key(), &entries[next].0[..]);
+                next += 1;
+                n += 1;
+                it.next();
+            }
+            assert_eq!(f.largest.encoded(), &entries[next - 1].0[..]);
+            assert_eq!(f.num_entries, n);
+        }
+        assert_eq!(next, entries.len());
+    }
 }
