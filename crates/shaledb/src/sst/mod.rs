@@ -9,6 +9,7 @@ mod builder;
 mod filter;
 mod format;
 mod properties;
+mod readahead;
 mod table;
 
 #[cfg(test)]
@@ -16,6 +17,7 @@ mod tests;
 
 pub use block::{Block, BlockIter};
 pub use builder::TableBuilder;
+pub use readahead::COMPACTION_READAHEAD;
 pub use table::{Table, TableIterator};
 
 use crate::compression::CompressionType;

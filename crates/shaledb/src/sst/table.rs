@@ -5,8 +5,10 @@ use super::block::{Block, BlockIter};
 use super::builder::{FILTER_META_KEY, PROPERTIES_META_KEY};
 use super::filter::{self, BloomFilter};
 use super::format::{
-    decode_handle_value, read_at, read_block, read_block_contents, Footer, FOOTER_LEN,
+    decode_handle_value, read_at, read_block, read_block_contents, read_block_with, Footer,
+    FOOTER_LEN,
 };
+use super::readahead::Readahead;
 use super::{properties, BlockCache, BlockHandle, TableProperties};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
@@ -208,6 +210,7 @@ impl Table {
             data_handle: BlockHandle::default(),
             verify_checksums,
             fill_cache,
+            readahead: Readahead::auto(),
             error: None,
         }
     }
@@ -350,17 +353,29 @@ impl Table {
         verify_checksums: bool,
         fill_cache: bool,
     ) -> Result<Arc<Block>> {
+        self.data_block_with(handle, verify_checksums, fill_cache, None)
+    }
+
+    /// [`Table::data_block`], reading a missing block through `readahead` if given.
+    fn data_block_with(
+        &self,
+        handle: BlockHandle,
+        verify_checksums: bool,
+        fill_cache: bool,
+        readahead: Option<&mut Readahead>,
+    ) -> Result<Arc<Block>> {
         let key = (self.cache_id, handle.offset);
         if let Some(b) = self.cached::<Block>(&key) {
             return Ok(b);
         }
-        let block = Arc::new(read_block(
+        let block = Arc::new(read_block_with(
             &*self.file,
             &self.path,
             handle,
             self.data_end,
             verify_checksums,
             "data block",
+            readahead,
         )?);
         if fill_cache {
             if let Some(cache) = &self.cache {
@@ -380,10 +395,19 @@ pub struct TableIterator {
     data_handle: BlockHandle,
     verify_checksums: bool,
     fill_cache: bool,
+    /// Data blocks missing from the cache are read through this (see `readahead.rs`).
+    readahead: Readahead,
     error: Option<Error>,
 }
 
 impl TableIterator {
+    /// Reads blocks with the fixed compaction readahead ([`crate::sst::COMPACTION_READAHEAD`])
+    /// instead of the automatic one: a compaction reads every block of its inputs in order.
+    pub fn with_compaction_readahead(mut self) -> Self {
+        self.readahead = Readahead::fixed(super::COMPACTION_READAHEAD);
+        self
+    }
+
     /// Loads the data block the index iterator points at (keeps the current one if it is the
     /// same block). On error, records it and leaves no data iterator.
     fn init_data_block(&mut self) {
@@ -401,10 +425,12 @@ impl TableIterator {
         if self.data.is_some() && handle == self.data_handle {
             return;
         }
-        match self
-            .table
-            .data_block(handle, self.verify_checksums, self.fill_cache)
-        {
+        match self.table.data_block_with(
+            handle,
+            self.verify_checksums,
+            self.fill_cache,
+            Some(&mut self.readahead),
+        ) {
             Ok(block) => {
                 let key_buf = self
                     .data

@@ -31,6 +31,8 @@ pub struct LevelIterator {
     tables: Arc<TableCache>,
     verify_checksums: bool,
     fill_cache: bool,
+    /// Read each table with the fixed compaction readahead.
+    compaction_readahead: bool,
     index: usize,
     current: Option<TableIterator>,
     error: Option<Error>,
@@ -79,10 +81,17 @@ impl LevelIterator {
             tables,
             verify_checksums,
             fill_cache,
+            compaction_readahead: false,
             index: 0,
             current: None,
             error: None,
         }
+    }
+
+    /// Reads every table with the fixed compaction readahead (see `sst/readahead.rs`).
+    pub fn with_compaction_readahead(mut self) -> Self {
+        self.compaction_readahead = true;
+        self
     }
 
     fn open(&mut self, index: usize) -> bool {
@@ -93,7 +102,12 @@ impl LevelIterator {
         };
         match self.tables.get(f.number, f.file_size) {
             Ok(t) => {
-                self.current = Some(t.iter(self.verify_checksums, self.fill_cache));
+                let it = t.iter(self.verify_checksums, self.fill_cache);
+                self.current = Some(if self.compaction_readahead {
+                    it.with_compaction_readahead()
+                } else {
+                    it
+                });
                 true
             }
             Err(e) => {
