@@ -173,8 +173,8 @@ fn short_scans_on_one_iterator_allocate_nothing_per_seek_once_cached() {
     let mut seen = 0usize;
     for start in (0..N - 10).step_by(97) {
         it.seek(&keys[start]);
-        for i in start..start + 10 {
-            assert_eq!(it.key(), keys[i].as_slice());
+        for expected in &keys[start..start + 10] {
+            assert_eq!(it.key(), expected.as_slice());
             seen += 1;
             it.next();
         }

@@ -442,6 +442,8 @@ mod tests {
         }
     }
 
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
     /// The model: every entry tagged with its child index, sorted by (internal key, child).
     struct Model {
         entries: Vec<(Vec<u8>, usize)>,
@@ -463,10 +465,7 @@ mod tests {
         }
     }
 
-    fn random_children(
-        rng: &mut rand::rngs::StdRng,
-        n_children: usize,
-    ) -> (Vec<Vec<(Vec<u8>, Vec<u8>)>>, Model) {
+    fn random_children(rng: &mut rand::rngs::StdRng, n_children: usize) -> (Vec<Entries>, Model) {
         use rand::Rng;
         let mut lists = Vec::new();
         let mut all = Vec::new();

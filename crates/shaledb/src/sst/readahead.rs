@@ -238,7 +238,7 @@ mod tests {
         let mut ra = Readahead::auto();
         let path = Path::new("t.sst");
         let limit = 8 << 20;
-        let mut read = |ra: &mut Readahead, off: usize| {
+        let read = |ra: &mut Readahead, off: usize| {
             let got = ra
                 .read(&file, path, off as u64, 1000, limit, "data block")
                 .expect("read");
