@@ -94,7 +94,14 @@ impl LevelIterator {
         self
     }
 
+    /// Makes the table at `index` current. A seek that lands in the table already open keeps
+    /// its iterator (and so its loaded blocks and readahead state) instead of reopening it.
     fn open(&mut self, index: usize) -> bool {
+        // An iterator that met an error is dropped as soon as it is seen, so a current one is
+        // healthy.
+        if index == self.index && self.current.is_some() {
+            return true;
+        }
         self.current = None;
         self.index = index;
         let Some(f) = self.files.as_slice().get(index) else {
@@ -317,8 +324,23 @@ mod tests {
         }
         backward.reverse();
         assert_eq!(backward, entries);
-        it.seek(&entries[1234].0);
-        assert_eq!(it.key(), &entries[1234].0[..]);
+        // Seeks within the open table and across tables, each followed by steps both ways.
+        for &i in &[1234, 1240, 1235, 0, 1999, 700, 701, 1500, 3] {
+            it.seek(&entries[i].0);
+            assert_eq!(it.key(), &entries[i].0[..]);
+            it.next();
+            match entries.get(i + 1) {
+                Some(e) => assert_eq!(it.key(), &e.0[..]),
+                None => assert!(!it.valid()),
+            }
+            it.seek(&entries[i].0);
+            it.prev();
+            if i > 0 {
+                assert_eq!(it.key(), &entries[i - 1].0[..]);
+            } else {
+                assert!(!it.valid());
+            }
+        }
         it.status().expect("status");
         drop(children);
         assert_eq!(Arc::strong_count(&version), 1);
