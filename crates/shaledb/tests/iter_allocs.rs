@@ -230,3 +230,42 @@ fn compaction_allocates_per_block_not_per_entry() {
     }
     assert_eq!(seen, N);
 }
+
+/// YCSB E's shape: a new iterator per short scan. Its setup allocates per child (the boxed
+/// child, its index and data block key buffers) plus a few for the merge and the pin; nothing
+/// per file of a level and nothing per entry.
+#[test]
+fn a_short_scan_on_a_new_iterator_allocates_per_child() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path(), true);
+    db.flush().expect("flush");
+    for round in 1..=4 {
+        for i in (0..N).step_by(5) {
+            db.put(&key(i), &value(i + round)).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    // The memtable and five L0 tables.
+    let children = 6;
+    let keys: Vec<Vec<u8>> = (0..N).map(key).collect();
+    let scans = (0..N - 10).step_by(997).count() as u64;
+    for pass in 0..2 {
+        let before = allocations();
+        for start in (0..N - 10).step_by(997) {
+            let mut it = db.iter(&ReadOptions::default());
+            it.seek(&keys[start]);
+            for expected in &keys[start..start + 10] {
+                assert_eq!(it.key(), expected.as_slice());
+                it.next();
+            }
+        }
+        let per_scan = (allocations() - before) / scans;
+        if pass == 1 {
+            // Blocks are cached by now; only the iterator's setup allocates.
+            assert!(
+                per_scan <= 4 * children + 8,
+                "{per_scan} allocations per short scan"
+            );
+        }
+    }
+}
