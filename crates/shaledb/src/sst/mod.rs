@@ -15,7 +15,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-pub use block::{Block, BlockIter};
+pub use block::{Block, BlockIter, BlockIterBuffers};
 pub use builder::TableBuilder;
 pub use readahead::COMPACTION_READAHEAD;
 pub use table::{Table, TableIterator};

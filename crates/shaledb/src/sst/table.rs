@@ -432,14 +432,14 @@ impl TableIterator {
             Some(&mut self.readahead),
         ) {
             Ok(block) => {
-                let key_buf = self
+                let buffers = self
                     .data
                     .take()
-                    .map(BlockIter::into_key_buffer)
+                    .map(BlockIter::into_buffers)
                     .unwrap_or_default();
                 self.data = Some(
                     BlockIter::new(block)
-                        .with_key_buffer(key_buf)
+                        .with_buffers(buffers)
                         .with_origin(self.table.path.clone(), handle.offset),
                 );
                 self.data_handle = handle;
