@@ -46,6 +46,9 @@ pub struct OutputSpec<'a> {
 struct Output {
     builder: TableBuilder,
     meta: FileMetaData,
+    /// The last key added; becomes `meta.largest` when the output is finished (kept in one
+    /// buffer rather than copied into `meta` per entry).
+    largest: Vec<u8>,
 }
 
 /// Writes the entries of `input` (positioned by this function) into new tables. Returns the
@@ -135,7 +138,8 @@ fn write_inner(
                 if m.num_entries == 0 {
                     m.smallest = InternalKey(ikey.to_vec());
                 }
-                m.largest = InternalKey(ikey.to_vec());
+                o.largest.clear();
+                o.largest.extend_from_slice(ikey);
                 m.smallest_seqno = m.smallest_seqno.min(p.sequence);
                 m.largest_seqno = m.largest_seqno.max(p.sequence);
                 m.num_entries += 1;
@@ -223,11 +227,13 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
             num_deletions: 0,
             open_table: Default::default(),
         },
+        largest: Vec::new(),
     })
 }
 
 fn finish_output(spec: &OutputSpec<'_>, o: Output) -> Result<FileMetaData> {
     let mut meta = o.meta;
+    meta.largest = InternalKey(o.largest);
     let props = o.builder.finish()?;
     meta.file_size = props.file_size;
     if !spec.opts.paranoid_checks {

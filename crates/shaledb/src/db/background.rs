@@ -291,21 +291,19 @@ impl DbInner {
         if c.level == 0 {
             for f in &c.inputs[0] {
                 let t = self.tables.get(f.number, f.file_size)?;
-                children.push(Box::new(t.iter(opts)));
+                children.push(Box::new(t.iter(opts).with_compaction_readahead()));
             }
         } else {
-            children.push(Box::new(LevelIterator::new(
-                c.inputs[0].clone(),
-                self.tables.clone(),
-                opts,
-            )));
+            children.push(Box::new(
+                LevelIterator::new(c.inputs[0].clone(), self.tables.clone(), opts)
+                    .with_compaction_readahead(),
+            ));
         }
         if !c.inputs[1].is_empty() {
-            children.push(Box::new(LevelIterator::new(
-                c.inputs[1].clone(),
-                self.tables.clone(),
-                opts,
-            )));
+            children.push(Box::new(
+                LevelIterator::new(c.inputs[1].clone(), self.tables.clone(), opts)
+                    .with_compaction_readahead(),
+            ));
         }
         let mut merged = MergingIterator::new(children);
         let spec = OutputSpec {

@@ -379,7 +379,8 @@ impl DbInner {
         seq: SequenceNumber,
         ro: &ReadOptions,
     ) -> DbIterator {
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut children: Vec<Box<dyn InternalIterator>> =
+            Vec::with_capacity(1 + sv.imms.len() + sv.version.iterator_count());
         children.push(Box::new(sv.mem.iter()));
         for m in &sv.imms {
             children.push(Box::new(m.iter()));

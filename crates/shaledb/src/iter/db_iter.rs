@@ -46,6 +46,8 @@ pub struct DbIterator {
     saved_value: Vec<u8>,
     /// An entry the inner iterator produced that is not an internal key; ends iteration.
     error: Option<Error>,
+    /// The internal key a seek positions the inner iterator at; reused across seeks.
+    lookup: Vec<u8>,
     // Keeps the memtables, version and snapshot this iterator reads alive.
     _pin: Option<Arc<dyn Any + Send + Sync>>,
 }
@@ -69,6 +71,7 @@ impl DbIterator {
             saved_key: Vec::new(),
             saved_value: Vec::new(),
             error: None,
+            lookup: Vec::new(),
             _pin: pin,
         }
     }
@@ -129,23 +132,24 @@ impl DbIterator {
 
     /// Positions at the first key.
     pub fn seek_to_first(&mut self) {
-        match self.lower.clone() {
-            Some(l) => self.seek(&l),
-            None => {
-                self.direction = Direction::Forward;
-                self.inner.seek_to_first();
-                self.find_next_user_entry(false);
-            }
+        if self.lower.is_some() {
+            // `seek` raises any target to the lower bound.
+            self.seek(&[]);
+        } else {
+            self.direction = Direction::Forward;
+            self.inner.seek_to_first();
+            self.find_next_user_entry(false);
         }
     }
 
     /// Positions at the last key.
     pub fn seek_to_last(&mut self) {
-        match self.upper.clone() {
+        match &self.upper {
             Some(u) => {
                 // Last entry strictly below the upper bound.
-                self.inner
-                    .seek(&key::make_internal_key(&u, MAX_SEQUENCE, KIND_FOR_SEEK));
+                self.lookup.clear();
+                key::append_internal_key(&mut self.lookup, u, MAX_SEQUENCE, KIND_FOR_SEEK);
+                self.inner.seek(&self.lookup);
                 if self.inner.valid() {
                     self.inner.prev();
                 } else if self.inner.status().is_ok() {
@@ -165,17 +169,15 @@ impl DbIterator {
 
     fn seek_slice(&mut self, target: &[u8]) {
         let target = match &self.lower {
-            Some(l) if target < l.as_slice() => l.clone(),
-            _ => target.to_vec(),
+            Some(l) if target < l.as_slice() => l.as_slice(),
+            _ => target,
         };
+        self.lookup.clear();
+        key::append_internal_key(&mut self.lookup, target, self.sequence, KIND_FOR_SEEK);
         self.direction = Direction::Forward;
         self.saved_key.clear();
         self.saved_value.clear();
-        self.inner.seek(&key::make_internal_key(
-            &target,
-            self.sequence,
-            KIND_FOR_SEEK,
-        ));
+        self.inner.seek(&self.lookup);
         self.find_next_user_entry(false);
     }
 
@@ -192,8 +194,9 @@ impl DbIterator {
             }
         }
         // The smallest internal key for `target` is (target, 0, Delete): the last of its entries.
-        self.inner
-            .seek(&key::make_internal_key(target, 0, ValueKind::Delete));
+        self.lookup.clear();
+        key::append_internal_key(&mut self.lookup, target, 0, ValueKind::Delete);
+        self.inner.seek(&self.lookup);
         if self.inner.valid() {
             if key::user_key(self.inner.key()) > target {
                 self.inner.prev();

@@ -69,6 +69,15 @@ impl BlockBuilder {
         self.num_entries += 1;
     }
 
+    /// Gives the builder a buffer (typically the contents `finish` returned, once written) to
+    /// build the next block in, so a table's data blocks reuse one allocation.
+    pub(crate) fn reuse_buffer(&mut self, mut buf: Vec<u8>) {
+        if self.buf.is_empty() && self.buf.capacity() < buf.capacity() {
+            buf.clear();
+            self.buf = buf;
+        }
+    }
+
     /// Size of the block if finished now.
     pub(crate) fn size_estimate(&self) -> usize {
         self.buf.len() + self.restarts.len() * 4 + 4
@@ -190,6 +199,38 @@ pub struct BlockIter<B: Deref<Target = Block> = Arc<Block>> {
     value: (usize, usize),
     valid: bool,
     error: Option<Error>,
+    prev_cache: PrevCache,
+}
+
+/// The entries of one restart interval, decoded by a `prev` that had to scan forward from the
+/// restart point: the following `prev` calls inside that interval restore an entry from here
+/// instead of scanning again (RocksDB's block iterator does the same). The block never
+/// changes, so cached entries stay right for the iterator's life.
+#[derive(Default)]
+struct PrevCache {
+    /// The restart interval the entries belong to.
+    restart_index: usize,
+    /// In block order.
+    entries: Vec<CachedEntry>,
+    /// The entries' full keys, back to back.
+    keys: Vec<u8>,
+}
+
+#[derive(Clone, Copy)]
+struct CachedEntry {
+    offset: usize,
+    next_offset: usize,
+    key: (usize, usize),
+    value: (usize, usize),
+}
+
+/// The buffers a block iterator allocates as it is used, handed from one block's iterator to
+/// the next (see [`BlockIter::with_buffers`]).
+#[derive(Default)]
+pub struct BlockIterBuffers {
+    key: Vec<u8>,
+    prev_entries: Vec<CachedEntry>,
+    prev_keys: Vec<u8>,
 }
 
 impl<B: Deref<Target = Block>> BlockIter<B> {
@@ -217,7 +258,69 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
             value: (0, 0),
             valid: false,
             error: None,
+            prev_cache: PrevCache::default(),
         }
+    }
+
+    /// Works in `buffers` (cleared) instead of fresh ones: an iterator moving from block to
+    /// block hands the previous block's buffers on, so a scan allocates none per block.
+    pub fn with_buffers(mut self, buffers: BlockIterBuffers) -> Self {
+        let BlockIterBuffers {
+            mut key,
+            mut prev_entries,
+            mut prev_keys,
+        } = buffers;
+        key.clear();
+        prev_entries.clear();
+        prev_keys.clear();
+        self.key = key;
+        self.prev_cache.entries = prev_entries;
+        self.prev_cache.keys = prev_keys;
+        self
+    }
+
+    /// Gives back the buffers (see [`BlockIter::with_buffers`]).
+    pub fn into_buffers(self) -> BlockIterBuffers {
+        BlockIterBuffers {
+            key: self.key,
+            prev_entries: self.prev_cache.entries,
+            prev_keys: self.prev_cache.keys,
+        }
+    }
+
+    /// Moves to the cached entry just before the one at `original`, if the cache has it.
+    fn prev_from_cache(&mut self, original: usize) -> bool {
+        let cache = &self.prev_cache;
+        let Ok(i) = cache.entries.binary_search_by_key(&original, |e| e.offset) else {
+            return false;
+        };
+        let Some(e) = i.checked_sub(1).and_then(|j| cache.entries.get(j)).copied() else {
+            return false;
+        };
+        let Some(key) = cache.keys.get(e.key.0..e.key.1) else {
+            return false;
+        };
+        self.key.clear();
+        self.key.extend_from_slice(key);
+        self.current = e.offset;
+        self.next_offset = e.next_offset;
+        self.value = e.value;
+        self.restart_index = cache.restart_index;
+        self.valid = true;
+        true
+    }
+
+    /// Records the entry just decoded in the prev cache.
+    fn cache_current_entry(&mut self) {
+        let cache = &mut self.prev_cache;
+        let start = cache.keys.len();
+        cache.keys.extend_from_slice(&self.key);
+        cache.entries.push(CachedEntry {
+            offset: self.current,
+            next_offset: self.next_offset,
+            key: (start, cache.keys.len()),
+            value: self.value,
+        });
     }
 
     /// Names the file and block offset used in corruption errors.
@@ -437,7 +540,11 @@ impl<B: Deref<Target = Block> + Send> InternalIterator for BlockIter<B> {
             return;
         }
         let original = self.current;
-        // Back up to a restart point strictly before the current entry, then scan forward.
+        if self.prev_from_cache(original) {
+            return;
+        }
+        // Back up to a restart point strictly before the current entry, then scan forward,
+        // caching the entries decoded on the way for the next `prev` calls.
         while self.block.restart_point(self.restart_index) >= original {
             if self.restart_index == 0 {
                 self.invalidate();
@@ -446,7 +553,15 @@ impl<B: Deref<Target = Block> + Send> InternalIterator for BlockIter<B> {
             self.restart_index -= 1;
         }
         self.seek_to_restart(self.restart_index);
-        while self.parse_next() && self.next_offset < original {}
+        self.prev_cache.restart_index = self.restart_index;
+        self.prev_cache.entries.clear();
+        self.prev_cache.keys.clear();
+        while self.parse_next() {
+            self.cache_current_entry();
+            if self.next_offset >= original {
+                break;
+            }
+        }
     }
 
     fn key(&self) -> &[u8] {
@@ -528,6 +643,56 @@ mod tests {
                 assert_eq!(back, e, "interval {interval} n {n} backwards");
                 assert!(it.status().is_ok());
             }
+        }
+    }
+
+    #[test]
+    fn random_moves_match_a_model_with_the_prev_cache() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0xb10c);
+        for interval in [1, 2, 3, 7, 16, 1000] {
+            let e = entries(150);
+            let block = build(&e, interval);
+            // One iterator per block, handed its predecessor's buffers as a table does.
+            let mut it = BlockIter::new(block.clone())
+                .with_buffers(BlockIter::new(build(&entries(40), 5)).into_buffers());
+            let mut pos: Option<usize> = None;
+            for step in 0..3000 {
+                match rng.gen_range(0..10) {
+                    0 => {
+                        it.seek_to_last();
+                        pos = Some(e.len() - 1);
+                    }
+                    1 => {
+                        let i = rng.gen_range(0..e.len());
+                        it.seek(&e[i].0);
+                        pos = Some(i);
+                    }
+                    2..=3 => {
+                        if pos.is_none() {
+                            continue;
+                        }
+                        it.next();
+                        pos = pos.map(|p| p + 1).filter(|&p| p < e.len());
+                    }
+                    _ => {
+                        if pos.is_none() {
+                            continue;
+                        }
+                        it.prev();
+                        pos = pos.and_then(|p| p.checked_sub(1));
+                    }
+                }
+                match pos {
+                    Some(p) => {
+                        assert!(it.valid(), "interval {interval} step {step}");
+                        assert_eq!(it.key(), &e[p].0[..], "interval {interval} step {step}");
+                        assert_eq!(it.value(), &e[p].1[..], "interval {interval} step {step}");
+                    }
+                    None => assert!(!it.valid(), "interval {interval} step {step}"),
+                }
+            }
+            assert!(it.status().is_ok());
         }
     }
 

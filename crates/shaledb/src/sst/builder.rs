@@ -213,7 +213,10 @@ impl TableBuilder {
             return Ok(());
         }
         let raw = self.data_block.finish();
-        let h = self.write_block(&raw, self.opts.compression)?;
+        let h = self.write_block(&raw, self.opts.compression);
+        // The next block grows into the same buffer instead of a fresh one.
+        self.data_block.reuse_buffer(raw);
+        let h = h?;
         self.props.num_data_blocks += 1;
         self.props.data_size += h.size + BLOCK_TRAILER_LEN as u64;
         self.pending_index = Some(h);
@@ -221,6 +224,10 @@ impl TableBuilder {
     }
 
     fn write_block(&mut self, raw: &[u8], kind: CompressionType) -> Result<BlockHandle> {
+        if kind == CompressionType::None {
+            // Stored as is: no need to copy it into `stored` first.
+            return self.write_stored(raw, kind);
+        }
         let kind = maybe_compress(raw, kind, &mut self.scratch, &mut self.stored);
         let stored = std::mem::take(&mut self.stored);
         let h = self.write_stored(&stored, kind);

@@ -2,6 +2,7 @@
 //! trailer, the footer, and reading a block from a file. See docs/format/sstable.md.
 
 use super::block::Block;
+use super::readahead::Readahead;
 use super::BlockHandle;
 use crate::checksum;
 use crate::coding::{get_varint64, put_fixed32, put_fixed64, put_varint64};
@@ -125,7 +126,28 @@ pub(crate) fn read_block(
     verify_checksum: bool,
     what: &str,
 ) -> Result<Block> {
-    let data = read_block_contents(file, path, handle, data_end, verify_checksum, what)?;
+    read_block_with(file, path, handle, data_end, verify_checksum, what, None)
+}
+
+/// [`read_block`], reading through `readahead` if given.
+pub(crate) fn read_block_with(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    handle: BlockHandle,
+    data_end: u64,
+    verify_checksum: bool,
+    what: &str,
+    readahead: Option<&mut Readahead>,
+) -> Result<Block> {
+    let data = read_block_contents_with(
+        file,
+        path,
+        handle,
+        data_end,
+        verify_checksum,
+        what,
+        readahead,
+    )?;
     Block::new(data).map_err(|e| Error::corruption(path, handle.offset, format!("{what}: {e}")))
 }
 
@@ -138,6 +160,20 @@ pub(crate) fn read_block_contents(
     data_end: u64,
     verify_checksum: bool,
     what: &str,
+) -> Result<Vec<u8>> {
+    read_block_contents_with(file, path, handle, data_end, verify_checksum, what, None)
+}
+
+/// [`read_block_contents`], reading the stored bytes through `readahead` if given; the checks
+/// are the same either way.
+pub(crate) fn read_block_contents_with(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    handle: BlockHandle,
+    data_end: u64,
+    verify_checksum: bool,
+    what: &str,
+    readahead: Option<&mut Readahead>,
 ) -> Result<Vec<u8>> {
     let corrupt = |detail: String| Error::corruption(path, handle.offset, detail);
     let end = handle
@@ -155,8 +191,21 @@ pub(crate) fn read_block_contents(
     }
     // Bounded by data_end <= file size, so this allocation is no larger than the file.
     let len = usize::try_from(handle.size).map_err(|_| corrupt(format!("{what} too large")))?;
-    let mut buf = vec![0u8; len + BLOCK_TRAILER_LEN];
-    read_at(file, path, handle.offset, &mut buf, what)?;
+    let mut buf = match readahead {
+        Some(ra) => ra.read(
+            file,
+            path,
+            handle.offset,
+            len + BLOCK_TRAILER_LEN,
+            data_end,
+            what,
+        )?,
+        None => {
+            let mut buf = vec![0u8; len + BLOCK_TRAILER_LEN];
+            read_at(file, path, handle.offset, &mut buf, what)?;
+            buf
+        }
+    };
     let kind_byte = buf[len];
     if verify_checksum {
         let stored = buf

@@ -9,6 +9,7 @@ mod builder;
 mod filter;
 mod format;
 mod properties;
+mod readahead;
 mod table;
 
 #[cfg(test)]
@@ -18,6 +19,7 @@ mod tests;
 pub(crate) use block::BlockBuilder;
 pub use block::{Block, BlockIter};
 pub use builder::TableBuilder;
+pub use readahead::COMPACTION_READAHEAD;
 pub use table::{Table, TableIterator};
 
 #[cfg(test)]

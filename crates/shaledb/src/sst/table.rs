@@ -5,8 +5,10 @@ use super::block::{Block, BlockIter};
 use super::builder::{FILTER_META_KEY, PROPERTIES_META_KEY};
 use super::filter::{self, BloomFilter};
 use super::format::{
-    decode_handle_value, read_at, read_block, read_block_contents, Footer, FOOTER_LEN,
+    decode_handle_value, read_at, read_block, read_block_contents, read_block_with, Footer,
+    FOOTER_LEN,
 };
+use super::readahead::Readahead;
 use super::{properties, BlockHandle, BlockReadOptions, TableProperties};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
@@ -271,6 +273,7 @@ impl Table {
             data: None,
             data_handle: BlockHandle::default(),
             opts,
+            readahead: Readahead::auto(),
             error: None,
         }
     }
@@ -428,17 +431,28 @@ impl Table {
         handle: BlockHandle,
         opts: BlockReadOptions,
     ) -> Result<(Arc<Block>, bool)> {
+        self.data_block_with(handle, opts, None)
+    }
+
+    /// [`Table::data_block`], reading a missing block through `readahead` if given.
+    fn data_block_with(
+        &self,
+        handle: BlockHandle,
+        opts: BlockReadOptions,
+        readahead: Option<&mut Readahead>,
+    ) -> Result<(Arc<Block>, bool)> {
         let key = (self.cache_id, handle.offset);
         if let Some(b) = self.cached::<Block>(&key) {
             return Ok((b, true));
         }
-        let block = Arc::new(read_block(
+        let block = Arc::new(read_block_with(
             &*self.file,
             &self.path,
             handle,
             self.data_end,
             opts.verify_checksums,
             "data block",
+            readahead,
         )?);
         let mut cached = false;
         if opts.fill_cache {
@@ -459,10 +473,19 @@ pub struct TableIterator {
     data: Option<BlockIter>,
     data_handle: BlockHandle,
     opts: BlockReadOptions,
+    /// Data blocks missing from the cache are read through this (see `readahead.rs`).
+    readahead: Readahead,
     error: Option<Error>,
 }
 
 impl TableIterator {
+    /// Reads blocks with the fixed compaction readahead ([`crate::sst::COMPACTION_READAHEAD`])
+    /// instead of the automatic one: a compaction reads every block of its inputs in order.
+    pub fn with_compaction_readahead(mut self) -> Self {
+        self.readahead = Readahead::fixed(super::COMPACTION_READAHEAD);
+        self
+    }
+
     /// Loads the data block the index iterator points at (keeps the current one if it is the
     /// same block). On error, records it and leaves no data iterator.
     fn init_data_block(&mut self) {
@@ -480,10 +503,21 @@ impl TableIterator {
         if self.data.is_some() && handle == self.data_handle {
             return;
         }
-        match self.table.data_block(handle, self.opts) {
+        match self
+            .table
+            .data_block_with(handle, self.opts, Some(&mut self.readahead))
+        {
             Ok((block, _)) => {
-                self.data =
-                    Some(BlockIter::new(block).with_origin(self.table.path.clone(), handle.offset));
+                let buffers = self
+                    .data
+                    .take()
+                    .map(BlockIter::into_buffers)
+                    .unwrap_or_default();
+                self.data = Some(
+                    BlockIter::new(block)
+                        .with_buffers(buffers)
+                        .with_origin(self.table.path.clone(), handle.offset),
+                );
                 self.data_handle = handle;
             }
             Err(e) => self.fail(e),

@@ -141,13 +141,15 @@ impl Version {
         self.files.iter().map(Vec::len).sum()
     }
 
-    /// Appends one iterator per L0 file and one per deeper non-empty level.
+    /// Appends one iterator per L0 file and one per deeper non-empty level. Level iterators
+    /// share this version's file lists (they hold the `Arc`) instead of copying them.
     pub fn add_iterators(
-        &self,
+        self: &Arc<Self>,
         tables: &Arc<TableCache>,
         opts: BlockReadOptions,
         out: &mut Vec<Box<dyn InternalIterator>>,
     ) {
+        out.reserve(self.iterator_count());
         for f in self.level_files(0) {
             match tables.get(f.number, f.file_size) {
                 Ok(t) => out.push(Box::new(t.iter(opts))),
@@ -155,15 +157,23 @@ impl Version {
             }
         }
         for level in 1..self.num_levels() {
-            let files = self.level_files(level);
-            if !files.is_empty() {
-                out.push(Box::new(LevelIterator::new(
-                    files.to_vec(),
+            if !self.level_files(level).is_empty() {
+                out.push(Box::new(LevelIterator::over_level(
+                    self.clone(),
+                    level,
                     tables.clone(),
                     opts,
                 )));
             }
         }
+    }
+
+    /// How many iterators `add_iterators` appends.
+    pub fn iterator_count(&self) -> usize {
+        let deeper = (1..self.num_levels())
+            .filter(|&l| !self.level_files(l).is_empty())
+            .count();
+        self.level_files(0).len() + deeper
     }
 
     /// Files at `level` whose user-key range intersects [`begin`, `end`] (`None` = unbounded).
