@@ -21,6 +21,7 @@ use crate::dbbench::keys::Mt64;
 use crate::dbbench::report::{BenchResult, Hist, Latency};
 use crate::engine::Engine;
 use crate::engines::open_engine;
+use crate::harness::{run_workers, Run};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -582,7 +583,7 @@ fn thread_run(
     progress: &AtomicU64,
     proto_latest: &Option<Latest>,
     proto_zipf: &ScrambledZipfian,
-    stop: &AtomicBool,
+    run: &Run,
 ) -> Result<OpStats, String> {
     let mut rng = Mt64::new(cfg.flags.seed.wrapping_mul(31).wrapping_add(tid as u64 + 1));
     let mut st = OpStats::new();
@@ -602,7 +603,7 @@ fn thread_run(
         }
     };
     loop {
-        if stop.load(Ordering::Relaxed) {
+        if run.stop_requested() {
             break;
         }
         let prev =
@@ -694,64 +695,35 @@ pub fn run_phase(
         (!load && cfg.workload.dist == Dist::Latest).then(|| Latest::new(ks_next.max(2) - 1));
     let remaining = AtomicU64::new(total);
     let progress = AtomicU64::new(0);
-    let stop = AtomicBool::new(false);
     let timed_out = AtomicBool::new(false);
-    let done = AtomicBool::new(false);
     let limit = cfg.maxexecutiontime.map(Duration::from_secs);
-    let start = Instant::now();
     let label = format!("ycsb-{}-{phase}", cfg.workload.name);
-    let (results, end): (Vec<Result<OpStats, String>>, Instant) = std::thread::scope(|s| {
-        let mon = s.spawn(|| {
-            let mut last = Instant::now();
-            let mut last_n = 0;
-            while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(50));
-                if limit.is_some_and(|l| start.elapsed() >= l) && !timed_out.load(Ordering::Relaxed)
-                {
-                    timed_out.store(true, Ordering::Relaxed);
-                    stop.store(true, Ordering::Relaxed);
-                }
-                if last.elapsed() >= Duration::from_secs(5) {
-                    let n = progress.load(Ordering::Relaxed);
-                    eprintln!(
-                        "{label}: ... {n} of {total} ops in {:.0} s, {:.0} ops/sec now",
-                        start.elapsed().as_secs_f64(),
-                        (n - last_n) as f64 / last.elapsed().as_secs_f64()
-                    );
-                    last = Instant::now();
-                    last_n = n;
-                }
-            }
-        });
-        let hs: Vec<_> = (0..cfg.threads)
-            .map(|tid| {
-                let (ks, remaining, progress, latest, zipf, stop) =
-                    (&ks, &remaining, &progress, &latest, &zipf, &stop);
-                s.spawn(move || {
-                    let r = thread_run(
-                        cfg, e, ks, load, tid, remaining, progress, latest, zipf, stop,
-                    );
-                    if r.is_err() {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    r
-                })
-            })
-            .collect();
-        let out = hs
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("ycsb thread panicked".into()))
-            })
-            .collect();
-        // Stop the clock before joining the monitor, which sleeps in 50 ms steps.
-        let end = Instant::now();
-        done.store(true, Ordering::Relaxed);
-        let _ = mon.join();
-        (out, end)
-    });
-    let elapsed = end.duration_since(start).as_secs_f64().max(1e-9);
+    let mut last: Option<(Instant, u64)> = None;
+    let monitor = |run: &Run| {
+        let start = run.start();
+        if limit.is_some_and(|l| start.elapsed() >= l) && !timed_out.load(Ordering::Relaxed) {
+            timed_out.store(true, Ordering::Relaxed);
+            run.request_stop();
+        }
+        let (last_t, last_n) = *last.get_or_insert((start, 0));
+        if last_t.elapsed() >= Duration::from_secs(5) {
+            let n = progress.load(Ordering::Relaxed);
+            eprintln!(
+                "{label}: ... {n} of {total} ops in {:.0} s, {:.0} ops/sec now",
+                start.elapsed().as_secs_f64(),
+                (n - last_n) as f64 / last_t.elapsed().as_secs_f64()
+            );
+            last = Some((Instant::now(), n));
+        }
+    };
+    let worker = |tid: usize, run: &Run| {
+        thread_run(
+            cfg, e, &ks, load, tid, &remaining, &progress, &latest, &zipf, run,
+        )
+    };
+    let out = run_workers(cfg.threads, "ycsb thread panicked", worker, monitor);
+    let elapsed = out.elapsed_secs();
+    let results = out.results;
     let mut merged: Vec<Hist> = Op::ALL.iter().map(|_| Hist::new()).collect();
     let mut not_found = 0;
     for r in results {

@@ -5,9 +5,10 @@ use super::keys::{make_key, Mt64, RandomGenerator};
 use super::report::{BenchResult, Hist};
 use crate::engine::{size_on_disk, BatchOp, CommonOptions, Engine};
 use crate::engines::open_engine;
+use crate::harness::{run_workers, Run};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Per-thread state of a running benchmark.
@@ -38,7 +39,7 @@ pub struct ThreadCtx<'a> {
     max_ops: u64,
     duration: Option<Duration>,
     progress: &'a AtomicU64,
-    stop: &'a AtomicBool,
+    run: &'a Run,
     rate_limit: u64,
     rate_bytes: u64,
 }
@@ -46,7 +47,7 @@ pub struct ThreadCtx<'a> {
 impl ThreadCtx<'_> {
     /// True while op number `i` should run.
     pub fn more(&self, i: u64) -> bool {
-        if self.stop.load(Ordering::Relaxed) {
+        if self.run.stop_requested() {
             return false;
         }
         match self.duration {
@@ -73,6 +74,33 @@ impl ThreadCtx<'_> {
         let el = self.start.elapsed();
         if due > el {
             std::thread::sleep(due - el);
+        }
+    }
+}
+
+/// What one thread measured, kept after its [`ThreadCtx`] (which borrows the run) is gone.
+struct ThreadFigures {
+    hist: Hist,
+    done: u64,
+    bytes: u64,
+    found: u64,
+    reads: u64,
+    writes: u64,
+    exclude: bool,
+    start: Instant,
+}
+
+impl ThreadFigures {
+    fn of(c: ThreadCtx<'_>) -> Self {
+        ThreadFigures {
+            hist: c.hist,
+            done: c.done,
+            bytes: c.bytes,
+            found: c.found,
+            reads: c.reads,
+            writes: c.writes,
+            exclude: c.exclude,
+            start: c.start,
         }
     }
 }
@@ -750,70 +778,42 @@ impl Runner {
     {
         let f = &self.flags;
         let progress = AtomicU64::new(0);
-        let stop = AtomicBool::new(false);
-        let finished = AtomicBool::new(false);
         let duration = (f.duration > 0).then(|| Duration::from_secs(f.duration));
-        let start = Instant::now();
         let writers = n.max(1) as u64;
         let seed_base = f
             .seed
             .wrapping_add(self.threads_started.fetch_add(n as u64, Ordering::Relaxed));
-        let (ctxs, end): (Vec<Result<ThreadCtx<'_>, String>>, Instant) = std::thread::scope(|s| {
-            let monitor = s.spawn(|| self.monitor(name, &progress, &finished, start));
-            let handles: Vec<_> = (0..n)
-                .map(|tid| {
-                    let body = &body;
-                    let progress = &progress;
-                    let stop = &stop;
-                    s.spawn(move || {
-                        let mut c = ThreadCtx {
-                            tid,
-                            rand: Mt64::new(seed_base.wrapping_add(tid as u64 + 1)),
-                            gen: RandomGenerator::new(
-                                f.compression_ratio,
-                                f.value_size.max(100_000),
-                            ),
-                            key: Vec::with_capacity(f.key_size + 1),
-                            bytes: 0,
-                            done: 0,
-                            found: 0,
-                            reads: 0,
-                            writes: 0,
-                            hist: Hist::new(),
-                            exclude: false,
-                            start: Instant::now(),
-                            max_ops,
-                            duration,
-                            progress,
-                            stop,
-                            rate_limit: f.write_rate_limit / writers,
-                            rate_bytes: 0,
-                        };
-                        match body(&mut c, engine) {
-                            Ok(()) => Ok(c),
-                            Err(e) => {
-                                stop.store(true, Ordering::Relaxed);
-                                Err(e)
-                            }
-                        }
-                    })
-                })
-                .collect();
-            let out = handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err("benchmark thread panicked".into()))
-                })
-                .collect();
-            // The clock stops when the last worker is done, not when the progress monitor
-            // (which sleeps in 50 ms steps) notices: that rounded every figure up to 50 ms.
-            let end = Instant::now();
-            finished.store(true, Ordering::Relaxed);
-            let _ = monitor.join();
-            (out, end)
-        });
-        let elapsed = end.duration_since(start).as_secs_f64().max(1e-9);
+        let worker = |tid: usize, run: &Run| {
+            let mut c = ThreadCtx {
+                tid,
+                rand: Mt64::new(seed_base.wrapping_add(tid as u64 + 1)),
+                gen: RandomGenerator::new(f.compression_ratio, f.value_size.max(100_000)),
+                key: Vec::with_capacity(f.key_size + 1),
+                bytes: 0,
+                done: 0,
+                found: 0,
+                reads: 0,
+                writes: 0,
+                hist: Hist::new(),
+                exclude: false,
+                start: Instant::now(),
+                max_ops,
+                duration,
+                progress: &progress,
+                run,
+                rate_limit: f.write_rate_limit / writers,
+                rate_bytes: 0,
+            };
+            body(&mut c, engine).map(|()| ThreadFigures::of(c))
+        };
+        let out = run_workers(
+            n,
+            "benchmark thread panicked",
+            worker,
+            self.monitor(name, &progress),
+        );
+        let (end, elapsed) = (out.end, out.elapsed_secs());
+        let ctxs = out.results;
         let mut hist = Hist::new();
         let (mut ops, mut bytes, mut found, mut thread_secs, mut counted) =
             (0u64, 0u64, 0u64, 0f64, 0usize);
@@ -863,14 +863,16 @@ impl Runner {
         ))
     }
 
-    fn monitor(&self, name: &str, progress: &AtomicU64, finished: &AtomicBool, start: Instant) {
+    /// The progress lines of `--stats_interval` / `--stats_interval_seconds`, for the
+    /// harness to call every 50 ms.
+    fn monitor<'a>(&self, name: &'a str, progress: &'a AtomicU64) -> impl FnMut(&Run) + Send + 'a {
         let period = Duration::from_secs_f64(self.flags.stats_interval_seconds.max(0.1));
         let every_ops = self.flags.stats_interval;
-        let mut last_t = start;
-        let mut last_n = 0u64;
+        let mut last: Option<(Instant, u64)> = None;
         let mut next_ops = every_ops;
-        while !finished.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(50));
+        move |run: &Run| {
+            let start = run.start();
+            let (last_t, last_n) = last.unwrap_or((start, 0));
             let n = progress.load(Ordering::Relaxed);
             let now = Instant::now();
             let due = if every_ops > 0 {
@@ -885,8 +887,7 @@ impl Runner {
                     (now - start).as_secs_f64(),
                     (n - last_n) as f64 / dt
                 );
-                last_t = now;
-                last_n = n;
+                last = Some((now, n));
                 while every_ops > 0 && next_ops <= n {
                     next_ops += every_ops;
                 }
