@@ -370,7 +370,8 @@ mod tests {
         assert_eq!(r.threads, 2);
         // Readers pick among rows already written, so every read finds its row.
         assert!(
-            r.message.starts_with(&format!("({} of {} found", r.ops, r.ops)),
+            r.message
+                .starts_with(&format!("({} of {} found", r.ops, r.ops)),
             "{}",
             r.message
         );

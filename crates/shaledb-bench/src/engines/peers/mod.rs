@@ -6,6 +6,7 @@
 //! honour in a way that changes what is measured (a codec it lacks, WAL off, direct reads) is an
 //! error naming the engine and the option, never a silent substitute.
 
+pub mod capi;
 pub mod fjall;
 pub mod leveldb;
 pub mod rocksdb;

@@ -317,6 +317,27 @@ fn peers_wal_and_direct_reads_mismatches_are_errors() {
 }
 
 #[test]
+fn peers_c_api_open_failures_are_errors_naming_the_engine() {
+    // An existing but empty directory opened as an existing database: the library itself
+    // refuses (create_if_missing is off), through the shared C-API open path.
+    for name in ["rocksdb", "leveldb"] {
+        let dir = TempDir::new(name);
+        std::fs::create_dir_all(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let mut o = small_opts("none");
+        o.use_existing_db = true;
+        let e = open(name, dir.path(), &o).err().unwrap_or_default();
+        assert!(e.starts_with(&format!("{name}: ")), "{name}: {e:?}");
+        assert!(e.contains("does not exist"), "{name}: {e:?}");
+        // The handles of the failed open were released: a fresh database opens there.
+        o.use_existing_db = false;
+        let db = open(name, dir.path(), &o).unwrap_or_else(|e| panic!("{name}: {e}"));
+        db.put(b"k", b"v").unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(get(db.as_ref(), name, b"k").as_deref(), Some(&b"v"[..]));
+        assert_eq!(get(db.as_ref(), name, b"missing"), None);
+    }
+}
+
+#[test]
 fn peers_concurrent_writers_and_readers() {
     for name in super::PEER_NAMES {
         let dir = TempDir::new(name);
