@@ -48,7 +48,7 @@ fn substitutions_md(cells: &[Cell]) -> String {
         }
     }
     if !used.is_empty() {
-        s.push_str("\n## Substitutions\n\nA cell labelled `engine (label)` ran with a stand-in for an option that engine does not have (table `SUBSTITUTIONS` in crates/shaledb-bench/src/compare.rs; docs/benchmarks.md, \"Substitutions\"):\n\n| engine | workload option | ran with | label | why |\n| --- | --- | --- | --- | --- |\n");
+        s.push_str("\n## Substitutions\n\nA cell labelled `engine (label)` ran with a stand-in for an option that engine does not have (table `SUBSTITUTIONS` in crates/shaledb-bench/src/compare/suite.rs; docs/benchmarks.md, \"Substitutions\"):\n\n| engine | workload option | ran with | label | why |\n| --- | --- | --- | --- | --- |\n");
         for u in used {
             let _ = writeln!(
                 s,
