@@ -14,7 +14,7 @@
 
 use crate::dbbench::flags::{parse_args, Flags};
 use crate::dbbench::keys::Mt64;
-use crate::dbbench::report::{BenchResult, Hist};
+use crate::dbbench::report::{write_results_json, BenchResult, Hist};
 use crate::engine::size_on_disk;
 use crate::engines::open_engine;
 use crate::harness::{run_workers, Run};
@@ -312,14 +312,9 @@ pub fn run(
         );
     }
     let out = vec![w, r];
+
     if let Some(p) = &flags.json {
-        let doc =
-            serde_json::json!({"tool": "shale-bench tpch", "engine": flags.engine, "results": out});
-        std::fs::write(
-            p,
-            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?,
-        )
-        .map_err(|e| format!("writing {p}: {e}"))?;
+        write_results_json(p, "shale-bench tpch", &flags.engine, &out)?;
     }
     Ok(out)
 }

@@ -18,7 +18,7 @@
 
 use crate::dbbench::flags::{parse_args, Flags};
 use crate::dbbench::keys::Mt64;
-use crate::dbbench::report::{BenchResult, Hist, Latency};
+use crate::dbbench::report::{write_results_json, BenchResult, Hist, Latency};
 use crate::engine::Engine;
 use crate::engines::open_engine;
 use crate::harness::{run_workers, Run};
@@ -917,13 +917,9 @@ pub fn run(cfg: &YcsbConfig, verbose: bool) -> Result<Vec<BenchResult>, String> 
             }
         }
         out.push(r);
+
         if let Some(p) = &cfg.flags.json {
-            let doc = serde_json::json!({"tool": "shale-bench ycsb", "engine": cfg.flags.engine, "results": out});
-            std::fs::write(
-                p,
-                serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?,
-            )
-            .map_err(|e| format!("writing {p}: {e}"))?;
+            write_results_json(p, "shale-bench ycsb", &cfg.flags.engine, &out)?;
         }
     }
     Ok(out)

@@ -2,7 +2,7 @@
 
 use super::flags::Flags;
 use super::keys::{make_key, Mt64, RandomGenerator};
-use super::report::{BenchResult, Hist};
+use super::report::{write_results_json, BenchResult, Hist};
 use crate::engine::{size_on_disk, BatchOp, CommonOptions, Engine};
 use crate::engines::open_engine;
 use crate::harness::{run_workers, Run};
@@ -63,6 +63,16 @@ impl ThreadCtx<'_> {
         if !self.exclude {
             self.progress.fetch_add(1, Ordering::Relaxed);
         }
+    }
+    /// Reads `self.key`, counting a hit; returns the bytes read (key and value; 0 on a miss).
+    fn read_key(&mut self, e: &dyn Engine) -> Result<u64, String> {
+        Ok(match e.get(&self.key)? {
+            Some(v) => {
+                self.found += 1;
+                (self.key.len() + v.len()) as u64
+            }
+            None => 0,
+        })
     }
     /// Sleeps so that writes stay under `--benchmark_write_rate_limit`.
     pub fn pace_write(&mut self, bytes: u64) {
@@ -282,16 +292,10 @@ impl Runner {
     }
 
     fn write_json(&self) -> Result<(), String> {
-        let Some(p) = &self.flags.json else {
-            return Ok(());
-        };
-        let doc = serde_json::json!({
-            "tool": "shale-bench",
-            "engine": self.flags.engine,
-            "results": self.results,
-        });
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-        std::fs::write(p, text).map_err(|e| format!("writing {p}: {e}"))
+        match &self.flags.json {
+            Some(p) => write_results_json(p, "shale-bench", &self.flags.engine, &self.results),
+            None => Ok(()),
+        }
     }
 
     fn engine(&self) -> Result<&dyn Engine, String> {
@@ -427,14 +431,7 @@ impl Runner {
                     c.key.push(b'.');
                 }
                 let t0 = Instant::now();
-                let v = e.get(&c.key)?;
-                let b = match &v {
-                    Some(v) => {
-                        c.found += 1;
-                        (c.key.len() + v.len()) as u64
-                    }
-                    None => 0,
-                };
+                let b = c.read_key(e)?;
                 c.finished(t0, b);
                 i += 1;
             }
@@ -549,13 +546,7 @@ impl Runner {
                 while c.more(i) {
                     make_key(c.rand.uniform(num), ks, &mut c.key);
                     let t0 = Instant::now();
-                    let b = match e.get(&c.key)? {
-                        Some(v) => {
-                            c.found += 1;
-                            (ks + v.len()) as u64
-                        }
-                        None => 0,
-                    };
+                    let b = c.read_key(e)?;
                     c.finished(t0, b);
                     i += 1;
                 }
@@ -584,13 +575,7 @@ impl Runner {
                 let t0 = Instant::now();
                 if c.rand.uniform(100) < pct {
                     c.reads += 1;
-                    let b = match e.get(&c.key)? {
-                        Some(v) => {
-                            c.found += 1;
-                            (ks + v.len()) as u64
-                        }
-                        None => 0,
-                    };
+                    let b = c.read_key(e)?;
                     c.finished(t0, b);
                 } else {
                     c.writes += 1;
