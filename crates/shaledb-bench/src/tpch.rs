@@ -18,7 +18,6 @@ use crate::dbbench::report::{write_results_json, BenchResult, Hist};
 use crate::engine::size_on_disk;
 use crate::engines::open_engine;
 use crate::harness::{run_workers, Run};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tpchgen::generators::{LineItem, LineItemGenerator};
@@ -174,16 +173,7 @@ pub fn run(
             t.elapsed().as_secs_f64()
         );
     }
-    let (path, _tmp) = match &flags.db {
-        Some(p) => (PathBuf::from(p), None),
-        None => {
-            let t = tempfile::Builder::new()
-                .prefix("shale-tpch-")
-                .tempdir()
-                .map_err(|e| format!("temp dir: {e}"))?;
-            (t.path().join("db"), Some(t))
-        }
-    };
+    let (path, _tmp) = flags.db_dir("shale-tpch-")?;
     if path.exists() && !flags.opts.use_existing_db {
         std::fs::remove_dir_all(&path).map_err(|e| format!("deleting {}: {e}", path.display()))?;
     }

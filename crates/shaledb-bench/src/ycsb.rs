@@ -23,7 +23,6 @@ use crate::engine::Engine;
 use crate::engines::open_engine;
 use crate::harness::{run_workers, Run};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -820,19 +819,10 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<Vec<BenchResult>, Str
 /// Runs the configured phases; prints the tables when `verbose`.
 pub fn run(cfg: &YcsbConfig, verbose: bool) -> Result<Vec<BenchResult>, String> {
     let has_load = cfg.phases.iter().any(|p| p == "load");
-    let (path, _tmp): (PathBuf, Option<tempfile::TempDir>) = match &cfg.flags.db {
-        Some(p) => (PathBuf::from(p), None),
-        None if has_load => {
-            let t = tempfile::Builder::new()
-                .prefix("shale-ycsb-")
-                .tempdir()
-                .map_err(|e| format!("temp dir: {e}"))?;
-            (t.path().join("db"), Some(t))
-        }
-        None => {
-            return Err("--phase=run needs a loaded database: use --phase=load,run, or --db=PATH of a database loaded with the same --recordcount".into())
-        }
-    };
+    if cfg.flags.db.is_none() && !has_load {
+        return Err("--phase=run needs a loaded database: use --phase=load,run, or --db=PATH of a database loaded with the same --recordcount".into());
+    }
+    let (path, _tmp) = cfg.flags.db_dir("shale-ycsb-")?;
     // A load that starts the run creates a fresh database (peers refuse to "open existing" a
     // directory that holds none); a run phase alone opens the loaded one.
     let fresh = has_load

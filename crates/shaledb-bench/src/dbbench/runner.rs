@@ -194,16 +194,7 @@ impl Runner {
                 ));
             }
         }
-        let (path, tmp) = match &flags.db {
-            Some(p) => (PathBuf::from(p), None),
-            None => {
-                let t = tempfile::Builder::new()
-                    .prefix("shale-bench-")
-                    .tempdir()
-                    .map_err(|e| format!("temp dir: {e}"))?;
-                (t.path().join("db"), Some(t))
-            }
-        };
+        let (path, tmp) = flags.db_dir("shale-bench-")?;
         Ok(Runner {
             flags,
             path,

@@ -13,16 +13,6 @@ use super::take_err;
 use crate::engine::{BatchOp, EngineIterator, EngineResult};
 use std::ffi::{c_char, c_uchar, c_void, CStr, CString};
 use std::marker::PhantomData;
-
-macro_rules! opaque {
-    ($($(#[$doc:meta])* $name:ident),*) => {$(
-        $(#[$doc])*
-        #[repr(C)]
-        pub struct $name {
-            _private: [u8; 0],
-        }
-    )*};
-}
 opaque!(
     /// `leveldb_t` / `rocksdb_t`.
     Db,

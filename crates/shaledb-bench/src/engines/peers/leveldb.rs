@@ -14,15 +14,6 @@ mod ffi {
         ReadOptions as leveldb_readoptions_t, WriteOptions as leveldb_writeoptions_t,
     };
     use std::ffi::c_int;
-
-    macro_rules! opaque {
-        ($($name:ident),*) => {$(
-            #[repr(C)]
-            pub struct $name {
-                _private: [u8; 0],
-            }
-        )*};
-    }
     opaque!(leveldb_options_t, leveldb_cache_t, leveldb_filterpolicy_t);
 
     pub const NO_COMPRESSION: c_int = 0;

@@ -15,15 +15,6 @@ mod ffi {
         WriteOptions as rocksdb_writeoptions_t,
     };
     use std::ffi::{c_char, c_double, c_int, c_uchar};
-
-    macro_rules! opaque {
-        ($($name:ident),*) => {$(
-            #[repr(C)]
-            pub struct $name {
-                _private: [u8; 0],
-            }
-        )*};
-    }
     opaque!(
         rocksdb_options_t,
         rocksdb_block_based_table_options_t,
