@@ -91,34 +91,7 @@ fn workload_md(s: &mut String, wl: &Workload, cells: &[Cell]) {
                 continue;
             }
             let Some(r) = pick(c) else { continue };
-            let ratio = match &base {
-                Some(b0) if r.ops_per_sec > 0.0 => {
-                    let (x, dagger) = ratio_text(b0, &r);
-                    format!("{x}{dagger}")
-                }
-                _ => "-".into(),
-            };
-            let l = &r.latency;
-            let _ = writeln!(
-                s,
-                "| {b} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {ratio} |",
-                c.label(),
-                fmt_num(r.ops_per_sec),
-                r.mb_per_sec,
-                l.p50_us,
-                l.p99_us,
-                l.p999_us
-            );
-            for (op, ol) in &r.per_op {
-                let _ = writeln!(
-                    s,
-                    "| {b} {op} | {} | | | {:.1} | {:.1} | {:.1} | |",
-                    c.label(),
-                    ol.p50_us,
-                    ol.p99_us,
-                    ol.p999_us
-                );
-            }
+            result_rows(s, &b, &c.label(), &r, base.as_ref());
             if let Some(n) = &r.note {
                 notes.push(format!("- † {b} on {}: {n}", c.label()));
             }
@@ -134,6 +107,36 @@ fn workload_md(s: &mut String, wl: &Workload, cells: &[Cell]) {
     }
     if !notes.is_empty() {
         let _ = write!(s, "\n{}\n", notes.join("\n"));
+    }
+}
+
+/// The rows of one result of benchmark `b` on the engine column `label`: ops/sec and latency
+/// with the ratio to ShaleDB's `base`, then per-operation latencies.
+fn result_rows(s: &mut String, b: &str, label: &str, r: &BenchResult, base: Option<&BenchResult>) {
+    let ratio = match base {
+        Some(b0) if r.ops_per_sec > 0.0 => {
+            let (x, dagger) = ratio_text(b0, r);
+            format!("{x}{dagger}")
+        }
+        _ => "-".into(),
+    };
+    let l = &r.latency;
+    let _ = writeln!(
+        s,
+        "| {b} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {ratio} |",
+        label,
+        fmt_num(r.ops_per_sec),
+        r.mb_per_sec,
+        l.p50_us,
+        l.p99_us,
+        l.p999_us
+    );
+    for (op, ol) in &r.per_op {
+        let _ = writeln!(
+            s,
+            "| {b} {op} | {} | | | {:.1} | {:.1} | {:.1} | |",
+            label, ol.p50_us, ol.p99_us, ol.p999_us
+        );
     }
 }
 
