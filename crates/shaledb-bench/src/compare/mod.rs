@@ -134,6 +134,26 @@ fn engine_columns(engines: &[String], with_db_bench: bool) -> Vec<String> {
     columns
 }
 
+/// This run's command line, quoted for a shell (runs.txt).
+fn command_line<S: AsRef<str>>(args: &[S]) -> String {
+    std::iter::once("shale-bench compare".to_string())
+        .chain(args.iter().map(|a| shell_quote(a.as_ref())))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A finished cell's result lines (or its failure) on stderr.
+fn print_cell(c: &Cell) {
+    match &c.error {
+        Some(e) => eprintln!("    FAILED: {e}"),
+        None => {
+            for r in &c.results {
+                eprintln!("    {}", r.line());
+            }
+        }
+    }
+}
+
 /// `shale-bench compare --suite=... --engines=... [--out=DIR] [--only=R1,K1-100B]`.
 pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
     let CompareArgs {
@@ -151,10 +171,7 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
     }
     let all_wls = suite(&suite_name)?;
     let wls = selected(&all_wls, only.as_deref());
-    let this_command = std::iter::once("shale-bench compare".to_string())
-        .chain(args.iter().map(|a| shell_quote(a.as_ref())))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let this_command = command_line(args);
     let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
     let dir = out_dir.unwrap_or_else(|| out_root.join(format!("{}-{suite_name}", today())));
     let raw = dir.join("raw");
@@ -200,14 +217,7 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
                 t0.elapsed().as_secs_f64()
             );
             let c = run_cell(&exe, wl, engine, work.path(), &raw);
-            match &c.error {
-                Some(e) => eprintln!("    FAILED: {e}"),
-                None => {
-                    for r in &c.results {
-                        eprintln!("    {}", r.line());
-                    }
-                }
-            }
+            print_cell(&c);
             cells.push(c);
             let shown = report_wls(&cells);
             write_outputs(
@@ -287,6 +297,10 @@ mod tests {
             "{k1:?}"
         );
         assert!(ids(&["nope"]).is_empty());
+        assert_eq!(
+            command_line(&["--suite=tiny", "--only=R1 R2"]),
+            "shale-bench compare --suite=tiny '--only=R1 R2'"
+        );
         assert_eq!(selected(&all, None).len(), all.len());
     }
 }
