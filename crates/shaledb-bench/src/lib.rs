@@ -8,5 +8,6 @@ pub mod compare;
 pub mod dbbench;
 pub mod engine;
 pub mod engines;
+pub mod harness;
 pub mod tpch;
 pub mod ycsb;

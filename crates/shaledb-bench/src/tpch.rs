@@ -14,11 +14,11 @@
 
 use crate::dbbench::flags::{parse_args, Flags};
 use crate::dbbench::keys::Mt64;
-use crate::dbbench::report::{BenchResult, Hist};
+use crate::dbbench::report::{write_results_json, BenchResult, Hist};
 use crate::engine::size_on_disk;
 use crate::engines::open_engine;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::harness::{run_workers, Run};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tpchgen::generators::{LineItem, LineItemGenerator};
 
@@ -173,16 +173,7 @@ pub fn run(
             t.elapsed().as_secs_f64()
         );
     }
-    let (path, _tmp) = match &flags.db {
-        Some(p) => (PathBuf::from(p), None),
-        None => {
-            let t = tempfile::Builder::new()
-                .prefix("shale-tpch-")
-                .tempdir()
-                .map_err(|e| format!("temp dir: {e}"))?;
-            (t.path().join("db"), Some(t))
-        }
-    };
+    let (path, _tmp) = flags.db_dir("shale-tpch-")?;
     if path.exists() && !flags.opts.use_existing_db {
         std::fs::remove_dir_all(&path).map_err(|e| format!("deleting {}: {e}", path.display()))?;
     }
@@ -193,11 +184,11 @@ pub fn run(
     let n = keys.len();
     let written = AtomicU64::new(0);
     let reads = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
-    let start = Instant::now();
     let mut timeline: Vec<(f64, f64)> = Vec::new();
-    let (wres, rres) = std::thread::scope(|s| {
-        let writer = s.spawn(|| -> Result<(Hist, u64, Instant), String> {
+    // Worker 0 writes every row, then ends the run; workers 1..=readers read rows already
+    // written until then. Each returns its latencies, rows found and bytes read or written.
+    let worker = |tid: usize, run: &Run| -> Result<(Hist, u64, u64), String> {
+        if tid == 0 {
             let mut h = Hist::new();
             let mut bytes = 0;
             let res = (|| {
@@ -213,68 +204,57 @@ pub fn run(
                 }
                 Ok(())
             })();
-            // The run ends when the writer is done (the main thread polls in 50 ms steps).
-            let end = Instant::now();
-            done.store(true, Ordering::Release);
-            res.map(|_| (h, bytes, end))
-        });
-        let rs: Vec<_> = (0..readers)
-            .map(|t| {
-                let (written, reads, done) = (&written, &reads, &done);
-                s.spawn(move || -> Result<(Hist, u64, u64), String> {
-                    let mut rng = Mt64::new(seed + 77 + t as u64);
-                    let mut h = Hist::new();
-                    let (mut found, mut bytes) = (0, 0);
-                    while !done.load(Ordering::Acquire) {
-                        let n = written.load(Ordering::Acquire);
-                        if n == 0 {
-                            std::thread::yield_now();
-                            continue;
-                        }
-                        let k = keys.get(rng.uniform(n) as usize);
-                        let t0 = Instant::now();
-                        if let Some(v) = e.get(k)? {
-                            found += 1;
-                            bytes += (k.len() + v.len()) as u64;
-                        }
-                        h.record_nanos(t0.elapsed().as_nanos() as u64);
-                        reads.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Ok((h, found, bytes))
-                })
-            })
-            .collect();
-        let mut last = (Instant::now(), 0u64);
-        while !done.load(Ordering::Acquire) {
-            std::thread::sleep(Duration::from_millis(50));
-            if last.0.elapsed() >= Duration::from_secs(1) {
-                let n = reads.load(Ordering::Relaxed);
-                let rate = (n - last.1) as f64 / last.0.elapsed().as_secs_f64();
-                let t = start.elapsed().as_secs_f64();
-                timeline.push((t, rate));
-                if verbose {
-                    eprintln!(
-                        "tpch: t={t:.0}s rows written {} read ops/sec {rate:.0}",
-                        written.load(Ordering::Relaxed)
-                    );
-                }
-                last = (Instant::now(), n);
-            }
+            run.finish();
+            return res.map(|_| (h, 0, bytes));
         }
-        let w = writer
-            .join()
-            .unwrap_or_else(|_| Err("writer panicked".into()));
-        let r: Vec<_> = rs
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("reader panicked".into())))
-            .collect();
-        (w, r)
-    });
-    let (wh, wbytes, end) = wres?;
-    let elapsed = end.duration_since(start).as_secs_f64().max(1e-9);
+        let mut rng = Mt64::new(seed + 77 + (tid - 1) as u64);
+        let mut h = Hist::new();
+        let (mut found, mut bytes) = (0, 0);
+        while !run.is_finished() {
+            let n = written.load(Ordering::Acquire);
+            if n == 0 {
+                std::thread::yield_now();
+                continue;
+            }
+            let k = keys.get(rng.uniform(n) as usize);
+            let t0 = Instant::now();
+            if let Some(v) = e.get(k)? {
+                found += 1;
+                bytes += (k.len() + v.len()) as u64;
+            }
+            h.record_nanos(t0.elapsed().as_nanos() as u64);
+            reads.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok((h, found, bytes))
+    };
+    let mut last: Option<(Instant, u64)> = None;
+    let monitor = |run: &Run| {
+        let start = run.start();
+        let (last_t, last_n) = *last.get_or_insert((start, 0));
+        if last_t.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        let n = reads.load(Ordering::Relaxed);
+        let rate = (n - last_n) as f64 / last_t.elapsed().as_secs_f64();
+        let t = start.elapsed().as_secs_f64();
+        timeline.push((t, rate));
+        if verbose {
+            eprintln!(
+                "tpch: t={t:.0}s rows written {} read ops/sec {rate:.0}",
+                written.load(Ordering::Relaxed)
+            );
+        }
+        last = Some((Instant::now(), n));
+    };
+    let out = run_workers(readers + 1, "tpch thread panicked", worker, monitor);
+    let elapsed = out.elapsed_secs();
+    let mut results = out.results.into_iter();
+    let (wh, _, wbytes) = results
+        .next()
+        .unwrap_or_else(|| Err("tpch: no writer".into()))?;
     let mut rh = Hist::new();
     let (mut found, mut rbytes) = (0, 0);
-    for r in rres {
+    for r in results {
         let (h, f, b) = r?;
         rh.merge(&h);
         found += f;
@@ -322,14 +302,9 @@ pub fn run(
         );
     }
     let out = vec![w, r];
+
     if let Some(p) = &flags.json {
-        let doc =
-            serde_json::json!({"tool": "shale-bench tpch", "engine": flags.engine, "results": out});
-        std::fs::write(
-            p,
-            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?,
-        )
-        .map_err(|e| format!("writing {p}: {e}"))?;
+        write_results_json(p, "shale-bench tpch", &flags.engine, &out)?;
     }
     Ok(out)
 }
@@ -366,5 +341,26 @@ mod tests {
         assert_eq!(scale_factor(20_000), 0.01);
         assert_eq!(scale_factor(5_000_000), 0.88);
         assert!(generate_keys(0.01, 70_000).is_err());
+    }
+
+    #[test]
+    fn one_writer_loads_every_row_while_readers_find_only_written_rows() {
+        let (m, _) = parse_args(&["--engine=shaledb", "--compression_type=none"]).unwrap();
+        let flags = Flags::from_map(&m).unwrap();
+        let res = run(&flags, 3000, 2, false).unwrap();
+        let names: Vec<&str> = res.iter().map(|r| r.benchmark.as_str()).collect();
+        assert_eq!(names, ["tpch-write", "tpch-read"]);
+        let (w, r) = (&res[0], &res[1]);
+        assert_eq!((w.ops, w.threads), (3000, 1));
+        assert_eq!(r.threads, 2);
+        // Readers pick among rows already written, so every read finds its row.
+        assert!(
+            r.message
+                .starts_with(&format!("({} of {} found", r.ops, r.ops)),
+            "{}",
+            r.message
+        );
+        // Both figures share the writer's clock.
+        assert_eq!(w.elapsed_secs, r.elapsed_secs);
     }
 }

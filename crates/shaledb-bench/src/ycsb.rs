@@ -18,11 +18,11 @@
 
 use crate::dbbench::flags::{parse_args, Flags};
 use crate::dbbench::keys::Mt64;
-use crate::dbbench::report::{BenchResult, Hist, Latency};
+use crate::dbbench::report::{write_results_json, BenchResult, Hist, Latency};
 use crate::engine::Engine;
 use crate::engines::open_engine;
+use crate::harness::{run_workers, Run};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -582,7 +582,7 @@ fn thread_run(
     progress: &AtomicU64,
     proto_latest: &Option<Latest>,
     proto_zipf: &ScrambledZipfian,
-    stop: &AtomicBool,
+    run: &Run,
 ) -> Result<OpStats, String> {
     let mut rng = Mt64::new(cfg.flags.seed.wrapping_mul(31).wrapping_add(tid as u64 + 1));
     let mut st = OpStats::new();
@@ -602,7 +602,7 @@ fn thread_run(
         }
     };
     loop {
-        if stop.load(Ordering::Relaxed) {
+        if run.stop_requested() {
             break;
         }
         let prev =
@@ -694,64 +694,35 @@ pub fn run_phase(
         (!load && cfg.workload.dist == Dist::Latest).then(|| Latest::new(ks_next.max(2) - 1));
     let remaining = AtomicU64::new(total);
     let progress = AtomicU64::new(0);
-    let stop = AtomicBool::new(false);
     let timed_out = AtomicBool::new(false);
-    let done = AtomicBool::new(false);
     let limit = cfg.maxexecutiontime.map(Duration::from_secs);
-    let start = Instant::now();
     let label = format!("ycsb-{}-{phase}", cfg.workload.name);
-    let (results, end): (Vec<Result<OpStats, String>>, Instant) = std::thread::scope(|s| {
-        let mon = s.spawn(|| {
-            let mut last = Instant::now();
-            let mut last_n = 0;
-            while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(50));
-                if limit.is_some_and(|l| start.elapsed() >= l) && !timed_out.load(Ordering::Relaxed)
-                {
-                    timed_out.store(true, Ordering::Relaxed);
-                    stop.store(true, Ordering::Relaxed);
-                }
-                if last.elapsed() >= Duration::from_secs(5) {
-                    let n = progress.load(Ordering::Relaxed);
-                    eprintln!(
-                        "{label}: ... {n} of {total} ops in {:.0} s, {:.0} ops/sec now",
-                        start.elapsed().as_secs_f64(),
-                        (n - last_n) as f64 / last.elapsed().as_secs_f64()
-                    );
-                    last = Instant::now();
-                    last_n = n;
-                }
-            }
-        });
-        let hs: Vec<_> = (0..cfg.threads)
-            .map(|tid| {
-                let (ks, remaining, progress, latest, zipf, stop) =
-                    (&ks, &remaining, &progress, &latest, &zipf, &stop);
-                s.spawn(move || {
-                    let r = thread_run(
-                        cfg, e, ks, load, tid, remaining, progress, latest, zipf, stop,
-                    );
-                    if r.is_err() {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    r
-                })
-            })
-            .collect();
-        let out = hs
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("ycsb thread panicked".into()))
-            })
-            .collect();
-        // Stop the clock before joining the monitor, which sleeps in 50 ms steps.
-        let end = Instant::now();
-        done.store(true, Ordering::Relaxed);
-        let _ = mon.join();
-        (out, end)
-    });
-    let elapsed = end.duration_since(start).as_secs_f64().max(1e-9);
+    let mut last: Option<(Instant, u64)> = None;
+    let monitor = |run: &Run| {
+        let start = run.start();
+        if limit.is_some_and(|l| start.elapsed() >= l) && !timed_out.load(Ordering::Relaxed) {
+            timed_out.store(true, Ordering::Relaxed);
+            run.request_stop();
+        }
+        let (last_t, last_n) = *last.get_or_insert((start, 0));
+        if last_t.elapsed() >= Duration::from_secs(5) {
+            let n = progress.load(Ordering::Relaxed);
+            eprintln!(
+                "{label}: ... {n} of {total} ops in {:.0} s, {:.0} ops/sec now",
+                start.elapsed().as_secs_f64(),
+                (n - last_n) as f64 / last_t.elapsed().as_secs_f64()
+            );
+            last = Some((Instant::now(), n));
+        }
+    };
+    let worker = |tid: usize, run: &Run| {
+        thread_run(
+            cfg, e, &ks, load, tid, &remaining, &progress, &latest, &zipf, run,
+        )
+    };
+    let out = run_workers(cfg.threads, "ycsb thread panicked", worker, monitor);
+    let elapsed = out.elapsed_secs();
+    let results = out.results;
     let mut merged: Vec<Hist> = Op::ALL.iter().map(|_| Hist::new()).collect();
     let mut not_found = 0;
     for r in results {
@@ -848,19 +819,10 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<Vec<BenchResult>, Str
 /// Runs the configured phases; prints the tables when `verbose`.
 pub fn run(cfg: &YcsbConfig, verbose: bool) -> Result<Vec<BenchResult>, String> {
     let has_load = cfg.phases.iter().any(|p| p == "load");
-    let (path, _tmp): (PathBuf, Option<tempfile::TempDir>) = match &cfg.flags.db {
-        Some(p) => (PathBuf::from(p), None),
-        None if has_load => {
-            let t = tempfile::Builder::new()
-                .prefix("shale-ycsb-")
-                .tempdir()
-                .map_err(|e| format!("temp dir: {e}"))?;
-            (t.path().join("db"), Some(t))
-        }
-        None => {
-            return Err("--phase=run needs a loaded database: use --phase=load,run, or --db=PATH of a database loaded with the same --recordcount".into())
-        }
-    };
+    if cfg.flags.db.is_none() && !has_load {
+        return Err("--phase=run needs a loaded database: use --phase=load,run, or --db=PATH of a database loaded with the same --recordcount".into());
+    }
+    let (path, _tmp) = cfg.flags.db_dir("shale-ycsb-")?;
     // A load that starts the run creates a fresh database (peers refuse to "open existing" a
     // directory that holds none); a run phase alone opens the loaded one.
     let fresh = has_load
@@ -945,13 +907,9 @@ pub fn run(cfg: &YcsbConfig, verbose: bool) -> Result<Vec<BenchResult>, String> 
             }
         }
         out.push(r);
+
         if let Some(p) = &cfg.flags.json {
-            let doc = serde_json::json!({"tool": "shale-bench ycsb", "engine": cfg.flags.engine, "results": out});
-            std::fs::write(
-                p,
-                serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?,
-            )
-            .map_err(|e| format!("writing {p}: {e}"))?;
+            write_results_json(p, "shale-bench ycsb", &cfg.flags.engine, &out)?;
         }
     }
     Ok(out)

@@ -389,6 +389,24 @@ fn get_bool(m: &BTreeMap<String, String>, name: &str, default: bool) -> Result<b
 }
 
 impl Flags {
+    /// The database directory: `--db`, or `db` in a new temporary directory named `prefix...`
+    /// (returned too: the directory is deleted when it drops).
+    pub fn db_dir(
+        &self,
+        prefix: &str,
+    ) -> Result<(std::path::PathBuf, Option<tempfile::TempDir>), String> {
+        match &self.db {
+            Some(p) => Ok((p.into(), None)),
+            None => {
+                let t = tempfile::Builder::new()
+                    .prefix(prefix)
+                    .tempdir()
+                    .map_err(|e| format!("temp dir: {e}"))?;
+                Ok((t.path().join("db"), Some(t)))
+            }
+        }
+    }
+
     /// Parses db_bench flags (no positional words allowed).
     pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Flags, String> {
         let (m, pos) = parse_args(args)?;
@@ -540,4 +558,29 @@ pub fn help() -> String {
         s.push_str(&format!("  --{:<40} {tag}{}\n", f.name, f.help));
     }
     s
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn db_dir_is_the_flag_or_db_in_a_temporary_directory() {
+        let f = Flags::parse(&["--db=/some/where"]).unwrap();
+        let (path, tmp) = f.db_dir("shale-x-").unwrap();
+        assert_eq!((path, tmp.is_none()), ("/some/where".into(), true));
+        let f = Flags::parse::<&str>(&[]).unwrap();
+        let (path, tmp) = f.db_dir("shale-x-").unwrap();
+        let tmp = tmp.unwrap();
+        assert_eq!(path, tmp.path().join("db"));
+        assert!(tmp.path().is_dir());
+        let name = tmp
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        assert!(name.starts_with("shale-x-"), "{name}");
+    }
 }

@@ -187,6 +187,19 @@ impl BenchResult {
     }
 }
 
+/// Writes the `--json` file of a run: `{"tool", "engine", "results"}`, the shape `compare` reads
+/// back.
+pub fn write_results_json(
+    path: &str,
+    tool: &str,
+    engine: &str,
+    results: &[BenchResult],
+) -> Result<(), String> {
+    let doc = serde_json::json!({"tool": tool, "engine": engine, "results": results});
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+    std::fs::write(path, text).map_err(|e| format!("writing {path}: {e}"))
+}
+
 /// Parses db_bench result lines (RocksDB's own tool, either the old or the 7.x form) out of its
 /// stdout.
 pub fn parse_db_bench_output(text: &str) -> Vec<BenchResult> {
@@ -334,5 +347,29 @@ mod tests {
             "{}",
             p[0].ops_per_sec
         );
+    }
+
+    #[test]
+    fn results_json_has_the_shape_compare_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let p = path.to_str().unwrap();
+        let r = BenchResult {
+            benchmark: "fillseq".into(),
+            ops: 7,
+            ..Default::default()
+        };
+        write_results_json(p, "shale-bench ycsb", "leveldb", std::slice::from_ref(&r)).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v["tool"], "shale-bench ycsb");
+        assert_eq!(v["engine"], "leveldb");
+        let back: Vec<BenchResult> = serde_json::from_value(v["results"].clone()).unwrap();
+        assert_eq!(
+            (back.len(), back[0].benchmark.as_str(), back[0].ops),
+            (1, "fillseq", 7)
+        );
+        let e = write_results_json("/nonexistent/dir/r.json", "t", "e", &[]).unwrap_err();
+        assert!(e.starts_with("writing /nonexistent/dir/r.json: "), "{e}");
     }
 }

@@ -2,12 +2,13 @@
 
 use super::flags::Flags;
 use super::keys::{make_key, Mt64, RandomGenerator};
-use super::report::{BenchResult, Hist};
+use super::report::{write_results_json, BenchResult, Hist};
 use crate::engine::{size_on_disk, BatchOp, CommonOptions, Engine};
 use crate::engines::open_engine;
+use crate::harness::{run_workers, Run};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Per-thread state of a running benchmark.
@@ -38,7 +39,7 @@ pub struct ThreadCtx<'a> {
     max_ops: u64,
     duration: Option<Duration>,
     progress: &'a AtomicU64,
-    stop: &'a AtomicBool,
+    run: &'a Run,
     rate_limit: u64,
     rate_bytes: u64,
 }
@@ -46,7 +47,7 @@ pub struct ThreadCtx<'a> {
 impl ThreadCtx<'_> {
     /// True while op number `i` should run.
     pub fn more(&self, i: u64) -> bool {
-        if self.stop.load(Ordering::Relaxed) {
+        if self.run.stop_requested() {
             return false;
         }
         match self.duration {
@@ -63,6 +64,16 @@ impl ThreadCtx<'_> {
             self.progress.fetch_add(1, Ordering::Relaxed);
         }
     }
+    /// Reads `self.key`, counting a hit; returns the bytes read (key and value; 0 on a miss).
+    fn read_key(&mut self, e: &dyn Engine) -> Result<u64, String> {
+        Ok(match e.get(&self.key)? {
+            Some(v) => {
+                self.found += 1;
+                (self.key.len() + v.len()) as u64
+            }
+            None => 0,
+        })
+    }
     /// Sleeps so that writes stay under `--benchmark_write_rate_limit`.
     pub fn pace_write(&mut self, bytes: u64) {
         if self.rate_limit == 0 {
@@ -73,6 +84,33 @@ impl ThreadCtx<'_> {
         let el = self.start.elapsed();
         if due > el {
             std::thread::sleep(due - el);
+        }
+    }
+}
+
+/// What one thread measured, kept after its [`ThreadCtx`] (which borrows the run) is gone.
+struct ThreadFigures {
+    hist: Hist,
+    done: u64,
+    bytes: u64,
+    found: u64,
+    reads: u64,
+    writes: u64,
+    exclude: bool,
+    start: Instant,
+}
+
+impl ThreadFigures {
+    fn of(c: ThreadCtx<'_>) -> Self {
+        ThreadFigures {
+            hist: c.hist,
+            done: c.done,
+            bytes: c.bytes,
+            found: c.found,
+            reads: c.reads,
+            writes: c.writes,
+            exclude: c.exclude,
+            start: c.start,
         }
     }
 }
@@ -156,16 +194,7 @@ impl Runner {
                 ));
             }
         }
-        let (path, tmp) = match &flags.db {
-            Some(p) => (PathBuf::from(p), None),
-            None => {
-                let t = tempfile::Builder::new()
-                    .prefix("shale-bench-")
-                    .tempdir()
-                    .map_err(|e| format!("temp dir: {e}"))?;
-                (t.path().join("db"), Some(t))
-            }
-        };
+        let (path, tmp) = flags.db_dir("shale-bench-")?;
         Ok(Runner {
             flags,
             path,
@@ -254,16 +283,10 @@ impl Runner {
     }
 
     fn write_json(&self) -> Result<(), String> {
-        let Some(p) = &self.flags.json else {
-            return Ok(());
-        };
-        let doc = serde_json::json!({
-            "tool": "shale-bench",
-            "engine": self.flags.engine,
-            "results": self.results,
-        });
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-        std::fs::write(p, text).map_err(|e| format!("writing {p}: {e}"))
+        match &self.flags.json {
+            Some(p) => write_results_json(p, "shale-bench", &self.flags.engine, &self.results),
+            None => Ok(()),
+        }
     }
 
     fn engine(&self) -> Result<&dyn Engine, String> {
@@ -282,338 +305,355 @@ impl Runner {
 
     /// Runs one benchmark by name; `None` for benchmarks that only print.
     pub fn run_one(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
-        let f = self.flags.clone();
-        let writes = self.per_thread(f.writes);
-        let reads = self.per_thread(f.reads);
-        let threads = f.threads;
-        if is_fill(name) && f.opts.use_existing_db {
+        if is_fill(name) && self.flags.opts.use_existing_db {
             let msg = format!("{name:<12} : skipped (--use_existing_db is true)");
             self.say(&msg);
             return Ok(Some(BenchResult {
                 benchmark: name.into(),
-                engine: f.engine.clone(),
+                engine: self.flags.engine.clone(),
                 error: Some("skipped (--use_existing_db is true)".into()),
                 ..Default::default()
             }));
         }
-        let mut open_opts = f.opts.clone();
-        open_opts.use_existing_db = true;
-        let r = match name {
-            "fillseq" | "fillrandom" | "filluniquerandom" | "fillsync" | "fill100K" => {
-                let mut o = open_opts.clone();
-                let (order, n, vsize) = match name {
-                    "fillseq" => (Order::Seq, writes, f.value_size),
-                    "fillrandom" => (Order::Random, writes, f.value_size),
-                    "filluniquerandom" => (Order::Unique, writes, f.value_size),
-                    "fillsync" => {
-                        o.sync = true;
-                        (Order::Random, (f.num / 1000).max(1), f.value_size)
-                    }
-                    _ => (Order::Random, (f.num / 1000).max(1), 100 * 1000),
-                };
-                self.fresh(&o)?;
-                let r = self.write_bench(name, order, n, vsize, threads)?;
-                if o.sync != open_opts.sync {
-                    self.open(&open_opts)?;
-                }
-                Some(r)
-            }
-            "overwrite" => {
-                Some(self.write_bench(name, Order::Random, writes, f.value_size, threads)?)
-            }
-            "deleteseq" | "deleterandom" => {
-                let n = self.per_thread(f.deletes);
-                let seq = name == "deleteseq";
-                let ks = f.key_size;
-                let e = self.engine()?;
-                Some(
-                    self.run_threads(name, threads, n, e, move |c, e| {
-                        let mut i = 0u64;
-                        while c.more(i) {
-                            let k = if seq { i } else { c.rand.uniform(f.num) };
-                            make_key(k, ks, &mut c.key);
-                            let t0 = Instant::now();
-                            e.delete(&c.key)?;
-                            c.finished(t0, 0);
-                            i += 1;
-                        }
-                        Ok(())
-                    })?
-                    .0,
-                )
-            }
-            "readrandom" | "readmissing" | "readhot" => {
-                let range = if name == "readhot" {
-                    f.num.div_ceil(100).max(1)
-                } else {
-                    f.num.max(1)
-                };
-                let missing = name == "readmissing";
-                let ks = f.key_size;
-                let e = self.engine()?;
-                let (mut r, cnt) = self.run_threads(name, threads, reads, e, move |c, e| {
-                    let mut i = 0u64;
-                    while c.more(i) {
-                        let k = c.rand.uniform(range);
-                        make_key(k, ks, &mut c.key);
-                        if missing {
-                            c.key.push(b'.');
-                        }
-                        let t0 = Instant::now();
-                        let v = e.get(&c.key)?;
-                        let b = match &v {
-                            Some(v) => {
-                                c.found += 1;
-                                (c.key.len() + v.len()) as u64
-                            }
-                            None => 0,
-                        };
-                        c.finished(t0, b);
-                        i += 1;
-                    }
-                    Ok(())
-                })?;
-                r.message = format!("({} of {} found)", cnt.found, r.ops);
-                Some(r)
-            }
-            "readseq" | "readreverse" => {
-                let fwd = name == "readseq";
-                let e = self.engine()?;
-                Some(
-                    self.run_threads(name, threads, reads, e, move |c, e| {
-                        let mut it = e.iter();
-                        if fwd {
-                            it.seek_to_first()
-                        } else {
-                            it.seek_to_last()
-                        }
-                        let mut i = 0u64;
-                        while c.more(i) {
-                            if !it.valid() {
-                                if c.duration.is_none() {
-                                    break;
-                                }
-                                if fwd {
-                                    it.seek_to_first()
-                                } else {
-                                    it.seek_to_last()
-                                }
-                                if !it.valid() {
-                                    break;
-                                }
-                            }
-                            let t0 = Instant::now();
-                            let b = (it.key().len() + it.value().len()) as u64;
-                            if fwd {
-                                it.next()
-                            } else {
-                                it.prev()
-                            }
-                            c.finished(t0, b);
-                            i += 1;
-                        }
-                        it.status()
-                    })?
-                    .0,
-                )
-            }
-            "seekrandom" => {
-                let nexts = f.seek_nexts;
-                let ks = f.key_size;
-                let num = f.num.max(1);
-                let e = self.engine()?;
-                let (mut r, cnt) = self.run_threads(name, threads, reads, e, move |c, e| {
-                    let mut it = e.iter();
-                    let mut i = 0u64;
-                    while c.more(i) {
-                        make_key(c.rand.uniform(num), ks, &mut c.key);
-                        let t0 = Instant::now();
-                        it.seek(&c.key);
-                        let mut b = 0u64;
-                        if it.valid() && it.key() == c.key.as_slice() {
-                            c.found += 1;
-                        }
-                        for _ in 0..nexts {
-                            if !it.valid() {
-                                break;
-                            }
-                            b += (it.key().len() + it.value().len()) as u64;
-                            it.next();
-                        }
-                        c.finished(t0, b);
-                        i += 1;
-                    }
-                    it.status()
-                })?;
-                r.message = format!("({} of {} found)", cnt.found, r.ops);
-                Some(r)
-            }
-            "readwhilewriting" => {
-                let ks = f.key_size;
-                let vs = f.value_size;
-                let num = f.num.max(1);
-                let e = self.engine()?;
-                let readers_left = AtomicU64::new(threads as u64);
-                let (mut r, cnt) = self.run_threads(name, threads + 1, reads, e, |c, e| {
-                    if c.tid == threads {
-                        // The writer: random overwrites until every reader is done.
-                        c.exclude = true;
-                        while readers_left.load(Ordering::Acquire) > 0 {
-                            make_key(c.rand.uniform(num), ks, &mut c.key);
-                            let t0 = Instant::now();
-                            e.put(&c.key, c.gen.generate(vs))?;
-                            c.finished(t0, (ks + vs) as u64);
-                            c.pace_write((ks + vs) as u64);
-                        }
-                        return Ok(());
-                    }
-                    let res = (|| {
-                        let mut i = 0u64;
-                        while c.more(i) {
-                            make_key(c.rand.uniform(num), ks, &mut c.key);
-                            let t0 = Instant::now();
-                            let b = match e.get(&c.key)? {
-                                Some(v) => {
-                                    c.found += 1;
-                                    (ks + v.len()) as u64
-                                }
-                                None => 0,
-                            };
-                            c.finished(t0, b);
-                            i += 1;
-                        }
-                        Ok(())
-                    })();
-                    readers_left.fetch_sub(1, Ordering::AcqRel);
-                    res
-                })?;
-                r.message = format!("({} of {} found)", cnt.found, r.ops);
-                Some(r)
-            }
-            "readrandomwriterandom" => {
-                let ks = f.key_size;
-                let vs = f.value_size;
-                let num = f.num.max(1);
-                let pct = f.readwritepercent as u64;
-                let e = self.engine()?;
-                let (mut r, cnt) = self.run_threads(name, threads, reads, e, move |c, e| {
-                    let mut i = 0u64;
-                    while c.more(i) {
-                        make_key(c.rand.uniform(num), ks, &mut c.key);
-                        let t0 = Instant::now();
-                        if c.rand.uniform(100) < pct {
-                            c.reads += 1;
-                            let b = match e.get(&c.key)? {
-                                Some(v) => {
-                                    c.found += 1;
-                                    (ks + v.len()) as u64
-                                }
-                                None => 0,
-                            };
-                            c.finished(t0, b);
-                        } else {
-                            c.writes += 1;
-                            e.put(&c.key, c.gen.generate(vs))?;
-                            c.finished(t0, (ks + vs) as u64);
-                            c.pace_write((ks + vs) as u64);
-                        }
-                        i += 1;
-                    }
-                    Ok(())
-                })?;
-                let (rd, wr) = (cnt.reads, cnt.writes);
-                r.message = format!(
-                    "( reads:{rd} writes:{wr} total:{} found:{})",
-                    r.ops, cnt.found
-                );
-                Some(r)
-            }
-            "compact" | "flush" | "waitforcompaction" => {
-                let e = self.engine()?;
-                let t0 = Instant::now();
-                match name {
-                    "compact" => e.compact()?,
-                    "flush" => e.flush()?,
-                    _ => e.wait_for_compactions()?,
-                }
-                let secs = t0.elapsed().as_secs_f64();
-                let mut h = Hist::new();
-                h.record_nanos((secs * 1e9) as u64);
-                let r = BenchResult {
-                    benchmark: name.into(),
-                    engine: f.engine.clone(),
-                    threads: 1,
-                    ops: 1,
-                    elapsed_secs: secs,
-                    micros_per_op: secs * 1e6,
-                    ops_per_sec: 1.0 / secs.max(1e-9),
-                    latency: h.summary(),
-                    size_on_disk: Some(size_on_disk(&self.path)),
-                    ..Default::default()
-                };
-                Some(r)
-            }
-            "stats" => {
-                let s = self
-                    .engine()?
-                    .stats()
-                    .unwrap_or_else(|| "(no stats)".into());
-                self.say(&s);
-                None
-            }
-            "levelstats" => {
-                let s = self
-                    .engine()?
-                    .property("levelstats")
-                    .unwrap_or_else(|| "(no level stats)".into());
-                self.say(&s);
-                None
-            }
-            "sstables" => {
-                let mut files: Vec<(String, u64)> = std::fs::read_dir(&self.path)
-                    .map_err(|e| e.to_string())?
-                    .flatten()
-                    .filter_map(|d| {
-                        let n = d.file_name().to_string_lossy().to_string();
-                        (n.ends_with(".sst") || n.ends_with(".ldb"))
-                            .then(|| (n, d.metadata().map(|m| m.len()).unwrap_or(0)))
-                    })
-                    .collect();
-                files.sort();
-                let mut s = format!(
-                    "--- {} table files in {}\n",
-                    files.len(),
-                    self.path.display()
-                );
-                for (n, b) in files {
-                    s.push_str(&format!("{n}: {b} bytes\n"));
-                }
-                self.say(s.trim_end());
-                None
-            }
-            other => return Err(format!("unknown benchmark {other:?}")),
-        };
+        let bench = bench_fn(name).ok_or_else(|| format!("unknown benchmark {name:?}"))?;
+        let r = bench(self, name)?;
         if let Some(r) = &r {
-            self.say(&r.line());
-            if r.user_bytes_written.is_some() {
-                self.size_line(r);
-            }
-            if f.histogram && r.latency.count > 0 {
-                let what = if name.starts_with("fill") || name == "overwrite" {
-                    "write"
-                } else if name.starts_with("delete") {
-                    "delete"
-                } else if name.starts_with("seek") {
-                    "seek"
-                } else if !name.starts_with("read") {
-                    "op"
-                } else {
-                    "read"
-                };
-                self.say(&r.latency.db_bench_text(what));
-            }
+            self.print_result(name, r);
         }
         Ok(r)
+    }
+
+    /// The result line, the size line of write benchmarks and, with `--histogram`, the
+    /// latency histogram.
+    fn print_result(&self, name: &str, r: &BenchResult) {
+        self.say(&r.line());
+        if r.user_bytes_written.is_some() {
+            self.size_line(r);
+        }
+        if self.flags.histogram && r.latency.count > 0 {
+            self.say(&r.latency.db_bench_text(latency_label(name)));
+        }
+    }
+
+    /// The options the benchmarks after the first open the database with.
+    fn reopen_opts(&self) -> CommonOptions {
+        let mut o = self.flags.opts.clone();
+        o.use_existing_db = true;
+        o
+    }
+
+    /// fillseq, fillrandom, filluniquerandom, fillsync, fill100K: a fresh database, then writes.
+    fn fill(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
+        let f = self.flags.clone();
+        let writes = self.per_thread(f.writes);
+        let open_opts = self.reopen_opts();
+        let mut o = open_opts.clone();
+        let (order, n, vsize) = match name {
+            "fillseq" => (Order::Seq, writes, f.value_size),
+            "fillrandom" => (Order::Random, writes, f.value_size),
+            "filluniquerandom" => (Order::Unique, writes, f.value_size),
+            "fillsync" => {
+                o.sync = true;
+                (Order::Random, (f.num / 1000).max(1), f.value_size)
+            }
+            _ => (Order::Random, (f.num / 1000).max(1), 100 * 1000),
+        };
+        self.fresh(&o)?;
+        let r = self.write_bench(name, order, n, vsize, f.threads)?;
+        if o.sync != open_opts.sync {
+            self.open(&open_opts)?;
+        }
+        Ok(Some(r))
+    }
+
+    /// overwrite: random writes into the existing database.
+    fn overwrite(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
+        let f = &self.flags;
+        let (writes, vsize, threads) = (self.per_thread(f.writes), f.value_size, f.threads);
+        Ok(Some(self.write_bench(
+            name,
+            Order::Random,
+            writes,
+            vsize,
+            threads,
+        )?))
+    }
+
+    /// deleteseq, deleterandom.
+    fn delete(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
+        let f = self.flags.clone();
+        let n = self.per_thread(f.deletes);
+        let seq = name == "deleteseq";
+        let ks = f.key_size;
+        let e = self.engine()?;
+        let (r, _) = self.run_threads(name, f.threads, n, e, move |c, e| {
+            let mut i = 0u64;
+            while c.more(i) {
+                let k = if seq { i } else { c.rand.uniform(f.num) };
+                make_key(k, ks, &mut c.key);
+                let t0 = Instant::now();
+                e.delete(&c.key)?;
+                c.finished(t0, 0);
+                i += 1;
+            }
+            Ok(())
+        })?;
+        Ok(Some(r))
+    }
+
+    /// readrandom, readmissing (keys that are never written), readhot (the first 1%).
+    fn read_random(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
+        let f = &self.flags;
+        let reads = self.per_thread(f.reads);
+        let range = if name == "readhot" {
+            f.num.div_ceil(100).max(1)
+        } else {
+            f.num.max(1)
+        };
+        let missing = name == "readmissing";
+        let ks = f.key_size;
+        let e = self.engine()?;
+        let (mut r, cnt) = self.run_threads(name, f.threads, reads, e, move |c, e| {
+            let mut i = 0u64;
+            while c.more(i) {
+                let k = c.rand.uniform(range);
+                make_key(k, ks, &mut c.key);
+                if missing {
+                    c.key.push(b'.');
+                }
+                let t0 = Instant::now();
+                let b = c.read_key(e)?;
+                c.finished(t0, b);
+                i += 1;
+            }
+            Ok(())
+        })?;
+        r.message = format!("({} of {} found)", cnt.found, r.ops);
+        Ok(Some(r))
+    }
+
+    /// readseq, readreverse: a full scan per thread (wrapping around with `--duration`).
+    fn read_seq(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
+        let reads = self.per_thread(self.flags.reads);
+        let fwd = name == "readseq";
+        let e = self.engine()?;
+        let (r, _) = self.run_threads(name, self.flags.threads, reads, e, move |c, e| {
+            let mut it = e.iter();
+            if fwd {
+                it.seek_to_first()
+            } else {
+                it.seek_to_last()
+            }
+            let mut i = 0u64;
+            while c.more(i) {
+                if !it.valid() {
+                    if c.duration.is_none() {
+                        break;
+                    }
+                    if fwd {
+                        it.seek_to_first()
+                    } else {
+                        it.seek_to_last()
+                    }
+                    if !it.valid() {
+                        break;
+                    }
+                }
+                let t0 = Instant::now();
+                let b = (it.key().len() + it.value().len()) as u64;
+                if fwd {
+                    it.next()
+                } else {
+                    it.prev()
+                }
+                c.finished(t0, b);
+                i += 1;
+            }
+            it.status()
+        })?;
+        Ok(Some(r))
+    }
+
+    /// seekrandom: a seek to a random key, then `--seek_nexts` steps.
+    fn seek_random(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
+        let f = &self.flags;
+        let reads = self.per_thread(f.reads);
+        let nexts = f.seek_nexts;
+        let ks = f.key_size;
+        let num = f.num.max(1);
+        let e = self.engine()?;
+        let (mut r, cnt) = self.run_threads(name, f.threads, reads, e, move |c, e| {
+            let mut it = e.iter();
+            let mut i = 0u64;
+            while c.more(i) {
+                make_key(c.rand.uniform(num), ks, &mut c.key);
+                let t0 = Instant::now();
+                it.seek(&c.key);
+                let mut b = 0u64;
+                if it.valid() && it.key() == c.key.as_slice() {
+                    c.found += 1;
+                }
+                for _ in 0..nexts {
+                    if !it.valid() {
+                        break;
+                    }
+                    b += (it.key().len() + it.value().len()) as u64;
+                    it.next();
+                }
+                c.finished(t0, b);
+                i += 1;
+            }
+            it.status()
+        })?;
+        r.message = format!("({} of {} found)", cnt.found, r.ops);
+        Ok(Some(r))
+    }
+
+    /// readwhilewriting: `--threads` readers, plus one writer (left out of the figures) that
+    /// overwrites random keys until every reader is done.
+    fn read_while_writing(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
+        let f = &self.flags;
+        let reads = self.per_thread(f.reads);
+        let threads = f.threads;
+        let ks = f.key_size;
+        let vs = f.value_size;
+        let num = f.num.max(1);
+        let e = self.engine()?;
+        let readers_left = AtomicU64::new(threads as u64);
+        let (mut r, cnt) = self.run_threads(name, threads + 1, reads, e, |c, e| {
+            if c.tid == threads {
+                c.exclude = true;
+                while readers_left.load(Ordering::Acquire) > 0 {
+                    make_key(c.rand.uniform(num), ks, &mut c.key);
+                    let t0 = Instant::now();
+                    e.put(&c.key, c.gen.generate(vs))?;
+                    c.finished(t0, (ks + vs) as u64);
+                    c.pace_write((ks + vs) as u64);
+                }
+                return Ok(());
+            }
+            let res = (|| {
+                let mut i = 0u64;
+                while c.more(i) {
+                    make_key(c.rand.uniform(num), ks, &mut c.key);
+                    let t0 = Instant::now();
+                    let b = c.read_key(e)?;
+                    c.finished(t0, b);
+                    i += 1;
+                }
+                Ok(())
+            })();
+            readers_left.fetch_sub(1, Ordering::AcqRel);
+            res
+        })?;
+        r.message = format!("({} of {} found)", cnt.found, r.ops);
+        Ok(Some(r))
+    }
+
+    /// readrandomwriterandom: `--readwritepercent` reads, the rest writes, on every thread.
+    fn read_random_write_random(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
+        let f = &self.flags;
+        let reads = self.per_thread(f.reads);
+        let ks = f.key_size;
+        let vs = f.value_size;
+        let num = f.num.max(1);
+        let pct = f.readwritepercent as u64;
+        let e = self.engine()?;
+        let (mut r, cnt) = self.run_threads(name, f.threads, reads, e, move |c, e| {
+            let mut i = 0u64;
+            while c.more(i) {
+                make_key(c.rand.uniform(num), ks, &mut c.key);
+                let t0 = Instant::now();
+                if c.rand.uniform(100) < pct {
+                    c.reads += 1;
+                    let b = c.read_key(e)?;
+                    c.finished(t0, b);
+                } else {
+                    c.writes += 1;
+                    e.put(&c.key, c.gen.generate(vs))?;
+                    c.finished(t0, (ks + vs) as u64);
+                    c.pace_write((ks + vs) as u64);
+                }
+                i += 1;
+            }
+            Ok(())
+        })?;
+        let (rd, wr) = (cnt.reads, cnt.writes);
+        r.message = format!(
+            "( reads:{rd} writes:{wr} total:{} found:{})",
+            r.ops, cnt.found
+        );
+        Ok(Some(r))
+    }
+
+    /// compact, flush, waitforcompaction: one timed engine call.
+    fn maintenance(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
+        let e = self.engine()?;
+        let t0 = Instant::now();
+        match name {
+            "compact" => e.compact()?,
+            "flush" => e.flush()?,
+            _ => e.wait_for_compactions()?,
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let mut h = Hist::new();
+        h.record_nanos((secs * 1e9) as u64);
+        Ok(Some(BenchResult {
+            benchmark: name.into(),
+            engine: self.flags.engine.clone(),
+            threads: 1,
+            ops: 1,
+            elapsed_secs: secs,
+            micros_per_op: secs * 1e6,
+            ops_per_sec: 1.0 / secs.max(1e-9),
+            latency: h.summary(),
+            size_on_disk: Some(size_on_disk(&self.path)),
+            ..Default::default()
+        }))
+    }
+
+    /// stats: prints the engine's statistics text.
+    fn print_stats(&mut self, _name: &str) -> Result<Option<BenchResult>, String> {
+        let s = self
+            .engine()?
+            .stats()
+            .unwrap_or_else(|| "(no stats)".into());
+        self.say(&s);
+        Ok(None)
+    }
+
+    /// levelstats: prints the engine's per-level file counts and sizes.
+    fn print_level_stats(&mut self, _name: &str) -> Result<Option<BenchResult>, String> {
+        let s = self
+            .engine()?
+            .property("levelstats")
+            .unwrap_or_else(|| "(no level stats)".into());
+        self.say(&s);
+        Ok(None)
+    }
+
+    /// sstables: prints the table files of the database directory with their sizes.
+    fn print_sstables(&mut self, _name: &str) -> Result<Option<BenchResult>, String> {
+        let mut files: Vec<(String, u64)> = std::fs::read_dir(&self.path)
+            .map_err(|e| e.to_string())?
+            .flatten()
+            .filter_map(|d| {
+                let n = d.file_name().to_string_lossy().to_string();
+                (n.ends_with(".sst") || n.ends_with(".ldb"))
+                    .then(|| (n, d.metadata().map(|m| m.len()).unwrap_or(0)))
+            })
+            .collect();
+        files.sort();
+        let mut s = format!(
+            "--- {} table files in {}\n",
+            files.len(),
+            self.path.display()
+        );
+        for (n, b) in files {
+            s.push_str(&format!("{n}: {b} bytes\n"));
+        }
+        self.say(s.trim_end());
+        Ok(None)
     }
 
     fn write_bench(
@@ -714,70 +754,42 @@ impl Runner {
     {
         let f = &self.flags;
         let progress = AtomicU64::new(0);
-        let stop = AtomicBool::new(false);
-        let finished = AtomicBool::new(false);
         let duration = (f.duration > 0).then(|| Duration::from_secs(f.duration));
-        let start = Instant::now();
         let writers = n.max(1) as u64;
         let seed_base = f
             .seed
             .wrapping_add(self.threads_started.fetch_add(n as u64, Ordering::Relaxed));
-        let (ctxs, end): (Vec<Result<ThreadCtx<'_>, String>>, Instant) = std::thread::scope(|s| {
-            let monitor = s.spawn(|| self.monitor(name, &progress, &finished, start));
-            let handles: Vec<_> = (0..n)
-                .map(|tid| {
-                    let body = &body;
-                    let progress = &progress;
-                    let stop = &stop;
-                    s.spawn(move || {
-                        let mut c = ThreadCtx {
-                            tid,
-                            rand: Mt64::new(seed_base.wrapping_add(tid as u64 + 1)),
-                            gen: RandomGenerator::new(
-                                f.compression_ratio,
-                                f.value_size.max(100_000),
-                            ),
-                            key: Vec::with_capacity(f.key_size + 1),
-                            bytes: 0,
-                            done: 0,
-                            found: 0,
-                            reads: 0,
-                            writes: 0,
-                            hist: Hist::new(),
-                            exclude: false,
-                            start: Instant::now(),
-                            max_ops,
-                            duration,
-                            progress,
-                            stop,
-                            rate_limit: f.write_rate_limit / writers,
-                            rate_bytes: 0,
-                        };
-                        match body(&mut c, engine) {
-                            Ok(()) => Ok(c),
-                            Err(e) => {
-                                stop.store(true, Ordering::Relaxed);
-                                Err(e)
-                            }
-                        }
-                    })
-                })
-                .collect();
-            let out = handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err("benchmark thread panicked".into()))
-                })
-                .collect();
-            // The clock stops when the last worker is done, not when the progress monitor
-            // (which sleeps in 50 ms steps) notices: that rounded every figure up to 50 ms.
-            let end = Instant::now();
-            finished.store(true, Ordering::Relaxed);
-            let _ = monitor.join();
-            (out, end)
-        });
-        let elapsed = end.duration_since(start).as_secs_f64().max(1e-9);
+        let worker = |tid: usize, run: &Run| {
+            let mut c = ThreadCtx {
+                tid,
+                rand: Mt64::new(seed_base.wrapping_add(tid as u64 + 1)),
+                gen: RandomGenerator::new(f.compression_ratio, f.value_size.max(100_000)),
+                key: Vec::with_capacity(f.key_size + 1),
+                bytes: 0,
+                done: 0,
+                found: 0,
+                reads: 0,
+                writes: 0,
+                hist: Hist::new(),
+                exclude: false,
+                start: Instant::now(),
+                max_ops,
+                duration,
+                progress: &progress,
+                run,
+                rate_limit: f.write_rate_limit / writers,
+                rate_bytes: 0,
+            };
+            body(&mut c, engine).map(|()| ThreadFigures::of(c))
+        };
+        let out = run_workers(
+            n,
+            "benchmark thread panicked",
+            worker,
+            self.monitor(name, &progress),
+        );
+        let (end, elapsed) = (out.end, out.elapsed_secs());
+        let ctxs = out.results;
         let mut hist = Hist::new();
         let (mut ops, mut bytes, mut found, mut thread_secs, mut counted) =
             (0u64, 0u64, 0u64, 0f64, 0usize);
@@ -827,14 +839,16 @@ impl Runner {
         ))
     }
 
-    fn monitor(&self, name: &str, progress: &AtomicU64, finished: &AtomicBool, start: Instant) {
+    /// The progress lines of `--stats_interval` / `--stats_interval_seconds`, for the
+    /// harness to call every 50 ms.
+    fn monitor<'a>(&self, name: &'a str, progress: &'a AtomicU64) -> impl FnMut(&Run) + Send + 'a {
         let period = Duration::from_secs_f64(self.flags.stats_interval_seconds.max(0.1));
         let every_ops = self.flags.stats_interval;
-        let mut last_t = start;
-        let mut last_n = 0u64;
+        let mut last: Option<(Instant, u64)> = None;
         let mut next_ops = every_ops;
-        while !finished.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(50));
+        move |run: &Run| {
+            let start = run.start();
+            let (last_t, last_n) = last.unwrap_or((start, 0));
             let n = progress.load(Ordering::Relaxed);
             let now = Instant::now();
             let due = if every_ops > 0 {
@@ -849,8 +863,7 @@ impl Runner {
                     (now - start).as_secs_f64(),
                     (n - last_n) as f64 / dt
                 );
-                last_t = now;
-                last_n = n;
+                last = Some((now, n));
                 while every_ops > 0 && next_ops <= n {
                     next_ops += every_ops;
                 }
@@ -865,4 +878,72 @@ struct Counts {
     found: u64,
     reads: u64,
     writes: u64,
+}
+
+/// One benchmark (or family of benchmarks sharing a body, told apart by name).
+type BenchFn = fn(&mut Runner, &str) -> Result<Option<BenchResult>, String>;
+
+/// The function that runs benchmark `name`, if the runner knows it.
+fn bench_fn(name: &str) -> Option<BenchFn> {
+    Some(match name {
+        "fillseq" | "fillrandom" | "filluniquerandom" | "fillsync" | "fill100K" => Runner::fill,
+        "overwrite" => Runner::overwrite,
+        "deleteseq" | "deleterandom" => Runner::delete,
+        "readrandom" | "readmissing" | "readhot" => Runner::read_random,
+        "readseq" | "readreverse" => Runner::read_seq,
+        "seekrandom" => Runner::seek_random,
+        "readwhilewriting" => Runner::read_while_writing,
+        "readrandomwriterandom" => Runner::read_random_write_random,
+        "compact" | "flush" | "waitforcompaction" => Runner::maintenance,
+        "stats" => Runner::print_stats,
+        "levelstats" => Runner::print_level_stats,
+        "sstables" => Runner::print_sstables,
+        _ => return None,
+    })
+}
+
+/// The operation word of a benchmark's `--histogram` block, as db_bench prints it.
+fn latency_label(name: &str) -> &'static str {
+    if name.starts_with("fill") || name == "overwrite" {
+        "write"
+    } else if name.starts_with("delete") {
+        "delete"
+    } else if name.starts_with("seek") {
+        "seek"
+    } else if !name.starts_with("read") {
+        "op"
+    } else {
+        "read"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_benchmark_has_a_function_and_no_other_name_does() {
+        for name in BENCHMARKS {
+            assert!(bench_fn(name).is_some(), "{name}");
+        }
+        for name in ["", "fill", "readrandom2", "ycsb"] {
+            assert!(bench_fn(name).is_none(), "{name}");
+        }
+    }
+
+    #[test]
+    fn histogram_labels_follow_db_bench() {
+        let labels: Vec<&str> = [
+            "fillseq",
+            "overwrite",
+            "deleterandom",
+            "seekrandom",
+            "readwhilewriting",
+            "compact",
+        ]
+        .iter()
+        .map(|n| latency_label(n))
+        .collect();
+        assert_eq!(labels, ["write", "write", "delete", "seek", "read", "op"]);
+    }
 }

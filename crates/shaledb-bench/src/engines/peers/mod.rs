@@ -6,6 +6,19 @@
 //! honour in a way that changes what is measured (a codec it lacks, WAL off, direct reads) is an
 //! error naming the engine and the option, never a silent substitute.
 
+/// Declares opaque C handle types (`#[repr(C)]`, zero-sized, never built in Rust). Defined
+/// before the adapter modules so that they all see it.
+macro_rules! opaque {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {$(
+        $(#[$doc])*
+        #[repr(C)]
+        pub struct $name {
+            _private: [u8; 0],
+        }
+    )*};
+}
+
+pub mod capi;
 pub mod fjall;
 pub mod leveldb;
 pub mod rocksdb;

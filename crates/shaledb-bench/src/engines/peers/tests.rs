@@ -53,6 +53,13 @@ fn key(i: u64) -> Vec<u8> {
     format!("{i:016}").into_bytes()
 }
 
+/// `db.get(key)`, failing the test (named after `name`) on an engine error: a read error
+/// must never pass for "not found".
+fn get(db: &dyn Engine, name: &str, key: &[u8]) -> Option<Vec<u8>> {
+    db.get(key)
+        .unwrap_or_else(|e| panic!("{name}: get {key:?}: {e}"))
+}
+
 fn value(rng: &mut Rng, i: u64) -> Vec<u8> {
     let len = 1 + rng.below(300) as usize;
     let mut v = format!("v{i}-").into_bytes();
@@ -262,7 +269,7 @@ fn peers_every_codec_or_a_clear_error() {
                 let db = r.unwrap_or_else(|e| panic!("{name} {codec}: {e}"));
                 db.put(b"k", b"v").unwrap_or_else(|e| panic!("{name}: {e}"));
                 db.flush().unwrap_or_else(|e| panic!("{name}: {e}"));
-                assert_eq!(db.get(b"k").ok().flatten().as_deref(), Some(&b"v"[..]));
+                assert_eq!(get(db.as_ref(), name, b"k").as_deref(), Some(&b"v"[..]));
             } else {
                 let e = r.err().unwrap_or_default();
                 assert!(
@@ -290,7 +297,7 @@ fn peers_wal_and_direct_reads_mismatches_are_errors() {
         o.disable_wal = true;
         let db = open(name, dir.path(), &o).unwrap_or_else(|e| panic!("{name}: {e}"));
         db.put(b"a", b"1").unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(db.get(b"a").ok().flatten().as_deref(), Some(&b"1"[..]));
+        assert_eq!(get(db.as_ref(), name, b"a").as_deref(), Some(&b"1"[..]));
     }
     // Sync writes work everywhere.
     for name in super::PEER_NAMES {
@@ -301,12 +308,33 @@ fn peers_wal_and_direct_reads_mismatches_are_errors() {
         db.put(b"a", b"1").unwrap_or_else(|e| panic!("{name}: {e}"));
         db.write_batch(&[BatchOp::Put(b"b".to_vec(), b"2".to_vec())])
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(db.get(b"b").ok().flatten().as_deref(), Some(&b"2"[..]));
+        assert_eq!(get(db.as_ref(), name, b"b").as_deref(), Some(&b"2"[..]));
     }
     let e = open("nosuch", Path::new("/nonexistent"), &small_opts("none"))
         .err()
         .unwrap_or_default();
     assert!(e.contains("unknown engine"), "{e}");
+}
+
+#[test]
+fn peers_c_api_open_failures_are_errors_naming_the_engine() {
+    // An existing but empty directory opened as an existing database: the library itself
+    // refuses (create_if_missing is off), through the shared C-API open path.
+    for name in ["rocksdb", "leveldb"] {
+        let dir = TempDir::new(name);
+        std::fs::create_dir_all(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let mut o = small_opts("none");
+        o.use_existing_db = true;
+        let e = open(name, dir.path(), &o).err().unwrap_or_default();
+        assert!(e.starts_with(&format!("{name}: ")), "{name}: {e:?}");
+        assert!(e.contains("does not exist"), "{name}: {e:?}");
+        // The handles of the failed open were released: a fresh database opens there.
+        o.use_existing_db = false;
+        let db = open(name, dir.path(), &o).unwrap_or_else(|e| panic!("{name}: {e}"));
+        db.put(b"k", b"v").unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(get(db.as_ref(), name, b"k").as_deref(), Some(&b"v"[..]));
+        assert_eq!(get(db.as_ref(), name, b"missing"), None);
+    }
 }
 
 #[test]
@@ -321,7 +349,7 @@ fn peers_concurrent_writers_and_readers() {
                     for i in 0..500u64 {
                         let k = key(t * 1000 + i);
                         db.put(&k, &k).unwrap_or_else(|e| panic!("{name}: {e}"));
-                        assert_eq!(db.get(&k).ok().flatten(), Some(k.clone()), "{name}");
+                        assert_eq!(get(db, name, &k), Some(k.clone()), "{name}");
                         let mut it = db.iter();
                         it.seek(&k);
                         assert!(it.valid() && it.key() == k.as_slice(), "{name}: seek");
@@ -351,7 +379,7 @@ fn peers_compaction_bytes_written() {
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
         }
         db.compact().unwrap_or_else(|e| panic!("{name}: {e}"));
-        let stats = db.stats().unwrap_or_default();
+        let stats = db.stats().unwrap_or_else(|| panic!("{name}: no stats"));
         assert!(!stats.is_empty(), "{name}: stats");
         let written = db.compaction_bytes_written();
         match *name {
@@ -382,16 +410,20 @@ fn peers_smoke_throughput() {
         };
         let db = open(name, dir.path(), &o).unwrap_or_else(|e| panic!("{e}"));
         let mut rng = Rng(42);
+        let mut written = vec![false; n as usize];
         let t = std::time::Instant::now();
         for _ in 0..n {
             let i = rng.below(n);
             db.put(&key(i), &[b'x'; 100])
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
+            written[i as usize] = true;
         }
         let fill = n as f64 / t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
         for _ in 0..n {
-            let _ = db.get(&key(rng.below(n)));
+            let i = rng.below(n);
+            let expected = written[i as usize].then(|| vec![b'x'; 100]);
+            assert_eq!(get(db.as_ref(), name, &key(i)), expected, "{name}: key {i}");
         }
         let read = n as f64 / t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();

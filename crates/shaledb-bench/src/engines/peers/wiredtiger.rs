@@ -19,15 +19,6 @@ use std::sync::{Mutex, PoisonError};
 #[allow(non_camel_case_types)]
 mod ffi {
     use std::ffi::{c_char, c_int, c_void};
-
-    macro_rules! opaque {
-        ($($name:ident),*) => {$(
-            #[repr(C)]
-            pub struct $name {
-                _private: [u8; 0],
-            }
-        )*};
-    }
     opaque!(WT_CONNECTION, WT_SESSION, WT_CURSOR);
 
     extern "C" {

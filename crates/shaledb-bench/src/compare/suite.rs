@@ -1,0 +1,303 @@
+//! The suites `compare` runs (workloads from BENCHMARKS.md, scaled per suite) and the documented
+//! substitutions for options an engine does not have.
+
+/// What runs a workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// db_bench mode (RocksDB's db_bench runs the same flags).
+    DbBench,
+    /// `shale-bench ycsb`.
+    Ycsb,
+    /// `shale-bench tpch`.
+    Tpch,
+}
+
+/// One workload of a suite.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// Id from BENCHMARKS.md (R1, K1-100B, Y1-8t, ...).
+    pub id: String,
+    /// What it is.
+    pub title: String,
+    /// Runner.
+    pub kind: Kind,
+    /// Arguments (without --engine/--db/--json).
+    pub args: Vec<String>,
+    /// A second, measured step on the database the first step loaded (run with
+    /// `--use_existing_db=1`), or empty. Multi-threaded reads load with one thread first: a
+    /// db_bench fill with `--threads=T` writes every key T times.
+    pub then: Vec<String>,
+}
+
+fn w(id: &str, title: &str, kind: Kind, args: &str) -> Workload {
+    Workload {
+        id: id.into(),
+        title: title.into(),
+        kind,
+        args: args.split_whitespace().map(String::from).collect(),
+        then: Vec::new(),
+    }
+}
+
+/// A workload that loads with `load` (one thread), then runs `run` on the loaded database.
+fn w2(id: &str, title: &str, load: &str, run: &str) -> Workload {
+    let mut wl = w(id, title, Kind::DbBench, load);
+    wl.then = run.split_whitespace().map(String::from).collect();
+    wl
+}
+
+/// The workloads of `seed-small` or `seed-full`.
+pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
+    let (n, k1_bytes, t1_rows, y1_records, y1_ops) = match name {
+        "seed-small" => (100_000u64, 20u64 << 20, 200_000u64, 200_000u64, 100_000u64),
+        "seed-full" => (5_000_000, 1 << 30, 5_000_000, 50_000_000, 10_000_000),
+        // seed-full scaled down to fit a shared 2-core machine's hour (docs/benchmarks.md).
+        "seed-medium" => (1_000_000, 50 << 20, 500_000, 1_000_000, 500_000),
+        "tiny" => (2_000, 1 << 20, 2_000, 2_000, 2_000),
+        other => {
+            return Err(format!(
+                "unknown suite {other:?}: seed-small, seed-medium, seed-full (or tiny)"
+            ))
+        }
+    };
+    let base = format!(
+        "--num={n} --key_size=10 --value_size=800 --compression_ratio=0.5 --compression_type=snappy --bloom_bits=10 --cache_size=1073741824"
+    );
+    let mut v = vec![
+        w("R1", "bulk load random: fillrandom, WAL off", Kind::DbBench, &format!("{base} --benchmarks=fillrandom --disable_wal=1")),
+        w("R1-bulk", "bulk load recipe: vector memtable, auto compactions off, fillrandom then compact", Kind::DbBench, &format!("{base} --benchmarks=fillrandom,compact --disable_wal=1 --memtablerep=vector --allow_concurrent_memtable_write=false --disable_auto_compactions=1")),
+        w("R2", "bulk load sequential: fillseq, WAL off", Kind::DbBench, &format!("{base} --benchmarks=fillseq --disable_wal=1")),
+        w("R3", "random overwrite, WAL on, no sync", Kind::DbBench, &format!("{base} --benchmarks=fillseq,overwrite")),
+    ];
+    let r4 = format!("{base} --compression_type=none --block_size=4096");
+    for t in [1u64, 2, 32] {
+        v.push(w2(
+            &format!("R4-{t}t"),
+            &format!("readrandom, 4 KB blocks, no compression, {t} threads, 1 GB cache (loaded by fillseq, 1 thread)"),
+            &format!("{r4} --benchmarks=fillseq --threads=1"),
+            &format!("{r4} --benchmarks=readrandom --threads={t} --reads={}", (n / t).max(1)),
+        ));
+    }
+    v.push(w2(
+        "R4-io",
+        "readrandom, 2 threads, 64 MB cache, direct reads (loaded by fillseq, 1 thread)",
+        &format!("{r4} --benchmarks=fillseq --threads=1"),
+        &format!("{r4} --benchmarks=readrandom --threads=2 --reads={} --cache_size=67108864 --use_direct_reads=1", n / 2),
+    ));
+    v.push(w2(
+        "R5",
+        "readwhilewriting, 2 readers + 1 writer (loaded by fillseq, 1 thread)",
+        &format!("{base} --benchmarks=fillseq --threads=1"),
+        &format!(
+            "{base} --benchmarks=readwhilewriting --threads=2 --reads={}",
+            n / 2
+        ),
+    ));
+    for t in [1, 2] {
+        v.push(w(
+            &format!("R6-{t}t"),
+            &format!("fillsync, {t} thread(s)"),
+            Kind::DbBench,
+            // db_bench's fillsync divides --num by 1000 but loops over --writes (default: the
+            // undivided --num), so RocksDB's db_bench would sync N writes per thread, not N/1000.
+            &format!(
+                "{base} --benchmarks=fillsync --threads={t} --writes={}",
+                (n / 1000).max(1)
+            ),
+        ));
+    }
+    v.push(w(
+        "R7",
+        "readseq, readreverse, seekrandom + 10 next",
+        Kind::DbBench,
+        &format!(
+            "{base} --benchmarks=fillseq,readseq,readreverse,seekrandom --seek_nexts=10 --reads={}",
+            n / 10
+        ),
+    ));
+    for (label, vs) in [
+        ("100B", 100u64),
+        ("1KB", 1000),
+        ("100KB", 100_000),
+        ("256KB", 262_144),
+        ("512KB", 524_288),
+        ("1MB", 1_048_576),
+    ] {
+        let num = (k1_bytes / vs).max(10);
+        v.push(w(&format!("K1-{label}"), &format!("value-size sweep {label}: fills, reads before and after a full compaction"), Kind::DbBench,
+            &format!("--num={num} --key_size=16 --value_size={vs} --write_buffer_size=4194304 --cache_size=8388608 --bloom_bits=0 --compression_ratio=0.5 --benchmarks=fillseq,fillrandom,overwrite,readrandom,readseq,compact,readrandom,readseq")));
+    }
+    v.push(w(
+        "T1",
+        "TPC-H lineitem rows, 1 writer + 2 readers, small cache, direct reads",
+        Kind::Tpch,
+        &format!("--rows={t1_rows} --readers=2 --cache_size=8388608 --use_direct_reads=1"),
+    ));
+    // At seed-full, WiredTiger with 8 threads on 2 cores loads at a few thousand records a
+    // second (50M would take hours): each phase stops after 30 minutes with what it did, and
+    // the report marks such a figure (the seed itself ran WiredTiger on fewer records).
+    let y1_limit = if name == "seed-full" {
+        " --maxexecutiontime=1800"
+    } else {
+        ""
+    };
+    for t in [8, 2] {
+        v.push(w(&format!("Y1-{t}t"), &format!("YCSB load + A-F, 8-byte keys, one 24-byte field, {t} threads"), Kind::Ycsb,
+            &format!("--workload=a,b,c,f,d,e --phase=load,run --recordcount={y1_records} --operationcount={y1_ops} --threads={t} --fixedkey8b --fieldcount=1 --fieldlength=24 --cache_size=268435456{y1_limit}")));
+    }
+    Ok(v)
+}
+
+/// A documented stand-in for an option an engine does not have. The adapters refuse such an
+/// option outright (never a silent substitute); `compare` alone applies these, labels the cell
+/// with `label`, and lists every substitution used in the report. docs/benchmarks.md
+/// ("Substitutions") explains each row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Substitution {
+    /// Engine it applies to.
+    pub engine: &'static str,
+    /// The db_bench flag, with its leading `--`.
+    pub flag: &'static str,
+    /// Values of the flag that the engine cannot honour.
+    pub when: &'static [&'static str],
+    /// The flag's value when the workload does not set it (db_bench's default).
+    pub default: &'static str,
+    /// The value the engine runs with instead.
+    pub with: &'static str,
+    /// Label on the cell (engine column and report notes).
+    pub label: &'static str,
+    /// Why.
+    pub why: &'static str,
+}
+
+/// Every substitution `compare` makes, in one place.
+pub const SUBSTITUTIONS: &[Substitution] = &[
+    Substitution {
+        engine: "leveldb",
+        flag: "--disable_wal",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "WAL on",
+        why: "LevelDB 1.23 always writes its log; run with the log on and sync off",
+    },
+    Substitution {
+        engine: "fjall",
+        flag: "--disable_wal",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "WAL on",
+        why: "fjall 3 always writes its journal; run with the journal on and sync off",
+    },
+    Substitution {
+        engine: "fjall",
+        flag: "--compression_type",
+        when: &["snappy"],
+        default: "snappy",
+        with: "lz4",
+        label: "lz4",
+        why: "fjall 3 has lz4 and none, no snappy; lz4 is the nearest codec in speed and ratio",
+    },
+    Substitution {
+        engine: "shaledb",
+        flag: "--use_direct_reads",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "buffered reads",
+        why: "ShaleDB has no O_DIRECT reads yet; its reads go through the page cache",
+    },
+    Substitution {
+        engine: "leveldb",
+        flag: "--use_direct_reads",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "buffered reads",
+        why: "LevelDB has no O_DIRECT reads; its reads go through the page cache",
+    },
+    Substitution {
+        engine: "fjall",
+        flag: "--use_direct_reads",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "buffered reads",
+        why: "fjall 3 has no O_DIRECT reads; its reads go through the page cache",
+    },
+];
+
+/// The arguments `engine` runs `args` with, and the substitutions applied (none for RocksDB,
+/// WiredTiger and RocksDB's db_bench).
+pub fn substitute(engine: &str, args: &[String]) -> (Vec<String>, Vec<&'static Substitution>) {
+    let mut out = args.to_vec();
+    let mut used = Vec::new();
+    for sub in SUBSTITUTIONS.iter().filter(|s| s.engine == engine) {
+        let prefix = format!("{}=", sub.flag);
+        let last = out.iter().rposition(|a| a.starts_with(&prefix));
+        let value = last.map_or(sub.default, |i| &out[i][prefix.len()..]);
+        if !sub.when.contains(&value) {
+            continue;
+        }
+        out.retain(|a| !a.starts_with(&prefix));
+        out.push(format!("{prefix}{}", sub.with));
+        used.push(sub);
+    }
+    (out, used)
+}
+
+/// What the suite is, for the report header: its sizes and, for a scaled suite, why.
+pub fn suite_note(name: &str) -> &'static str {
+    match name {
+        "seed-small" => "Suite seed-small (CI smoke test): N = 100,000 keys; K1 20 MB per value size; T1 200,000 rows; Y1 200,000 records, 100,000 operations. Its figures are never asserted.",
+        "seed-medium" => "Suite seed-medium: seed-full scaled down so that five engines plus db_bench finish in about 40 minutes on this 2-core machine (seed-full would take several hours): N = 1,000,000 keys (not 5,000,000); K1 50 MB per value size (not 1 GB); T1 500,000 rows (not 5,000,000); Y1 1,000,000 records and 500,000 operations per workload (not 50,000,000 / 10,000,000). Every workload, engine and option is kept; only sizes differ. Not the seed-full reference.",
+        "seed-full" => "Suite seed-full: the BENCHMARKS.md reference sizes (N = 5,000,000 keys; K1 1 GB per value size; T1 5,000,000 rows; Y1 50,000,000 records and 10,000,000 operations per workload, each YCSB phase stopped after 30 minutes, a figure so stopped marked †). A suite this long runs in parts (runs.txt).",
+        _ => "Suite tiny: a test-sized run.",
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn substitutions_apply_to_set_and_default_values_and_are_labelled() {
+        let a = args("--num=10 --disable_wal=1 --compression_type=snappy");
+        let (out, used) = substitute("fjall", &a);
+        assert!(out.contains(&"--disable_wal=0".to_string()));
+        assert!(out.contains(&"--compression_type=lz4".to_string()));
+        assert!(!out
+            .iter()
+            .any(|x| x == "--disable_wal=1" || x.ends_with("=snappy")));
+        let labels: Vec<&str> = used.iter().map(|u| u.label).collect();
+        assert_eq!(labels, ["WAL on", "lz4"]);
+        // fjall's codec default is snappy, as db_bench's: K1 and Y1 set no codec.
+        let (out, used) = substitute("fjall", &args("--num=10"));
+        assert_eq!(out, args("--num=10 --compression_type=lz4"));
+        assert_eq!(used.len(), 1);
+        // Engines with the option run the workload as written.
+        for e in ["rocksdb", "wiredtiger", "rocksdb-db_bench"] {
+            let a = args("--disable_wal=1 --use_direct_reads=1");
+            assert_eq!(substitute(e, &a), (a.clone(), Vec::new()));
+        }
+        let (out, used) = substitute("shaledb", &args("--use_direct_reads=1"));
+        assert_eq!(out, args("--use_direct_reads=0"));
+        assert_eq!(used[0].label, "buffered reads");
+        let (_, used) = substitute("leveldb", &args("--disable_wal=0 --use_direct_reads=0"));
+        assert!(used.is_empty());
+    }
+
+    #[test]
+    fn every_suite_parses() {
+        for s in ["tiny", "seed-small", "seed-medium", "seed-full"] {
+            assert!(suite(s).map_or(0, |v| v.len()) > 10, "{s}");
+        }
+        assert!(suite("nope").is_err());
+    }
+}
