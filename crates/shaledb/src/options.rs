@@ -378,7 +378,7 @@ impl Options {
         Ok(())
     }
 
-    /// The L0 triggers and pending-bytes limits must be ordered, or writes stall before
+    /// The L0 triggers and pending-bytes limits must be ordered, or writes stop before
     /// compaction is even asked for (or the "slow" state is never reached).
     fn validate_write_stalls(&self) -> crate::Result<()> {
         let bad = |s: String| Err(crate::Error::InvalidArgument(s));
@@ -390,11 +390,13 @@ impl Options {
         if compact == 0 {
             return bad("level0_file_num_compaction_trigger must be at least 1".into());
         }
-        if slow < compact {
+        // Slowing down before compaction starts is odd but safe (tests use it); stopping
+        // before it starts would wait forever for a compaction nothing asks for.
+        if stop < compact {
             return bad(format!(
-                "level0_slowdown_writes_trigger ({slow}) must be at least \
-                 level0_file_num_compaction_trigger ({compact}): writes would slow down \
-                 before a compaction is started"
+                "level0_stop_writes_trigger ({stop}) must be at least \
+                 level0_file_num_compaction_trigger ({compact}): writes would stop with no \
+                 compaction to resume them"
             ));
         }
         if stop < slow {

@@ -106,10 +106,8 @@ fn open_refuses_options_that_cannot_work_naming_the_option() {
     let base = || Options::default().with_fs(shaledb::fs::MemFileSystem::new());
     let cases: Vec<(Options, &str)> = vec![
         (
-            base()
-                .with_level0_file_num_compaction_trigger(8)
-                .with_level0_slowdown_writes_trigger(4),
-            "level0_slowdown_writes_trigger (4) must be at least level0_file_num_compaction_trigger (8)",
+            base().with_level0_file_num_compaction_trigger(40),
+            "level0_stop_writes_trigger (36) must be at least level0_file_num_compaction_trigger (40)",
         ),
         (
             base()
