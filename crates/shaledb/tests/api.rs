@@ -318,6 +318,37 @@ fn wait_for_compactions_returns_with_only_live_files_on_disk() {
 }
 
 #[test]
+fn compact_range_returns_with_only_live_files_on_disk() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = Options::default();
+    o.write_buffer_size = 8 << 10;
+    o.disable_auto_compactions = true;
+    let db = Db::open(dir.path(), o).expect("open");
+    for round in 0..10u32 {
+        for i in 0..1500u32 {
+            db.put(
+                format!("k{:05}", (i * 7 + round) % 900).as_bytes(),
+                &[4u8; 40],
+            )
+            .expect("put");
+        }
+        // The full compaction replaces every table; they used to be deleted by the cleaner
+        // thread some time after compact_range returned.
+        db.compact_range(None, None).expect("compact");
+        let live = live_tables(&db);
+        assert!(
+            live > 0,
+            "round {round}: the compaction should leave tables"
+        );
+        assert_eq!(
+            files_named(dir.path(), ".sst"),
+            live,
+            "round {round}: replaced tables left on disk after compact_range"
+        );
+    }
+}
+
+#[test]
 fn a_table_an_iterator_holds_is_deleted_when_the_iterator_is_dropped() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), Options::default()).expect("open");
