@@ -122,6 +122,12 @@ pub struct Options {
     /// A MANIFEST larger than this is rewritten from a snapshot at the next change. Default
     /// 64 MiB.
     pub max_manifest_file_size: u64,
+    /// Ask the OS to start writing a WAL back to disk every this many bytes (RocksDB's
+    /// `wal_bytes_per_sync`; 0: never). Only a hint: it promises nothing about durability
+    /// (`WriteOptions::sync` does), but a full WAL is synced before its successor is used,
+    /// with writers waiting, and this keeps that sync short. Default 1 MiB (RocksDB's
+    /// default is 0, which leaves the whole file to that sync).
+    pub wal_bytes_per_sync: u64,
 }
 
 impl Default for Options {
@@ -166,6 +172,7 @@ impl Default for Options {
             max_value_size: 1 << 30,
             wal_recovery_mode: WalRecoveryMode::default(),
             max_manifest_file_size: 64 << 20,
+            wal_bytes_per_sync: 1 << 20,
         }
     }
 }
@@ -204,6 +211,7 @@ impl std::fmt::Debug for Options {
             max_value_size,
             wal_recovery_mode,
             max_manifest_file_size,
+            wal_bytes_per_sync,
         } = self;
         f.debug_struct("Options")
             .field("create_if_missing", create_if_missing)
@@ -251,6 +259,7 @@ impl std::fmt::Debug for Options {
             .field("max_value_size", max_value_size)
             .field("wal_recovery_mode", wal_recovery_mode)
             .field("max_manifest_file_size", max_manifest_file_size)
+            .field("wal_bytes_per_sync", wal_bytes_per_sync)
             .finish()
     }
 }
@@ -300,6 +309,7 @@ impl Options {
         with_max_value_size => max_value_size: usize,
         with_wal_recovery_mode => wal_recovery_mode: WalRecoveryMode,
         with_max_manifest_file_size => max_manifest_file_size: u64,
+        with_wal_bytes_per_sync => wal_bytes_per_sync: u64,
     }
 
     /// Sets [`Options::fs`] (builder style), e.g. to a

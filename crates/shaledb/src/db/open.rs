@@ -74,9 +74,10 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
     // Start a fresh WAL and record that everything older is in tables.
     let wal_number = versions.new_file_number();
     let wal_path = filename::log_file(dir, wal_number);
-    let wal_file = fs
+    let mut wal_file = fs
         .create(&wal_path)
         .map_err(|e| Error::io(format!("creating WAL {}", wal_path.display()), e))?;
+    wal_file.set_writeback_interval(opts.wal_bytes_per_sync);
     edit.log_number = Some(wal_number);
     edit.last_sequence = Some(last_sequence);
     versions.log_and_apply(&mut edit)?;

@@ -308,10 +308,11 @@ impl DbInner {
     fn switch_memtable(&self, st: &mut MutexGuard<'_, DbState>) -> Result<()> {
         let number = st.versions.new_file_number();
         let path = filename::log_file(&self.dir, number);
-        let file = self
+        let mut file = self
             .fs
             .create(&path)
             .map_err(|e| Error::io(format!("creating WAL {}", path.display()), e))?;
+        file.set_writeback_interval(self.opts.wal_bytes_per_sync);
         let new_writer = LogWriter::new(file);
         {
             let mut wal = self.wal.lock();

@@ -30,6 +30,13 @@ pub trait WritableFile: Send {
     fn sync(&mut self) -> io::Result<()>;
     /// Bytes appended so far, buffered or not.
     fn len(&self) -> u64;
+    /// A hint, not a promise: start writing the file's data back to the device in the
+    /// background every `bytes` appended (0: never), so that a later [`sync`](Self::sync)
+    /// has little left to wait for. Durability is unchanged: only `sync` makes data durable.
+    /// The default ignores the hint.
+    fn set_writeback_interval(&mut self, bytes: u64) {
+        let _ = bytes;
+    }
     /// True if nothing was appended.
     fn is_empty(&self) -> bool {
         self.len() == 0
