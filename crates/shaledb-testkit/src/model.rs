@@ -259,7 +259,7 @@ pub fn read_all(db: &Db, probe: &[Vec<u8>]) -> Result<Model, String> {
                 return Err("scan out of order".into());
             }
         }
-        m.insert(k, v);
+        m.insert(k, v.into_vec());
     }
     for k in m.keys().chain(probe.iter()) {
         let got = db.get(k).map_err(|e| format!("get failed: {e}"))?;

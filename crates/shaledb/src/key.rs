@@ -71,7 +71,7 @@ pub fn make_internal_key(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) 
 /// are built on the stack; longer ones allocate once.
 pub const LOOKUP_KEY_INLINE: usize = 128;
 
-/// The internal key a point read searches for: (`user_key`, read sequence, [`KIND_FOR_SEEK`]).
+/// The internal key a point read searches for: (`user_key`, read sequence, `KIND_FOR_SEEK`).
 /// Built on the stack for short keys, so a `get` allocates nothing to search memtables and
 /// tables.
 pub struct LookupKey {

@@ -90,8 +90,8 @@ impl Value {
         }
     }
 
-    /// True if the value shares a cached block rather than owning a copy. For tests and
-    /// diagnostics.
+    /// True if the value shares a table block (from the block cache, or read for an
+    /// iterator) rather than owning a copy. For tests and diagnostics.
     #[doc(hidden)]
     pub fn is_pinned(&self) -> bool {
         matches!(self.repr, Repr::Pinned { .. })
@@ -127,6 +127,18 @@ impl From<Vec<u8>> for Value {
 impl From<&[u8]> for Value {
     fn from(v: &[u8]) -> Value {
         Value::from_vec(v.to_vec())
+    }
+}
+
+impl<const N: usize> From<&[u8; N]> for Value {
+    fn from(v: &[u8; N]) -> Value {
+        Value::from_vec(v.to_vec())
+    }
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Value {
+        Value::from_vec(v.as_bytes().to_vec())
     }
 }
 

@@ -495,6 +495,50 @@ fn slowed_writes_pass_at_the_delayed_write_rate() {
 }
 
 #[test]
+fn range_values_share_table_blocks_and_outlive_the_db() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        block_cache_size: 64 << 10,
+        ..Default::default()
+    };
+    let db = Db::open(dir.path(), opts).expect("open");
+    let value = |i: usize| format!("value-{i:05}-{}", "y".repeat(90)).into_bytes();
+    let key = |i: usize| format!("key{i:05}").into_bytes();
+    for i in 0..2000 {
+        db.put(key(i), value(i)).expect("put");
+    }
+    db.flush().expect("flush");
+    db.put(b"key99999", b"in the memtable").expect("put");
+
+    // Forward over tables: every value shares its block; the memtable's is a copy.
+    let items: Vec<_> = db.range(..).collect::<Result<_, _>>().expect("range");
+    assert_eq!(items.len(), 2001);
+    for (i, (k, v)) in items.iter().take(2000).enumerate() {
+        assert_eq!(k, &key(i));
+        assert_eq!(v, &value(i));
+        assert!(v.is_pinned(), "item {i} was copied");
+    }
+    let (last_key, last) = &items[2000];
+    assert_eq!(last_key, b"key99999");
+    assert_eq!(last, b"in the memtable");
+    assert!(!last.is_pinned());
+
+    // From the back the iterator holds each value in its own buffer: a copy, same bytes.
+    let (k, v) = db.range(..).nth_back(1).expect("item").expect("ok");
+    assert_eq!((k, v.is_pinned()), (key(1999), false));
+    assert_eq!(v, value(1999));
+
+    // The values keep their blocks alive past cache eviction and the database.
+    for i in 0..2000 {
+        assert_eq!(db.get(key(i)).expect("get").expect("present"), value(i));
+    }
+    drop(db);
+    for (i, (_, v)) in items.iter().take(2000).enumerate() {
+        assert_eq!(v, &value(i));
+    }
+}
+
+#[test]
 fn get_pins_cached_blocks_and_the_value_outlives_eviction_and_the_db() {
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = Options {

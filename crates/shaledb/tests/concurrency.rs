@@ -94,7 +94,11 @@ fn writers_readers_and_iterators_with_background_work() {
         assert!(r.join().expect("reader thread") > 0);
     }
     db.wait_for_compactions().expect("compactions");
-    let got: BTreeMap<_, _> = db.range(..).collect::<Result<_, _>>().expect("scan");
+    let got: BTreeMap<_, _> = db
+        .range(..)
+        .map(|r| r.map(|(k, v)| (k, v.into_vec())))
+        .collect::<Result<_, _>>()
+        .expect("scan");
     assert_eq!(got.len(), expected.len());
     assert!(
         got == expected,

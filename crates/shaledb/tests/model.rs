@@ -223,7 +223,7 @@ fn run_model(seed: u64, opts: Options, ops: usize, dir: &Path) {
                     .expect("range");
                 let want: Vec<_> = model
                     .range(lo..hi)
-                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .map(|(k, v)| (k.clone(), shaledb::Value::from(v.clone())))
                     .collect();
                 assert!(got == want, "seed {seed} step {step}: range differs");
             }

@@ -59,7 +59,8 @@ fn read_mixed(mut it: RangeIter, rng: &mut StdRng) -> Vec<(Vec<u8>, Vec<u8>)> {
         };
         match item {
             Some(r) => {
-                let kv = r.expect("no error");
+                let (k, v) = r.expect("no error");
+                let kv = (k, v.into_vec());
                 if from_front {
                     front.push(kv);
                 } else {
@@ -87,12 +88,14 @@ fn check_ranges(db: &Db, ro: &ReadOptions, model: &Model, rng: &mut StdRng, roun
         let range = (lo.clone(), hi.clone());
         let fwd: Vec<_> = db
             .range_opt(ro, range.clone())
+            .map(|r| r.map(|(k, v)| (k, v.into_vec())))
             .collect::<Result<_, _>>()
             .expect("forward");
         assert_eq!(fwd, want, "forward {lo:?}..{hi:?}");
         let mut rev: Vec<_> = db
             .range_opt(ro, range.clone())
             .rev()
+            .map(|r| r.map(|(k, v)| (k, v.into_vec())))
             .collect::<Result<_, _>>()
             .expect("reverse");
         rev.reverse();
@@ -158,7 +161,7 @@ fn range_opt_intersects_with_read_option_bounds() {
         iterate_upper_bound: Some(b"e".to_vec()),
         ..Default::default()
     };
-    fn keys(it: impl Iterator<Item = shaledb::Result<(Vec<u8>, Vec<u8>)>>) -> Vec<Vec<u8>> {
+    fn keys(it: impl Iterator<Item = shaledb::Result<(Vec<u8>, shaledb::Value)>>) -> Vec<Vec<u8>> {
         it.map(|r| r.expect("item").0).collect()
     }
     assert_eq!(keys(db.range_opt(&ro, ..)), [b"b", b"c", b"d"]);

@@ -137,7 +137,7 @@ pub(crate) struct DbInner {
 /// batch.delete(b"b");
 /// db.write(&WriteOptions { sync: true, ..Default::default() }, &batch).unwrap();
 /// let items: Vec<_> = db.range(..).collect::<Result<_, _>>().unwrap();
-/// assert_eq!(items, vec![(b"a".to_vec(), b"1".to_vec())]);
+/// assert_eq!(items, vec![(b"a".to_vec(), b"1".into())]);
 /// ```
 pub struct Db {
     inner: Arc<DbInner>,

@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::iter::db_iter::DbIterator;
 use crate::key::SequenceNumber;
 use crate::options::ReadOptions;
+use crate::value::Value;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -47,7 +48,7 @@ impl Db {
     /// let ro = ReadOptions { snapshot: Some(db.snapshot()), ..Default::default() };
     /// db.put("a", "new").unwrap();
     /// let items: Vec<_> = db.range_opt(&ro, ..).collect::<Result<_, _>>().unwrap();
-    /// assert_eq!(items, vec![(b"a".to_vec(), b"old".to_vec())]);
+    /// assert_eq!(items, vec![(b"a".to_vec(), b"old".into())]);
     /// ```
     pub fn range_opt<R: KeyRange>(&self, ro: &ReadOptions, range: R) -> RangeIter {
         let (start, end) = range.key_bounds();
@@ -206,7 +207,9 @@ impl View {
 }
 
 /// Iterator returned by [`Db::range`], [`Db::range_opt`] and [`Db::prefix`]: `(key, value)`
-/// items in key order, or in reverse from the back (`.rev()`, `next_back`).
+/// items in key order, or in reverse from the back (`.rev()`, `next_back`). Each value is a
+/// [`Value`]: taken from the front, a value read from a table block shares that block rather
+/// than being copied (as [`Db::get`] does); `into_vec()` gives an owned `Vec<u8>`.
 pub struct RangeIter {
     view: View,
     /// Front cursor, on the item last yielded from the front.
@@ -234,14 +237,14 @@ impl RangeIter {
     }
 
     /// Ends the sequence; an iterator error becomes the last item.
-    fn finish(&mut self, status: Result<()>) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+    fn finish(&mut self, status: Result<()>) -> Option<Result<(Vec<u8>, Value)>> {
         self.finished = true;
         status.err().map(Err)
     }
 }
 
 impl Iterator for RangeIter {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
+    type Item = Result<(Vec<u8>, Value)>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.finished {
@@ -264,7 +267,7 @@ impl Iterator for RangeIter {
                 return self.finish(Ok(()));
             }
         }
-        let item = (it.key().to_vec(), it.value().to_vec());
+        let item = (it.key().to_vec(), it.value_pinned());
         self.last_front = Some(item.0.clone());
         Some(Ok(item))
     }
@@ -292,7 +295,7 @@ impl DoubleEndedIterator for RangeIter {
                 return self.finish(Ok(()));
             }
         }
-        let item = (it.key().to_vec(), it.value().to_vec());
+        let item = (it.key().to_vec(), it.value_pinned());
         self.last_back = Some(item.0.clone());
         Some(Ok(item))
     }

@@ -103,6 +103,18 @@ impl DbIterator {
         }
     }
 
+    /// The current value as a [`Value`](crate::Value): moving forward over a table block it
+    /// shares the block (no copy); otherwise (memtable entries, after `prev`) a copy.
+    /// REQUIRES: `valid()`.
+    pub(crate) fn value_pinned(&self) -> crate::Value {
+        if self.valid && self.direction == Direction::Forward {
+            if let Some(v) = self.inner.pinned_value() {
+                return v;
+            }
+        }
+        crate::Value::from(self.value())
+    }
+
     /// The first IO or corruption error met. An error ends iteration (`valid()` turns false)
     /// and shows here; check it after a loop.
     pub fn status(&self) -> Result<()> {

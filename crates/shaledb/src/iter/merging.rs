@@ -250,6 +250,13 @@ impl InternalIterator for MergingIterator {
         }
     }
 
+    fn pinned_value(&self) -> Option<crate::Value> {
+        match self.heap.first() {
+            Some(&i) if self.error.is_none() => self.children[i].pinned_value(),
+            _ => None,
+        }
+    }
+
     fn status(&self) -> Result<()> {
         if let Some(e) = &self.error {
             return Err(e.duplicate());

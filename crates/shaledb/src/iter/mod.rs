@@ -29,6 +29,12 @@ pub trait InternalIterator: Send {
     fn key(&self) -> &[u8];
     /// The current value. REQUIRES: `valid()`.
     fn value(&self) -> &[u8];
+    /// The current value as a [`Value`](crate::Value) sharing the block it lies in, where
+    /// the iterator reads from a shared block; `None` (the default) means "copy `value()`".
+    /// REQUIRES: `valid()`.
+    fn pinned_value(&self) -> Option<crate::Value> {
+        None
+    }
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
 }

@@ -15,6 +15,7 @@ use crate::coding::{decode_fixed32, get_varint32, put_fixed32, put_varint32};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key;
+use crate::value::Value;
 use std::cmp::Ordering;
 use std::ops::Deref;
 use std::path::Path;
@@ -474,6 +475,16 @@ fn decode_entry_header(data: &[u8], p: usize) -> Option<(u32, u32, u32, usize)> 
     let (value_len, n) = get_varint32(data.get(pos..)?)?;
     pos += n;
     Some((shared, non_shared, value_len, pos - p))
+}
+
+impl BlockIter<Arc<Block>> {
+    /// The current value sharing this iterator's block (no copy). REQUIRES: `valid()`.
+    pub fn pinned_value(&self) -> Option<Value> {
+        if !self.valid() {
+            return None;
+        }
+        Value::pinned(self.block.clone(), self.value.0..self.value.1)
+    }
 }
 
 impl<B: Deref<Target = Block> + Send> InternalIterator for BlockIter<B> {

@@ -677,6 +677,10 @@ impl InternalIterator for TableIterator {
         }
     }
 
+    fn pinned_value(&self) -> Option<crate::Value> {
+        self.data.as_ref()?.pinned_value()
+    }
+
     fn status(&self) -> Result<()> {
         if let Some(e) = &self.error {
             return Err(e.duplicate());

@@ -203,6 +203,9 @@ impl InternalIterator for LevelIterator {
     fn value(&self) -> &[u8] {
         self.current.as_ref().map_or(&[], |c| c.value())
     }
+    fn pinned_value(&self) -> Option<crate::Value> {
+        self.current.as_ref()?.pinned_value()
+    }
     fn status(&self) -> Result<()> {
         if let Some(e) = &self.error {
             return Err(e.duplicate());
