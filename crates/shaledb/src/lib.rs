@@ -14,6 +14,7 @@
 pub(crate) mod cache;
 pub(crate) mod checksum;
 pub(crate) mod coding;
+pub(crate) mod column_family;
 pub(crate) mod compaction;
 pub(crate) mod compression;
 pub(crate) mod db;
@@ -30,6 +31,7 @@ mod value;
 pub(crate) mod version;
 pub(crate) mod write_batch;
 
+pub use column_family::{CfOptions, ColumnFamily};
 pub use compression::CompressionType;
 pub use db::{Db, DbIterator, KeyRange, RangeIter};
 pub use error::{Error, Result};

@@ -47,6 +47,9 @@ pub struct Options {
     pub create_if_missing: bool,
     /// Fail if the database exists. Default false.
     pub error_if_exists: bool,
+    /// [`Db::open_cf`](crate::Db::open_cf) creates the listed column families that do not
+    /// exist yet (else it fails). Default false.
+    pub create_missing_column_families: bool,
     /// Extra checks, each costing some IO. Default true. With it:
     /// - every table written by a flush or compaction is read back (footer, index, filter and
     ///   properties, checksums verified; entry count compared) before the MANIFEST names it;
@@ -135,6 +138,7 @@ impl Default for Options {
         Options {
             create_if_missing: true,
             error_if_exists: false,
+            create_missing_column_families: false,
             paranoid_checks: true,
             fs: crate::fs::default_fs(),
             write_buffer_size: 64 << 20,
@@ -183,6 +187,7 @@ impl std::fmt::Debug for Options {
         let Options {
             create_if_missing,
             error_if_exists,
+            create_missing_column_families,
             paranoid_checks,
             fs,
             write_buffer_size,
@@ -216,6 +221,10 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field("create_if_missing", create_if_missing)
             .field("error_if_exists", error_if_exists)
+            .field(
+                "create_missing_column_families",
+                create_missing_column_families,
+            )
             .field("paranoid_checks", paranoid_checks)
             .field("fs", &format_args!("{}", fs.name()))
             .field("write_buffer_size", write_buffer_size)
@@ -282,6 +291,7 @@ impl Options {
     with_setters! {
         with_create_if_missing => create_if_missing: bool,
         with_error_if_exists => error_if_exists: bool,
+        with_create_missing_column_families => create_missing_column_families: bool,
         with_paranoid_checks => paranoid_checks: bool,
         with_write_buffer_size => write_buffer_size: usize,
         with_max_write_buffer_number => max_write_buffer_number: usize,

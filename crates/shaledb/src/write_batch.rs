@@ -3,15 +3,25 @@
 //! The batch is kept in its encoded form (`rep`), which is exactly what a WAL record holds:
 //!
 //! ```text
-//! fixed64 sequence | fixed32 count | count x ( kind:u8 | varint key_len | key
-//!                                              [| varint value_len | value]  if kind == Put )
+//! fixed64 sequence | fixed32 count | count x ( tag:u8 [| varint32 family] | varint key_len | key
+//!                                              [| varint value_len | value]  for puts )
 //! ```
+//!
+//! Entries of the default column family use the plain tags (the value kinds); entries of
+//! another family use RocksDB's column-family tags followed by the family id.
 //!
 //! Keeping the encoding means writing the WAL needs no serialization step and group commit
 //! is a byte concatenation.
 
-use crate::coding::{put_length_prefixed, Decoder};
+use crate::coding::{put_length_prefixed, put_varint32, Decoder};
+use crate::column_family::ColumnFamily;
 use crate::key::ValueKind;
+
+/// Record tags of entries in a column family other than the default (RocksDB's numbers).
+mod cf_tag {
+    pub const DELETE: u8 = 4;
+    pub const PUT: u8 = 5;
+}
 
 /// Bytes of the batch header: fixed64 sequence, fixed32 count.
 pub const BATCH_HEADER_SIZE: usize = 12;
@@ -60,10 +70,60 @@ impl WriteBatch {
 
     /// The non-generic body of [`WriteBatch::put`] (one copy, whatever the caller's types).
     fn put_slices(&mut self, key: &[u8], value: &[u8]) {
+        self.put_in(0, key, value);
+    }
+
+    /// Adds "set `key` to `value` in column family `cf`".
+    ///
+    /// ```
+    /// use shaledb::{CfOptions, Db, Options, WriteBatch, WriteOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options::default()).unwrap();
+    /// let index = db.create_cf("index", CfOptions::default()).unwrap();
+    /// let mut batch = WriteBatch::new();
+    /// batch.put(b"doc:1", b"hello world");
+    /// batch.put_cf(&index, b"hello", b"doc:1"); // both or neither, even across a crash
+    /// db.write(&WriteOptions::default(), &batch).unwrap();
+    /// assert!(db.get_cf(&index, b"hello").unwrap().is_some());
+    /// ```
+    ///
+    /// # Panics
+    /// If the batch already holds `u32::MAX` entries.
+    pub fn put_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.put_in(cf.id(), key.as_ref(), value.as_ref());
+    }
+
+    /// Adds "delete `key` from column family `cf`".
+    ///
+    /// # Panics
+    /// If the batch already holds `u32::MAX` entries.
+    pub fn delete_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>) {
+        self.delete_in(cf.id(), key.as_ref());
+    }
+
+    /// Adds a put in family `cf` (by id).
+    pub(crate) fn put_in(&mut self, cf: u32, key: &[u8], value: &[u8]) {
         self.bump_count();
-        self.rep.0.push(ValueKind::Put as u8);
+        self.push_tag(cf, ValueKind::Put as u8, cf_tag::PUT);
         put_length_prefixed(&mut self.rep.0, key);
         put_length_prefixed(&mut self.rep.0, value);
+    }
+
+    /// Adds a delete in family `cf` (by id).
+    pub(crate) fn delete_in(&mut self, cf: u32, key: &[u8]) {
+        self.bump_count();
+        self.push_tag(cf, ValueKind::Delete as u8, cf_tag::DELETE);
+        put_length_prefixed(&mut self.rep.0, key);
+    }
+
+    /// A record's tag: the plain one in the default family, else the family tag and id.
+    fn push_tag(&mut self, cf: u32, plain: u8, in_family: u8) {
+        if cf == 0 {
+            self.rep.0.push(plain);
+        } else {
+            self.rep.0.push(in_family);
+            put_varint32(&mut self.rep.0, cf);
+        }
     }
 
     /// Adds "delete `key`".
@@ -76,9 +136,7 @@ impl WriteBatch {
 
     /// The non-generic body of [`WriteBatch::delete`].
     fn delete_slice(&mut self, key: &[u8]) {
-        self.bump_count();
-        self.rep.0.push(ValueKind::Delete as u8);
-        put_length_prefixed(&mut self.rep.0, key);
+        self.delete_in(0, key);
     }
 
     /// Removes every entry and resets the sequence number to 0.
@@ -117,7 +175,7 @@ impl WriteBatch {
         let mut found: u64 = 0;
         while !d.is_empty() {
             let at = BATCH_HEADER_SIZE + d.position();
-            decode_entry(&mut d).map_err(|e| format!("{e} in record {found} at byte {at}"))?;
+            decode_record(&mut d).map_err(|e| format!("{e} in record {found} at byte {at}"))?;
             found += 1;
         }
         if found != u64::from(expected) {
@@ -161,11 +219,19 @@ impl WriteBatch {
         self.rep.0.len()
     }
 
-    /// Iterates over the entries in order.
+    /// Iterates over the entries in order, in every column family (see
+    /// [`iter_cf`](Self::iter_cf) for each entry's family).
     pub fn iter(&self) -> BatchIter<'_> {
         BatchIter {
             d: Decoder::new(&self.rep.0[BATCH_HEADER_SIZE..]),
         }
+    }
+
+    /// Iterates over the entries in order with the id of each one's column family (0 is the
+    /// default family; see [`ColumnFamily::id`]).
+    pub fn iter_cf(&self) -> impl Iterator<Item = (u32, BatchEntry<'_>)> {
+        let mut it = self.iter();
+        std::iter::from_fn(move || it.next_with_family())
     }
 
     fn count(&self) -> u32 {
@@ -206,9 +272,29 @@ impl<'a> IntoIterator for &'a WriteBatch {
     }
 }
 
-/// Decodes one record; `Err` names what was wrong.
-fn decode_entry<'a>(d: &mut Decoder<'a>) -> Result<BatchEntry<'a>, String> {
-    let kind = d.u8().ok_or("missing kind byte")?;
+/// Decodes one record and its family id; `Err` names what was wrong.
+fn decode_record<'a>(d: &mut Decoder<'a>) -> Result<(u32, BatchEntry<'a>), String> {
+    let tag = d.u8().ok_or("missing kind byte")?;
+    let (cf, kind) = match tag {
+        cf_tag::DELETE | cf_tag::PUT => {
+            let cf = d
+                .varint32()
+                .filter(|&cf| cf != 0 && cf < crate::version::edit::MAX_COLUMN_FAMILY_ID)
+                .ok_or("truncated or bad column family id")?;
+            let kind = if tag == cf_tag::PUT {
+                ValueKind::Put
+            } else {
+                ValueKind::Delete
+            };
+            (cf, kind as u8)
+        }
+        _ => (0, tag),
+    };
+    Ok((cf, decode_entry(d, kind)?))
+}
+
+/// Decodes the body of one record of value kind `kind`; `Err` names what was wrong.
+fn decode_entry<'a>(d: &mut Decoder<'a>, kind: u8) -> Result<BatchEntry<'a>, String> {
     match ValueKind::from_u8(kind) {
         Some(ValueKind::Put) => {
             let key = d.length_prefixed().ok_or("truncated or bad put key")?;
@@ -232,13 +318,13 @@ pub struct BatchIter<'a> {
     d: Decoder<'a>,
 }
 
-impl<'a> Iterator for BatchIter<'a> {
-    type Item = BatchEntry<'a>;
-    fn next(&mut self) -> Option<BatchEntry<'a>> {
+impl<'a> BatchIter<'a> {
+    /// The next entry with its family id.
+    pub(crate) fn next_with_family(&mut self) -> Option<(u32, BatchEntry<'a>)> {
         if self.d.is_empty() {
             return None;
         }
-        match decode_entry(&mut self.d) {
+        match decode_record(&mut self.d) {
             Ok(e) => Some(e),
             Err(_) => {
                 // Unreachable for validated batches; end iteration rather than loop or panic.
@@ -246,6 +332,13 @@ impl<'a> Iterator for BatchIter<'a> {
                 None
             }
         }
+    }
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = BatchEntry<'a>;
+    fn next(&mut self) -> Option<BatchEntry<'a>> {
+        self.next_with_family().map(|(_, e)| e)
     }
 }
 

@@ -6,14 +6,17 @@
 //! MANIFEST with the mutex released too (`log_and_apply`). A separate cleaner thread deletes
 //! obsolete files as they are queued (see version/lifecycle.rs and `purge_obsolete_files`).
 
+use super::CfState;
 use super::{DbInner, DbState};
 use crate::compaction::job::{self, DropPolicy, OutputSpec};
+use crate::compaction::LevelStats;
 use crate::compaction::{picker, Compaction};
 use crate::error::{Error, Result};
 use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
 use crate::key;
 use crate::memtable::MemTable;
+use crate::options::Options;
 use crate::sst::BlockReadOptions;
 use crate::version::filename::FileKind;
 use crate::version::{FileMetaData, LevelIterator, ObsoleteFile, Version, VersionEdit};
@@ -23,8 +26,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 enum Job {
-    Flush(Arc<MemTable>),
-    Compact(Compaction),
+    /// Flush this frozen memtable of this family.
+    Flush(u32, Arc<MemTable>),
+    /// Run this compaction in this family.
+    Compact(u32, Compaction),
 }
 
 impl DbInner {
@@ -36,17 +41,15 @@ impl DbInner {
                 break;
             }
             match self.pick_job(&mut st) {
-                Some(Job::Flush(mem)) => {
-                    let res = self.run_flush(&mut st, mem);
-                    st.flush_running = false;
+                Some(Job::Flush(cf, mem)) => {
+                    let res = self.run_flush(&mut st, cf, mem);
+                    if let Some(f) = st.families.get_mut(&cf) {
+                        f.flush_running = false;
+                    }
                     self.record_bg_result(&mut st, res);
                 }
-                Some(Job::Compact(c)) => {
-                    st.busy.add(&c);
-                    st.running_compactions += 1;
-                    let res = self.run_compaction(&mut st, &c);
-                    st.busy.remove(&c);
-                    st.running_compactions -= 1;
+                Some(Job::Compact(cf, c)) => {
+                    let res = self.run_busy_compaction(&mut st, cf, &c);
                     self.record_bg_result(&mut st, res);
                 }
                 None => {
@@ -110,33 +113,62 @@ impl DbInner {
         }
     }
 
+    /// Runs compaction `c` of family `cf` with its inputs marked busy.
+    fn run_busy_compaction(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        cf: u32,
+        c: &Compaction,
+    ) -> Result<()> {
+        if let Some(f) = st.families.get_mut(&cf) {
+            f.busy.add(c);
+        }
+        st.running_compactions += 1;
+        let res = self.run_compaction(st, cf, c);
+        if let Some(f) = st.families.get_mut(&cf) {
+            f.busy.remove(c);
+        }
+        st.running_compactions -= 1;
+        res
+    }
+
+    /// The next job: a flush of any family first (oldest memtable first within a family),
+    /// else a compaction.
     fn pick_job(&self, st: &mut DbState) -> Option<Job> {
         if st.bg_error.is_some() || st.closed {
             return None;
         }
-        if !st.flush_running {
-            if let Some(m) = st.imms.front() {
-                st.flush_running = true;
-                return Some(Job::Flush(m.clone()));
+        for (&id, f) in st.families.iter_mut() {
+            if f.flush_running {
+                continue;
+            }
+            if let Some(m) = f.imms.front() {
+                f.flush_running = true;
+                return Some(Job::Flush(id, m.clone()));
             }
         }
-        if self.opts.disable_auto_compactions || st.manual_compaction {
-            return None;
-        }
-        let v = st.versions.current();
-        let c = picker::pick(&v, &self.opts, &st.busy, &st.versions.compact_pointers)?;
-        Some(Job::Compact(c))
+        st.families
+            .iter()
+            .find_map(|(&id, f)| pick_compaction(st, f).map(|c| Job::Compact(id, c)))
     }
 
-    /// Writes the oldest frozen memtable to an L0 table and installs it.
-    fn run_flush(&self, st: &mut MutexGuard<'_, DbState>, mem: Arc<MemTable>) -> Result<()> {
+    /// Writes family `cf`'s oldest frozen memtable to an L0 table and installs it.
+    fn run_flush(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        cf: u32,
+        mem: Arc<MemTable>,
+    ) -> Result<()> {
         let start = Instant::now();
+        let Some(opts) = st.family(cf).map(|f| f.data.opts.clone()) else {
+            return Ok(());
+        };
         let metas = MutexGuard::unlocked(st, || {
             let mut it = mem.iter();
             let spec = OutputSpec {
                 fs: &self.fs,
                 dir: &self.dir,
-                opts: &self.opts,
+                opts: &opts,
                 tables: &self.tables,
                 level: 0,
                 max_file_size: u64::MAX,
@@ -149,28 +181,58 @@ impl DbInner {
                 &self.shutting_down,
             )
         })?;
-        let mut edit = VersionEdit::default();
+        let Some(f) = st.family(cf) else {
+            self.discard_outputs(&metas);
+            return Ok(());
+        };
+        let mut edit = VersionEdit {
+            column_family: cf,
+            ..Default::default()
+        };
         let written: u64 = metas.iter().map(|m| m.file_size).sum();
         for m in metas {
             edit.add_file(0, m);
         }
         // WALs older than the next memtable's are no longer needed once this edit is durable.
-        let next_log = st
-            .imms
-            .get(1)
-            .map_or(st.mem.log_number(), |m| m.log_number());
+        let next_log = f.imms.get(1).map_or(f.mem.log_number(), |m| m.log_number());
         edit.log_number = Some(next_log);
         edit.last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
-        self.log_and_apply(st, &mut edit)?;
-        if st.imms.front().is_some_and(|m| Arc::ptr_eq(m, &mem)) {
-            st.imms.pop_front();
+        let mut edits = vec![edit];
+        edits.extend(log_number_advances(st, cf));
+        if !self.log_and_apply_all(st, &mut edits)? {
+            self.discard_outputs_of(&edits[0]);
+            return Ok(());
         }
-        self.install_super_version(st);
-        let s = &mut st.level_stats[0];
+        let Some(f) = st.families.get_mut(&cf) else {
+            return Ok(());
+        };
+        if f.imms.front().is_some_and(|m| Arc::ptr_eq(m, &mem)) {
+            f.imms.pop_front();
+        }
+        let s = &mut f.level_stats[0];
         s.count += 1;
         s.bytes_written += written;
         s.micros += start.elapsed().as_micros() as u64;
+        for e in &edits {
+            st.install_super_version(e.column_family);
+        }
         Ok(())
+    }
+
+    /// Queues the tables a job wrote for a family dropped meanwhile: no version lists them.
+    fn discard_outputs(&self, metas: &[FileMetaData]) {
+        for m in metas {
+            self.obsolete.push(ObsoleteFile {
+                kind: FileKind::Table,
+                number: m.number,
+            });
+        }
+    }
+
+    /// [`discard_outputs`](Self::discard_outputs) for the files an edit adds.
+    fn discard_outputs_of(&self, edit: &VersionEdit) {
+        let metas: Vec<FileMetaData> = edit.new_files.iter().map(|(_, m)| m.clone()).collect();
+        self.discard_outputs(&metas);
     }
 
     fn state_new_file_number(&self) -> u64 {
@@ -182,19 +244,32 @@ impl DbInner {
     /// writers take turns, and the new version is installed only after its record is durable.
     /// Tables the edit removes are queued for deletion when the last version listing them is
     /// dropped; WALs the new log number makes obsolete are queued here.
-    pub(crate) fn log_and_apply(
+    ///
+    /// Several edits are written together, with one sync. Returns `Ok(false)`, writing
+    /// nothing, if the first edit's column family was dropped meanwhile; later edits for
+    /// dropped families are left out.
+    pub(crate) fn log_and_apply_all(
         &self,
         st: &mut MutexGuard<'_, DbState>,
-        edit: &mut VersionEdit,
-    ) -> Result<()> {
+        edits: &mut Vec<VersionEdit>,
+    ) -> Result<bool> {
         while st.manifest_writing {
             self.manifest_cv.wait(st);
         }
-        let res = match st.versions.prepare_edit(edit) {
+        let live = |st: &DbState, e: &VersionEdit| {
+            e.column_family_add.is_some() || st.families.contains_key(&e.column_family)
+        };
+        if !edits.first().is_some_and(|e| live(st, e)) {
+            return Ok(false);
+        }
+        let first = edits.remove(0);
+        edits.retain(|e| live(st, e));
+        edits.insert(0, first);
+        let res = match st.versions.prepare_edits(edits) {
             Ok(mut write) => {
                 st.manifest_writing = true;
                 let res = MutexGuard::unlocked(st, || write.write(&self.fs, &self.dir));
-                let res = st.versions.finish_edit(write, edit, res);
+                let res = st.versions.finish_edits(write, edits, res);
                 st.manifest_writing = false;
                 self.manifest_cv.notify_all();
                 res
@@ -217,13 +292,24 @@ impl DbInner {
             }
             true
         });
-        Ok(())
+        Ok(true)
     }
 
-    /// Runs one compaction and installs its result.
-    fn run_compaction(&self, st: &mut MutexGuard<'_, DbState>, c: &Compaction) -> Result<()> {
+    /// Runs one compaction of family `cf` and installs its result.
+    fn run_compaction(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        cf: u32,
+        c: &Compaction,
+    ) -> Result<()> {
         let start = Instant::now();
-        let mut edit = VersionEdit::default();
+        let Some(opts) = st.family(cf).map(|f| f.data.opts.clone()) else {
+            return Ok(());
+        };
+        let mut edit = VersionEdit {
+            column_family: cf,
+            ..Default::default()
+        };
         let [read0, read1] = c.input_bytes();
         if c.is_trivial_move() {
             for f in &c.inputs[0] {
@@ -237,17 +323,21 @@ impl DbInner {
                 edit.compact_pointers.push((c.level, last.largest.clone()));
             }
             edit.last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
-            self.log_and_apply(st, &mut edit)?;
-            self.install_super_version(st);
-            st.level_stats[c.output_level].bytes_moved += read0;
+            if self.log_and_apply_all(st, &mut vec![edit])? {
+                st.install_super_version(cf);
+                if let Some(s) = stats_at(st, cf, c.output_level) {
+                    s.bytes_moved += read0;
+                }
+            }
             return Ok(());
         }
-        let version = st.versions.current();
+        let version = st.versions.current(cf);
         let smallest_snapshot = self
             .snapshots
             .oldest_or(|| self.last_sequence.load(Ordering::Acquire));
-        let outputs =
-            MutexGuard::unlocked(st, || self.merge_inputs(c, version, smallest_snapshot))?;
+        let outputs = MutexGuard::unlocked(st, || {
+            self.merge_inputs(c, version, smallest_snapshot, &opts)
+        })?;
         let written: u64 = outputs.iter().map(|m| m.file_size).sum();
         for f in &c.inputs[0] {
             edit.delete_file(c.level, f.number);
@@ -262,9 +352,15 @@ impl DbInner {
             edit.compact_pointers.push((c.level, last.clone()));
         }
         edit.last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
-        self.log_and_apply(st, &mut edit)?;
-        self.install_super_version(st);
-        let s = &mut st.level_stats[c.output_level];
+        let mut edits = vec![edit];
+        if !self.log_and_apply_all(st, &mut edits)? {
+            self.discard_outputs_of(&edits[0]);
+            return Ok(());
+        }
+        st.install_super_version(cf);
+        let Some(s) = stats_at(st, cf, c.output_level) else {
+            return Ok(());
+        };
         s.count += 1;
         s.bytes_read += read0 + read1;
         s.bytes_written += written;
@@ -281,6 +377,7 @@ impl DbInner {
         c: &Compaction,
         version: Arc<Version>,
         smallest_snapshot: u64,
+        family_opts: &Options,
     ) -> Result<Vec<FileMetaData>> {
         // Compaction reads every block once: checked, and kept out of the cache.
         let opts = BlockReadOptions {
@@ -309,10 +406,10 @@ impl DbInner {
         let spec = OutputSpec {
             fs: &self.fs,
             dir: &self.dir,
-            opts: &self.opts,
+            opts: family_opts,
             tables: &self.tables,
             level: c.output_level,
-            max_file_size: picker::target_file_size(&self.opts, c.output_level),
+            max_file_size: picker::target_file_size(family_opts, c.output_level),
         };
         let policy = DropPolicy {
             smallest_snapshot,
@@ -329,14 +426,14 @@ impl DbInner {
     }
 
     /// Freezes the active memtable and waits until it is flushed.
-    pub(crate) fn flush_and_wait(&self) -> Result<()> {
-        self.freeze_memtable()?;
+    pub(crate) fn flush_and_wait(&self, cf: u32) -> Result<()> {
+        self.freeze_memtable(cf)?;
         let mut st = self.state.lock();
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(e.duplicate());
             }
-            if st.imms.is_empty() {
+            if st.family(cf).is_none_or(|f| f.imms.is_empty()) {
                 return Ok(());
             }
             if self.shutting_down.load(Ordering::Acquire) {
@@ -346,19 +443,17 @@ impl DbInner {
         }
     }
 
-    /// Waits until there is no pending or running flush or compaction and every file they
-    /// made obsolete (that no reader still holds) is deleted.
     pub(crate) fn wait_for_compactions(&self) -> Result<()> {
         let mut st = self.state.lock();
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(e.duplicate());
             }
-            let v = st.versions.current();
-            let needs = !self.opts.disable_auto_compactions
-                && picker::pick(&v, &self.opts, &st.busy, &st.versions.compact_pointers).is_some();
-            drop(v);
-            if st.imms.is_empty() && !st.flush_running && st.running_compactions == 0 && !needs {
+            let busy = st.running_compactions > 0
+                || st.families.values().any(|f| {
+                    !f.imms.is_empty() || f.flush_running || pick_compaction(&st, f).is_some()
+                });
+            if !busy {
                 break;
             }
             if self.shutting_down.load(Ordering::Acquire) {
@@ -367,30 +462,33 @@ impl DbInner {
             self.done_cv.wait(&mut st);
         }
         drop(st);
-        // Replaced files were queued when their last version was dropped, before the job
-        // that replaced them reported done. Delete them here rather than wait for the cleaner,
-        // then wait for a purge the cleaner may be running.
         self.purge_obsolete_files();
         self.obsolete.wait_idle();
         Ok(())
     }
 
-    /// Manual compaction: flushes, pauses automatic compactions, then compacts each level's
-    /// files overlapping the range into the next level, down to the deepest level with data.
-    pub(crate) fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.flush_and_wait()?;
+    pub(crate) fn compact_range(
+        &self,
+        cf: u32,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        self.flush_and_wait(cf)?;
         let mut st = self.state.lock();
-        while st.manual_compaction {
+        while st.family(cf).is_some_and(|f| f.manual_compaction) {
             self.done_cv.wait(&mut st);
         }
-        st.manual_compaction = true;
-        let res = self.compact_range_locked(&mut st, begin, end);
-        st.manual_compaction = false;
+        let Some(f) = st.families.get_mut(&cf) else {
+            return Ok(());
+        };
+        f.manual_compaction = true;
+        let res = self.compact_range_locked(&mut st, cf, begin, end);
+        if let Some(f) = st.families.get_mut(&cf) {
+            f.manual_compaction = false;
+        }
         drop(st);
         self.notify_state_changed();
         res?;
-        // As in `wait_for_compactions`: the replaced tables are queued for deletion, and a
-        // caller measuring the disk after a full compaction must not see them.
         self.purge_obsolete_files();
         self.obsolete.wait_idle();
         Ok(())
@@ -399,22 +497,24 @@ impl DbInner {
     fn compact_range_locked(
         &self,
         st: &mut MutexGuard<'_, DbState>,
+        cf: u32,
         begin: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
-        // Let running compactions finish so ours do not conflict with them.
         while st.running_compactions > 0 {
             if let Some(e) = &st.bg_error {
                 return Err(e.duplicate());
             }
             self.done_cv.wait(st);
         }
-        let v = st.versions.current();
+        let v = st.versions.current(cf);
+        if v.num_levels() == 0 {
+            return Ok(()); // dropped
+        }
         let deepest = (0..v.num_levels())
             .rev()
             .find(|&l| !v.overlapping_files(l, begin, end).is_empty())
             .unwrap_or(0);
-        // Everything in the range ends up merged at `target`.
         let target = deepest.max(1).min(v.num_levels() - 1);
         let mut wrote_target = false;
         for level in 0..=target {
@@ -424,12 +524,11 @@ impl DbInner {
             if self.shutting_down.load(Ordering::Acquire) {
                 return Err(Error::Closed);
             }
-            // The last step rewrites `target` into itself, only if nothing was merged into it.
             if level == target && wrote_target {
                 break;
             }
             let output = (level + 1).min(target);
-            let v = st.versions.current();
+            let v = st.versions.current(cf);
             let inputs0 = if level == 0 {
                 v.level_files(0).to_vec()
             } else {
@@ -445,23 +544,50 @@ impl DbInner {
             };
             let mut c = Compaction::new(level, output, inputs0, inputs1);
             c.manual = true;
-            st.busy.add(&c);
-            st.running_compactions += 1;
-            let res = self.run_compaction(st, &c);
-            st.busy.remove(&c);
-            st.running_compactions -= 1;
+            let res = self.run_busy_compaction(st, cf, &c);
             if let Err(e) = &res {
-                // Like an automatic compaction's failure: it stops writes and shows in
-                // background_error() (the caller gets it too).
                 self.record_bg_result(st, Err(e.duplicate()));
             }
-            // Writers stalled on L0 and waiters may be freed by this step.
             self.notify_state_changed();
             res?;
             wrote_target |= output == target;
         }
         Ok(())
     }
+}
+
+/// The compaction family `f` needs next, if automatic compactions may run in it.
+fn pick_compaction(st: &DbState, f: &CfState) -> Option<Compaction> {
+    if f.data.opts.disable_auto_compactions || f.manual_compaction {
+        return None;
+    }
+    let id = f.data.id;
+    let v = st.versions.current(id);
+    picker::pick(&v, &f.data.opts, &f.busy, st.versions.compact_pointers(id))
+}
+
+/// Edits moving other families' log numbers up to their oldest unflushed WAL (for families
+/// whose memtables were empty when the WAL switched), written with family `flushed`'s flush
+/// so idle families do not keep old WALs alive.
+fn log_number_advances(st: &DbState, flushed: u32) -> Vec<VersionEdit> {
+    st.families
+        .iter()
+        .filter(|(&id, _)| id != flushed)
+        .filter_map(|(&id, f)| {
+            let oldest = f.oldest_log();
+            let recorded = st.versions.family(id)?.log_number();
+            (oldest > recorded).then(|| VersionEdit {
+                column_family: id,
+                log_number: Some(oldest),
+                ..Default::default()
+            })
+        })
+        .collect()
+}
+
+/// Family `cf`'s statistics for `level`, if the family is live.
+fn stats_at(st: &mut DbState, cf: u32, level: usize) -> Option<&mut LevelStats> {
+    st.families.get_mut(&cf)?.level_stats.get_mut(level)
 }
 
 #[cfg(test)]

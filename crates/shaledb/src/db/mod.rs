@@ -9,6 +9,7 @@
 mod background;
 #[cfg(test)]
 mod corrupt_key_tests;
+mod families;
 mod open;
 #[cfg(test)]
 mod paranoid_tests;
@@ -24,6 +25,7 @@ pub use range::{KeyRange, RangeIter};
 
 use crate::cache::BlockCache;
 use crate::cache::TableCache;
+use crate::column_family::{CfData, CfOptions, ColumnFamily, DEFAULT_FAMILY};
 use crate::compaction::picker::Busy;
 use crate::compaction::LevelStats;
 use crate::error::{Error, Result};
@@ -39,9 +41,8 @@ use crate::sst::BlockReadOptions;
 use crate::value::{LookupResult, Value};
 use crate::version::{DeletionQueue, Version, VersionSet};
 use crate::write_batch::WriteBatch;
-use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -67,27 +68,66 @@ pub(crate) struct Writer {
     cv: Condvar,
 }
 
-/// State guarded by the database mutex.
-pub(crate) struct DbState {
-    pub(crate) versions: VersionSet,
+/// One column family's state guarded by the database mutex.
+pub(crate) struct CfState {
+    pub(crate) data: Arc<CfData>,
     pub(crate) mem: Arc<MemTable>,
     /// Frozen memtables, oldest first.
     pub(crate) imms: VecDeque<Arc<MemTable>>,
+    pub(crate) flush_running: bool,
+    pub(crate) busy: Busy,
+    /// Set while `compact_range` runs its own compactions; automatic ones pause.
+    pub(crate) manual_compaction: bool,
+    pub(crate) level_stats: Vec<LevelStats>,
+}
+
+impl CfState {
+    /// The state of a family whose memtable starts in WAL `wal_number`.
+    pub(crate) fn new(data: Arc<CfData>, wal_number: u64) -> CfState {
+        let levels = data.opts.num_levels;
+        CfState {
+            data,
+            mem: Arc::new(MemTable::new(wal_number)),
+            imms: VecDeque::new(),
+            flush_running: false,
+            busy: Busy::default(),
+            manual_compaction: false,
+            level_stats: vec![LevelStats::default(); levels],
+        }
+    }
+
+    /// Publishes the family's memtables and current version to readers.
+    pub(crate) fn install_super_version(&self, versions: &VersionSet) {
+        self.data.super_version.store(Arc::new(SuperVersion {
+            mem: self.mem.clone(),
+            imms: self.imms.iter().rev().cloned().collect(),
+            version: versions.current(self.data.id),
+        }));
+    }
+
+    /// The oldest WAL holding data of this family that is not in its tables.
+    pub(crate) fn oldest_log(&self) -> u64 {
+        self.imms
+            .front()
+            .map_or(self.mem.log_number(), |m| m.log_number())
+    }
+}
+
+/// State guarded by the database mutex.
+pub(crate) struct DbState {
+    pub(crate) versions: VersionSet,
+    /// The live column families by id.
+    pub(crate) families: BTreeMap<u32, CfState>,
     pub(crate) writers: VecDeque<Arc<Writer>>,
     /// The first failure that makes writes unsafe; reads keep working.
     pub(crate) bg_error: Option<Error>,
-    pub(crate) flush_running: bool,
-    pub(crate) busy: Busy,
     pub(crate) running_compactions: usize,
-    /// Set while `compact_range` runs its own compactions; automatic ones pause.
-    pub(crate) manual_compaction: bool,
     /// WALs not yet known to be obsolete; those below the MANIFEST's log number move to the
     /// deletion queue when the edit that moved it is durable.
     pub(crate) live_wals: Vec<u64>,
     /// A MANIFEST write is in progress (with this mutex released); others wait on
     /// `manifest_cv` for their turn.
     pub(crate) manifest_writing: bool,
-    pub(crate) level_stats: Vec<LevelStats>,
     pub(crate) stall_count: u64,
     pub(crate) stall_micros: u64,
     /// Paces writes in the slowdown state (`Options::delayed_write_rate`).
@@ -113,7 +153,8 @@ pub(crate) struct DbInner {
     pub(crate) manifest_cv: Condvar,
     /// Obsolete files waiting for the purge (see version/lifecycle.rs).
     pub(crate) obsolete: Arc<DeletionQueue>,
-    pub(crate) super_version: ArcSwap<SuperVersion>,
+    /// The default column family (also in `DbState::families`), for the paths without `_cf`.
+    pub(crate) default_cf: Arc<CfData>,
     /// The newest sequence number visible to readers.
     pub(crate) last_sequence: AtomicU64,
     pub(crate) wal: Mutex<Option<LogWriter>>,
@@ -156,11 +197,77 @@ impl Db {
         open::destroy(path.as_ref(), opts)
     }
 
+    /// Opens the database at `path` with its column families: each `(name, CfOptions)` in
+    /// `families` gives a family's options (the default family's come from `opts` unless
+    /// listed). Families that exist but are not listed open with default options; a listed
+    /// family that does not exist is created if `opts.create_missing_column_families` is set,
+    /// else open fails with `InvalidArgument`.
+    ///
+    /// ```
+    /// use shaledb::{CfOptions, Db, Options};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let opts = Options { create_missing_column_families: true, ..Default::default() };
+    /// let db = Db::open_cf(dir.path(), opts, [("logs", CfOptions::default())]).unwrap();
+    /// let logs = db.cf("logs").unwrap();
+    /// db.put_cf(&logs, b"k", b"v").unwrap();
+    /// drop(db);
+    /// assert_eq!(Db::list_cf(dir.path(), &Options::default()).unwrap(), ["default", "logs"]);
+    /// ```
+    pub fn open_cf<I, N>(path: impl AsRef<Path>, opts: Options, families: I) -> Result<Db>
+    where
+        I: IntoIterator<Item = (N, CfOptions)>,
+        N: Into<String>,
+    {
+        let families = families.into_iter().map(|(n, o)| (n.into(), o)).collect();
+        open::open_with_families(path.as_ref(), opts, families)
+    }
+
+    /// The names of the column families of the (closed or open) database at `path`, the
+    /// default family first.
+    pub fn list_cf(path: impl AsRef<Path>, opts: &Options) -> Result<Vec<String>> {
+        open::list_families(path.as_ref(), opts)
+    }
+
+    /// Creates a column family. Fails with `InvalidArgument` if one of that name exists.
+    pub fn create_cf(&self, name: impl Into<String>, opts: CfOptions) -> Result<ColumnFamily> {
+        self.inner.create_cf(name.into(), opts)
+    }
+
+    /// Drops a column family: it is gone from the database (durably) when this returns. Handles
+    /// and iterators on it still read its data until they are dropped; then its files are
+    /// deleted. The default family cannot be dropped.
+    pub fn drop_cf(&self, name: &str) -> Result<()> {
+        self.inner.drop_cf(name)
+    }
+
+    /// A handle on the live column family `name`.
+    pub fn cf(&self, name: &str) -> Option<ColumnFamily> {
+        let st = self.inner.state.lock();
+        st.families
+            .values()
+            .find(|f| f.data.name == name)
+            .map(|f| ColumnFamily {
+                data: f.data.clone(),
+            })
+    }
+
+    /// A handle on the default column family, `"default"`.
+    pub fn default_cf(&self) -> ColumnFamily {
+        ColumnFamily {
+            data: self.inner.default_cf.clone(),
+        }
+    }
+
     /// Stores `value` under `key` (not synced; see [`WriteOptions`]).
     ///
     /// Keys and values are anything that is `AsRef<[u8]>`: `b"k"`, `&[u8]`, `Vec<u8>`, `&str`...
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        self.put_slices(&WriteOptions::default(), key.as_ref(), value.as_ref())
+        self.put_slices(
+            &WriteOptions::default(),
+            DEFAULT_FAMILY,
+            key.as_ref(),
+            value.as_ref(),
+        )
     }
 
     /// Stores `value` under `key` with the given write options.
@@ -170,35 +277,73 @@ impl Db {
         key: impl AsRef<[u8]>,
         value: impl AsRef<[u8]>,
     ) -> Result<()> {
-        self.put_slices(wo, key.as_ref(), value.as_ref())
+        self.put_slices(wo, DEFAULT_FAMILY, key.as_ref(), value.as_ref())
+    }
+
+    /// Stores `value` under `key` in column family `cf`.
+    pub fn put_cf(
+        &self,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.put_cf_opt(&WriteOptions::default(), cf, key, value)
+    }
+
+    /// Stores `value` under `key` in column family `cf` with the given write options.
+    pub fn put_cf_opt(
+        &self,
+        wo: &WriteOptions,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let id = self.inner.check_handle(cf)?.id;
+        self.put_slices(wo, id, key.as_ref(), value.as_ref())
     }
 
     // The generic entry points above convert and call these, so the write path is compiled
     // once, not once per caller's key type.
-    fn put_slices(&self, wo: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+    fn put_slices(&self, wo: &WriteOptions, cf: u32, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
-        b.put(key, value);
+        b.put_in(cf, key, value);
         self.inner.write_owned(wo, b)
     }
 
     /// Deletes `key` (absent keys are fine).
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.delete_slice(&WriteOptions::default(), key.as_ref())
+        self.delete_slice(&WriteOptions::default(), DEFAULT_FAMILY, key.as_ref())
     }
 
     /// Deletes `key` with the given write options.
     pub fn delete_opt(&self, wo: &WriteOptions, key: impl AsRef<[u8]>) -> Result<()> {
-        self.delete_slice(wo, key.as_ref())
+        self.delete_slice(wo, DEFAULT_FAMILY, key.as_ref())
     }
 
-    fn delete_slice(&self, wo: &WriteOptions, key: &[u8]) -> Result<()> {
+    /// Deletes `key` from column family `cf`.
+    pub fn delete_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_cf_opt(&WriteOptions::default(), cf, key)
+    }
+
+    /// Deletes `key` from column family `cf` with the given write options.
+    pub fn delete_cf_opt(
+        &self,
+        wo: &WriteOptions,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let id = self.inner.check_handle(cf)?.id;
+        self.delete_slice(wo, id, key.as_ref())
+    }
+
+    fn delete_slice(&self, wo: &WriteOptions, cf: u32, key: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
-        b.delete(key);
+        b.delete_in(cf, key);
         self.inner.write_owned(wo, b)
     }
 
     /// Applies every operation of `batch` atomically: after a crash either all or none are
-    /// there.
+    /// there, in every column family the batch touches.
     pub fn write(&self, wo: &WriteOptions, batch: &WriteBatch) -> Result<()> {
         if batch.is_empty() {
             // Nothing to write, but the options are refused as for any other write.
@@ -210,18 +355,44 @@ impl Db {
     /// The value stored under `key`, or `None`. A value found in a cached block shares that
     /// block instead of being copied (see [`Value`]).
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
-        self.inner.get(&ReadOptions::default(), key.as_ref())
+        self.inner.get(
+            &ReadOptions::default(),
+            &self.inner.default_cf,
+            key.as_ref(),
+        )
     }
 
     /// The value stored under `key` as of `ro.snapshot` (or now).
     pub fn get_opt(&self, ro: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
-        self.inner.get(ro, key.as_ref())
+        self.inner.get(ro, &self.inner.default_cf, key.as_ref())
+    }
+
+    /// The value stored under `key` in column family `cf`, or `None`.
+    pub fn get_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
+        self.get_cf_opt(&ReadOptions::default(), cf, key)
+    }
+
+    /// The value stored under `key` in column family `cf` as of `ro.snapshot` (or now).
+    pub fn get_cf_opt(
+        &self,
+        ro: &ReadOptions,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<Value>> {
+        let data = self.inner.check_handle(cf)?;
+        self.inner.get(ro, data, key.as_ref())
     }
 
     /// An iterator over the database as of `ro.snapshot` (or now), within `ro`'s bounds. It
     /// starts unpositioned: call a `seek*` method first.
     pub fn iter(&self, ro: &ReadOptions) -> DbIterator {
-        self.inner.new_iterator(ro)
+        self.inner.new_iterator(ro, &self.inner.default_cf)
+    }
+
+    /// An iterator over column family `cf` (see [`Db::iter`]).
+    pub fn iter_cf(&self, cf: &ColumnFamily, ro: &ReadOptions) -> Result<DbIterator> {
+        let data = self.inner.check_handle(cf)?;
+        Ok(self.inner.new_iterator(ro, data))
     }
 
     /// A consistent point-in-time view until dropped.
@@ -231,9 +402,15 @@ impl Db {
         })
     }
 
-    /// Writes the active memtable to a table file and waits for it.
+    /// Writes the default family's active memtable to a table file and waits for it.
     pub fn flush(&self) -> Result<()> {
-        self.inner.flush_and_wait()
+        self.inner.flush_and_wait(DEFAULT_FAMILY)
+    }
+
+    /// Writes column family `cf`'s active memtable to a table file and waits for it.
+    pub fn flush_cf(&self, cf: &ColumnFamily) -> Result<()> {
+        let id = self.inner.check_handle(cf)?.id;
+        self.inner.flush_and_wait(id)
     }
 
     /// Compacts every level's files overlapping [`begin`, `end`] (`None` = unbounded) down
@@ -243,7 +420,18 @@ impl Db {
     /// The bounds stay `Option<&[u8]>` (not generic) so that `compact_range(None, None)` needs
     /// no type annotation; pass `Some(key.as_ref())` for a `Vec<u8>`.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.inner.compact_range(begin, end)
+        self.inner.compact_range(DEFAULT_FAMILY, begin, end)
+    }
+
+    /// [`compact_range`](Self::compact_range) in column family `cf`.
+    pub fn compact_range_cf(
+        &self,
+        cf: &ColumnFamily,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        let id = self.inner.check_handle(cf)?.id;
+        self.inner.compact_range(id, begin, end)
     }
 
     /// Waits until no flush or compaction is pending or running, and the files they replaced
@@ -258,7 +446,14 @@ impl Db {
     /// `shaledb.total-sst-files-size`, `shaledb.block-cache-usage`,
     /// `shaledb.cur-size-all-mem-tables`, and more.
     pub fn property(&self, name: &str) -> Option<String> {
-        self.inner.property(name)
+        self.inner.property(&self.inner.default_cf, name)
+    }
+
+    /// A named property of column family `cf` (the names of [`Db::property`]; the
+    /// database-wide ones, such as the block cache's, are the same for every family).
+    pub fn property_cf(&self, cf: &ColumnFamily, name: &str) -> Option<String> {
+        let data = self.inner.check_handle(cf).ok()?;
+        self.inner.property(data, name)
     }
 
     /// The error that stopped writes, if any (a failed WAL or MANIFEST write or sync, or a
@@ -321,13 +516,36 @@ impl Drop for Db {
     }
 }
 
+impl DbState {
+    /// A live family's state.
+    pub(crate) fn family(&self, id: u32) -> Option<&CfState> {
+        self.families.get(&id)
+    }
+
+    /// Publishes family `id`'s memtables and current version to readers.
+    pub(crate) fn install_super_version(&self, id: u32) {
+        if let Some(cf) = self.families.get(&id) {
+            cf.install_super_version(&self.versions);
+        }
+    }
+}
+
 impl DbInner {
-    pub(crate) fn install_super_version(&self, st: &DbState) {
-        self.super_version.store(Arc::new(SuperVersion {
-            mem: st.mem.clone(),
-            imms: st.imms.iter().rev().cloned().collect(),
-            version: st.versions.current(),
-        }));
+    /// A weak handle on this database (for the family handles it gives out).
+    pub(crate) fn self_weak(&self) -> std::sync::Weak<DbInner> {
+        self.default_cf.db.clone()
+    }
+
+    /// The family data behind `cf`, if the handle belongs to this database.
+    pub(crate) fn check_handle<'a>(&self, cf: &'a ColumnFamily) -> Result<&'a Arc<CfData>> {
+        if std::ptr::eq(cf.data.db.as_ptr(), self) {
+            Ok(&cf.data)
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "column family handle {:?} belongs to another database",
+                cf.data.name
+            )))
+        }
     }
 
     fn read_sequence(&self, ro: &ReadOptions) -> SequenceNumber {
@@ -337,11 +555,11 @@ impl DbInner {
         }
     }
 
-    fn get(&self, ro: &ReadOptions, user_key: &[u8]) -> Result<Option<Value>> {
+    fn get(&self, ro: &ReadOptions, cf: &CfData, user_key: &[u8]) -> Result<Option<Value>> {
         // Super version first, then the sequence: a compaction that dropped versions hidden
         // below some sequence installed its version before we loaded it, so our sequence is
         // at least that high.
-        let sv = self.super_version.load();
+        let sv = cf.super_version.load();
         let seq = self.read_sequence(ro);
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             match mem.get(user_key, seq) {
@@ -360,14 +578,18 @@ impl DbInner {
         }
     }
 
-    fn new_iterator(&self, ro: &ReadOptions) -> DbIterator {
-        let (sv, seq) = self.read_view(ro);
+    fn new_iterator(&self, ro: &ReadOptions, cf: &CfData) -> DbIterator {
+        let (sv, seq) = self.read_view(ro, cf);
         self.iterator_at(sv, seq, ro)
     }
 
     /// What a read sees: the super version, then the sequence (same order as `get`).
-    pub(crate) fn read_view(&self, ro: &ReadOptions) -> (Arc<SuperVersion>, SequenceNumber) {
-        let sv = self.super_version.load_full();
+    pub(crate) fn read_view(
+        &self,
+        ro: &ReadOptions,
+        cf: &CfData,
+    ) -> (Arc<SuperVersion>, SequenceNumber) {
+        let sv = cf.super_version.load_full();
         let seq = self.read_sequence(ro);
         (sv, seq)
     }

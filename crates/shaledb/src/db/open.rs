@@ -4,26 +4,25 @@
 //! Recovered WAL contents are written to L0 tables and a fresh MANIFEST and WAL are started,
 //! so after open every older WAL and MANIFEST is obsolete and is deleted.
 
-use super::{Db, DbInner, DbState, SuperVersion};
+use super::{CfState, Db, DbInner, DbState, SuperVersion};
 use crate::cache::BlockCache;
 use crate::cache::TableCache;
+use crate::column_family::{CfData, CfOptions, DEFAULT_FAMILY, DEFAULT_FAMILY_NAME};
 use crate::compaction::job::{self, OutputSpec};
-use crate::compaction::picker::Busy;
-use crate::compaction::LevelStats;
 use crate::error::{Error, Result};
 use crate::fs::FileLock;
 use crate::log::{replay_records, LogReader, LogWriter, RecordCheck, ReplayEnd, TailPolicy};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::version::filename::{self, FileKind};
-use crate::version::{ObsoleteFile, VersionEdit, VersionSet};
+use crate::version::{ObsoleteFile, Version, VersionEdit, VersionSet};
 use crate::write_batch::{BatchEntry, WriteBatch};
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
 fn lock_error(dir: &Path, e: std::io::Error) -> Error {
@@ -35,16 +34,66 @@ fn lock_error(dir: &Path, e: std::io::Error) -> Error {
 }
 
 pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
+    open_with_families(dir, opts, Vec::new())
+}
+
+/// The effective options of each family `open_cf` was given, checked.
+fn requested_families(
+    opts: &Options,
+    families: Vec<(String, CfOptions)>,
+) -> Result<BTreeMap<String, Options>> {
+    let mut requested = BTreeMap::new();
+    for (name, cf) in families {
+        crate::column_family::check_name(&name)?;
+        let effective = opts.for_family(&cf);
+        effective.validate().map_err(|e| match e {
+            Error::InvalidArgument(m) => {
+                Error::InvalidArgument(format!("column family {name:?}: {m}"))
+            }
+            e => e,
+        })?;
+        if requested.insert(name.clone(), effective).is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "column family {name:?} is listed twice"
+            )));
+        }
+    }
+    Ok(requested)
+}
+
+pub(super) fn open_with_families(
+    dir: &Path,
+    opts: Options,
+    families: Vec<(String, CfOptions)>,
+) -> Result<Db> {
     opts.validate()?;
+    let requested = requested_families(&opts, families)?;
+    let family_options = |name: &str| match requested.get(name) {
+        Some(o) => o.clone(),
+        None if name == DEFAULT_FAMILY_NAME => opts.clone(),
+        None => opts.for_family(&CfOptions::default()),
+    };
     let fs = opts.fs.clone();
     let lock = create_or_lock(dir, &opts)?;
-    let mut versions = VersionSet::recover(fs.clone(), dir, &opts)?;
+    let mut versions = VersionSet::recover_with(fs.clone(), dir, &opts, &family_options)?;
+    let missing: Vec<&String> = requested
+        .keys()
+        .filter(|n| !versions.families().values().any(|f| &f.name == *n))
+        .collect();
+    if !missing.is_empty() && !opts.create_missing_column_families {
+        return Err(Error::InvalidArgument(format!(
+            "column families {missing:?} do not exist (set \
+             Options::create_missing_column_families to create them)"
+        )));
+    }
     let names = fs
         .list_dir(dir)
         .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
     let wals = check_files_on_disk(dir, &mut versions, &names)?;
     if opts.paranoid_checks {
-        check_table_sizes(&fs, dir, &versions.current())?;
+        for f in versions.families().values() {
+            check_table_sizes(&fs, dir, &f.current())?;
+        }
     }
 
     let block_cache = Arc::new(BlockCache::new(
@@ -58,33 +107,43 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
         block_cache.clone(),
     ));
     let shutting_down = AtomicBool::new(false);
+    let family_opts: BTreeMap<u32, Arc<Options>> = versions
+        .families()
+        .iter()
+        .map(|(&id, f)| (id, Arc::new(family_options(&f.name))))
+        .collect();
     let mut replay = WalReplay {
         dir,
         opts: &opts,
+        family_opts: &family_opts,
         tables: &tables,
         shutting_down: &shutting_down,
         last_sequence: versions.last_sequence(),
         versions: &mut versions,
-        edit: VersionEdit::default(),
-        mem: Arc::new(MemTable::new(0)),
+        edits: BTreeMap::new(),
+        mems: BTreeMap::new(),
+        wal_number: 0,
     };
     replay.replay_all(&wals)?;
-    let (mut edit, last_sequence) = replay.finish()?;
+    let (mut edits, last_sequence) = replay.finish()?;
 
-    // Start a fresh WAL and record that everything older is in tables.
+    // Start a fresh WAL and record that everything older is in tables, for every family.
     let wal_number = versions.new_file_number();
     let wal_path = filename::log_file(dir, wal_number);
     let mut wal_file = fs
         .create(&wal_path)
         .map_err(|e| Error::io(format!("creating WAL {}", wal_path.display()), e))?;
     wal_file.set_writeback_interval(opts.wal_bytes_per_sync);
-    edit.log_number = Some(wal_number);
-    edit.last_sequence = Some(last_sequence);
-    versions.log_and_apply(&mut edit)?;
+    for e in &mut edits {
+        e.log_number = Some(wal_number);
+        e.last_sequence = Some(last_sequence);
+    }
+    versions.log_and_apply_all(&mut edits)?;
 
-    let inner = Arc::new(DbInner::recovered(Recovered {
+    let inner = DbInner::recovered(Recovered {
         dir,
         opts,
+        family_opts,
         versions,
         wal: LogWriter::new(wal_file),
         wal_number,
@@ -93,13 +152,37 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
         block_cache,
         shutting_down,
         lock,
-    }));
+    });
     remove_unreferenced_files(&inner, &names);
     let threads = start_background_threads(&inner)?;
-    Ok(Db {
+    let db = Db {
         inner,
         threads: Mutex::new(threads),
-    })
+    };
+    for name in missing {
+        if let Some(o) = requested.get(name) {
+            db.inner.create_family(name.clone(), o.clone())?;
+        }
+    }
+    Ok(db)
+}
+
+/// The column family names stored in the database at `dir`, the default family first.
+pub(super) fn list_families(dir: &Path, opts: &Options) -> Result<Vec<String>> {
+    // Any level count will do: only names are read.
+    let any_levels = Options {
+        num_levels: crate::version::edit::MAX_LEVELS,
+        ..opts.clone()
+    };
+    if !opts.fs.exists(&filename::current_file(dir)) {
+        return Err(Error::NotFound(dir.to_path_buf()));
+    }
+    let versions = VersionSet::recover(opts.fs.clone(), dir, &any_levels)?;
+    Ok(versions
+        .families()
+        .values()
+        .map(|f| f.name.clone())
+        .collect())
 }
 
 /// Creates the directory and an empty database if allowed and needed, and takes the lock.
@@ -175,7 +258,12 @@ fn check_files_on_disk(
             "the WAL named by the MANIFEST's log number is missing: the MANIFEST lost edits",
         ));
     }
-    for f in versions.current().files.iter().flatten() {
+    for f in versions
+        .families()
+        .values()
+        .flat_map(|f| f.current().files.clone())
+        .flatten()
+    {
         if !tables_on_disk.contains(&f.number) {
             return Err(Error::corruption(
                 filename::table_file(dir, f.number),
@@ -187,16 +275,19 @@ fn check_files_on_disk(
     Ok(wals)
 }
 
-/// WAL recovery: replays logs into a memtable and writes it to L0 tables whenever it fills,
-/// collecting the new tables in one edit.
+/// WAL recovery: replays logs into one memtable per family and writes a family's memtable
+/// to L0 tables whenever it fills, collecting the new tables in one edit per family.
 struct WalReplay<'a> {
     dir: &'a Path,
     opts: &'a Options,
+    family_opts: &'a BTreeMap<u32, Arc<Options>>,
     tables: &'a Arc<TableCache>,
     shutting_down: &'a AtomicBool,
     versions: &'a mut VersionSet,
-    edit: VersionEdit,
-    mem: Arc<MemTable>,
+    edits: BTreeMap<u32, VersionEdit>,
+    mems: BTreeMap<u32, Arc<MemTable>>,
+    /// The WAL being replayed.
+    wal_number: u64,
     last_sequence: u64,
 }
 
@@ -221,6 +312,7 @@ impl WalReplay<'_> {
             .fs
             .open_sequential(&path)
             .map_err(|e| Error::io(format!("opening WAL {}", path.display()), e))?;
+        self.wal_number = number;
         let mut reader = LogReader::new(file, path.clone());
         let policy = TailPolicy::for_wal(self.opts.wal_recovery_mode);
         let context = format!("reading WAL {}", path.display());
@@ -240,7 +332,9 @@ impl WalReplay<'_> {
         }
     }
 
-    /// Inserts one WAL record (a write batch) into the memtable, flushing it when full.
+    /// Inserts one WAL record (a write batch) into its families' memtables, flushing those
+    /// that fill. Entries of a family that already flushed this WAL, or that was dropped,
+    /// are skipped.
     fn apply_record(&mut self, path: &Path, data: Vec<u8>, offset: u64) -> Result<RecordCheck> {
         let batch = match WriteBatch::from_data(data) {
             Ok(b) => b,
@@ -255,32 +349,66 @@ impl WalReplay<'_> {
                 format!("write batch has impossible sequence number {seq}"),
             ));
         }
-        for (i, e) in batch.iter().enumerate() {
+        let mut touched = Vec::new();
+        for (i, (cf, e)) in batch.iter_cf().enumerate() {
             let s = seq + i as u64;
+            let Some(family) = self.versions.family(cf) else {
+                if cf > self.versions.max_column_family() {
+                    return Err(Error::corruption(
+                        path,
+                        offset,
+                        format!("write batch names column family {cf}, which never existed"),
+                    ));
+                }
+                continue; // dropped
+            };
+            if self.wal_number < family.log_number() {
+                continue; // already in the family's tables
+            }
+            let mem = self
+                .mems
+                .entry(cf)
+                .or_insert_with(|| Arc::new(MemTable::new(0)));
             match e {
-                BatchEntry::Put(k, v) => self.mem.add(s, crate::key::ValueKind::Put, k, v),
-                BatchEntry::Delete(k) => self.mem.add(s, crate::key::ValueKind::Delete, k, &[]),
+                BatchEntry::Put(k, v) => mem.add(s, crate::key::ValueKind::Put, k, v),
+                BatchEntry::Delete(k) => mem.add(s, crate::key::ValueKind::Delete, k, &[]),
+            }
+            if !touched.contains(&cf) {
+                touched.push(cf);
             }
         }
         if count > 0 {
             self.last_sequence = self.last_sequence.max(seq + count - 1);
         }
-        if self.mem.approximate_memory_usage() >= self.opts.write_buffer_size {
-            self.flush_mem()?;
-            self.mem = Arc::new(MemTable::new(0));
+        for cf in touched {
+            let limit = self
+                .family_opts
+                .get(&cf)
+                .map_or(self.opts.write_buffer_size, |o| o.write_buffer_size);
+            if self
+                .mems
+                .get(&cf)
+                .is_some_and(|m| m.approximate_memory_usage() >= limit)
+            {
+                self.flush_mem(cf)?;
+            }
         }
         Ok(RecordCheck::Applied)
     }
 
-    /// Writes the replay memtable to L0 tables and adds them to the edit.
-    fn flush_mem(&mut self) -> Result<()> {
-        if self.mem.is_empty() {
+    /// Writes family `cf`'s replay memtable to L0 tables and adds them to its edit.
+    fn flush_mem(&mut self, cf: u32) -> Result<()> {
+        let Some(mem) = self.mems.remove(&cf) else {
+            return Ok(());
+        };
+        if mem.is_empty() {
             return Ok(());
         }
+        let opts = self.family_opts.get(&cf).map_or(self.opts, |o| &**o);
         let spec = OutputSpec {
             fs: &self.opts.fs,
             dir: self.dir,
-            opts: self.opts,
+            opts,
             tables: self.tables,
             level: 0,
             max_file_size: u64::MAX,
@@ -288,22 +416,38 @@ impl WalReplay<'_> {
         let versions = &mut *self.versions;
         let metas = job::write_tables(
             &spec,
-            &mut self.mem.iter(),
+            &mut mem.iter(),
             None,
             &mut || versions.new_file_number(),
             self.shutting_down,
         )?;
+        let edit = self.edits.entry(cf).or_insert_with(|| VersionEdit {
+            column_family: cf,
+            ..Default::default()
+        });
         for m in metas {
-            self.edit.add_file(0, m);
+            edit.add_file(0, m);
         }
         Ok(())
     }
 
-    /// Flushes what is left and returns the edit adding the recovered tables and the last
-    /// sequence number seen.
-    fn finish(mut self) -> Result<(VersionEdit, u64)> {
-        self.flush_mem()?;
-        Ok((self.edit, self.last_sequence))
+    /// Flushes what is left and returns one edit per live family (the recovered tables, if
+    /// any) and the last sequence number seen.
+    fn finish(mut self) -> Result<(Vec<VersionEdit>, u64)> {
+        let ids: Vec<u32> = self.versions.families().keys().copied().collect();
+        for &cf in &ids {
+            self.flush_mem(cf)?;
+        }
+        let edits = ids
+            .into_iter()
+            .map(|cf| {
+                self.edits.remove(&cf).unwrap_or_else(|| VersionEdit {
+                    column_family: cf,
+                    ..Default::default()
+                })
+            })
+            .collect();
+        Ok((edits, self.last_sequence))
     }
 }
 
@@ -311,6 +455,7 @@ impl WalReplay<'_> {
 struct Recovered<'a> {
     dir: &'a Path,
     opts: Options,
+    family_opts: BTreeMap<u32, Arc<Options>>,
     versions: VersionSet,
     wal: LogWriter,
     wal_number: u64,
@@ -322,55 +467,93 @@ struct Recovered<'a> {
 }
 
 impl DbInner {
-    /// The shared state of a database just recovered: an empty memtable on the fresh WAL.
-    fn recovered(r: Recovered<'_>) -> DbInner {
-        let mem = Arc::new(MemTable::new(r.wal_number));
-        let version = r.versions.current();
-        let state = DbState {
-            versions: r.versions,
-            mem: mem.clone(),
-            imms: VecDeque::new(),
-            writers: VecDeque::new(),
-            bg_error: None,
-            flush_running: false,
-            busy: Busy::default(),
-            running_compactions: 0,
-            manual_compaction: false,
-            live_wals: vec![r.wal_number],
-            manifest_writing: false,
-            level_stats: vec![LevelStats::default(); r.opts.num_levels],
-            stall_count: 0,
-            stall_micros: 0,
-            write_delay: super::write_delay::WriteDelay::new(r.opts.delayed_write_rate),
-            closed: false,
-        };
-        let obsolete = state.versions.deletion_queue().clone();
-        DbInner {
-            dir: r.dir.to_path_buf(),
-            fs: r.opts.fs.clone(),
-            state: Mutex::new(state),
-            work_cv: Condvar::new(),
-            done_cv: Condvar::new(),
-            stall_cv: Condvar::new(),
-            manifest_cv: Condvar::new(),
-            obsolete,
-            super_version: ArcSwap::from_pointee(SuperVersion {
-                mem,
-                imms: Vec::new(),
-                version,
-            }),
-            last_sequence: AtomicU64::new(r.last_sequence),
-            wal: Mutex::new(Some(r.wal)),
-            wal_number: AtomicU64::new(r.wal_number),
-            tables: r.tables,
-            block_cache: r.block_cache,
-            snapshots: Arc::default(),
-            shutting_down: r.shutting_down,
-            user_bytes_written: AtomicU64::new(0),
-            lock: Mutex::new(Some(r.lock)),
-            opts: r.opts,
-        }
+    /// The shared state of a database just recovered: each family with an empty memtable
+    /// on the fresh WAL.
+    fn recovered(r: Recovered<'_>) -> Arc<DbInner> {
+        Arc::new_cyclic(|db| {
+            let mut families = BTreeMap::new();
+            for (&id, f) in r.versions.families() {
+                let opts = r
+                    .family_opts
+                    .get(&id)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::new(r.opts.clone()));
+                let data = new_family_data(id, f.name.clone(), opts, db, r.wal_number);
+                let cf = CfState::new(data, r.wal_number);
+                cf.install_super_version(&r.versions);
+                families.insert(id, cf);
+            }
+            let default_cf = match families.get(&DEFAULT_FAMILY) {
+                Some(f) => f.data.clone(),
+                // Recovery always has the default family; keep a dropped-looking stand-in
+                // rather than panic should that ever not hold.
+                None => new_family_data(
+                    DEFAULT_FAMILY,
+                    DEFAULT_FAMILY_NAME.to_string(),
+                    Arc::new(r.opts.clone()),
+                    db,
+                    r.wal_number,
+                ),
+            };
+            let state = DbState {
+                versions: r.versions,
+                families,
+                writers: VecDeque::new(),
+                bg_error: None,
+                running_compactions: 0,
+                live_wals: vec![r.wal_number],
+                manifest_writing: false,
+                stall_count: 0,
+                stall_micros: 0,
+                write_delay: super::write_delay::WriteDelay::new(r.opts.delayed_write_rate),
+                closed: false,
+            };
+            let obsolete = state.versions.deletion_queue().clone();
+            DbInner {
+                dir: r.dir.to_path_buf(),
+                fs: r.opts.fs.clone(),
+                state: Mutex::new(state),
+                work_cv: Condvar::new(),
+                done_cv: Condvar::new(),
+                stall_cv: Condvar::new(),
+                manifest_cv: Condvar::new(),
+                obsolete,
+                default_cf,
+                last_sequence: AtomicU64::new(r.last_sequence),
+                wal: Mutex::new(Some(r.wal)),
+                wal_number: AtomicU64::new(r.wal_number),
+                tables: r.tables,
+                block_cache: r.block_cache,
+                snapshots: Arc::default(),
+                shutting_down: r.shutting_down,
+                user_bytes_written: AtomicU64::new(0),
+                lock: Mutex::new(Some(r.lock)),
+                opts: r.opts,
+            }
+        })
     }
+}
+
+/// A family's shared part, with an empty super version (installed right after).
+pub(super) fn new_family_data(
+    id: u32,
+    name: String,
+    opts: Arc<Options>,
+    db: &Weak<DbInner>,
+    wal_number: u64,
+) -> Arc<CfData> {
+    Arc::new(CfData {
+        id,
+        name,
+        opts,
+        super_version: ArcSwap::from_pointee(SuperVersion {
+            mem: Arc::new(MemTable::new(wal_number)),
+            imms: Vec::new(),
+            version: Arc::new(Version::default()),
+        }),
+        dropped: AtomicBool::new(false),
+        db: db.clone(),
+    })
 }
 
 /// Starts the `max_background_jobs` flush and compaction threads and the cleaner, which

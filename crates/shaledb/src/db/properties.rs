@@ -1,29 +1,30 @@
 //! Named properties for observing a running database (`Db::property`).
 
 use super::DbInner;
+use crate::column_family::CfData;
 use crate::compaction::picker;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 impl DbInner {
-    pub(crate) fn property(&self, name: &str) -> Option<String> {
+    /// Family `cf`'s property `name` (database-wide properties are the same for every family).
+    pub(crate) fn property(&self, cf: &CfData, name: &str) -> Option<String> {
         let name = name
             .strip_prefix("shaledb.")
             .or_else(|| name.strip_prefix("rocksdb."))?;
         if let Some(level) = name.strip_prefix("num-files-at-level") {
             let level: usize = level.parse().ok()?;
-            let st = self.state.lock();
-            let v = st.versions.current();
+            let v = cf.super_version.load().version.clone();
             if level >= v.num_levels() {
                 return None;
             }
             return Some(v.level_files(level).len().to_string());
         }
         match name {
-            "stats" => Some(self.stats_text()),
-            "levelstats" => Some(self.level_summary()),
+            "stats" => Some(self.stats_text(cf)),
+            "levelstats" => Some(level_summary(cf)),
             "estimate-num-keys" => {
-                let sv = self.super_version.load();
+                let sv = cf.super_version.load();
                 let mut n: i64 = 0;
                 for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
                     n += m.len() as i64 - 2 * m.num_deletes() as i64;
@@ -32,23 +33,23 @@ impl DbInner {
                 Some(n.max(0).to_string())
             }
             "total-sst-files-size" => {
-                Some(self.super_version.load().version.total_bytes().to_string())
+                Some(cf.super_version.load().version.total_bytes().to_string())
             }
             "block-cache-usage" => Some(self.block_cache.usage().to_string()),
             "block-cache-capacity" => Some(self.block_cache.capacity().to_string()),
             "cur-size-all-mem-tables" => {
-                let sv = self.super_version.load();
+                let sv = cf.super_version.load();
                 let n: usize = std::iter::once(&sv.mem)
                     .chain(sv.imms.iter())
                     .map(|m| m.approximate_memory_usage())
                     .sum();
                 Some(n.to_string())
             }
-            "num-immutable-mem-table" => Some(self.super_version.load().imms.len().to_string()),
+            "num-immutable-mem-table" => Some(cf.super_version.load().imms.len().to_string()),
             "num-snapshots" => Some(self.snapshots.count().to_string()),
             "estimate-pending-compaction-bytes" => {
-                let v = self.super_version.load().version.clone();
-                Some(picker::pending_compaction_bytes(&v, &self.opts).to_string())
+                let v = cf.super_version.load().version.clone();
+                Some(picker::pending_compaction_bytes(&v, &cf.opts).to_string())
             }
             "background-errors" | "background-error" => Some(
                 self.state
@@ -60,7 +61,8 @@ impl DbInner {
             "compaction-bytes-written" => {
                 let st = self.state.lock();
                 Some(
-                    st.level_stats
+                    st.family(cf.id)?
+                        .level_stats
                         .iter()
                         .map(|s| s.bytes_written)
                         .sum::<u64>()
@@ -74,26 +76,31 @@ impl DbInner {
             _ => None,
         }
     }
+}
 
-    fn level_summary(&self) -> String {
-        let v = self.super_version.load().version.clone();
-        let mut out = String::from("Level Files Size(MB)\n--------------------\n");
-        for level in 0..v.num_levels() {
-            let _ = writeln!(
-                out,
-                "{:>5} {:>5} {:>8.1}",
-                level,
-                v.level_files(level).len(),
-                v.level_bytes(level) as f64 / 1048576.0
-            );
-        }
-        out
+fn level_summary(cf: &CfData) -> String {
+    let v = cf.super_version.load().version.clone();
+    let mut out = String::from("Level Files Size(MB)\n--------------------\n");
+    for level in 0..v.num_levels() {
+        let _ = writeln!(
+            out,
+            "{:>5} {:>5} {:>8.1}",
+            level,
+            v.level_files(level).len(),
+            v.level_bytes(level) as f64 / 1048576.0
+        );
     }
+    out
+}
 
-    fn stats_text(&self) -> String {
+impl DbInner {
+    fn stats_text(&self, cf: &CfData) -> String {
         let st = self.state.lock();
-        let v = st.versions.current();
-        let scores = picker::level_scores(&v, &self.opts);
+        let v = st.versions.current(cf.id);
+        let sv = cf.super_version.load();
+        let no_stats = Vec::new();
+        let level_stats = st.family(cf.id).map_or(&no_stats, |f| &f.level_stats);
+        let scores = picker::level_scores(&v, &cf.opts);
         let user = self.user_bytes_written.load(Ordering::Relaxed);
         let mut out = String::new();
         let _ = writeln!(out, "** Compaction Stats **");
@@ -105,7 +112,8 @@ impl DbInner {
         let mut total = crate::compaction::LevelStats::default();
         let mut total_files = 0;
         for level in 0..v.num_levels() {
-            let s = &st.level_stats[level];
+            let s = level_stats.get(level).cloned().unwrap_or_default();
+            let s = &s;
             let files = v.level_files(level).len();
             total_files += files;
             total.count += s.count;
@@ -172,9 +180,9 @@ impl DbInner {
             "Write stalls: {} (total {:.3} s); memtables: 1 active + {} frozen, {} bytes; block cache: {} / {} bytes",
             st.stall_count,
             st.stall_micros as f64 / 1e6,
-            st.imms.len(),
-            std::iter::once(&st.mem)
-                .chain(st.imms.iter())
+            sv.imms.len(),
+            std::iter::once(&sv.mem)
+                .chain(sv.imms.iter())
                 .map(|m| m.approximate_memory_usage())
                 .sum::<usize>(),
             self.block_cache.usage(),

@@ -224,7 +224,7 @@ pub struct RangeIter {
 
 impl RangeIter {
     fn new(db: Arc<DbInner>, ro: ReadOptions) -> RangeIter {
-        let (sv, seq) = db.read_view(&ro);
+        let (sv, seq) = db.read_view(&ro, &db.default_cf);
         // Each end's cursor is built on its first use, over this view.
         RangeIter {
             view: View { db, sv, seq, ro },

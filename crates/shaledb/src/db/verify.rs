@@ -6,7 +6,7 @@ use crate::sst::Table;
 use crate::version::filename;
 
 impl Db {
-    /// Re-reads every table of the current version from disk, bypassing the table and block
+    /// Re-reads every table of every column family's current version from disk, bypassing the table and block
     /// caches, and checks it: the file size recorded in the MANIFEST, the footer, the index,
     /// metaindex, filter and properties blocks, every data block's checksum and decoding, key
     /// order, and the entry count recorded in the MANIFEST. Returns the first problem found,
@@ -14,9 +14,15 @@ impl Db {
     /// read). Tables are checked one at a time; reads and writes go on meanwhile.
     pub fn verify_checksums(&self) -> Result<()> {
         let inner = &self.inner;
-        // The version is pinned (and its files kept) while we hold it.
-        let version = inner.super_version.load().version.clone();
-        for f in version.files.iter().flatten() {
+        // The versions are pinned (and their files kept) while we hold them.
+        let versions: Vec<_> = {
+            let st = inner.state.lock();
+            st.families
+                .values()
+                .map(|f| f.data.super_version.load().version.clone())
+                .collect()
+        };
+        for f in versions.iter().flat_map(|v| v.files.iter().flatten()) {
             let path = filename::table_file(&inner.dir, f.number);
             let size = inner
                 .fs

@@ -9,7 +9,8 @@
 //! the OS (and, for sync writes, the disk); if that fails all of them get the error and the
 //! database refuses further writes.
 
-use super::{DbInner, DbState, Writer};
+use super::{CfState, DbInner, DbState, Writer};
+use crate::column_family::DEFAULT_FAMILY;
 use crate::error::{Error, Result};
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
@@ -55,8 +56,13 @@ pub(super) fn check_write_options(wo: &WriteOptions) -> Result<()> {
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
 impl DbInner {
-    fn validate_batch(&self, batch: &WriteBatch) -> Result<()> {
-        for e in batch.iter() {
+    /// Checks sizes; returns the column families other than the default the batch writes to.
+    fn validate_batch(&self, batch: &WriteBatch) -> Result<Vec<u32>> {
+        let mut families = Vec::new();
+        for (cf, e) in batch.iter_cf() {
+            if cf != DEFAULT_FAMILY && !families.contains(&cf) {
+                families.push(cf);
+            }
             let (k, v) = match e {
                 BatchEntry::Put(k, v) => (k, v),
                 BatchEntry::Delete(k) => (k, &[][..]),
@@ -76,16 +82,22 @@ impl DbInner {
                 )));
             }
         }
-        Ok(())
+        Ok(families)
     }
 
     pub(crate) fn write_owned(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
         check_write_options(wo)?;
-        self.validate_batch(&batch)?;
+        let families = self.validate_batch(&batch)?;
         let w = Writer::queued(batch, wo.sync, wo.disable_wal);
         let mut st = self.state.lock();
         if st.closed {
             return Err(Error::Closed);
+        }
+        if let Some(cf) = families.iter().find(|id| !st.families.contains_key(id)) {
+            return Err(Error::InvalidArgument(format!(
+                "the batch writes to column family id {cf}, which does not exist (it was \
+                 dropped, or the handle is another database's)"
+            )));
         }
         st.writers.push_back(w.clone());
         loop {
@@ -101,7 +113,7 @@ impl DbInner {
         }
 
         // This writer leads a group.
-        let (mut result, slow_down) = match self.make_room_for_write(&mut st, false) {
+        let (mut result, slow_down) = match self.make_room_for_write(&mut st, None) {
             Ok(slow_down) => (Ok(()), slow_down),
             Err(e) => (Err(e), false),
         };
@@ -114,12 +126,16 @@ impl DbInner {
             let user_bytes = (group.approximate_size() + (n - 1) * BATCH_HEADER_SIZE) as u64;
             self.pace_write(&mut st, slow_down, group.approximate_size() as u64);
             let seq = self.last_sequence.load(Ordering::Acquire) + 1;
-            let mem = st.mem.clone();
+            let mems: Vec<(u32, Arc<MemTable>)> = st
+                .families
+                .iter()
+                .map(|(id, f)| (*id, f.mem.clone()))
+                .collect();
             let disable_wal = w.disable_wal;
             let res = MutexGuard::unlocked(&mut st, || {
                 let mut group = group;
                 group.set_sequence(seq);
-                self.write_group(&group, seq, sync, disable_wal, &mem)
+                self.write_group(&group, seq, sync, disable_wal, &mems)
                     .map(|()| group.len() as u64)
             });
             match res {
@@ -158,7 +174,7 @@ impl DbInner {
 
     /// Freezes the active memtable (if it holds anything) so a flush can write it. Queues as a
     /// writer with an empty batch so no leader is inserting into the memtable meanwhile.
-    pub(crate) fn freeze_memtable(&self) -> Result<()> {
+    pub(crate) fn freeze_memtable(&self, cf: u32) -> Result<()> {
         let w = Writer::queued(WriteBatch::new(), false, false);
         let mut st = self.state.lock();
         if st.closed {
@@ -168,7 +184,9 @@ impl DbInner {
         while !st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w)) {
             w.cv.wait(&mut st);
         }
-        let res = self.make_room_for_write(&mut st, true).map(|_slow_down| ());
+        let res = self
+            .make_room_for_write(&mut st, Some(cf))
+            .map(|_slow_down| ());
         st.writers.pop_front();
         if let Some(next) = st.writers.front() {
             next.cv.notify_one();
@@ -176,15 +194,15 @@ impl DbInner {
         res
     }
 
-    /// Appends the group to the WAL and the memtable. Called without the state mutex; only
-    /// the leader runs it.
+    /// Appends the group to the WAL and each entry to its family's memtable (`mems`, by
+    /// family id). Called without the state mutex; only the leader runs it.
     fn write_group(
         &self,
         group: &WriteBatch,
         seq: u64,
         sync: bool,
         disable_wal: bool,
-        mem: &MemTable,
+        mems: &[(u32, Arc<MemTable>)],
     ) -> Result<()> {
         if !disable_wal {
             let mut wal = self.wal.lock();
@@ -198,8 +216,13 @@ impl DbInner {
                 Error::poisoned(Error::io(format!("writing WAL {}", path.display()), e))
             })?;
         }
-        for (i, e) in group.iter().enumerate() {
+        for (i, (cf, e)) in group.iter_cf().enumerate() {
             let s = seq + i as u64;
+            // A family dropped since the batch was checked has no memtable here: its entries
+            // go nowhere (the family's data is being discarded anyway).
+            let Some((_, mem)) = mems.iter().find(|(id, _)| *id == cf) else {
+                continue;
+            };
             match e {
                 BatchEntry::Put(k, v) => mem.add(s, crate::key::ValueKind::Put, k, v),
                 BatchEntry::Delete(k) => mem.add(s, crate::key::ValueKind::Delete, k, &[]),
@@ -236,67 +259,56 @@ impl DbInner {
         st.stall_micros += start.elapsed().as_micros() as u64;
     }
 
-    /// Ensures the active memtable has room, freezing it or stalling as needed. With `force`,
-    /// freezes the memtable even if it is not full (used by flush). Returns whether the
-    /// database is in the slowdown state (the caller paces the write, see `pace_write`).
+    /// Ensures every family's active memtable has room, freezing full ones or stalling as
+    /// needed. With `force`, freezes that family's memtable even if it is not full (used by
+    /// flush). Returns whether the database is in the slowdown state (the caller paces the
+    /// write, see `pace_write`).
     pub(crate) fn make_room_for_write(
         &self,
         st: &mut MutexGuard<'_, DbState>,
-        mut force: bool,
+        mut force: Option<u32>,
     ) -> Result<bool> {
-        let mut allow_delay = !force;
+        let mut allow_delay = force.is_none();
         let mut slow_down = false;
         let stall_start = Instant::now();
         let mut stalled = false;
-        loop {
+        'retry: loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::poisoned(e.duplicate()));
             }
             if self.shutting_down.load(Ordering::Acquire) {
                 return Err(Error::Closed);
             }
-            let version = st.versions.current();
-            let l0 = version.level_files(0).len();
-            let compactions_on = !self.opts.disable_auto_compactions;
-            let pending = if compactions_on {
-                crate::compaction::picker::pending_compaction_bytes(&version, &self.opts)
-            } else {
-                0
-            };
-            if allow_delay
-                && compactions_on
-                && (l0 >= self.opts.level0_slowdown_writes_trigger
-                    || pending >= self.opts.soft_pending_compaction_bytes_limit)
-            {
-                // Slow writes to delayed_write_rate rather than stopping them for seconds
-                // later; the leader pays once the group's size is known (`pace_write`).
-                allow_delay = false;
-                slow_down = true;
-                continue;
-            }
-            let full = st.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
-            if !force && !full {
-                break;
-            }
-            if force && st.mem.is_empty() {
-                break;
-            }
-            if st.imms.len() + 1 >= self.opts.max_write_buffer_number
-                || (compactions_on
-                    && (l0 >= self.opts.level0_stop_writes_trigger
-                        || pending >= self.opts.hard_pending_compaction_bytes_limit))
-            {
-                // Wait for a flush or compaction to finish.
-                if !stalled {
-                    st.stall_count += 1;
-                    stalled = true;
+            for (&id, cf) in &st.families {
+                let room = family_room(st, cf, force == Some(id));
+                if allow_delay && room.slow_down {
+                    // Slow writes to delayed_write_rate rather than stopping them for seconds
+                    // later; the leader pays once the group's size is known (`pace_write`).
+                    allow_delay = false;
+                    slow_down = true;
                 }
-                self.work_cv.notify_all();
-                self.stall_cv.wait(st);
-                continue;
+                match room.need {
+                    Need::Nothing => {}
+                    Need::Stall => {
+                        // Wait for a flush or compaction to finish.
+                        if !stalled {
+                            st.stall_count += 1;
+                            stalled = true;
+                        }
+                        self.work_cv.notify_all();
+                        self.stall_cv.wait(st);
+                        continue 'retry;
+                    }
+                    Need::Switch => {
+                        self.switch_memtable(st, id)?;
+                        if force == Some(id) {
+                            force = None;
+                        }
+                        continue 'retry;
+                    }
+                }
             }
-            self.switch_memtable(st)?;
-            force = false;
+            break;
         }
         if stalled {
             st.stall_micros += stall_start.elapsed().as_micros() as u64;
@@ -304,8 +316,10 @@ impl DbInner {
         Ok(slow_down)
     }
 
-    /// Freezes the active memtable and starts a new WAL for its successor.
-    fn switch_memtable(&self, st: &mut MutexGuard<'_, DbState>) -> Result<()> {
+    /// Freezes family `cf`'s active memtable and starts a new WAL for its successor. The
+    /// empty memtables of other families move to the new WAL too, so they do not keep old
+    /// WALs alive.
+    fn switch_memtable(&self, st: &mut MutexGuard<'_, DbState>, cf: u32) -> Result<()> {
         let number = st.versions.new_file_number();
         let path = filename::log_file(&self.dir, number);
         let mut file = self
@@ -337,13 +351,70 @@ impl DbInner {
             self.wal_number.store(number, Ordering::Release);
         }
         st.live_wals.push(number);
-        let new_mem = Arc::new(MemTable::new(number));
-        let old = std::mem::replace(&mut st.mem, new_mem);
-        st.imms.push_back(old);
-        self.install_super_version(st);
+        let DbState {
+            families, versions, ..
+        } = &mut **st;
+        for (&id, f) in families.iter_mut() {
+            let frozen = id == cf && !f.mem.is_empty();
+            let idle = f.mem.is_empty() && f.imms.is_empty();
+            if !(frozen || idle) {
+                continue;
+            }
+            let old = std::mem::replace(&mut f.mem, Arc::new(MemTable::new(number)));
+            if frozen {
+                f.imms.push_back(old);
+            }
+            f.install_super_version(versions);
+        }
         self.work_cv.notify_all();
         Ok(())
     }
+}
+
+/// What a family needs before the next write group (see `family_room`).
+enum Need {
+    Nothing,
+    /// Its memtable must be frozen, and may be now.
+    Switch,
+    /// Its memtable must be frozen, but too many are waiting for flush or L0 or pending
+    /// compaction is at its stop limit: wait.
+    Stall,
+}
+
+struct Room {
+    need: Need,
+    /// L0 files or pending compaction bytes are at the slowdown limits.
+    slow_down: bool,
+}
+
+/// Whether family `cf` has room for the next write (`force`: freeze its memtable anyway if it
+/// holds anything).
+fn family_room(st: &DbState, cf: &CfState, force: bool) -> Room {
+    let o = &cf.data.opts;
+    let version = st.versions.current(cf.data.id);
+    let l0 = version.level_files(0).len();
+    let compactions_on = !o.disable_auto_compactions;
+    let pending = if compactions_on {
+        crate::compaction::picker::pending_compaction_bytes(&version, o)
+    } else {
+        0
+    };
+    let slow_down = compactions_on
+        && (l0 >= o.level0_slowdown_writes_trigger
+            || pending >= o.soft_pending_compaction_bytes_limit);
+    let full = cf.mem.approximate_memory_usage() >= o.write_buffer_size;
+    let need = if !(full || force) || (force && cf.mem.is_empty()) {
+        Need::Nothing
+    } else if cf.imms.len() + 1 >= o.max_write_buffer_number
+        || (compactions_on
+            && (l0 >= o.level0_stop_writes_trigger
+                || pending >= o.hard_pending_compaction_bytes_limit))
+    {
+        Need::Stall
+    } else {
+        Need::Switch
+    };
+    Room { need, slow_down }
 }
 
 /// Merges the batches at the front of the queue into one. Returns the group, how many writers

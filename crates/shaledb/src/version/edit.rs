@@ -23,7 +23,17 @@ mod tag {
     pub const COMPACT_POINTER: u32 = 4;
     pub const DELETED_FILE: u32 = 5;
     pub const NEW_FILE: u32 = 6;
+    pub const COLUMN_FAMILY: u32 = 7;
+    pub const COLUMN_FAMILY_ADD: u32 = 8;
+    pub const COLUMN_FAMILY_DROP: u32 = 9;
+    pub const MAX_COLUMN_FAMILY: u32 = 10;
 }
+
+/// Column family ids must be below this (a larger id read from disk is corruption).
+pub const MAX_COLUMN_FAMILY_ID: u32 = 1 << 30;
+
+/// The longest column family name, in bytes.
+pub const MAX_COLUMN_FAMILY_NAME: usize = 255;
 
 /// Bit set in the tag of an optional field that readers which do not know it may skip. Such
 /// a field's payload is always a varint length followed by that many bytes.
@@ -67,6 +77,15 @@ pub struct VersionEdit {
     pub deleted_files: Vec<(usize, u64)>,
     /// Files added, as (level, metadata).
     pub new_files: Vec<(usize, FileMetaData)>,
+    /// The column family the log number, compact pointers and files belong to (0, the
+    /// default family, when the field is absent).
+    pub column_family: u32,
+    /// This edit creates column family `column_family` with this name.
+    pub column_family_add: Option<String>,
+    /// This edit drops column family `column_family`.
+    pub column_family_drop: bool,
+    /// The largest column family id ever handed out (ids are never reused).
+    pub max_column_family: Option<u32>,
 }
 
 impl VersionEdit {
@@ -82,6 +101,21 @@ impl VersionEdit {
 
     /// Appends the encoding of this edit to `dst` (docs/format/manifest.md).
     pub fn encode(&self, dst: &mut Vec<u8>) {
+        if self.column_family != 0 {
+            put_varint32(dst, tag::COLUMN_FAMILY);
+            put_varint32(dst, self.column_family);
+        }
+        if let Some(name) = &self.column_family_add {
+            put_varint32(dst, tag::COLUMN_FAMILY_ADD);
+            put_length_prefixed(dst, name.as_bytes());
+        }
+        if self.column_family_drop {
+            put_varint32(dst, tag::COLUMN_FAMILY_DROP);
+        }
+        if let Some(v) = self.max_column_family {
+            put_varint32(dst, tag::MAX_COLUMN_FAMILY);
+            put_varint32(dst, v);
+        }
         if let Some(v) = self.log_number {
             put_varint32(dst, tag::LOG_NUMBER);
             put_varint64(dst, v);
@@ -162,6 +196,32 @@ impl VersionEdit {
                     let f = get_file_meta(&mut d).map_err(|e| field(&e))?;
                     edit.new_files.push((level, f));
                 }
+                tag::COLUMN_FAMILY | tag::MAX_COLUMN_FAMILY => {
+                    let id = d
+                        .varint32()
+                        .filter(|&id| id < MAX_COLUMN_FAMILY_ID)
+                        .ok_or_else(|| field("truncated or out-of-range column family id"))?;
+                    if t == tag::COLUMN_FAMILY {
+                        edit.column_family = id;
+                    } else if edit.max_column_family.replace(id).is_some() {
+                        return Err(field("field appears twice"));
+                    }
+                }
+                tag::COLUMN_FAMILY_ADD => {
+                    let name = d
+                        .length_prefixed()
+                        .ok_or_else(|| field("truncated column family name"))?;
+                    let name = std::str::from_utf8(name)
+                        .ok()
+                        .filter(|n| !n.is_empty() && n.len() <= MAX_COLUMN_FAMILY_NAME)
+                        .ok_or_else(|| {
+                            field("column family name is empty, too long or not UTF-8")
+                        })?;
+                    if edit.column_family_add.replace(name.to_string()).is_some() {
+                        return Err(field("field appears twice"));
+                    }
+                }
+                tag::COLUMN_FAMILY_DROP => edit.column_family_drop = true,
                 t if t & TAG_SAFE_TO_IGNORE != 0 => {
                     // An optional field from a newer writer: skip its payload.
                     d.length_prefixed()

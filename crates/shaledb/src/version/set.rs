@@ -8,42 +8,175 @@
 //! atomically: write a temp file, sync it, rename it over CURRENT, sync the directory. The old
 //! MANIFEST is deleted only after that.
 
-use super::edit::{FileMetaData, VersionEdit};
+use super::edit::{FileMetaData, VersionEdit, MAX_LEVELS};
 use super::filename;
 use super::lifecycle::{DeletionQueue, ObsoleteFile, TableHandle};
 use super::Version;
 use crate::compaction::picker::{score_version, ScoreTargets};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
-use crate::key;
+use crate::key::{self, InternalKey};
 use crate::log::{replay_records, LogReader, LogWriter, RecordCheck, TailPolicy};
 use crate::options::Options;
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The current version and the counters persisted with it.
-pub struct VersionSet {
-    fs: Arc<dyn FileSystem>,
-    dir: PathBuf,
-    num_levels: usize,
-    max_manifest_file_size: u64,
-    /// What each new version's compaction scores are computed against.
-    score_targets: ScoreTargets,
+/// The id of the default column family, which always exists.
+pub const DEFAULT_FAMILY: u32 = 0;
+
+/// The name of the default column family.
+pub const DEFAULT_FAMILY_NAME: &str = "default";
+
+/// What the version set needs from a family's options.
+#[derive(Debug, Clone)]
+pub struct FamilyConfig {
+    pub num_levels: usize,
+    pub score_targets: ScoreTargets,
+}
+
+impl FamilyConfig {
+    /// The parts of (a family's effective) `opts` versions depend on.
+    pub fn from_options(opts: &Options) -> Self {
+        FamilyConfig {
+            num_levels: opts.num_levels,
+            score_targets: ScoreTargets::from_options(opts),
+        }
+    }
+}
+
+/// One column family's current version and the state persisted with it.
+pub struct FamilyVersions {
+    /// The family's name (unique among live families).
+    pub name: String,
+    config: FamilyConfig,
     current: Arc<Version>,
-    next_file_number: u64,
-    /// The last sequence number recorded in the MANIFEST.
-    last_sequence: u64,
-    /// WALs numbered below this hold nothing that is not in tables.
+    /// WALs numbered below this hold nothing of this family that is not in its tables.
     log_number: u64,
-    manifest: Option<LogWriter>,
-    manifest_number: u64,
     /// Per level, the largest key of the last compaction: the next one starts after it so
     /// compactions rotate through the key space.
     pub compact_pointers: Vec<Vec<u8>>,
+}
+
+impl FamilyVersions {
+    /// The family's current version.
+    pub fn current(&self) -> Arc<Version> {
+        self.current.clone()
+    }
+
+    /// WALs below this number hold nothing of this family that is not in tables.
+    pub fn log_number(&self) -> u64 {
+        self.log_number
+    }
+}
+
+/// The current version of every column family and the counters persisted with them.
+pub struct VersionSet {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    max_manifest_file_size: u64,
+    families: BTreeMap<u32, FamilyVersions>,
+    /// Configurations registered for families about to be created (see `register_config`).
+    pending_configs: BTreeMap<u32, FamilyConfig>,
+    /// The largest family id handed out so far; ids of dropped families are not reused.
+    max_column_family: u32,
+    next_file_number: u64,
+    /// The last sequence number recorded in the MANIFEST.
+    last_sequence: u64,
+    manifest: Option<LogWriter>,
+    manifest_number: u64,
     /// Where table handles, and old MANIFESTs, go when they become obsolete.
     obsolete: Arc<DeletionQueue>,
+}
+
+/// A family's state while the MANIFEST is replayed (levels are bounded by `MAX_LEVELS` until
+/// the family's options say how many it has).
+struct ReplayFamily {
+    name: String,
+    levels: Vec<Vec<Arc<FileMetaData>>>,
+    log_number: u64,
+    compact_pointers: Vec<Vec<u8>>,
+}
+
+impl ReplayFamily {
+    fn new(name: String) -> Self {
+        ReplayFamily {
+            name,
+            levels: vec![Vec::new(); MAX_LEVELS],
+            log_number: 0,
+            compact_pointers: vec![Vec::new(); MAX_LEVELS],
+        }
+    }
+}
+
+/// Everything a MANIFEST replay collects.
+struct Replayed {
+    families: BTreeMap<u32, ReplayFamily>,
+    max_column_family: u32,
+    next_file_number: Option<u64>,
+    last_sequence: Option<u64>,
+    /// Whether any edit set a log number (a MANIFEST without one is damaged).
+    saw_log_number: bool,
+}
+
+impl Replayed {
+    /// Applies one edit; `Err` describes why it cannot apply.
+    fn apply(&mut self, edit: &VersionEdit) -> std::result::Result<(), String> {
+        let id = edit.column_family;
+        if let Some(name) = &edit.column_family_add {
+            if self.families.contains_key(&id) {
+                return Err(format!("edit adds column family {id}, which exists"));
+            }
+            if self.families.values().any(|f| &f.name == name) {
+                return Err(format!("edit adds a second column family named {name:?}"));
+            }
+            self.families.insert(id, ReplayFamily::new(name.clone()));
+            self.max_column_family = self.max_column_family.max(id);
+        }
+        if let Some(n) = edit.max_column_family {
+            self.max_column_family = self.max_column_family.max(n);
+        }
+        if let Some(n) = edit.next_file_number {
+            self.next_file_number = Some(n);
+        }
+        if let Some(n) = edit.last_sequence {
+            self.last_sequence = Some(n);
+        }
+        if edit.column_family_drop {
+            if id == DEFAULT_FAMILY {
+                return Err("edit drops the default column family".to_string());
+            }
+            return match self.families.remove(&id) {
+                Some(_) => Ok(()),
+                None => Err(format!(
+                    "edit drops column family {id}, which does not exist"
+                )),
+            };
+        }
+        let touches_family = edit.log_number.is_some()
+            || !edit.compact_pointers.is_empty()
+            || !edit.deleted_files.is_empty()
+            || !edit.new_files.is_empty();
+        if !touches_family {
+            return Ok(());
+        }
+        let f = self
+            .families
+            .get_mut(&id)
+            .ok_or_else(|| format!("edit changes column family {id}, which does not exist"))?;
+        apply_edit(&mut f.levels, edit, MAX_LEVELS)?;
+        if let Some(n) = edit.log_number {
+            f.log_number = n;
+            self.saw_log_number = true;
+        }
+        for (level, k) in &edit.compact_pointers {
+            if let Some(p) = f.compact_pointers.get_mut(*level) {
+                *p = k.0.clone();
+            }
+        }
+        Ok(())
+    }
 }
 
 impl VersionSet {
@@ -69,32 +202,23 @@ impl VersionSet {
         set_current_file(fs, dir, manifest_number)
     }
 
-    /// Reads CURRENT and replays the MANIFEST it names. Uses `opts.num_levels`,
-    /// `opts.max_manifest_file_size` and the options compaction scores depend on.
+    /// Reads CURRENT and replays the MANIFEST it names, with the same options for every
+    /// family (see [`recover_with`](Self::recover_with)).
     pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path, opts: &Options) -> Result<VersionSet> {
-        let num_levels = opts.num_levels;
-        let score_targets = ScoreTargets::from_options(opts);
+        Self::recover_with(fs, dir, opts, &|_| opts.clone())
+    }
+
+    /// Reads CURRENT and replays the MANIFEST it names. `opts` gives the database-wide
+    /// settings, `family_options(name)` each family's effective options (levels and the
+    /// targets compaction scores are computed against).
+    pub fn recover_with(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        opts: &Options,
+        family_options: &dyn Fn(&str) -> Options,
+    ) -> Result<VersionSet> {
         let current_path = filename::current_file(dir);
-        let current = fs
-            .read_to_vec(&current_path)
-            .map_err(|e| Error::io(format!("reading {}", current_path.display()), e))?;
-        let name = std::str::from_utf8(&current)
-            .ok()
-            .and_then(|s| s.strip_suffix('\n'))
-            .filter(|s| {
-                matches!(
-                    filename::parse_file_name(s),
-                    Some((filename::FileKind::Manifest, _))
-                )
-            })
-            .ok_or_else(|| {
-                Error::corruption(
-                    &current_path,
-                    0,
-                    "CURRENT does not hold a MANIFEST name followed by a newline",
-                )
-            })?;
-        let manifest_path = dir.join(name);
+        let (name, manifest_path) = read_current(&fs, dir, &current_path)?;
         let file = fs.open_sequential(&manifest_path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 // CURRENT is replaced only after the MANIFEST it names is durable.
@@ -108,12 +232,16 @@ impl VersionSet {
             }
         })?;
         let mut reader = LogReader::new(file, manifest_path.clone());
-
-        let mut levels: Vec<Vec<Arc<FileMetaData>>> = vec![Vec::new(); num_levels];
-        let mut log_number = None;
-        let mut next_file_number = None;
-        let mut last_sequence = None;
-        let mut compact_pointers = vec![Vec::new(); num_levels];
+        let mut replayed = Replayed {
+            families: BTreeMap::from([(
+                DEFAULT_FAMILY,
+                ReplayFamily::new(DEFAULT_FAMILY_NAME.to_string()),
+            )]),
+            max_column_family: DEFAULT_FAMILY,
+            next_file_number: None,
+            last_sequence: None,
+            saw_log_number: false,
+        };
         // A torn final record (damage then end of file) is an edit that was never
         // acknowledged: it is ignored. Damage followed by intact edits is corruption.
         replay_records(
@@ -125,57 +253,82 @@ impl VersionSet {
                     Ok(edit) => edit,
                     Err(d) => return Ok(RecordCheck::Invalid(format!("bad version edit: {d}"))),
                 };
-                if let Err(d) = apply_edit(&mut levels, &edit, num_levels) {
-                    return Ok(RecordCheck::Invalid(d));
-                }
-                if let Some(n) = edit.log_number {
-                    log_number = Some(n);
-                }
-                if let Some(n) = edit.next_file_number {
-                    next_file_number = Some(n);
-                }
-                if let Some(n) = edit.last_sequence {
-                    last_sequence = Some(n);
-                }
-                for (level, k) in &edit.compact_pointers {
-                    if let Some(p) = compact_pointers.get_mut(*level) {
-                        *p = k.0.clone();
-                    }
-                }
-                Ok(RecordCheck::Applied)
+                Ok(match replayed.apply(&edit) {
+                    Ok(()) => RecordCheck::Applied,
+                    Err(d) => RecordCheck::Invalid(d),
+                })
             },
         )?;
         let missing =
             |what: &str| Error::corruption(&manifest_path, 0, format!("MANIFEST has no {what}"));
-        let log_number = log_number.ok_or_else(|| missing("log number"))?;
-        let next_file_number = next_file_number.ok_or_else(|| missing("next file number"))?;
-        let last_sequence = last_sequence.ok_or_else(|| missing("last sequence number"))?;
-        let manifest_number = filename::parse_file_name(name).map_or(0, |(_, n)| n);
+        if !replayed.saw_log_number {
+            return Err(missing("log number"));
+        }
+        let next_file_number = replayed
+            .next_file_number
+            .ok_or_else(|| missing("next file number"))?;
+        let last_sequence = replayed
+            .last_sequence
+            .ok_or_else(|| missing("last sequence number"))?;
+        let manifest_number = filename::parse_file_name(&name).map_or(0, |(_, n)| n);
 
         let obsolete = Arc::new(DeletionQueue::default());
-        let mut version = build_version(levels);
-        version.scores = Some(score_version(&version, &score_targets));
-        version.handles = own_files(&version, None, &obsolete);
+        let mut families = BTreeMap::new();
+        for (id, f) in replayed.families {
+            let config = FamilyConfig::from_options(&family_options(&f.name));
+            families.insert(id, finish_replayed_family(f, config, &obsolete)?);
+        }
         Ok(VersionSet {
             fs,
             dir: dir.to_path_buf(),
-            num_levels,
             max_manifest_file_size: opts.max_manifest_file_size,
-            score_targets,
-            current: Arc::new(version),
+            families,
+            pending_configs: BTreeMap::new(),
+            max_column_family: replayed.max_column_family,
             next_file_number: next_file_number.max(manifest_number + 1),
             last_sequence,
-            log_number,
             manifest: None,
             manifest_number,
-            compact_pointers,
             obsolete,
         })
     }
 
-    /// The current version.
-    pub fn current(&self) -> Arc<Version> {
-        self.current.clone()
+    /// The live families, by id.
+    pub fn families(&self) -> &BTreeMap<u32, FamilyVersions> {
+        &self.families
+    }
+
+    /// One family, if it is live.
+    pub fn family(&self, id: u32) -> Option<&FamilyVersions> {
+        self.families.get(&id)
+    }
+
+    /// The family's current version; an empty version if the family was dropped.
+    pub fn current(&self, id: u32) -> Arc<Version> {
+        self.families
+            .get(&id)
+            .map_or_else(|| Arc::new(Version::default()), |f| f.current.clone())
+    }
+
+    /// The family's compaction pointers (empty if it was dropped).
+    pub fn compact_pointers(&self, id: u32) -> &[Vec<u8>] {
+        self.families
+            .get(&id)
+            .map_or(&[], |f| f.compact_pointers.as_slice())
+    }
+
+    /// The largest column family id ever handed out.
+    pub fn max_column_family(&self) -> u32 {
+        self.max_column_family
+    }
+
+    /// Allocates a column family id for a family about to be created, and records the
+    /// configuration its versions will use.
+    pub fn allocate_family(&mut self, config: FamilyConfig) -> u32 {
+        self.max_column_family += 1;
+        let id = self.max_column_family;
+        self.pending_configs.insert(id, config);
+        id
     }
 
     /// Allocates a file number.
@@ -192,9 +345,13 @@ impl VersionSet {
         }
     }
 
-    /// WALs below this number are obsolete.
+    /// WALs below this number are obsolete: the smallest log number of any family.
     pub fn log_number(&self) -> u64 {
-        self.log_number
+        self.families
+            .values()
+            .map(|f| f.log_number)
+            .min()
+            .unwrap_or(0)
     }
 
     /// The last sequence number recorded in the MANIFEST.
@@ -212,23 +369,28 @@ impl VersionSet {
     /// `last_sequence`; the next file number is filled in here. On error nothing is installed
     /// and the caller must treat the database as failed (the MANIFEST may hold a partial
     /// record). The database runs the three steps itself to release its mutex around the
-    /// write ([`prepare_edit`](Self::prepare_edit), [`ManifestWrite::write`],
-    /// [`finish_edit`](Self::finish_edit)).
+    /// write ([`prepare_edits`](Self::prepare_edits), [`ManifestWrite::write`],
+    /// [`finish_edits`](Self::finish_edits)).
+    #[cfg(test)]
     pub fn log_and_apply(&mut self, edit: &mut VersionEdit) -> Result<()> {
-        let mut pending = self.prepare_edit(edit)?;
-        let res = pending.write(&self.fs, &self.dir);
-        self.finish_edit(pending, edit, res)
+        self.log_and_apply_all(std::slice::from_mut(edit))
     }
 
-    /// First step of [`log_and_apply`](Self::log_and_apply): builds the version `edit` leads
-    /// to and the MANIFEST record(s) to write, and takes the MANIFEST writer out of the set.
-    /// Until [`finish_edit`](Self::finish_edit) no other edit may be prepared (the database
-    /// serializes MANIFEST writers); the current version stays installed meanwhile.
-    pub fn prepare_edit(&mut self, edit: &mut VersionEdit) -> Result<ManifestWrite> {
-        let mut levels = self.current.files.clone();
-        apply_edit(&mut levels, edit, self.num_levels).map_err(Error::InvalidArgument)?;
-        if let Some(n) = edit.log_number {
-            debug_assert!(n >= self.log_number);
+    /// [`log_and_apply`](Self::log_and_apply) for several edits written together (one sync).
+    pub fn log_and_apply_all(&mut self, edits: &mut [VersionEdit]) -> Result<()> {
+        let mut pending = self.prepare_edits(edits)?;
+        let res = pending.write(&self.fs, &self.dir);
+        self.finish_edits(pending, edits, res)
+    }
+
+    /// First step of [`log_and_apply`](Self::log_and_apply): builds the versions the edits
+    /// lead to and the MANIFEST records to write, and takes the MANIFEST writer out of the set.
+    /// Until [`finish_edits`](Self::finish_edits) no other edit may be prepared (the database
+    /// serializes MANIFEST writers); the current versions stay installed meanwhile.
+    pub fn prepare_edits(&mut self, edits: &mut [VersionEdit]) -> Result<ManifestWrite> {
+        let mut versions: Vec<(u32, Option<Version>)> = Vec::with_capacity(edits.len());
+        for edit in edits.iter() {
+            versions.push((edit.column_family, self.edit_version(edit, &versions)?));
         }
         let new_manifest = match &self.manifest {
             None => true,
@@ -239,37 +401,79 @@ impl VersionSet {
             self.manifest = None;
             self.manifest_number = self.new_file_number();
         }
-        edit.next_file_number = Some(self.next_file_number);
-        let version = build_version(levels);
-        let mut record = Vec::new();
+        let mut records = Vec::new();
+        if let Some(first) = edits.first_mut() {
+            first.next_file_number = Some(self.next_file_number);
+        }
         if new_manifest {
-            let mut snapshot = self.snapshot_edit(&version, edit);
-            snapshot.next_file_number = Some(self.next_file_number);
-            snapshot.encode(&mut record);
+            for snapshot in self.snapshot_edits(edits, &versions) {
+                let mut record = Vec::new();
+                snapshot.encode(&mut record);
+                records.push(record);
+            }
         } else {
-            edit.encode(&mut record);
+            for edit in edits.iter() {
+                let mut record = Vec::new();
+                edit.encode(&mut record);
+                records.push(record);
+            }
         }
         Ok(ManifestWrite {
-            version,
+            versions,
             writer: self.manifest.take(),
             manifest_number: self.manifest_number,
             replaced_manifest: (new_manifest && old_manifest != 0).then_some(old_manifest),
-            record,
+            records,
         })
     }
 
+    /// The version `edit` leads to for its family (`None` if it drops the family), given the
+    /// versions earlier edits of the same write lead to.
+    fn edit_version(
+        &self,
+        edit: &VersionEdit,
+        earlier: &[(u32, Option<Version>)],
+    ) -> Result<Option<Version>> {
+        let id = edit.column_family;
+        if edit.column_family_drop {
+            if id == DEFAULT_FAMILY || !self.families.contains_key(&id) {
+                return Err(Error::InvalidArgument(format!(
+                    "cannot drop column family {id}"
+                )));
+            }
+            return Ok(None);
+        }
+        let earlier = earlier.iter().rev().find(|(i, _)| *i == id);
+        let (levels, num_levels) = if edit.column_family_add.is_some() {
+            let config = self.pending_configs.get(&id).ok_or_else(|| {
+                Error::InvalidArgument(format!("column family {id} has no configuration"))
+            })?;
+            (vec![Vec::new(); config.num_levels], config.num_levels)
+        } else if let Some((_, Some(v))) = earlier {
+            (v.files.clone(), v.num_levels())
+        } else {
+            let f = self.families.get(&id).ok_or_else(|| {
+                Error::InvalidArgument(format!("column family {id} does not exist"))
+            })?;
+            (f.current.files.clone(), f.config.num_levels)
+        };
+        let mut levels = levels;
+        apply_edit(&mut levels, edit, num_levels).map_err(Error::InvalidArgument)?;
+        Ok(Some(build_version(levels)))
+    }
+
     /// Last step of [`log_and_apply`](Self::log_and_apply): given the result of
-    /// [`ManifestWrite::write`], installs the new version and counters, or on failure leaves
-    /// the current version and drops the MANIFEST writer (a later edit starts a new MANIFEST).
-    pub fn finish_edit(
+    /// [`ManifestWrite::write`], installs the new versions and counters, or on failure leaves
+    /// the current versions and drops the MANIFEST writer (a later edit starts a new MANIFEST).
+    pub fn finish_edits(
         &mut self,
         written: ManifestWrite,
-        edit: &VersionEdit,
+        edits: &[VersionEdit],
         res: Result<()>,
     ) -> Result<()> {
         res?;
         let ManifestWrite {
-            mut version,
+            versions,
             writer,
             replaced_manifest,
             ..
@@ -282,22 +486,36 @@ impl VersionSet {
                 number: old,
             });
         }
-        if let Some(n) = edit.log_number {
-            self.log_number = n;
-        }
-        if let Some(s) = edit.last_sequence {
-            self.last_sequence = self.last_sequence.max(s);
-        }
-        for (level, k) in &edit.compact_pointers {
-            if let Some(p) = self.compact_pointers.get_mut(*level) {
-                *p = k.0.clone();
+        for (edit, (id, version)) in edits.iter().zip(versions) {
+            if let Some(s) = edit.last_sequence {
+                self.last_sequence = self.last_sequence.max(s);
             }
+            let Some(version) = version else {
+                // Dropped: readers holding its versions keep its files until they let go.
+                self.families.remove(&id);
+                continue;
+            };
+            if let Some(name) = &edit.column_family_add {
+                // `edit_version` refused an add without a registered configuration.
+                let Some(config) = self.pending_configs.remove(&id) else {
+                    continue;
+                };
+                self.families.insert(
+                    id,
+                    FamilyVersions {
+                        name: name.clone(),
+                        compact_pointers: vec![Vec::new(); config.num_levels],
+                        config,
+                        current: Arc::new(Version::default()),
+                        log_number: edit.log_number.unwrap_or(0),
+                    },
+                );
+            }
+            let Some(f) = self.families.get_mut(&id) else {
+                continue;
+            };
+            install_version(f, edit, version, &self.obsolete);
         }
-        // Only now, with the edit durable, do new files get handles (so a failed write never
-        // queues outputs a MANIFEST record may still name) and removed ones lose theirs.
-        version.handles = own_files(&version, Some(&self.current), &self.obsolete);
-        version.scores = Some(score_version(&version, &self.score_targets));
-        self.current = Arc::new(version);
         Ok(())
     }
 
@@ -306,59 +524,188 @@ impl VersionSet {
         &self.obsolete
     }
 
-    /// An edit that recreates the whole state of `version` (the first record of a MANIFEST).
-    fn snapshot_edit(&self, version: &Version, edit: &VersionEdit) -> VersionEdit {
-        let mut s = VersionEdit {
-            log_number: Some(edit.log_number.unwrap_or(self.log_number)),
-            last_sequence: Some(
-                edit.last_sequence
-                    .unwrap_or(self.last_sequence)
-                    .max(self.last_sequence),
-            ),
-            ..Default::default()
-        };
-        for (level, p) in self.compact_pointers.iter().enumerate() {
-            if !p.is_empty() {
-                s.compact_pointers
-                    .push((level, key::InternalKey(p.clone())));
+    /// Edits that recreate the whole state (the first records of a new MANIFEST): the
+    /// counters and the default family first, then one edit adding each other family. The
+    /// families `edits` change are taken as they will be after `edits`.
+    fn snapshot_edits(
+        &self,
+        edits: &[VersionEdit],
+        versions: &[(u32, Option<Version>)],
+    ) -> Vec<VersionEdit> {
+        let mut ids: Vec<u32> = self.families.keys().copied().collect();
+        for e in edits {
+            if e.column_family_add.is_some() {
+                ids.push(e.column_family);
+            }
+            if e.column_family_drop {
+                ids.retain(|&i| i != e.column_family);
             }
         }
-        for (level, k) in &edit.compact_pointers {
-            s.compact_pointers.retain(|(l, _)| l != level);
-            s.compact_pointers.push((*level, k.clone()));
-        }
-        for (level, files) in version.files.iter().enumerate() {
-            for f in files {
-                s.add_file(level, (**f).clone());
+        let last_sequence = edits
+            .iter()
+            .filter_map(|e| e.last_sequence)
+            .fold(self.last_sequence, u64::max);
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let changed: Vec<&VersionEdit> =
+                edits.iter().filter(|e| e.column_family == id).collect();
+            let version = versions.iter().rev().find(|(i, _)| *i == id);
+            let live = self.families.get(&id);
+            let mut s = VersionEdit {
+                column_family: id,
+                ..Default::default()
+            };
+            s.log_number = changed
+                .iter()
+                .rev()
+                .find_map(|e| e.log_number)
+                .or(live.map(|f| f.log_number))
+                .or(Some(0));
+            if id == DEFAULT_FAMILY {
+                s.next_file_number = Some(self.next_file_number);
+                s.last_sequence = Some(last_sequence);
+                s.max_column_family = Some(self.max_column_family);
+            } else {
+                s.column_family_add = changed
+                    .iter()
+                    .find_map(|e| e.column_family_add.clone())
+                    .or(live.map(|f| f.name.clone()));
             }
+            let mut pointers: Vec<(usize, InternalKey)> = live
+                .map(|f| {
+                    f.compact_pointers
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, p)| !p.is_empty())
+                        .map(|(l, p)| (l, InternalKey(p.clone())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for e in &changed {
+                for (level, k) in &e.compact_pointers {
+                    pointers.retain(|(l, _)| l != level);
+                    pointers.push((*level, k.clone()));
+                }
+            }
+            s.compact_pointers = pointers;
+            let files = match (version, live) {
+                (Some((_, Some(v))), _) => &v.files,
+                (_, Some(f)) => &f.current.files,
+                _ => continue,
+            };
+            for (level, files) in files.iter().enumerate() {
+                for f in files {
+                    s.add_file(level, (**f).clone());
+                }
+            }
+            out.push(s);
         }
-        s
+        out
     }
 
-    /// Numbers of every table file in the current version.
+    /// Numbers of every table file in any family's current version.
     pub fn live_files(&self) -> HashSet<u64> {
-        self.current
-            .files
-            .iter()
-            .flatten()
-            .map(|f| f.number)
+        self.families
+            .values()
+            .flat_map(|f| f.current.files.iter().flatten().map(|f| f.number))
             .collect()
     }
+}
+
+/// Reads CURRENT: the MANIFEST's name and path.
+fn read_current(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    current_path: &Path,
+) -> Result<(String, PathBuf)> {
+    let current = fs
+        .read_to_vec(current_path)
+        .map_err(|e| Error::io(format!("reading {}", current_path.display()), e))?;
+    let name = std::str::from_utf8(&current)
+        .ok()
+        .and_then(|s| s.strip_suffix('\n'))
+        .filter(|s| {
+            matches!(
+                filename::parse_file_name(s),
+                Some((filename::FileKind::Manifest, _))
+            )
+        })
+        .ok_or_else(|| {
+            Error::corruption(
+                current_path,
+                0,
+                "CURRENT does not hold a MANIFEST name followed by a newline",
+            )
+        })?;
+    Ok((name.to_string(), dir.join(name)))
+}
+
+/// Turns a replayed family into a live one with `config`'s levels. Files at a level the
+/// options do not have make open fail (the data would be unreachable).
+fn finish_replayed_family(
+    mut f: ReplayFamily,
+    config: FamilyConfig,
+    obsolete: &Arc<DeletionQueue>,
+) -> Result<FamilyVersions> {
+    let n = config.num_levels;
+    if let Some(level) = (n..MAX_LEVELS).find(|&l| !f.levels[l].is_empty()) {
+        return Err(Error::InvalidArgument(format!(
+            "column family {:?} has files at level {level} but num_levels is {n}: open it \
+             with num_levels of at least {}",
+            f.name,
+            level + 1
+        )));
+    }
+    f.levels.truncate(n);
+    f.compact_pointers.truncate(n);
+    let mut version = build_version(f.levels);
+    version.scores = Some(score_version(&version, &config.score_targets));
+    version.handles = own_files(&version, None, obsolete);
+    Ok(FamilyVersions {
+        name: f.name,
+        config,
+        current: Arc::new(version),
+        log_number: f.log_number,
+        compact_pointers: f.compact_pointers,
+    })
+}
+
+/// Installs a family's new version after its edit is durable.
+fn install_version(
+    f: &mut FamilyVersions,
+    edit: &VersionEdit,
+    mut version: Version,
+    obsolete: &Arc<DeletionQueue>,
+) {
+    if let Some(n) = edit.log_number {
+        f.log_number = f.log_number.max(n);
+    }
+    for (level, k) in &edit.compact_pointers {
+        if let Some(p) = f.compact_pointers.get_mut(*level) {
+            *p = k.0.clone();
+        }
+    }
+    // Only now, with the edit durable, do new files get handles (so a failed write never
+    // queues outputs a MANIFEST record may still name) and removed ones lose theirs.
+    version.handles = own_files(&version, Some(&f.current), obsolete);
+    version.scores = Some(score_version(&version, &f.config.score_targets));
+    f.current = Arc::new(version);
 }
 
 /// A prepared MANIFEST write (see [`VersionSet::prepare_edit`]). Its `write` does the IO and
 /// touches nothing of the version set, so it runs without the database mutex.
 pub struct ManifestWrite {
-    /// The version to install once the record is durable.
-    version: Version,
+    /// Per edit, its family and the version to install once the records are durable
+    /// (`None`: the edit drops the family).
+    versions: Vec<(u32, Option<Version>)>,
     /// The open MANIFEST to append to; `None` when a new MANIFEST is started.
     writer: Option<LogWriter>,
     /// The MANIFEST written to.
     manifest_number: u64,
     /// The MANIFEST a new one replaces, deleted once CURRENT names the new one.
     replaced_manifest: Option<u64>,
-    /// The encoded edit, or for a new MANIFEST the snapshot of the whole state.
-    record: Vec<u8>,
+    /// The encoded edits, or for a new MANIFEST the snapshot of the whole state.
+    records: Vec<Vec<u8>>,
 }
 
 impl ManifestWrite {
@@ -368,8 +715,7 @@ impl ManifestWrite {
         let path = filename::manifest_file(dir, self.manifest_number);
         let writing = |e| Error::io(format!("writing {}", path.display()), e);
         match &mut self.writer {
-            Some(w) => w
-                .add_record(&self.record)
+            Some(w) => add_records(w, &self.records)
                 .and_then(|_| w.sync())
                 .map_err(|e| {
                     // A partial record may be in the file: never append to it again.
@@ -381,7 +727,7 @@ impl ManifestWrite {
                     .create(&path)
                     .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
                 let mut w = LogWriter::new(file);
-                w.add_record(&self.record)
+                add_records(&mut w, &self.records)
                     .and_then(|_| w.sync())
                     .map_err(writing)?;
                 set_current_file(fs, dir, self.manifest_number)?;
@@ -390,6 +736,10 @@ impl ManifestWrite {
             }
         }
     }
+}
+
+fn add_records(w: &mut LogWriter, records: &[Vec<u8>]) -> std::io::Result<()> {
+    records.iter().try_for_each(|r| w.add_record(r))
 }
 
 /// Applies an edit's deletions and additions to per-level file lists.
@@ -621,7 +971,7 @@ mod tests {
     fn each_installed_version_carries_its_scores() {
         let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
         let mut vs = open_set(&fs);
-        let empty = vs.current();
+        let empty = vs.current(DEFAULT_FAMILY);
         assert_eq!(
             empty.scores,
             Some(crate::version::VersionScores {
@@ -637,7 +987,7 @@ mod tests {
         // L0: 2 files / trigger 2; L1: 1500 / 1000. Pending: all of L0 (at the trigger) plus
         // L1's excess 500 times (multiplier + 1).
         assert_eq!(
-            vs.current().scores,
+            vs.current(DEFAULT_FAMILY).scores,
             Some(crate::version::VersionScores {
                 level_scores: vec![1.0, 1.5],
                 pending_compaction_bytes: 500 + 500 * 10 + 500,
@@ -669,7 +1019,7 @@ mod tests {
         vs.log_and_apply(&mut edit).expect("move");
         assert!(queue.take().is_empty());
         // A reader holds the version listing it while a compaction replaces it.
-        let reader = vs.current();
+        let reader = vs.current(DEFAULT_FAMILY);
         let mut edit = VersionEdit::default();
         edit.delete_file(1, 10);
         edit.add_file(1, meta(13, 300, b"a", b"c"));
