@@ -230,6 +230,9 @@ impl VersionEdit {
                 _ => return Err(field("unknown field tag")),
             }
         }
+        if edit.column_family_add.is_some() && edit.column_family_drop {
+            return Err("edit both adds and drops a column family".to_string());
+        }
         Ok(edit)
     }
 }
@@ -363,6 +366,56 @@ mod tests {
         ] {
             assert_eq!(VersionEdit::decode(&encoded(&e)), Ok(e));
         }
+    }
+
+    #[test]
+    fn column_family_fields_round_trip_with_exact_bytes() {
+        let add = VersionEdit {
+            column_family: 3,
+            column_family_add: Some("logs".to_string()),
+            max_column_family: Some(3),
+            log_number: Some(9),
+            ..Default::default()
+        };
+        assert_eq!(
+            encoded(&add),
+            vec![7, 3, 8, 4, b'l', b'o', b'g', b's', 10, 3, 1, 9]
+        );
+        assert_eq!(VersionEdit::decode(&encoded(&add)), Ok(add));
+        let drop = VersionEdit {
+            column_family: 3,
+            column_family_drop: true,
+            ..Default::default()
+        };
+        assert_eq!(encoded(&drop), vec![7, 3, 9]);
+        assert_eq!(VersionEdit::decode(&encoded(&drop)), Ok(drop));
+        // The default family is implied: no tag 7.
+        let mut plain = VersionEdit::default();
+        plain.delete_file(1, 300);
+        assert_eq!(encoded(&plain), vec![5, 1, 0xac, 0x02]);
+    }
+
+    #[test]
+    fn bad_column_family_fields_are_rejected() {
+        let bad: [(&[u8], &str); 6] = [
+            (
+                &[7, 0x80, 0x80, 0x80, 0x80, 0x04],
+                "out-of-range column family id",
+            ),
+            (&[8, 0], "column family name is empty"),
+            (&[8, 2, 0xff, 0xfe], "not UTF-8"),
+            (&[8, 1, b'a', 8, 1, b'b'], "field appears twice"),
+            (&[10, 1, 10, 2], "field appears twice"),
+            (&[7, 1, 8, 1, b'a', 9], "both adds and drops"),
+        ];
+        for (bytes, want) in bad {
+            let err = VersionEdit::decode(bytes).expect_err("must be rejected");
+            assert!(err.contains(want), "{bytes:?}: {err}");
+        }
+        let long = vec![b'x'; MAX_COLUMN_FAMILY_NAME + 1];
+        let mut bytes = vec![8];
+        put_length_prefixed(&mut bytes, &long);
+        assert!(VersionEdit::decode(&bytes).is_err());
     }
 
     #[test]

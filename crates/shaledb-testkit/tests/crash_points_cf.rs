@@ -1,0 +1,276 @@
+//! Crash at every point with column families: a scripted sequence (open_cf creating two
+//! families, batches spanning three families, per-family flushes and compactions, WAL
+//! rotation, MANIFEST rolls, close) is counted, then stopped after every mutating filesystem
+//! operation, power is lost, and the database must reopen with every synced batch and exactly
+//! one prefix of the attempted batches, whole (a batch across families is atomic). Recovery
+//! itself is crashed at every point for a sample of the first crashes.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use shaledb::fs::MemFileSystem;
+use shaledb::{CfOptions, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use shaledb_testkit::{with_timeout, FaultFs};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+const DIR: &str = "/db";
+const FAMILIES: [&str; 3] = ["default", "a", "b"];
+
+/// (family index, key) -> value.
+type State = BTreeMap<(usize, Vec<u8>), Vec<u8>>;
+
+/// One batch: (family index, key, value or delete).
+type Batch = Vec<(usize, Vec<u8>, Option<Vec<u8>>)>;
+
+fn options(fs: &FaultFs) -> Options {
+    let mut o = Options::default()
+        .with_create_missing_column_families(true)
+        .with_write_buffer_size(4096)
+        .with_block_size(256)
+        .with_max_background_jobs(1)
+        .with_level0_file_num_compaction_trigger(3)
+        .with_max_bytes_for_level_base(8 << 10)
+        .with_target_file_size_base(2 << 10)
+        .with_max_manifest_file_size(400);
+    o.fs = fs.as_dyn();
+    o
+}
+
+fn families() -> Vec<(&'static str, CfOptions)> {
+    let small = CfOptions {
+        write_buffer_size: 4096,
+        block_size: 256,
+        level0_file_num_compaction_trigger: 3,
+        max_bytes_for_level_base: 8 << 10,
+        target_file_size_base: 2 << 10,
+        ..Default::default()
+    };
+    vec![("a", small.clone()), ("b", small)]
+}
+
+fn open(fs: &FaultFs) -> shaledb::Result<Db> {
+    Db::open_cf(Path::new(DIR), options(fs), families())
+}
+
+fn gen_batch(rng: &mut StdRng, id: u64) -> Batch {
+    (0..rng.gen_range(1..4))
+        .map(|i| {
+            let fam = rng.gen_range(0..FAMILIES.len());
+            let key = format!("k{:02}", rng.gen_range(0..30)).into_bytes();
+            let value = rng
+                .gen_bool(0.8)
+                .then(|| format!("v{id}.{i}:{}", "x".repeat(rng.gen_range(10..60))).into_bytes());
+            (fam, key, value)
+        })
+        .collect()
+}
+
+fn apply(state: &mut State, batch: &Batch) {
+    for (fam, key, value) in batch {
+        match value {
+            Some(v) => state.insert((*fam, key.clone()), v.clone()),
+            None => state.remove(&(*fam, key.clone())),
+        };
+    }
+}
+
+fn write(db: &Db, batch: &Batch, sync: bool) -> shaledb::Result<()> {
+    let mut b = WriteBatch::new();
+    for (fam, key, value) in batch {
+        let cf = db
+            .cf(FAMILIES[*fam])
+            .ok_or_else(|| shaledb::Error::InvalidArgument("family missing".into()))?;
+        match value {
+            Some(v) => b.put_cf(&cf, key, v),
+            None => b.delete_cf(&cf, key),
+        }
+    }
+    db.write(
+        &WriteOptions {
+            sync,
+            ..Default::default()
+        },
+        &b,
+    )
+}
+
+/// Attempted batches in order, each with whether it was synced and acknowledged.
+#[derive(Default)]
+struct Log {
+    batches: Vec<(Batch, bool)>,
+}
+
+/// The scripted sequence; stops at the first error (the machine halted).
+fn script(fs: &FaultFs) -> Log {
+    let mut log = Log::default();
+    let Ok(db) = open(fs) else {
+        return log;
+    };
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut writes = |db: &Db, n: usize, log: &mut Log| -> bool {
+        for _ in 0..n {
+            let id = log.batches.len() as u64;
+            let batch = gen_batch(&mut rng, id);
+            let sync = rng.gen_bool(0.25);
+            let ok = write(db, &batch, sync).is_ok();
+            log.batches.push((batch, sync && ok));
+            if !ok {
+                return false;
+            }
+        }
+        true
+    };
+    let steps: [&dyn Fn(&Db) -> bool; 4] = [
+        &|db| db.cf("a").is_some_and(|a| db.flush_cf(&a).is_ok()),
+        &|db| {
+            db.cf("b")
+                .is_some_and(|b| db.compact_range_cf(&b, None, None).is_ok())
+        },
+        &|db| db.wait_for_compactions().is_ok(),
+        &|db| db.flush().is_ok(),
+    ];
+    for step in steps {
+        if !writes(&db, 30, &mut log) || !step(&db) {
+            return log;
+        }
+    }
+    if writes(&db, 10, &mut log) {
+        let _ = db.close();
+    }
+    log
+}
+
+fn read_state(db: &Db) -> Result<State, String> {
+    let mut state = State::new();
+    for (i, name) in FAMILIES.iter().enumerate() {
+        let cf = db.cf(name).ok_or(format!("family {name} missing"))?;
+        let mut it = db
+            .iter_cf(&cf, &ReadOptions::default())
+            .map_err(|e| e.to_string())?;
+        it.seek_to_first();
+        while it.valid() {
+            state.insert((i, it.key().to_vec()), it.value().to_vec());
+            it.next();
+        }
+        it.status().map_err(|e| format!("scan of {name}: {e}"))?;
+    }
+    Ok(state)
+}
+
+/// The state must be that of some prefix of the attempted batches that includes every synced,
+/// acknowledged one. Returns the prefix length.
+fn check(log: &Log, state: &State) -> Result<usize, String> {
+    let required = log
+        .batches
+        .iter()
+        .rposition(|(_, synced)| *synced)
+        .map_or(0, |i| i + 1);
+    let mut model = State::new();
+    for n in 0..=log.batches.len() {
+        if n >= required && &model == state {
+            return Ok(n);
+        }
+        if let Some((b, _)) = log.batches.get(n) {
+            apply(&mut model, b);
+        }
+    }
+    Err(format!(
+        "the recovered state ({} keys) is no prefix of the {} attempted batches at or past \
+         the {required} that were synced",
+        state.len(),
+        log.batches.len()
+    ))
+}
+
+fn power_loss(fault: &FaultFs, mem: &MemFileSystem, k: u64) {
+    fault.halt();
+    if k.is_multiple_of(2) {
+        mem.crash();
+    } else {
+        mem.crash_keep_unsynced_prefix(k);
+    }
+}
+
+/// Reopens, checks the state, loses power again and checks the state did not change.
+fn reopen_and_check(mem: &MemFileSystem, log: &Log, what: &str) {
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let db = open(&fault).unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
+    let state = read_state(&db).unwrap_or_else(|e| panic!("{what}: {e}"));
+    if let Err(e) = check(log, &state) {
+        panic!("{what}: {e}");
+    }
+    power_loss(&fault, mem, 0);
+    drop(db);
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let db = open(&fault).unwrap_or_else(|e| panic!("{what}: second reopen failed: {e}"));
+    let again = read_state(&db).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(again == state, "{what}: recovered state was not durable");
+}
+
+/// A durable copy of every file of `fs` (already crashed, so everything present is durable).
+fn clone_fs(fs: &MemFileSystem) -> MemFileSystem {
+    let copy = MemFileSystem::new();
+    for p in fs.file_names() {
+        if let Some(bytes) = fs.read_file_bytes(&p) {
+            copy.write_file_bytes(&p, &bytes);
+        }
+    }
+    copy
+}
+
+#[test]
+fn crash_after_every_mutating_operation_recovers_every_family() {
+    with_timeout(
+        "crash points with families",
+        Duration::from_secs(1200),
+        || {
+            let mem = MemFileSystem::new();
+            let fault = FaultFs::new(Arc::new(mem.clone()));
+            let log = script(&fault);
+            let total = fault.mutations();
+            assert_eq!(log.batches.len(), 130, "undisturbed run stopped early");
+            drop(fault);
+            reopen_and_check(&mem, &log, "undisturbed run");
+            let mut recovery_points = 0u64;
+            for k in 1..=total + 20 {
+                let mem = MemFileSystem::new();
+                let fault = FaultFs::new(Arc::new(mem.clone()));
+                fault.halt_after_mutations(k);
+                let log = script(&fault);
+                power_loss(&fault, &mem, k);
+                let what = format!("crash after mutation {k} of {total}");
+                reopen_and_check(&mem, &log, &what);
+                if !k.is_multiple_of(11) {
+                    continue;
+                }
+                // Crash the recovery of the same crashed state at every point too.
+                let mem = MemFileSystem::new();
+                let fault = FaultFs::new(Arc::new(mem.clone()));
+                fault.halt_after_mutations(k);
+                let log = script(&fault);
+                power_loss(&fault, &mem, k);
+                for j in 1.. {
+                    let trial = clone_fs(&mem);
+                    let f = FaultFs::new(Arc::new(trial.clone()));
+                    f.halt_after_mutations(j);
+                    let opened = open(&f);
+                    let finished = !f.is_halted();
+                    power_loss(&f, &trial, j);
+                    drop(opened);
+                    recovery_points += 1;
+                    let what = format!("{what}, then crash after mutation {j} of recovery");
+                    reopen_and_check(&trial, &log, &what);
+                    if finished {
+                        break;
+                    }
+                }
+            }
+            eprintln!(
+                "crash points with families: {total} mutating operations, {recovery_points} \
+             crash points inside recovery"
+            );
+        },
+    );
+}
