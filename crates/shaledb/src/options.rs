@@ -50,6 +50,12 @@ pub struct Options {
     /// [`Db::open_cf`](crate::Db::open_cf) creates the listed column families that do not
     /// exist yet (else it fails). Default false.
     pub create_missing_column_families: bool,
+    /// Flush all column families together (RocksDB's `atomic_flush`): when one family's
+    /// memtable is frozen every family's is, and their tables are installed by one atomic
+    /// MANIFEST write, so after a crash either every family's flush is there or none is. This
+    /// keeps families consistent when writes skip the WAL (`WriteOptions::disable_wal`).
+    /// Default false.
+    pub atomic_flush: bool,
     /// Extra checks, each costing some IO. Default true. With it:
     /// - every table written by a flush or compaction is read back (footer, index, filter and
     ///   properties, checksums verified; entry count compared) before the MANIFEST names it;
@@ -139,6 +145,7 @@ impl Default for Options {
             create_if_missing: true,
             error_if_exists: false,
             create_missing_column_families: false,
+            atomic_flush: false,
             paranoid_checks: true,
             fs: crate::fs::default_fs(),
             write_buffer_size: 64 << 20,
@@ -188,6 +195,7 @@ impl std::fmt::Debug for Options {
             create_if_missing,
             error_if_exists,
             create_missing_column_families,
+            atomic_flush,
             paranoid_checks,
             fs,
             write_buffer_size,
@@ -225,6 +233,7 @@ impl std::fmt::Debug for Options {
                 "create_missing_column_families",
                 create_missing_column_families,
             )
+            .field("atomic_flush", atomic_flush)
             .field("paranoid_checks", paranoid_checks)
             .field("fs", &format_args!("{}", fs.name()))
             .field("write_buffer_size", write_buffer_size)
@@ -292,6 +301,7 @@ impl Options {
         with_create_if_missing => create_if_missing: bool,
         with_error_if_exists => error_if_exists: bool,
         with_create_missing_column_families => create_missing_column_families: bool,
+        with_atomic_flush => atomic_flush: bool,
         with_paranoid_checks => paranoid_checks: bool,
         with_write_buffer_size => write_buffer_size: usize,
         with_max_write_buffer_number => max_write_buffer_number: usize,

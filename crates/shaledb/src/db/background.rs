@@ -30,6 +30,9 @@ enum Job {
     Flush(u32, Arc<MemTable>),
     /// Run this compaction in this family.
     Compact(u32, Compaction),
+    /// Flush the oldest frozen memtable of every family that has one, installed together
+    /// (`Options::atomic_flush`).
+    AtomicFlush(Vec<(u32, Arc<MemTable>)>),
 }
 
 impl DbInner {
@@ -45,6 +48,15 @@ impl DbInner {
                     let res = self.run_flush(&mut st, cf, mem);
                     if let Some(f) = st.families.get_mut(&cf) {
                         f.flush_running = false;
+                    }
+                    self.record_bg_result(&mut st, res);
+                }
+                Some(Job::AtomicFlush(mems)) => {
+                    let res = self.run_atomic_flush(&mut st, &mems);
+                    for (cf, _) in &mems {
+                        if let Some(f) = st.families.get_mut(cf) {
+                            f.flush_running = false;
+                        }
                     }
                     self.record_bg_result(&mut st, res);
                 }
@@ -138,14 +150,13 @@ impl DbInner {
         if st.bg_error.is_some() || st.closed {
             return None;
         }
-        for (&id, f) in st.families.iter_mut() {
-            if f.flush_running {
-                continue;
-            }
-            if let Some(m) = f.imms.front() {
-                f.flush_running = true;
-                return Some(Job::Flush(id, m.clone()));
-            }
+        let flush = if self.opts.atomic_flush {
+            pick_atomic_flush(st)
+        } else {
+            pick_flush(st)
+        };
+        if flush.is_some() {
+            return flush;
         }
         st.families
             .iter()
@@ -198,7 +209,7 @@ impl DbInner {
         edit.log_number = Some(next_log);
         edit.last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
         let mut edits = vec![edit];
-        edits.extend(log_number_advances(st, cf));
+        edits.extend(log_number_advances(st, &[cf]));
         if !self.log_and_apply_all(st, &mut edits)? {
             self.discard_outputs_of(&edits[0]);
             return Ok(());
@@ -213,6 +224,96 @@ impl DbInner {
         s.count += 1;
         s.bytes_written += written;
         s.micros += start.elapsed().as_micros() as u64;
+        for e in &edits {
+            st.install_super_version(e.column_family);
+        }
+        Ok(())
+    }
+
+    /// Writes the oldest frozen memtable of each family in `mems` to L0 tables and installs
+    /// them all with one atomic MANIFEST group (`Options::atomic_flush`).
+    fn run_atomic_flush(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        mems: &[(u32, Arc<MemTable>)],
+    ) -> Result<()> {
+        let start = Instant::now();
+        let jobs: Vec<(u32, Arc<MemTable>, Arc<Options>)> = mems
+            .iter()
+            .filter_map(|(cf, m)| Some((*cf, m.clone(), st.family(*cf)?.data.opts.clone())))
+            .collect();
+        let outputs = MutexGuard::unlocked(st, || -> Result<Vec<(u32, Vec<FileMetaData>)>> {
+            let mut out = Vec::with_capacity(jobs.len());
+            for (cf, mem, opts) in &jobs {
+                let spec = OutputSpec {
+                    fs: &self.fs,
+                    dir: &self.dir,
+                    opts,
+                    tables: &self.tables,
+                    level: 0,
+                    max_file_size: u64::MAX,
+                };
+                let metas = job::write_tables(
+                    &spec,
+                    &mut mem.iter(),
+                    None,
+                    &mut || self.state_new_file_number(),
+                    &self.shutting_down,
+                )?;
+                out.push((*cf, metas));
+            }
+            Ok(out)
+        })?;
+        let mut edits = Vec::with_capacity(outputs.len());
+        let mut flushed = Vec::with_capacity(outputs.len());
+        for (cf, metas) in outputs {
+            let Some(f) = st.family(cf) else {
+                self.discard_outputs(&metas);
+                continue;
+            };
+            let mut edit = VersionEdit {
+                column_family: cf,
+                log_number: Some(f.imms.get(1).map_or(f.mem.log_number(), |m| m.log_number())),
+                atomic_group_remaining: Some(0),
+                ..Default::default()
+            };
+            for m in metas {
+                edit.add_file(0, m);
+            }
+            edits.push(edit);
+            flushed.push(cf);
+        }
+        if edits.is_empty() {
+            return Ok(());
+        }
+        edits.extend(log_number_advances(st, &flushed).into_iter().map(|mut e| {
+            e.atomic_group_remaining = Some(0);
+            e
+        }));
+        edits[0].last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
+        if !self.log_and_apply_all(st, &mut edits)? {
+            for e in &edits {
+                self.discard_outputs_of(e);
+            }
+            return Ok(());
+        }
+        for (cf, mem) in mems {
+            let Some(f) = st.families.get_mut(cf) else {
+                continue;
+            };
+            if f.imms.front().is_some_and(|m| Arc::ptr_eq(m, mem)) {
+                f.imms.pop_front();
+            }
+            let written: u64 = edits
+                .iter()
+                .filter(|e| e.column_family == *cf)
+                .flat_map(|e| e.new_files.iter().map(|(_, m)| m.file_size))
+                .sum();
+            let s = &mut f.level_stats[0];
+            s.count += 1;
+            s.bytes_written += written;
+            s.micros += start.elapsed().as_micros() as u64;
+        }
         for e in &edits {
             st.install_super_version(e.column_family);
         }
@@ -265,6 +366,13 @@ impl DbInner {
         let first = edits.remove(0);
         edits.retain(|e| live(st, e));
         edits.insert(0, first);
+        if edits.iter().any(|e| e.atomic_group_remaining.is_some()) {
+            // Numbered after leaving out dropped families, so replay sees the whole group.
+            let n = edits.len();
+            for (i, e) in edits.iter_mut().enumerate() {
+                e.atomic_group_remaining = Some((n - 1 - i) as u32);
+            }
+        }
         let res = match st.versions.prepare_edits(edits) {
             Ok(mut write) => {
                 st.manifest_writing = true;
@@ -433,7 +541,12 @@ impl DbInner {
             if let Some(e) = &st.bg_error {
                 return Err(e.duplicate());
             }
-            if st.family(cf).is_none_or(|f| f.imms.is_empty()) {
+            let done = if self.opts.atomic_flush {
+                st.families.values().all(|f| f.imms.is_empty())
+            } else {
+                st.family(cf).is_none_or(|f| f.imms.is_empty())
+            };
+            if done {
                 return Ok(());
             }
             if self.shutting_down.load(Ordering::Acquire) {
@@ -556,6 +669,39 @@ impl DbInner {
     }
 }
 
+/// The oldest frozen memtable of the first family that has one and no flush running.
+fn pick_flush(st: &mut DbState) -> Option<Job> {
+    let (&id, f) = st
+        .families
+        .iter_mut()
+        .find(|(_, f)| !f.flush_running && !f.imms.is_empty())?;
+    let mem = f.imms.front()?.clone();
+    f.flush_running = true;
+    Some(Job::Flush(id, mem))
+}
+
+/// With `atomic_flush`: the oldest frozen memtable of every family that has one, unless a
+/// flush is running.
+fn pick_atomic_flush(st: &mut DbState) -> Option<Job> {
+    if st.families.values().any(|f| f.flush_running) {
+        return None;
+    }
+    let mems: Vec<(u32, Arc<MemTable>)> = st
+        .families
+        .iter()
+        .filter_map(|(&id, f)| Some((id, f.imms.front()?.clone())))
+        .collect();
+    if mems.is_empty() {
+        return None;
+    }
+    for (id, _) in &mems {
+        if let Some(f) = st.families.get_mut(id) {
+            f.flush_running = true;
+        }
+    }
+    Some(Job::AtomicFlush(mems))
+}
+
 /// The compaction family `f` needs next, if automatic compactions may run in it.
 fn pick_compaction(st: &DbState, f: &CfState) -> Option<Compaction> {
     if f.data.opts.disable_auto_compactions || f.manual_compaction {
@@ -569,10 +715,10 @@ fn pick_compaction(st: &DbState, f: &CfState) -> Option<Compaction> {
 /// Edits moving other families' log numbers up to their oldest unflushed WAL (for families
 /// whose memtables were empty when the WAL switched), written with family `flushed`'s flush
 /// so idle families do not keep old WALs alive.
-fn log_number_advances(st: &DbState, flushed: u32) -> Vec<VersionEdit> {
+fn log_number_advances(st: &DbState, flushed: &[u32]) -> Vec<VersionEdit> {
     st.families
         .iter()
-        .filter(|(&id, _)| id != flushed)
+        .filter(|(id, _)| !flushed.contains(id))
         .filter_map(|(&id, f)| {
             let oldest = f.oldest_log();
             let recorded = st.versions.family(id)?.log_number();

@@ -280,7 +280,9 @@ impl DbInner {
                 return Err(Error::Closed);
             }
             for (&id, cf) in &st.families {
-                let room = family_room(st, cf, force == Some(id));
+                // With atomic flush a flush request freezes every family that holds data.
+                let forced = force == Some(id) || (self.opts.atomic_flush && force.is_some());
+                let room = family_room(st, cf, forced);
                 if allow_delay && room.slow_down {
                     // Slow writes to delayed_write_rate rather than stopping them for seconds
                     // later; the leader pays once the group's size is known (`pace_write`).
@@ -316,9 +318,9 @@ impl DbInner {
         Ok(slow_down)
     }
 
-    /// Freezes family `cf`'s active memtable and starts a new WAL for its successor. The
-    /// empty memtables of other families move to the new WAL too, so they do not keep old
-    /// WALs alive.
+    /// Freezes family `cf`'s active memtable (with `atomic_flush`, every family's that holds
+    /// data) and starts a new WAL for its successor. The empty memtables of other families
+    /// move to the new WAL too, so they do not keep old WALs alive.
     fn switch_memtable(&self, st: &mut MutexGuard<'_, DbState>, cf: u32) -> Result<()> {
         let number = st.versions.new_file_number();
         let path = filename::log_file(&self.dir, number);
@@ -355,7 +357,7 @@ impl DbInner {
             families, versions, ..
         } = &mut **st;
         for (&id, f) in families.iter_mut() {
-            let frozen = id == cf && !f.mem.is_empty();
+            let frozen = (id == cf || self.opts.atomic_flush) && !f.mem.is_empty();
             let idle = f.mem.is_empty() && f.imms.is_empty();
             if !(frozen || idle) {
                 continue;

@@ -27,6 +27,7 @@ mod tag {
     pub const COLUMN_FAMILY_ADD: u32 = 8;
     pub const COLUMN_FAMILY_DROP: u32 = 9;
     pub const MAX_COLUMN_FAMILY: u32 = 10;
+    pub const IN_ATOMIC_GROUP: u32 = 11;
 }
 
 /// Column family ids must be below this (a larger id read from disk is corruption).
@@ -86,6 +87,9 @@ pub struct VersionEdit {
     pub column_family_drop: bool,
     /// The largest column family id ever handed out (ids are never reused).
     pub max_column_family: Option<u32>,
+    /// This edit belongs to an atomic group and this many edits of the group follow it; replay
+    /// applies a group only once all of it is read.
+    pub atomic_group_remaining: Option<u32>,
 }
 
 impl VersionEdit {
@@ -114,6 +118,10 @@ impl VersionEdit {
         }
         if let Some(v) = self.max_column_family {
             put_varint32(dst, tag::MAX_COLUMN_FAMILY);
+            put_varint32(dst, v);
+        }
+        if let Some(v) = self.atomic_group_remaining {
+            put_varint32(dst, tag::IN_ATOMIC_GROUP);
             put_varint32(dst, v);
         }
         if let Some(v) = self.log_number {
@@ -222,6 +230,14 @@ impl VersionEdit {
                     }
                 }
                 tag::COLUMN_FAMILY_DROP => edit.column_family_drop = true,
+                tag::IN_ATOMIC_GROUP => {
+                    let n = d
+                        .varint32()
+                        .ok_or_else(|| field("truncated or bad atomic group count"))?;
+                    if edit.atomic_group_remaining.replace(n).is_some() {
+                        return Err(field("field appears twice"));
+                    }
+                }
                 t if t & TAG_SAFE_TO_IGNORE != 0 => {
                     // An optional field from a newer writer: skip its payload.
                     d.length_prefixed()

@@ -118,9 +118,36 @@ struct Replayed {
     last_sequence: Option<u64>,
     /// Whether any edit set a log number (a MANIFEST without one is damaged).
     saw_log_number: bool,
+    /// The edits of an atomic group read so far; applied together when its last one arrives.
+    group: Vec<VersionEdit>,
 }
 
 impl Replayed {
+    /// Takes the next edit of the MANIFEST: applies it, or buffers it while its atomic group
+    /// is incomplete.
+    fn add(&mut self, edit: VersionEdit) -> std::result::Result<(), String> {
+        let Some(remaining) = edit.atomic_group_remaining else {
+            if !self.group.is_empty() {
+                return Err("an edit outside an atomic group interrupts the group".to_string());
+            }
+            return self.apply(&edit);
+        };
+        if let Some(prev) = self.group.last().and_then(|e| e.atomic_group_remaining) {
+            if prev != remaining + 1 {
+                return Err(format!(
+                    "atomic group edit says {remaining} remain after one that said {prev}"
+                ));
+            }
+        }
+        self.group.push(edit);
+        if remaining == 0 {
+            for e in std::mem::take(&mut self.group) {
+                self.apply(&e)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Applies one edit; `Err` describes why it cannot apply.
     fn apply(&mut self, edit: &VersionEdit) -> std::result::Result<(), String> {
         let id = edit.column_family;
@@ -241,6 +268,7 @@ impl VersionSet {
             next_file_number: None,
             last_sequence: None,
             saw_log_number: false,
+            group: Vec::new(),
         };
         // A torn final record (damage then end of file) is an edit that was never
         // acknowledged: it is ignored. Damage followed by intact edits is corruption.
@@ -253,12 +281,15 @@ impl VersionSet {
                     Ok(edit) => edit,
                     Err(d) => return Ok(RecordCheck::Invalid(format!("bad version edit: {d}"))),
                 };
-                Ok(match replayed.apply(&edit) {
+                Ok(match replayed.add(edit) {
                     Ok(()) => RecordCheck::Applied,
                     Err(d) => RecordCheck::Invalid(d),
                 })
             },
         )?;
+        // An atomic group cut short by the end of the MANIFEST was never acknowledged (its
+        // records are written and synced together): none of it applies.
+        replayed.group.clear();
         let missing =
             |what: &str| Error::corruption(&manifest_path, 0, format!("MANIFEST has no {what}"));
         if !replayed.saw_log_number {
@@ -1033,5 +1064,67 @@ mod tests {
                 number: 10
             }]
         );
+    }
+}
+
+#[cfg(test)]
+mod atomic_group_tests {
+    use super::*;
+
+    fn replayed() -> Replayed {
+        Replayed {
+            families: BTreeMap::from([(
+                DEFAULT_FAMILY,
+                ReplayFamily::new(DEFAULT_FAMILY_NAME.to_string()),
+            )]),
+            max_column_family: 0,
+            next_file_number: None,
+            last_sequence: None,
+            saw_log_number: false,
+            group: Vec::new(),
+        }
+    }
+
+    fn grouped(log_number: u64, remaining: u32) -> VersionEdit {
+        VersionEdit {
+            log_number: Some(log_number),
+            atomic_group_remaining: Some(remaining),
+            ..Default::default()
+        }
+    }
+
+    fn log_number(r: &Replayed) -> u64 {
+        r.families[&DEFAULT_FAMILY].log_number
+    }
+
+    #[test]
+    fn a_group_applies_only_when_complete() {
+        let mut r = replayed();
+        r.add(grouped(5, 2)).expect("first");
+        r.add(grouped(6, 1)).expect("second");
+        assert_eq!(log_number(&r), 0, "nothing applied before the last edit");
+        r.add(grouped(7, 0)).expect("last");
+        assert_eq!(log_number(&r), 7);
+        assert!(r.group.is_empty());
+        // A group cut short stays buffered; recovery drops it at the end of the MANIFEST.
+        r.add(grouped(9, 1)).expect("cut short");
+        assert_eq!(log_number(&r), 7);
+        assert_eq!(r.group.len(), 1);
+    }
+
+    #[test]
+    fn a_broken_group_is_corruption() {
+        let mut r = replayed();
+        r.add(grouped(5, 2)).expect("first");
+        let err = r.add(grouped(6, 0)).expect_err("skipped a count");
+        assert!(err.contains("0 remain after one that said 2"), "{err}");
+        let mut r = replayed();
+        r.add(grouped(5, 1)).expect("first");
+        let plain = VersionEdit {
+            log_number: Some(6),
+            ..Default::default()
+        };
+        let err = r.add(plain).expect_err("interrupted");
+        assert!(err.contains("interrupts"), "{err}");
     }
 }
