@@ -9,6 +9,7 @@
 use crate::compression::CompressionType;
 use crate::db::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
+use crate::merge::MergeOperator;
 use crate::options::Options;
 use crate::version::edit::MAX_COLUMN_FAMILY_NAME;
 use arc_swap::ArcSwap;
@@ -72,6 +73,7 @@ family_options! {
     soft_pending_compaction_bytes_limit: u64,
     hard_pending_compaction_bytes_limit: u64,
     disable_auto_compactions: bool,
+    merge_operator: Option<Arc<dyn MergeOperator>>,
 }
 
 impl Default for CfOptions {

@@ -45,6 +45,14 @@ pub enum Error {
     NotFound(PathBuf),
     /// The database exists and `error_if_exists` is true.
     AlreadyExists(PathBuf),
+    /// The merge operator could not combine the merge operands of `key`
+    /// ([`MergeOperator::full_merge`](crate::MergeOperator::full_merge) returned `None`).
+    MergeFailed {
+        /// The key whose value could not be computed.
+        key: Vec<u8>,
+        /// The merge operator's name.
+        operator: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -82,6 +90,11 @@ impl fmt::Display for Error {
                 f,
                 "database at {} already exists (Options::error_if_exists is set)",
                 p.display()
+            ),
+            Error::MergeFailed { key, operator } => write!(
+                f,
+                "merge operator {operator} failed to merge the operands of key {}",
+                key.escape_ascii()
             ),
         }
     }
@@ -152,6 +165,10 @@ impl Error {
                 detail: detail.clone(),
             },
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::MergeFailed { key, operator } => Error::MergeFailed {
+                key: key.clone(),
+                operator: operator.clone(),
+            },
             Error::Locked(p) => Error::Locked(p.clone()),
             Error::Poisoned(cause) => Error::Poisoned(cause.clone()),
             Error::Closed => Error::Closed,

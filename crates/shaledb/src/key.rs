@@ -24,11 +24,15 @@ pub enum ValueKind {
     Delete = 0,
     /// A value was written at this sequence number.
     Put = 1,
+    /// A merge operand was written at this sequence number (see `merge.rs`).
+    Merge = 2,
 }
 
 /// The kind used when building a seek target: the highest kind, so a seek for sequence `s`
-/// lands on the first entry with sequence <= `s`.
-pub const KIND_FOR_SEEK: ValueKind = ValueKind::Put;
+/// lands on the first entry with sequence <= `s`. (Index separators written before merge
+/// operands existed carry kind 1 with the largest sequence number; they still sort after
+/// every entry of their user key, so old tables read the same.)
+pub const KIND_FOR_SEEK: ValueKind = ValueKind::Merge;
 
 impl ValueKind {
     /// Decodes a kind byte; `None` for unknown kinds (corruption).
@@ -36,6 +40,7 @@ impl ValueKind {
         match b {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
+            2 => Some(ValueKind::Merge),
             _ => None,
         }
     }
@@ -315,7 +320,7 @@ mod tests {
             short.internal_key(),
             &make_internal_key(b"user", 42, KIND_FOR_SEEK)[..]
         );
-        assert_eq!(short.internal_key(), b"user\x01\x2a\0\0\0\0\0\0");
+        assert_eq!(short.internal_key(), b"user\x02\x2a\0\0\0\0\0\0");
         assert_eq!(short.user_key(), b"user");
         assert_eq!(short.sequence(), 42);
 

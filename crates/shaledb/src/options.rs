@@ -121,6 +121,8 @@ pub struct Options {
     pub max_background_jobs: usize,
     /// Do not compact automatically (bulk loading); `compact_range` still works. Default false.
     pub disable_auto_compactions: bool,
+    /// Combines merge operands (`Db::merge`) into values. Default none: merges are refused.
+    pub merge_operator: Option<Arc<dyn crate::MergeOperator>>,
 
     /// Keys longer than this are rejected with `InvalidArgument`. Default 8 MiB.
     pub max_key_size: usize,
@@ -179,6 +181,7 @@ impl Default for Options {
                 .map(|n| n.get())
                 .unwrap_or(2),
             disable_auto_compactions: false,
+            merge_operator: None,
             max_key_size: 8 << 20,
             max_value_size: 1 << 30,
             wal_recovery_mode: WalRecoveryMode::default(),
@@ -220,6 +223,7 @@ impl std::fmt::Debug for Options {
             delayed_write_rate,
             max_background_jobs,
             disable_auto_compactions,
+            merge_operator,
             max_key_size,
             max_value_size,
             wal_recovery_mode,
@@ -273,6 +277,7 @@ impl std::fmt::Debug for Options {
             .field("delayed_write_rate", delayed_write_rate)
             .field("max_background_jobs", max_background_jobs)
             .field("disable_auto_compactions", disable_auto_compactions)
+            .field("merge_operator", merge_operator)
             .field("max_key_size", max_key_size)
             .field("max_value_size", max_value_size)
             .field("wal_recovery_mode", wal_recovery_mode)

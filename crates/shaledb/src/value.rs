@@ -244,6 +244,9 @@ pub enum LookupResult {
     Deleted,
     /// No visible version here; look in older data.
     NotPresent,
+    /// The newest visible version is a merge operand: the value must be computed from it and
+    /// the versions below (the database's slow path reads them all with an iterator).
+    Merge,
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use crate::key::ValueKind;
 mod cf_tag {
     pub const DELETE: u8 = 4;
     pub const PUT: u8 = 5;
+    pub const MERGE: u8 = 6;
 }
 
 /// Bytes of the batch header: fixed64 sequence, fixed32 count.
@@ -52,6 +53,19 @@ pub enum BatchEntry<'a> {
     Put(&'a [u8], &'a [u8]),
     /// Delete `key`.
     Delete(&'a [u8]),
+    /// Merge operand (second) for `key` (first); see [`MergeOperator`](crate::MergeOperator).
+    Merge(&'a [u8], &'a [u8]),
+}
+
+impl BatchEntry<'_> {
+    /// The entry as (kind, key, value); a delete's value is empty.
+    pub(crate) fn parts(&self) -> (ValueKind, &[u8], &[u8]) {
+        match *self {
+            BatchEntry::Put(k, v) => (ValueKind::Put, k, v),
+            BatchEntry::Delete(k) => (ValueKind::Delete, k, &[]),
+            BatchEntry::Merge(k, v) => (ValueKind::Merge, k, v),
+        }
+    }
 }
 
 impl WriteBatch {
@@ -99,6 +113,31 @@ impl WriteBatch {
     /// If the batch already holds `u32::MAX` entries.
     pub fn delete_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>) {
         self.delete_in(cf.id(), key.as_ref());
+    }
+
+    /// Adds "merge `value` into `key`" (the family's merge operator combines it with the
+    /// key's value when read).
+    ///
+    /// # Panics
+    /// If the batch already holds `u32::MAX` entries.
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.merge_in(0, key.as_ref(), value.as_ref());
+    }
+
+    /// Adds "merge `value` into `key` in column family `cf`".
+    ///
+    /// # Panics
+    /// If the batch already holds `u32::MAX` entries.
+    pub fn merge_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.merge_in(cf.id(), key.as_ref(), value.as_ref());
+    }
+
+    /// Adds a merge operand in family `cf` (by id).
+    pub(crate) fn merge_in(&mut self, cf: u32, key: &[u8], value: &[u8]) {
+        self.bump_count();
+        self.push_tag(cf, ValueKind::Merge as u8, cf_tag::MERGE);
+        put_length_prefixed(&mut self.rep.0, key);
+        put_length_prefixed(&mut self.rep.0, value);
     }
 
     /// Adds a put in family `cf` (by id).
@@ -276,15 +315,15 @@ impl<'a> IntoIterator for &'a WriteBatch {
 fn decode_record<'a>(d: &mut Decoder<'a>) -> Result<(u32, BatchEntry<'a>), String> {
     let tag = d.u8().ok_or("missing kind byte")?;
     let (cf, kind) = match tag {
-        cf_tag::DELETE | cf_tag::PUT => {
+        cf_tag::DELETE | cf_tag::PUT | cf_tag::MERGE => {
             let cf = d
                 .varint32()
                 .filter(|&cf| cf != 0 && cf < crate::version::edit::MAX_COLUMN_FAMILY_ID)
                 .ok_or("truncated or bad column family id")?;
-            let kind = if tag == cf_tag::PUT {
-                ValueKind::Put
-            } else {
-                ValueKind::Delete
+            let kind = match tag {
+                cf_tag::PUT => ValueKind::Put,
+                cf_tag::MERGE => ValueKind::Merge,
+                _ => ValueKind::Delete,
             };
             (cf, kind as u8)
         }
@@ -304,6 +343,13 @@ fn decode_entry<'a>(d: &mut Decoder<'a>, kind: u8) -> Result<BatchEntry<'a>, Str
         Some(ValueKind::Delete) => {
             let key = d.length_prefixed().ok_or("truncated or bad delete key")?;
             Ok(BatchEntry::Delete(key))
+        }
+        Some(ValueKind::Merge) => {
+            let key = d.length_prefixed().ok_or("truncated or bad merge key")?;
+            let value = d
+                .length_prefixed()
+                .ok_or("truncated or bad merge operand")?;
+            Ok(BatchEntry::Merge(key, value))
         }
         None => Err(format!("unknown record kind {kind}")),
     }
@@ -357,8 +403,41 @@ mod tests {
             .map(|e| match e {
                 BatchEntry::Put(k, v) => (true, k.to_vec(), v.to_vec()),
                 BatchEntry::Delete(k) => (false, k.to_vec(), Vec::new()),
+                BatchEntry::Merge(..) => panic!("no merges in these tests"),
             })
             .collect()
+    }
+
+    #[test]
+    fn merges_and_family_entries_encode_with_rocksdb_tags() {
+        let mut b = WriteBatch::new();
+        b.merge(b"a", b"x");
+        b.merge_in(3, b"c", b"z");
+        b.put_in(3, b"p", b"");
+        b.delete_in(3, b"d");
+        let mut want = Vec::new();
+        encode_header(&mut want, 0, 4);
+        want.extend_from_slice(&[2, 1, b'a', 1, b'x']);
+        want.extend_from_slice(&[6, 3, 1, b'c', 1, b'z']);
+        want.extend_from_slice(&[5, 3, 1, b'p', 0]);
+        want.extend_from_slice(&[4, 3, 1, b'd']);
+        assert_eq!(b.data(), &want[..]);
+        let back = WriteBatch::from_data(want).expect("valid");
+        let got: Vec<(u32, BatchEntry<'_>)> = back.iter_cf().collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, BatchEntry::Merge(b"a", b"x")),
+                (3, BatchEntry::Merge(b"c", b"z")),
+                (3, BatchEntry::Put(b"p", b"")),
+                (3, BatchEntry::Delete(b"d")),
+            ]
+        );
+        // A family tag naming family 0 is malformed (the default family uses the plain tags).
+        let mut bad = Vec::new();
+        encode_header(&mut bad, 0, 1);
+        bad.extend_from_slice(&[5, 0, 1, b'p', 0]);
+        assert!(WriteBatch::from_data(bad).is_err());
     }
 
     #[test]
@@ -474,7 +553,7 @@ mod tests {
     fn bad_kind_and_bad_lengths_are_rejected() {
         let mut data = Vec::new();
         encode_header(&mut data, 1, 1);
-        data.extend_from_slice(&[2, 1, b'k']);
+        data.extend_from_slice(&[3, 1, b'k']);
         let e = WriteBatch::from_data(data).expect_err("bad kind");
         assert!(e.contains("kind"), "{e}");
 

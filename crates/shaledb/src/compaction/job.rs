@@ -169,7 +169,8 @@ struct KeyTracker {
     /// The current user key (its buffer reused from key to key); meaningless until `started`.
     current_user_key: Vec<u8>,
     started: bool,
-    /// Sequence number of the previous entry of the current user key (MAX at a new key).
+    /// Sequence number of the newest put or delete of the current user key seen so far (MAX
+    /// at a new key). Merge operands do not count: they need what is below them.
     last_sequence_for_key: SequenceNumber,
 }
 
@@ -197,7 +198,9 @@ impl KeyTracker {
                     .version
                     .is_base_level_for_key(policy.output_level, p.user_key)
         };
-        self.last_sequence_for_key = p.sequence;
+        if p.kind != ValueKind::Merge {
+            self.last_sequence_for_key = p.sequence;
+        }
         (new_user_key, drop)
     }
 }

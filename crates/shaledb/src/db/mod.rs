@@ -32,9 +32,10 @@ use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
-use crate::key::{LookupKey, SequenceNumber};
+use crate::key::{LookupKey, SequenceNumber, ValueKind};
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
+use crate::merge::MergeOperator;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::SnapshotList;
 use crate::sst::BlockReadOptions;
@@ -342,6 +343,56 @@ impl Db {
         self.inner.write_owned(wo, b)
     }
 
+    /// Merges `value` into `key` (see [`MergeOperator`]): the value read later is the family's
+    /// merge operator applied to the key's value and the operands merged since. Refused with
+    /// `InvalidArgument` if the family has no merge operator.
+    pub fn merge(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.merge_slices(
+            &WriteOptions::default(),
+            DEFAULT_FAMILY,
+            key.as_ref(),
+            value.as_ref(),
+        )
+    }
+
+    /// [`merge`](Self::merge) with the given write options.
+    pub fn merge_opt(
+        &self,
+        wo: &WriteOptions,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.merge_slices(wo, DEFAULT_FAMILY, key.as_ref(), value.as_ref())
+    }
+
+    /// [`merge`](Self::merge) in column family `cf`.
+    pub fn merge_cf(
+        &self,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.merge_cf_opt(&WriteOptions::default(), cf, key, value)
+    }
+
+    /// [`merge`](Self::merge) in column family `cf` with the given write options.
+    pub fn merge_cf_opt(
+        &self,
+        wo: &WriteOptions,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let id = self.inner.check_handle(cf)?.id;
+        self.merge_slices(wo, id, key.as_ref(), value.as_ref())
+    }
+
+    fn merge_slices(&self, wo: &WriteOptions, cf: u32, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge_in(cf, key, value);
+        self.inner.write_owned(wo, b)
+    }
+
     /// Applies every operation of `batch` atomically: after a crash either all or none are
     /// there, in every column family the batch touches.
     pub fn write(&self, wo: &WriteOptions, batch: &WriteBatch) -> Result<()> {
@@ -565,6 +616,7 @@ impl DbInner {
             match mem.get(user_key, seq) {
                 LookupResult::Found(v) => return Ok(Some(v)),
                 LookupResult::Deleted => return Ok(None),
+                LookupResult::Merge => return self.get_merged(ro, cf, &sv, seq, user_key),
                 LookupResult::NotPresent => {}
             }
         }
@@ -575,12 +627,68 @@ impl DbInner {
         {
             LookupResult::Found(v) => Ok(Some(v)),
             LookupResult::Deleted | LookupResult::NotPresent => Ok(None),
+            LookupResult::Merge => self.get_merged(ro, cf, &sv, seq, user_key),
         }
+    }
+
+    /// The slow path of `get` for a key whose newest visible version is a merge operand:
+    /// reads every version of the key down to its base with one merged iterator over the
+    /// same super version, and merges.
+    fn get_merged(
+        &self,
+        ro: &ReadOptions,
+        cf: &CfData,
+        sv: &Arc<SuperVersion>,
+        seq: SequenceNumber,
+        user_key: &[u8],
+    ) -> Result<Option<Value>> {
+        let mut it = self.internal_iterator(sv, ro);
+        it.seek(LookupKey::new(user_key, seq).internal_key());
+        let mut operands: Vec<Vec<u8>> = Vec::new();
+        let mut base: Option<Vec<u8>> = None;
+        while it.valid() {
+            let Some(p) = crate::key::parse_internal_key(it.key()) else {
+                return Err(Error::corruption(
+                    "<merged iterator input>",
+                    0,
+                    "an entry's key is not an internal key",
+                ));
+            };
+            if p.user_key != user_key {
+                break;
+            }
+            match p.kind {
+                ValueKind::Merge => operands.push(it.value().to_vec()),
+                ValueKind::Put => {
+                    base = Some(it.value().to_vec());
+                    break;
+                }
+                ValueKind::Delete => break,
+            }
+            it.next();
+        }
+        it.status()?;
+        let op = cf.opts.merge_operator.as_deref();
+        crate::merge::merge_newest_first(op, user_key, base.as_deref(), &operands)
+            .map(|v| Some(Value::from_vec(v)))
+    }
+
+    /// A merged iterator over every entry of a super version (memtables and tables).
+    fn internal_iterator(&self, sv: &SuperVersion, ro: &ReadOptions) -> MergingIterator {
+        let mut children: Vec<Box<dyn InternalIterator>> =
+            Vec::with_capacity(1 + sv.imms.len() + sv.version.iterator_count());
+        children.push(Box::new(sv.mem.iter()));
+        for m in &sv.imms {
+            children.push(Box::new(m.iter()));
+        }
+        sv.version
+            .add_iterators(&self.tables, block_read_options(ro), &mut children);
+        MergingIterator::new(children)
     }
 
     fn new_iterator(&self, ro: &ReadOptions, cf: &CfData) -> DbIterator {
         let (sv, seq) = self.read_view(ro, cf);
-        self.iterator_at(sv, seq, ro)
+        self.iterator_at(sv, seq, ro, cf.opts.merge_operator.clone())
     }
 
     /// What a read sees: the super version, then the sequence (same order as `get`).
@@ -600,23 +708,18 @@ impl DbInner {
         sv: Arc<SuperVersion>,
         seq: SequenceNumber,
         ro: &ReadOptions,
+        merge_operator: Option<Arc<dyn MergeOperator>>,
     ) -> DbIterator {
-        let mut children: Vec<Box<dyn InternalIterator>> =
-            Vec::with_capacity(1 + sv.imms.len() + sv.version.iterator_count());
-        children.push(Box::new(sv.mem.iter()));
-        for m in &sv.imms {
-            children.push(Box::new(m.iter()));
-        }
-        sv.version
-            .add_iterators(&self.tables, block_read_options(ro), &mut children);
+        let merged = self.internal_iterator(&sv, ro);
         let pin: Arc<dyn std::any::Any + Send + Sync> = Arc::new((sv, ro.snapshot.clone()));
         DbIterator::new(
-            Box::new(MergingIterator::new(children)),
+            Box::new(merged),
             seq,
             ro.iterate_lower_bound.clone(),
             ro.iterate_upper_bound.clone(),
             Some(pin),
         )
+        .with_merge_operator(merge_operator)
     }
 }
 

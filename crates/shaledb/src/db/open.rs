@@ -16,7 +16,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::version::filename::{self, FileKind};
 use crate::version::{ObsoleteFile, Version, VersionEdit, VersionSet};
-use crate::write_batch::{BatchEntry, WriteBatch};
+use crate::write_batch::WriteBatch;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -369,10 +369,8 @@ impl WalReplay<'_> {
                 .mems
                 .entry(cf)
                 .or_insert_with(|| Arc::new(MemTable::new(0)));
-            match e {
-                BatchEntry::Put(k, v) => mem.add(s, crate::key::ValueKind::Put, k, v),
-                BatchEntry::Delete(k) => mem.add(s, crate::key::ValueKind::Delete, k, &[]),
-            }
+            let (kind, k, v) = e.parts();
+            mem.add(s, kind, k, v);
             if !touched.contains(&cf) {
                 touched.push(cf);
             }

@@ -56,17 +56,18 @@ pub(super) fn check_write_options(wo: &WriteOptions) -> Result<()> {
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
 impl DbInner {
-    /// Checks sizes; returns the column families other than the default the batch writes to.
-    fn validate_batch(&self, batch: &WriteBatch) -> Result<Vec<u32>> {
-        let mut families = Vec::new();
+    /// Checks sizes; returns the column families other than the default the batch writes to,
+    /// and those it merges into (to be checked against the live families).
+    fn validate_batch(&self, batch: &WriteBatch) -> Result<BatchFamilies> {
+        let mut families = BatchFamilies::default();
         for (cf, e) in batch.iter_cf() {
-            if cf != DEFAULT_FAMILY && !families.contains(&cf) {
-                families.push(cf);
+            if cf != DEFAULT_FAMILY && !families.written.contains(&cf) {
+                families.written.push(cf);
             }
-            let (k, v) = match e {
-                BatchEntry::Put(k, v) => (k, v),
-                BatchEntry::Delete(k) => (k, &[][..]),
-            };
+            let (_, k, v) = e.parts();
+            if matches!(e, BatchEntry::Merge(..)) && !families.merged.contains(&cf) {
+                families.merged.push(cf);
+            }
             if k.len() > self.opts.max_key_size {
                 return Err(Error::InvalidArgument(format!(
                     "key of {} bytes is longer than the maximum of {} (Options::max_key_size)",
@@ -93,12 +94,7 @@ impl DbInner {
         if st.closed {
             return Err(Error::Closed);
         }
-        if let Some(cf) = families.iter().find(|id| !st.families.contains_key(id)) {
-            return Err(Error::InvalidArgument(format!(
-                "the batch writes to column family id {cf}, which does not exist (it was \
-                 dropped, or the handle is another database's)"
-            )));
-        }
+        families.check(&st)?;
         st.writers.push_back(w.clone());
         loop {
             // A leader that wrote this batch left its result here (under the state mutex, which
@@ -223,10 +219,8 @@ impl DbInner {
             let Some((_, mem)) = mems.iter().find(|(id, _)| *id == cf) else {
                 continue;
             };
-            match e {
-                BatchEntry::Put(k, v) => mem.add(s, crate::key::ValueKind::Put, k, v),
-                BatchEntry::Delete(k) => mem.add(s, crate::key::ValueKind::Delete, k, &[]),
-            }
+            let (kind, k, v) = e.parts();
+            mem.add(s, kind, k, v);
         }
         Ok(())
     }
@@ -373,6 +367,38 @@ impl DbInner {
     }
 }
 
+/// The column families a batch names, checked against the live ones under the state mutex.
+#[derive(Default)]
+struct BatchFamilies {
+    /// Families other than the default the batch writes to.
+    written: Vec<u32>,
+    /// Families the batch merges into.
+    merged: Vec<u32>,
+}
+
+impl BatchFamilies {
+    fn check(&self, st: &DbState) -> Result<()> {
+        if let Some(cf) = self.written.iter().find(|id| !st.families.contains_key(id)) {
+            return Err(Error::InvalidArgument(format!(
+                "the batch writes to column family id {cf}, which does not exist (it was \
+                 dropped, or the handle is another database's)"
+            )));
+        }
+        for cf in &self.merged {
+            if st
+                .family(*cf)
+                .is_some_and(|f| f.data.opts.merge_operator.is_none())
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "merge into column family id {cf}, which has no merge operator (set \
+                     Options::merge_operator, or CfOptions::merge_operator for the family)"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// What a family needs before the next write group (see `family_room`).
 enum Need {
     Nothing,
@@ -468,12 +494,7 @@ mod tests {
     fn group(ws: &[Arc<Writer>]) -> (usize, bool, Vec<u8>) {
         let q: VecDeque<Arc<Writer>> = ws.iter().cloned().collect();
         let (g, n, sync) = build_group(&q);
-        let tags = g
-            .iter()
-            .map(|e| match e {
-                BatchEntry::Put(k, _) | BatchEntry::Delete(k) => k[0],
-            })
-            .collect();
+        let tags = g.iter().map(|e| e.parts().1[0]).collect();
         (n, sync, tags)
     }
 

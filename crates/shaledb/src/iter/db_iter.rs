@@ -9,6 +9,7 @@
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
+use crate::merge::{self, MergeOperator};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -48,6 +49,13 @@ pub struct DbIterator {
     error: Option<Error>,
     /// The internal key a seek positions the inner iterator at; reused across seeks.
     lookup: Vec<u8>,
+    /// Combines merge operands into values (`None`: operands are an error).
+    merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// Moving forward, the current key's newest version was a merge operand: its key and
+    /// merged value are in `saved_key`/`saved_value`, and the inner iterator has moved on.
+    merged: bool,
+    /// A key's merge operands while its value is computed (buffers reused).
+    operands: Vec<Vec<u8>>,
     // Keeps the memtables, version and snapshot this iterator reads alive.
     _pin: Option<Arc<dyn Any + Send + Sync>>,
 }
@@ -72,8 +80,17 @@ impl DbIterator {
             saved_value: Vec::new(),
             error: None,
             lookup: Vec::new(),
+            merge_operator: None,
+            merged: false,
+            operands: Vec::new(),
             _pin: pin,
         }
+    }
+
+    /// Sets the operator that computes the values of keys holding merge operands.
+    pub(crate) fn with_merge_operator(mut self, op: Option<Arc<dyn MergeOperator>>) -> Self {
+        self.merge_operator = op;
+        self
     }
 
     /// True if positioned on an entry.
@@ -87,8 +104,8 @@ impl DbIterator {
             return &[];
         }
         match self.direction {
-            Direction::Forward => key::user_key(self.inner.key()),
-            Direction::Reverse => &self.saved_key,
+            Direction::Forward if !self.merged => key::user_key(self.inner.key()),
+            _ => &self.saved_key,
         }
     }
 
@@ -98,8 +115,8 @@ impl DbIterator {
             return &[];
         }
         match self.direction {
-            Direction::Forward => self.inner.value(),
-            Direction::Reverse => &self.saved_value,
+            Direction::Forward if !self.merged => self.inner.value(),
+            _ => &self.saved_value,
         }
     }
 
@@ -107,7 +124,7 @@ impl DbIterator {
     /// shares the block (no copy); otherwise (memtable entries, after `prev`) a copy.
     /// REQUIRES: `valid()`.
     pub(crate) fn value_pinned(&self) -> crate::Value {
-        if self.valid && self.direction == Direction::Forward {
+        if self.valid && self.direction == Direction::Forward && !self.merged {
             if let Some(v) = self.inner.pinned_value() {
                 return v;
             }
@@ -234,12 +251,15 @@ impl DbIterator {
             } else if self.inner.status().is_ok() {
                 self.inner.seek_to_first();
             }
-        } else {
+        } else if !self.merged {
             self.saved_key.clear();
             self.saved_key
                 .extend_from_slice(key::user_key(self.inner.key()));
             self.inner.next();
         }
+        // (After a merge, `saved_key` is the current key and the inner iterator already sits
+        // past its newest entry.)
+        self.merged = false;
         if !self.inner.valid() {
             self.valid = false;
             self.saved_key.clear();
@@ -255,20 +275,26 @@ impl DbIterator {
         }
         if self.direction == Direction::Forward {
             // Step back past every entry of the current key.
-            self.saved_key.clear();
-            self.saved_key
-                .extend_from_slice(key::user_key(self.inner.key()));
-            loop {
+            if self.merged {
+                // The inner iterator is past the key's newest entry, maybe at the end.
+                if !self.inner.valid() && self.inner.status().is_ok() {
+                    self.inner.seek_to_last();
+                }
+            } else {
+                self.saved_key.clear();
+                self.saved_key
+                    .extend_from_slice(key::user_key(self.inner.key()));
+            }
+            self.merged = false;
+            while self.inner.valid() && key::user_key(self.inner.key()) >= self.saved_key.as_slice()
+            {
                 self.inner.prev();
-                if !self.inner.valid() {
-                    self.valid = false;
-                    self.saved_key.clear();
-                    self.saved_value.clear();
-                    return;
-                }
-                if key::user_key(self.inner.key()) < self.saved_key.as_slice() {
-                    break;
-                }
+            }
+            if !self.inner.valid() {
+                self.valid = false;
+                self.saved_key.clear();
+                self.saved_value.clear();
+                return;
             }
             self.direction = Direction::Reverse;
         }
@@ -278,6 +304,7 @@ impl DbIterator {
     /// Forward: from the inner position, finds the first visible live entry, skipping entries of
     /// `saved_key` when `skipping`.
     fn find_next_user_entry(&mut self, mut skipping: bool) {
+        self.merged = false;
         while self.inner.valid() {
             let Some(p) = key::parse_internal_key(self.inner.key()) else {
                 self.fail_unparseable();
@@ -302,6 +329,14 @@ impl DbIterator {
                             return;
                         }
                     }
+                    ValueKind::Merge => {
+                        if !(skipping && p.user_key <= self.saved_key.as_slice()) {
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(p.user_key);
+                            self.merge_forward();
+                            return;
+                        }
+                    }
                 }
             }
             self.inner.next();
@@ -310,8 +345,61 @@ impl DbIterator {
         self.valid = false;
     }
 
+    /// Forward, at the newest visible entry of `saved_key`, a merge operand: collects the
+    /// key's operands down to its base (a put, a delete or the end) and merges them into
+    /// `saved_value`. Leaves the inner iterator past the operands.
+    fn merge_forward(&mut self) {
+        self.operands.clear();
+        let mut base: Option<Vec<u8>> = None;
+        while self.inner.valid() {
+            let Some(p) = key::parse_internal_key(self.inner.key()) else {
+                self.fail_unparseable();
+                return;
+            };
+            if p.user_key != self.saved_key.as_slice() {
+                break;
+            }
+            match p.kind {
+                ValueKind::Merge => self.operands.push(self.inner.value().to_vec()),
+                ValueKind::Put => {
+                    base = Some(self.inner.value().to_vec());
+                    break;
+                }
+                ValueKind::Delete => break,
+            }
+            self.inner.next();
+        }
+        if self.inner.status().is_err() {
+            self.valid = false;
+            return;
+        }
+        let op = self.merge_operator.as_deref();
+        match merge::merge_newest_first(op, &self.saved_key, base.as_deref(), &self.operands) {
+            Ok(v) => {
+                self.saved_value = v;
+                self.valid = true;
+                self.merged = true;
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Ends iteration with `e`.
+    fn fail(&mut self, e: Error) {
+        self.error = Some(e);
+        self.valid = false;
+        self.merged = false;
+        self.saved_key.clear();
+        self.saved_value.clear();
+    }
+
     /// Backward: collects the newest visible version of the key before the inner position.
+    /// Versions of one key come oldest first here: a put sets the base, a delete clears it,
+    /// merge operands on top are merged once the key is complete.
     fn find_prev_user_entry(&mut self) {
+        self.merged = false;
+        self.operands.clear();
+        let mut has_base = false;
         let mut kind = ValueKind::Delete;
         while self.inner.valid() {
             let Some(p) = key::parse_internal_key(self.inner.key()) else {
@@ -330,14 +418,28 @@ impl DbIterator {
                     break;
                 }
                 kind = p.kind;
-                if kind == ValueKind::Delete {
-                    self.saved_key.clear();
-                    self.saved_value.clear();
-                } else {
-                    self.saved_key.clear();
-                    self.saved_key.extend_from_slice(p.user_key);
-                    self.saved_value.clear();
-                    self.saved_value.extend_from_slice(self.inner.value());
+                match kind {
+                    ValueKind::Delete => {
+                        self.saved_key.clear();
+                        self.saved_value.clear();
+                        self.operands.clear();
+                        has_base = false;
+                    }
+                    ValueKind::Put => {
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(p.user_key);
+                        self.saved_value.clear();
+                        self.saved_value.extend_from_slice(self.inner.value());
+                        self.operands.clear();
+                        has_base = true;
+                    }
+                    ValueKind::Merge => {
+                        if self.operands.is_empty() && !has_base {
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(p.user_key);
+                        }
+                        self.operands.push(self.inner.value().to_vec());
+                    }
                 }
             }
             self.inner.prev();
@@ -347,8 +449,28 @@ impl DbIterator {
             self.saved_key.clear();
             self.saved_value.clear();
             self.direction = Direction::Forward;
+        } else if kind == ValueKind::Merge {
+            self.merge_backward(has_base);
         } else {
             self.valid = true;
+        }
+    }
+
+    /// Backward: merges the operands collected for `saved_key` (oldest first) onto its base
+    /// (`saved_value` when `has_base`).
+    fn merge_backward(&mut self, has_base: bool) {
+        let op = self.merge_operator.as_deref();
+        let operands: Vec<&[u8]> = self.operands.iter().map(Vec::as_slice).collect();
+        let base = has_base.then_some(self.saved_value.as_slice());
+        match merge::merge_oldest_first(op, &self.saved_key, base, &operands) {
+            Ok(v) => {
+                self.saved_value = v;
+                self.valid = true;
+            }
+            Err(e) => {
+                self.fail(e);
+                self.direction = Direction::Forward;
+            }
         }
     }
 }

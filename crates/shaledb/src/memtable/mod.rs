@@ -61,6 +61,7 @@ impl MemTable {
                 LookupResult::Found(Value::from_vec(e.value().to_vec()))
             }
             (k, Some(ValueKind::Delete)) if k == user_key => LookupResult::Deleted,
+            (k, Some(ValueKind::Merge)) if k == user_key => LookupResult::Merge,
             _ => LookupResult::NotPresent,
         }
     }
@@ -234,13 +235,15 @@ mod tests {
             .collect();
         for &seq in &seqs {
             let uk = &user_keys[rng.gen_range(0..user_keys.len())];
-            let kind = if rng.gen_bool(0.2) {
-                ValueKind::Delete
-            } else {
-                ValueKind::Put
+            let kind = match rng.gen_range(0..10) {
+                0 | 1 => ValueKind::Delete,
+                2 => ValueKind::Merge,
+                _ => ValueKind::Put,
             };
             let value: Vec<u8> = match kind {
-                ValueKind::Put => (0..rng.gen_range(0..50)).map(|_| rng.gen()).collect(),
+                ValueKind::Put | ValueKind::Merge => {
+                    (0..rng.gen_range(0..50)).map(|_| rng.gen()).collect()
+                }
                 ValueKind::Delete => Vec::new(),
             };
             m.add(seq, kind, uk, &value);
@@ -298,6 +301,7 @@ mod tests {
                 Some((k, v)) if k.user_key() == &uk[..] => {
                     match key::parse_internal_key(k.encoded()).map(|p| p.kind) {
                         Some(ValueKind::Put) => LookupResult::Found(Value::from(v.clone())),
+                        Some(ValueKind::Merge) => LookupResult::Merge,
                         _ => LookupResult::Deleted,
                     }
                 }
@@ -452,7 +456,9 @@ mod tests {
                                         LookupResult::Found(_)
                                     ));
                                 }
-                                LookupResult::Deleted => panic!("no deletes were written"),
+                                LookupResult::Deleted | LookupResult::Merge => {
+                                    panic!("only puts were written")
+                                }
                                 LookupResult::NotPresent => {}
                             }
                         }

@@ -239,6 +239,7 @@ impl Table {
         match found {
             None => Ok(LookupResult::NotPresent),
             Some((ValueKind::Delete, _)) => Ok(LookupResult::Deleted),
+            Some((ValueKind::Merge, _)) => Ok(LookupResult::Merge),
             Some((ValueKind::Put, range)) => {
                 let value = if cached {
                     Value::pinned(block, range)
