@@ -338,3 +338,47 @@ fn model_with_merges() {
         }
     }
 }
+
+#[test]
+fn a_family_must_be_reopened_with_the_merge_operator_it_was_written_with() {
+    let fs = MemFileSystem::new();
+    let plain = Options::default().with_fs(fs.clone());
+    let dir = Path::new("/merge-recorded");
+    {
+        let db = Db::open(dir, plain.clone()).expect("open");
+        let cf = CfOptions {
+            merge_operator: Some(Arc::new(UInt64Add)),
+            ..Default::default()
+        };
+        let counts = db.create_cf("counts", cf).expect("create");
+        db.merge_cf(&counts, b"k", 1u64.to_le_bytes())
+            .expect("merge");
+    }
+    // Db::open gives every family default options: no operator for "counts".
+    let err = Db::open(dir, plain.clone()).err().expect("refused");
+    assert!(
+        matches!(&err, Error::InvalidArgument(m) if m.contains("\"counts\"") && m.contains("UInt64AddOperator")),
+        "{err}"
+    );
+    let other = CfOptions {
+        merge_operator: Some(Arc::new(StringAppend::new(","))),
+        ..Default::default()
+    };
+    let err = Db::open_cf(dir, plain.clone(), [("counts", other)])
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(&err, Error::InvalidArgument(m) if m.contains("StringAppendOperator")),
+        "{err}"
+    );
+    let same = CfOptions {
+        merge_operator: Some(Arc::new(UInt64Add)),
+        ..Default::default()
+    };
+    let db = Db::open_cf(dir, plain, [("counts", same)]).expect("same operator");
+    let counts = db.cf("counts").expect("counts");
+    assert_eq!(
+        db.get_cf(&counts, b"k").expect("get").as_deref(),
+        Some(&1u64.to_le_bytes()[..])
+    );
+}

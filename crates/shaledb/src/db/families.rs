@@ -51,6 +51,7 @@ impl DbInner {
             max_column_family: Some(id),
             log_number: Some(wal_number),
             last_sequence: Some(self.last_sequence.load(Ordering::Acquire)),
+            merge_operator: Some(super::open::operator_name(&opts)),
             ..Default::default()
         }];
         self.log_and_apply_all(&mut st, &mut edits)?;

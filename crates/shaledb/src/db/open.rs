@@ -76,6 +76,7 @@ pub(super) fn open_with_families(
     let fs = opts.fs.clone();
     let lock = create_or_lock(dir, &opts)?;
     let mut versions = VersionSet::recover_with(fs.clone(), dir, &opts, &family_options)?;
+    check_merge_operators(&versions, &family_options)?;
     let missing: Vec<&String> = requested
         .keys()
         .filter(|n| !versions.families().values().any(|f| &f.name == *n))
@@ -137,6 +138,7 @@ pub(super) fn open_with_families(
     for e in &mut edits {
         e.log_number = Some(wal_number);
         e.last_sequence = Some(last_sequence);
+        e.merge_operator = family_opts.get(&e.column_family).map(|o| operator_name(o));
     }
     versions.log_and_apply_all(&mut edits)?;
 
@@ -165,6 +167,43 @@ pub(super) fn open_with_families(
         }
     }
     Ok(db)
+}
+
+/// The name of `opts`' merge operator, empty if none (as recorded in the MANIFEST).
+pub(super) fn operator_name(opts: &Options) -> String {
+    opts.merge_operator
+        .as_ref()
+        .map_or_else(String::new, |m| m.name().to_string())
+}
+
+/// Refuses to open a family without the merge operator its data was written with, or with
+/// another one: its merge operands would be unreadable or read as something else.
+fn check_merge_operators(
+    versions: &VersionSet,
+    family_options: &dyn Fn(&str) -> Options,
+) -> Result<()> {
+    for f in versions.families().values() {
+        let Some(stored) = &f.merge_operator else {
+            continue;
+        };
+        let given = operator_name(&family_options(&f.name));
+        if given.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "column family {:?} was written with merge operator {stored:?}: open it with \
+                 a merge_operator named {stored:?} (Options::merge_operator for the default \
+                 family, CfOptions::merge_operator through Db::open_cf for others)",
+                f.name
+            )));
+        }
+        if &given != stored {
+            return Err(Error::InvalidArgument(format!(
+                "column family {:?} was written with merge operator {stored:?} but is opened \
+                 with {given:?}",
+                f.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The column family names stored in the database at `dir`, the default family first.

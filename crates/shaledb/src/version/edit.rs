@@ -28,6 +28,7 @@ mod tag {
     pub const COLUMN_FAMILY_DROP: u32 = 9;
     pub const MAX_COLUMN_FAMILY: u32 = 10;
     pub const IN_ATOMIC_GROUP: u32 = 11;
+    pub const MERGE_OPERATOR: u32 = 12;
 }
 
 /// Column family ids must be below this (a larger id read from disk is corruption).
@@ -90,6 +91,8 @@ pub struct VersionEdit {
     /// This edit belongs to an atomic group and this many edits of the group follow it; replay
     /// applies a group only once all of it is read.
     pub atomic_group_remaining: Option<u32>,
+    /// The name of the merge operator the family is opened with from now on (empty: none).
+    pub merge_operator: Option<String>,
 }
 
 impl VersionEdit {
@@ -123,6 +126,10 @@ impl VersionEdit {
         if let Some(v) = self.atomic_group_remaining {
             put_varint32(dst, tag::IN_ATOMIC_GROUP);
             put_varint32(dst, v);
+        }
+        if let Some(name) = &self.merge_operator {
+            put_varint32(dst, tag::MERGE_OPERATOR);
+            put_length_prefixed(dst, name.as_bytes());
         }
         if let Some(v) = self.log_number {
             put_varint32(dst, tag::LOG_NUMBER);
@@ -230,6 +237,16 @@ impl VersionEdit {
                     }
                 }
                 tag::COLUMN_FAMILY_DROP => edit.column_family_drop = true,
+                tag::MERGE_OPERATOR => {
+                    let name = d
+                        .length_prefixed()
+                        .ok_or_else(|| field("truncated merge operator name"))?;
+                    let name = std::str::from_utf8(name)
+                        .map_err(|_| field("merge operator name is not UTF-8"))?;
+                    if edit.merge_operator.replace(name.to_string()).is_some() {
+                        return Err(field("field appears twice"));
+                    }
+                }
                 tag::IN_ATOMIC_GROUP => {
                     let n = d
                         .varint32()

@@ -57,6 +57,8 @@ pub struct FamilyVersions {
     /// Per level, the largest key of the last compaction: the next one starts after it so
     /// compactions rotate through the key space.
     pub compact_pointers: Vec<Vec<u8>>,
+    /// The merge operator the family was last opened with, as recorded in the MANIFEST.
+    pub merge_operator: Option<String>,
 }
 
 impl FamilyVersions {
@@ -97,6 +99,7 @@ struct ReplayFamily {
     levels: Vec<Vec<Arc<FileMetaData>>>,
     log_number: u64,
     compact_pointers: Vec<Vec<u8>>,
+    merge_operator: Option<String>,
 }
 
 impl ReplayFamily {
@@ -106,8 +109,14 @@ impl ReplayFamily {
             levels: vec![Vec::new(); MAX_LEVELS],
             log_number: 0,
             compact_pointers: vec![Vec::new(); MAX_LEVELS],
+            merge_operator: None,
         }
     }
+}
+
+/// An edit's merge operator field as the family's recorded operator (empty: none).
+fn recorded_operator(field: &str) -> Option<String> {
+    (!field.is_empty()).then(|| field.to_string())
 }
 
 /// Everything a MANIFEST replay collects.
@@ -182,6 +191,7 @@ impl Replayed {
             };
         }
         let touches_family = edit.log_number.is_some()
+            || edit.merge_operator.is_some()
             || !edit.compact_pointers.is_empty()
             || !edit.deleted_files.is_empty()
             || !edit.new_files.is_empty();
@@ -196,6 +206,9 @@ impl Replayed {
         if let Some(n) = edit.log_number {
             f.log_number = n;
             self.saw_log_number = true;
+        }
+        if let Some(name) = &edit.merge_operator {
+            f.merge_operator = recorded_operator(name);
         }
         for (level, k) in &edit.compact_pointers {
             if let Some(p) = f.compact_pointers.get_mut(*level) {
@@ -539,6 +552,7 @@ impl VersionSet {
                         config,
                         current: Arc::new(Version::default()),
                         log_number: edit.log_number.unwrap_or(0),
+                        merge_operator: None,
                     },
                 );
             }
@@ -592,6 +606,11 @@ impl VersionSet {
                 .find_map(|e| e.log_number)
                 .or(live.map(|f| f.log_number))
                 .or(Some(0));
+            s.merge_operator = changed
+                .iter()
+                .rev()
+                .find_map(|e| e.merge_operator.clone())
+                .or_else(|| live.and_then(|f| f.merge_operator.clone()));
             if id == DEFAULT_FAMILY {
                 s.next_file_number = Some(self.next_file_number);
                 s.last_sequence = Some(last_sequence);
@@ -698,6 +717,7 @@ fn finish_replayed_family(
         current: Arc::new(version),
         log_number: f.log_number,
         compact_pointers: f.compact_pointers,
+        merge_operator: f.merge_operator,
     })
 }
 
@@ -710,6 +730,9 @@ fn install_version(
 ) {
     if let Some(n) = edit.log_number {
         f.log_number = f.log_number.max(n);
+    }
+    if let Some(name) = &edit.merge_operator {
+        f.merge_operator = recorded_operator(name);
     }
     for (level, k) in &edit.compact_pointers {
         if let Some(p) = f.compact_pointers.get_mut(*level) {
