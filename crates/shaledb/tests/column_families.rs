@@ -457,3 +457,49 @@ fn model_with_families_creates_drops_and_reopens() {
         run_model(seed, 1500);
     }
 }
+
+#[test]
+fn multi_get_reads_one_view_in_the_callers_order() {
+    let db = Db::open("/cf-multi-get", mem_options()).expect("open");
+    let cf = db.create_cf("x", CfOptions::default()).expect("x");
+    for i in 0..500u32 {
+        db.put_cf(&cf, i.to_be_bytes(), i.to_le_bytes())
+            .expect("put");
+        if i % 2 == 0 {
+            db.put(i.to_be_bytes(), b"default").expect("put");
+        }
+    }
+    db.flush_cf(&cf).expect("flush");
+    let snap = db.snapshot();
+    db.delete_cf(&cf, 7u32.to_be_bytes())
+        .expect("delete after the snapshot");
+    let keys = [9u32, 7, 1000, 3, 7];
+    let ro = ReadOptions {
+        snapshot: Some(snap),
+        ..Default::default()
+    };
+    let got: Vec<Option<Vec<u8>>> = db
+        .multi_get_cf(&ro, &cf, keys.iter().map(|k| k.to_be_bytes()))
+        .into_iter()
+        .map(|r| r.expect("multi_get").map(|v| v.to_vec()))
+        .collect();
+    let want: Vec<Option<Vec<u8>>> = [Some(9u32), Some(7), None, Some(3), Some(7)]
+        .iter()
+        .map(|k| k.map(|k| k.to_le_bytes().to_vec()))
+        .collect();
+    assert_eq!(got, want);
+    let now = db.multi_get_cf(&ReadOptions::default(), &cf, [7u32.to_be_bytes()]);
+    assert!(matches!(now.as_slice(), [Ok(None)]));
+    let default: Vec<bool> = db
+        .multi_get(keys.iter().map(|k| k.to_be_bytes()))
+        .into_iter()
+        .map(|r| r.expect("get").is_some())
+        .collect();
+    assert_eq!(default, vec![false, false, false, false, false]);
+    let even: Vec<bool> = db
+        .multi_get([4u32.to_be_bytes(), 5u32.to_be_bytes()])
+        .into_iter()
+        .map(|r| r.expect("get").is_some())
+        .collect();
+    assert_eq!(even, vec![true, false]);
+}

@@ -434,6 +434,44 @@ impl Db {
         self.inner.get(ro, data, key.as_ref())
     }
 
+    /// The values of several keys, one result per key in the order given, all read from one
+    /// view of the database (as if by one snapshot). Keys are looked up in sorted order, so
+    /// keys in one table block find it in the block cache after the first read.
+    ///
+    /// ```
+    /// use shaledb::{Db, Options};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options::default()).unwrap();
+    /// db.put(b"a", b"1").unwrap();
+    /// db.put(b"c", b"3").unwrap();
+    /// let got: Vec<_> = db.multi_get([&b"c"[..], b"b", b"a"]).into_iter().map(|r| r.unwrap()).collect();
+    /// assert_eq!(got, vec![Some(b"3".into()), None, Some(b"1".into())]);
+    /// ```
+    pub fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Vec<Result<Option<Value>>> {
+        let keys: Vec<K> = keys.into_iter().collect();
+        let slices: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        self.inner
+            .multi_get(&ReadOptions::default(), &self.inner.default_cf, &slices)
+    }
+
+    /// [`multi_get`](Self::multi_get) in column family `cf` as of `ro.snapshot` (or now).
+    pub fn multi_get_cf<K: AsRef<[u8]>>(
+        &self,
+        ro: &ReadOptions,
+        cf: &ColumnFamily,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Vec<Result<Option<Value>>> {
+        let keys: Vec<K> = keys.into_iter().collect();
+        let slices: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        match self.inner.check_handle(cf) {
+            Ok(data) => self.inner.multi_get(ro, data, &slices),
+            Err(e) => slices.iter().map(|_| Err(e.duplicate())).collect(),
+        }
+    }
+
     /// An iterator over the database as of `ro.snapshot` (or now), within `ro`'s bounds. It
     /// starts unpositioned: call a `seek*` method first.
     pub fn iter(&self, ro: &ReadOptions) -> DbIterator {
@@ -612,11 +650,23 @@ impl DbInner {
         // at least that high.
         let sv = cf.super_version.load();
         let seq = self.read_sequence(ro);
+        self.get_at(ro, cf, &sv, seq, user_key)
+    }
+
+    /// `get` in one super version at one sequence number.
+    fn get_at(
+        &self,
+        ro: &ReadOptions,
+        cf: &CfData,
+        sv: &Arc<SuperVersion>,
+        seq: SequenceNumber,
+        user_key: &[u8],
+    ) -> Result<Option<Value>> {
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             match mem.get(user_key, seq) {
                 LookupResult::Found(v) => return Ok(Some(v)),
                 LookupResult::Deleted => return Ok(None),
-                LookupResult::Merge => return self.get_merged(ro, cf, &sv, seq, user_key),
+                LookupResult::Merge => return self.get_merged(ro, cf, sv, seq, user_key),
                 LookupResult::NotPresent => {}
             }
         }
@@ -627,8 +677,29 @@ impl DbInner {
         {
             LookupResult::Found(v) => Ok(Some(v)),
             LookupResult::Deleted | LookupResult::NotPresent => Ok(None),
-            LookupResult::Merge => self.get_merged(ro, cf, &sv, seq, user_key),
+            LookupResult::Merge => self.get_merged(ro, cf, sv, seq, user_key),
         }
+    }
+
+    /// `Db::multi_get`: every key read from one super version at one sequence number, in
+    /// sorted order (so keys sharing a block hit the block cache after its first read).
+    fn multi_get(
+        &self,
+        ro: &ReadOptions,
+        cf: &CfData,
+        keys: &[&[u8]],
+    ) -> Vec<Result<Option<Value>>> {
+        let sv = cf.super_version.load_full();
+        let seq = self.read_sequence(ro);
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_by_key(|&i| keys[i]);
+        let mut out: Vec<Option<Result<Option<Value>>>> = (0..keys.len()).map(|_| None).collect();
+        for i in order {
+            out[i] = Some(self.get_at(ro, cf, &sv, seq, keys[i]));
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| Ok(None)))
+            .collect()
     }
 
     /// The slow path of `get` for a key whose newest visible version is a merge operand:
