@@ -698,7 +698,7 @@ impl DbInner {
             out[i] = Some(self.get_at(ro, cf, &sv, seq, keys[i]));
         }
         out.into_iter()
-            .map(|r| r.unwrap_or_else(|| Ok(None)))
+            .map(|r| r.unwrap_or(Ok(None)))
             .collect()
     }
 
