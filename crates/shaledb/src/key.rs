@@ -26,13 +26,16 @@ pub enum ValueKind {
     Put = 1,
     /// A merge operand was written at this sequence number (see `merge.rs`).
     Merge = 2,
+    /// A single delete (RocksDB's `SingleDelete`): a tombstone that, in compaction, vanishes
+    /// together with the one put below it.
+    SingleDelete = 7,
 }
 
 /// The kind used when building a seek target: the highest kind, so a seek for sequence `s`
 /// lands on the first entry with sequence <= `s`. (Index separators written before merge
 /// operands existed carry kind 1 with the largest sequence number; they still sort after
 /// every entry of their user key, so old tables read the same.)
-pub const KIND_FOR_SEEK: ValueKind = ValueKind::Merge;
+pub const KIND_FOR_SEEK: ValueKind = ValueKind::SingleDelete;
 
 impl ValueKind {
     /// Decodes a kind byte; `None` for unknown kinds (corruption).
@@ -41,8 +44,14 @@ impl ValueKind {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
             2 => Some(ValueKind::Merge),
+            7 => Some(ValueKind::SingleDelete),
             _ => None,
         }
+    }
+
+    /// True for the kinds that delete the key (delete and single delete).
+    pub fn is_deletion(self) -> bool {
+        matches!(self, ValueKind::Delete | ValueKind::SingleDelete)
     }
 }
 
@@ -308,7 +317,7 @@ mod tests {
         assert!(parse_internal_key(b"short").is_none());
         let mut bad = k.clone();
         let n = bad.len();
-        bad[n - 8] = 7;
+        bad[n - 8] = 9;
         assert!(parse_internal_key(&bad).is_none());
     }
 
@@ -320,7 +329,7 @@ mod tests {
             short.internal_key(),
             &make_internal_key(b"user", 42, KIND_FOR_SEEK)[..]
         );
-        assert_eq!(short.internal_key(), b"user\x02\x2a\0\0\0\0\0\0");
+        assert_eq!(short.internal_key(), b"user\x07\x2a\0\0\0\0\0\0");
         assert_eq!(short.user_key(), b"user");
         assert_eq!(short.sequence(), 42);
 

@@ -22,6 +22,7 @@ mod cf_tag {
     pub const DELETE: u8 = 4;
     pub const PUT: u8 = 5;
     pub const MERGE: u8 = 6;
+    pub const SINGLE_DELETE: u8 = 8;
 }
 
 /// Bytes of the batch header: fixed64 sequence, fixed32 count.
@@ -55,6 +56,8 @@ pub enum BatchEntry<'a> {
     Delete(&'a [u8]),
     /// Merge operand (second) for `key` (first); see [`MergeOperator`](crate::MergeOperator).
     Merge(&'a [u8], &'a [u8]),
+    /// Single-delete `key` (see [`WriteBatch::single_delete`]).
+    SingleDelete(&'a [u8]),
 }
 
 impl BatchEntry<'_> {
@@ -64,6 +67,7 @@ impl BatchEntry<'_> {
             BatchEntry::Put(k, v) => (ValueKind::Put, k, v),
             BatchEntry::Delete(k) => (ValueKind::Delete, k, &[]),
             BatchEntry::Merge(k, v) => (ValueKind::Merge, k, v),
+            BatchEntry::SingleDelete(k) => (ValueKind::SingleDelete, k, &[]),
         }
     }
 }
@@ -130,6 +134,35 @@ impl WriteBatch {
     /// If the batch already holds `u32::MAX` entries.
     pub fn merge_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         self.merge_in(cf.id(), key.as_ref(), value.as_ref());
+    }
+
+    /// Adds "single-delete `key`" (RocksDB's `SingleDelete`): like a delete, but in
+    /// compaction it vanishes together with the put below it instead of staying as a
+    /// tombstone down to the last level. Only for a key written by exactly one put since it
+    /// was last deleted (or never deleted) and not merged into: as in RocksDB, mixing single
+    /// deletes with several puts, merges or deletes of one key has undefined results (an
+    /// older value may reappear).
+    ///
+    /// # Panics
+    /// If the batch already holds `u32::MAX` entries.
+    pub fn single_delete(&mut self, key: impl AsRef<[u8]>) {
+        self.single_delete_in(0, key.as_ref());
+    }
+
+    /// Adds "single-delete `key` in column family `cf`" (see
+    /// [`single_delete`](Self::single_delete)).
+    ///
+    /// # Panics
+    /// If the batch already holds `u32::MAX` entries.
+    pub fn single_delete_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>) {
+        self.single_delete_in(cf.id(), key.as_ref());
+    }
+
+    /// Adds a single delete in family `cf` (by id).
+    pub(crate) fn single_delete_in(&mut self, cf: u32, key: &[u8]) {
+        self.bump_count();
+        self.push_tag(cf, ValueKind::SingleDelete as u8, cf_tag::SINGLE_DELETE);
+        put_length_prefixed(&mut self.rep.0, key);
     }
 
     /// Adds a merge operand in family `cf` (by id).
@@ -315,7 +348,7 @@ impl<'a> IntoIterator for &'a WriteBatch {
 fn decode_record<'a>(d: &mut Decoder<'a>) -> Result<(u32, BatchEntry<'a>), String> {
     let tag = d.u8().ok_or("missing kind byte")?;
     let (cf, kind) = match tag {
-        cf_tag::DELETE | cf_tag::PUT | cf_tag::MERGE => {
+        cf_tag::DELETE | cf_tag::PUT | cf_tag::MERGE | cf_tag::SINGLE_DELETE => {
             let cf = d
                 .varint32()
                 .filter(|&cf| cf != 0 && cf < crate::version::edit::MAX_COLUMN_FAMILY_ID)
@@ -323,6 +356,7 @@ fn decode_record<'a>(d: &mut Decoder<'a>) -> Result<(u32, BatchEntry<'a>), Strin
             let kind = match tag {
                 cf_tag::PUT => ValueKind::Put,
                 cf_tag::MERGE => ValueKind::Merge,
+                cf_tag::SINGLE_DELETE => ValueKind::SingleDelete,
                 _ => ValueKind::Delete,
             };
             (cf, kind as u8)
@@ -343,6 +377,12 @@ fn decode_entry<'a>(d: &mut Decoder<'a>, kind: u8) -> Result<BatchEntry<'a>, Str
         Some(ValueKind::Delete) => {
             let key = d.length_prefixed().ok_or("truncated or bad delete key")?;
             Ok(BatchEntry::Delete(key))
+        }
+        Some(ValueKind::SingleDelete) => {
+            let key = d
+                .length_prefixed()
+                .ok_or("truncated or bad single delete key")?;
+            Ok(BatchEntry::SingleDelete(key))
         }
         Some(ValueKind::Merge) => {
             let key = d.length_prefixed().ok_or("truncated or bad merge key")?;
@@ -403,7 +443,9 @@ mod tests {
             .map(|e| match e {
                 BatchEntry::Put(k, v) => (true, k.to_vec(), v.to_vec()),
                 BatchEntry::Delete(k) => (false, k.to_vec(), Vec::new()),
-                BatchEntry::Merge(..) => panic!("no merges in these tests"),
+                BatchEntry::Merge(..) | BatchEntry::SingleDelete(..) => {
+                    panic!("no merges or single deletes in these tests")
+                }
             })
             .collect()
     }

@@ -100,6 +100,12 @@ fn write_inner(
 ) -> Result<()> {
     let mut keys = KeyTracker::default();
     let mut counter = 0u32;
+    let mut out = Outputs {
+        spec,
+        new_file_number,
+        done,
+        current,
+    };
     input.seek_to_first();
     while input.valid() {
         counter = counter.wrapping_add(1);
@@ -119,47 +125,88 @@ fn write_inner(
         let (new_user_key, drop) = keys.observe(&p, policy);
         if new_user_key {
             // Cut only between user keys so one key's versions never span two files of a level.
-            let full = current
-                .as_ref()
-                .is_some_and(|o| o.builder.file_size() >= spec.max_file_size);
-            if full {
-                if let Some(o) = current.take() {
-                    done.push(finish_output(spec, o)?);
+            out.cut_if_full()?;
+        }
+        if let (false, ValueKind::SingleDelete, Some(policy)) = (drop, p.kind, policy) {
+            if p.sequence <= policy.smallest_snapshot {
+                let tombstone = ikey.to_vec();
+                input.next();
+                if !keys.single_delete_vanishes(input, policy) {
+                    out.add(&tombstone, &[])?;
                 }
+                continue;
             }
         }
         if !drop {
-            if current.is_none() {
-                *current = Some(open_output(spec, new_file_number())?);
-            }
-            if let Some(o) = current.as_mut() {
-                o.builder.add(ikey, input.value())?;
-                let m = &mut o.meta;
-                if m.num_entries == 0 {
-                    m.smallest = InternalKey(ikey.to_vec());
-                }
-                o.largest.clear();
-                o.largest.extend_from_slice(ikey);
-                m.smallest_seqno = m.smallest_seqno.min(p.sequence);
-                m.largest_seqno = m.largest_seqno.max(p.sequence);
-                m.num_entries += 1;
-                if p.kind == ValueKind::Delete {
-                    m.num_deletions += 1;
-                }
-            }
+            out.add(ikey, input.value())?;
         }
         input.next();
     }
     input.status()?;
-    if let Some(o) = current.take() {
-        done.push(finish_output(spec, o)?);
+    if let Some(o) = out.current.take() {
+        out.done.push(finish_output(spec, o)?);
     }
-    if !done.is_empty() {
+    if !out.done.is_empty() {
         spec.fs
             .sync_dir(spec.dir)
             .map_err(|e| Error::io("syncing the database directory", e))?;
     }
     Ok(())
+}
+
+/// The output tables of one `write_tables` call: the finished ones and the one being written.
+struct Outputs<'a, 'b> {
+    spec: &'a OutputSpec<'a>,
+    new_file_number: &'b mut dyn FnMut() -> u64,
+    done: &'b mut Vec<FileMetaData>,
+    current: &'b mut Option<Output>,
+}
+
+impl Outputs<'_, '_> {
+    /// Finishes the current output if it reached the target size.
+    fn cut_if_full(&mut self) -> Result<()> {
+        let full = self
+            .current
+            .as_ref()
+            .is_some_and(|o| o.builder.file_size() >= self.spec.max_file_size);
+        if full {
+            if let Some(o) = self.current.take() {
+                self.done.push(finish_output(self.spec, o)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends one entry (a valid internal key) to the current output, opening one if needed.
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let Some(p) = key::parse_internal_key(ikey) else {
+            return Err(Error::corruption(
+                self.spec.dir,
+                0,
+                "compaction output got an unparseable internal key",
+            ));
+        };
+        if self.current.is_none() {
+            *self.current = Some(open_output(self.spec, (self.new_file_number)())?);
+        }
+        let Some(o) = self.current.as_mut() else {
+            return Ok(());
+        };
+        o.builder.add(ikey, value)?;
+        let m = &mut o.meta;
+        if m.num_entries == 0 {
+            m.smallest = InternalKey(ikey.to_vec());
+        }
+        o.largest.clear();
+        o.largest.extend_from_slice(ikey);
+        m.smallest_seqno = m.smallest_seqno.min(p.sequence);
+        m.largest_seqno = m.largest_seqno.max(p.sequence);
+        m.num_entries += 1;
+        if p.kind.is_deletion() {
+            m.num_deletions += 1;
+        }
+        Ok(())
+    }
 }
 
 /// Follows the merged input one entry at a time (user keys ascending, each key's versions
@@ -191,7 +238,8 @@ impl KeyTracker {
             // A newer version of this key is visible to every reader.
             true
         } else {
-            // Nothing below can hold an older version for this tombstone to hide.
+            // Nothing below can hold an older version for this tombstone to hide. (A single
+            // delete every reader sees is decided by `single_delete_vanishes`.)
             p.kind == ValueKind::Delete
                 && p.sequence <= policy.smallest_snapshot
                 && policy
@@ -202,6 +250,31 @@ impl KeyTracker {
             self.last_sequence_for_key = p.sequence;
         }
         (new_user_key, drop)
+    }
+
+    /// For a single delete every reader sees (the input now past it): if the next entry is
+    /// the put it deletes, both vanish (the input moves past the put, which still hides
+    /// whatever is older); otherwise the tombstone vanishes alone when nothing below the output
+    /// level can hold the key. Returns whether the tombstone vanishes.
+    fn single_delete_vanishes(
+        &mut self,
+        input: &mut dyn InternalIterator,
+        policy: &DropPolicy,
+    ) -> bool {
+        let put_below = input
+            .valid()
+            .then(|| key::parse_internal_key(input.key()))
+            .flatten()
+            .filter(|n| n.user_key == self.current_user_key.as_slice() && n.kind == ValueKind::Put)
+            .map(|n| n.sequence);
+        if let Some(seq) = put_below {
+            self.last_sequence_for_key = seq;
+            input.next();
+            return true;
+        }
+        policy
+            .version
+            .is_base_level_for_key(policy.output_level, &self.current_user_key)
     }
 }
 
@@ -359,5 +432,106 @@ mod tests {
             output_level: 2,
         };
         assert_eq!(kept(INPUT, Some(&p)), "a@9 e@5");
+    }
+
+    /// Runs entries written "key@seq" (put), "key@seq-del" (delete) or "key@seq-sd" (single
+    /// delete) through `write_tables` with `policy` and returns the output tables' entries in
+    /// the same notation.
+    fn compacted(entries: &str, policy: &DropPolicy) -> String {
+        use crate::cache::{BlockCache, TableCache};
+        use crate::fs::MemFileSystem;
+        use crate::memtable::MemTable;
+        use crate::sst::BlockReadOptions;
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let dir = Path::new("/job");
+        fs.create_dir_all(dir).expect("mkdir");
+        let tables = TableCache::new(
+            fs.clone(),
+            dir.to_path_buf(),
+            10,
+            Arc::new(BlockCache::new(1 << 20, 0)),
+        );
+        let mem = Arc::new(MemTable::new(0));
+        for e in entries.split_whitespace() {
+            let (k, rest) = e.split_once('@').expect("key@seq");
+            let (seq, kind) = if let Some(s) = rest.strip_suffix("-del") {
+                (s, ValueKind::Delete)
+            } else if let Some(s) = rest.strip_suffix("-sd") {
+                (s, ValueKind::SingleDelete)
+            } else {
+                (rest, ValueKind::Put)
+            };
+            mem.add(seq.parse().expect("seq"), kind, k.as_bytes(), b"v");
+        }
+        let opts = Options::default();
+        let spec = OutputSpec {
+            fs: &fs,
+            dir,
+            opts: &opts,
+            tables: &tables,
+            level: policy.output_level,
+            max_file_size: u64::MAX,
+        };
+        let mut next = 10;
+        let metas = write_tables(
+            &spec,
+            &mut mem.iter(),
+            Some(policy),
+            &mut || {
+                next += 1;
+                next
+            },
+            &AtomicBool::new(false),
+        )
+        .expect("write");
+        let mut out = Vec::new();
+        for m in metas {
+            let t = tables.get(m.number, m.file_size).expect("table");
+            let mut it = t.iter(BlockReadOptions::default());
+            it.seek_to_first();
+            while it.valid() {
+                let p = parse_internal_key(it.key()).expect("key");
+                let suffix = match p.kind {
+                    ValueKind::Delete => "-del",
+                    ValueKind::SingleDelete => "-sd",
+                    _ => "",
+                };
+                out.push(format!(
+                    "{}@{}{suffix}",
+                    String::from_utf8_lossy(p.user_key),
+                    p.sequence
+                ));
+                it.next();
+            }
+        }
+        out.join(" ")
+    }
+
+    #[test]
+    fn a_single_delete_vanishes_with_its_put_even_above_the_base_level() {
+        // L3 holds a..z, so ordinary tombstones must stay; the single delete and its put go
+        // together, and the put still hides the older version below it.
+        let deeper = DropPolicy {
+            smallest_snapshot: 100,
+            version: version_with(3, "a", "z"),
+            output_level: 1,
+        };
+        assert_eq!(compacted("b@9 k@8-sd k@7 k@3 z@1", &deeper), "b@9 z@1");
+        assert_eq!(compacted("k@8-del k@7 k@3", &deeper), "k@8-del");
+        // With no put right below, the single delete stays while a deeper level may hold the
+        // key, and goes at the base level.
+        assert_eq!(compacted("k@8-sd m@5", &deeper), "k@8-sd m@5");
+        let base = DropPolicy {
+            output_level: 3,
+            ..deeper
+        };
+        assert_eq!(compacted("k@8-sd m@5", &base), "m@5");
+        // A snapshot at 7 still needs the put and does not see the single delete: both stay.
+        let snapshot = DropPolicy {
+            smallest_snapshot: 7,
+            version: version_with(3, "a", "z"),
+            output_level: 1,
+        };
+        assert_eq!(compacted("k@8-sd k@7 k@3", &snapshot), "k@8-sd k@7");
     }
 }

@@ -343,6 +343,42 @@ impl Db {
         self.inner.write_owned(wo, b)
     }
 
+    /// Single-deletes `key`: RocksDB's `SingleDelete`, for a key written by exactly one put
+    /// since it was last deleted. Reads see it as a delete; in compaction the put and the
+    /// single delete vanish together instead of leaving a tombstone. Mixing it with several
+    /// puts, merges or deletes of one key has undefined results, as in RocksDB (an older
+    /// value may reappear).
+    pub fn single_delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.single_delete_slice(&WriteOptions::default(), DEFAULT_FAMILY, key.as_ref())
+    }
+
+    /// [`single_delete`](Self::single_delete) with the given write options.
+    pub fn single_delete_opt(&self, wo: &WriteOptions, key: impl AsRef<[u8]>) -> Result<()> {
+        self.single_delete_slice(wo, DEFAULT_FAMILY, key.as_ref())
+    }
+
+    /// [`single_delete`](Self::single_delete) in column family `cf`.
+    pub fn single_delete_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<()> {
+        self.single_delete_cf_opt(&WriteOptions::default(), cf, key)
+    }
+
+    /// [`single_delete`](Self::single_delete) in column family `cf` with the given options.
+    pub fn single_delete_cf_opt(
+        &self,
+        wo: &WriteOptions,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let id = self.inner.check_handle(cf)?.id;
+        self.single_delete_slice(wo, id, key.as_ref())
+    }
+
+    fn single_delete_slice(&self, wo: &WriteOptions, cf: u32, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.single_delete_in(cf, key);
+        self.inner.write_owned(wo, b)
+    }
+
     /// Merges `value` into `key` (see [`MergeOperator`]): the value read later is the family's
     /// merge operator applied to the key's value and the operands merged since. Refused with
     /// `InvalidArgument` if the family has no merge operator.
@@ -697,9 +733,7 @@ impl DbInner {
         for i in order {
             out[i] = Some(self.get_at(ro, cf, &sv, seq, keys[i]));
         }
-        out.into_iter()
-            .map(|r| r.unwrap_or(Ok(None)))
-            .collect()
+        out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
     }
 
     /// The slow path of `get` for a key whose newest visible version is a merge operand:
@@ -734,7 +768,7 @@ impl DbInner {
                     base = Some(it.value().to_vec());
                     break;
                 }
-                ValueKind::Delete => break,
+                ValueKind::Delete | ValueKind::SingleDelete => break,
             }
             it.next();
         }

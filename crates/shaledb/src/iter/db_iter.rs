@@ -317,7 +317,7 @@ impl DbIterator {
             }
             if p.sequence <= self.sequence {
                 match p.kind {
-                    ValueKind::Delete => {
+                    ValueKind::Delete | ValueKind::SingleDelete => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
                         skipping = true;
@@ -365,7 +365,7 @@ impl DbIterator {
                     base = Some(self.inner.value().to_vec());
                     break;
                 }
-                ValueKind::Delete => break,
+                ValueKind::Delete | ValueKind::SingleDelete => break,
             }
             self.inner.next();
         }
@@ -417,9 +417,12 @@ impl DbIterator {
                     // Everything of saved_key has been seen; its newest version is a value.
                     break;
                 }
-                kind = p.kind;
+                kind = match p.kind {
+                    ValueKind::SingleDelete => ValueKind::Delete,
+                    k => k,
+                };
                 match kind {
-                    ValueKind::Delete => {
+                    ValueKind::Delete | ValueKind::SingleDelete => {
                         self.saved_key.clear();
                         self.saved_value.clear();
                         self.operands.clear();

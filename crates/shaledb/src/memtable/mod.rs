@@ -44,7 +44,7 @@ impl MemTable {
     /// has one writer: the group-commit leader, or WAL replay). A concurrent `add` panics.
     pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         self.list.insert(user_key, seq, kind, value);
-        if kind == ValueKind::Delete {
+        if kind.is_deletion() {
             self.num_deletes.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -60,7 +60,9 @@ impl MemTable {
             (k, Some(ValueKind::Put)) if k == user_key => {
                 LookupResult::Found(Value::from_vec(e.value().to_vec()))
             }
-            (k, Some(ValueKind::Delete)) if k == user_key => LookupResult::Deleted,
+            (k, Some(ValueKind::Delete | ValueKind::SingleDelete)) if k == user_key => {
+                LookupResult::Deleted
+            }
             (k, Some(ValueKind::Merge)) if k == user_key => LookupResult::Merge,
             _ => LookupResult::NotPresent,
         }
@@ -236,7 +238,8 @@ mod tests {
         for &seq in &seqs {
             let uk = &user_keys[rng.gen_range(0..user_keys.len())];
             let kind = match rng.gen_range(0..10) {
-                0 | 1 => ValueKind::Delete,
+                0 => ValueKind::Delete,
+                1 => ValueKind::SingleDelete,
                 2 => ValueKind::Merge,
                 _ => ValueKind::Put,
             };
@@ -244,7 +247,7 @@ mod tests {
                 ValueKind::Put | ValueKind::Merge => {
                     (0..rng.gen_range(0..50)).map(|_| rng.gen()).collect()
                 }
-                ValueKind::Delete => Vec::new(),
+                ValueKind::Delete | ValueKind::SingleDelete => Vec::new(),
             };
             m.add(seq, kind, uk, &value);
             model.insert(InternalKey::new(uk, seq, kind), value);
@@ -276,7 +279,7 @@ mod tests {
                     .collect()
             };
             let seq = rng.gen_range(0..=3001);
-            let target = InternalKey::new(&uk, seq, ValueKind::Put);
+            let target = InternalKey::new(&uk, seq, key::KIND_FOR_SEEK);
             it.seek(target.encoded());
             let want = model.range(target.clone()..).next();
             match want {

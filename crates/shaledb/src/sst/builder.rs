@@ -6,7 +6,7 @@ use super::{filter, properties, BlockHandle, TableBuilderOptions, TablePropertie
 use crate::compression::CompressionType;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
-use crate::key::{self, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
+use crate::key::{self, KIND_FOR_SEEK, MAX_SEQUENCE};
 use std::path::PathBuf;
 
 /// Metaindex key of the whole-table bloom filter block.
@@ -96,7 +96,7 @@ impl TableBuilder {
                 self.props.smallest_seqno = self.props.smallest_seqno.min(p.sequence);
                 self.props.largest_seqno = self.props.largest_seqno.max(p.sequence);
             }
-            if p.kind == ValueKind::Delete {
+            if p.kind.is_deletion() {
                 self.props.num_deletions += 1;
             }
         }
@@ -289,7 +289,7 @@ fn with_seek_trailer(mut short_user: Vec<u8>, last_user: &[u8], last: &[u8]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::make_internal_key;
+    use crate::key::{make_internal_key, ValueKind};
     use std::cmp::Ordering;
 
     #[test]

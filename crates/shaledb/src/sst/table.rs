@@ -238,7 +238,7 @@ impl Table {
         status.map_err(|e| self.name_file(e))?;
         match found {
             None => Ok(LookupResult::NotPresent),
-            Some((ValueKind::Delete, _)) => Ok(LookupResult::Deleted),
+            Some((ValueKind::Delete | ValueKind::SingleDelete, _)) => Ok(LookupResult::Deleted),
             Some((ValueKind::Merge, _)) => Ok(LookupResult::Merge),
             Some((ValueKind::Put, range)) => {
                 let value = if cached {
