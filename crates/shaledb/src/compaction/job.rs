@@ -129,16 +129,17 @@ fn write_inner(
         }
         if let (false, ValueKind::SingleDelete, Some(policy)) = (drop, p.kind, policy) {
             if p.sequence <= policy.smallest_snapshot {
+                let (sequence, kind) = (p.sequence, p.kind);
                 let tombstone = ikey.to_vec();
                 input.next();
                 if !keys.single_delete_vanishes(input, policy) {
-                    out.add(&tombstone, &[])?;
+                    out.add(&tombstone, &[], sequence, kind)?;
                 }
                 continue;
             }
         }
         if !drop {
-            out.add(ikey, input.value())?;
+            out.add(ikey, input.value(), p.sequence, p.kind)?;
         }
         input.next();
     }
@@ -177,15 +178,9 @@ impl Outputs<'_, '_> {
         Ok(())
     }
 
-    /// Appends one entry (a valid internal key) to the current output, opening one if needed.
-    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
-        let Some(p) = key::parse_internal_key(ikey) else {
-            return Err(Error::corruption(
-                self.spec.dir,
-                0,
-                "compaction output got an unparseable internal key",
-            ));
-        };
+    /// Appends one entry (internal key `ikey` with this sequence number and kind) to the
+    /// current output, opening one if needed.
+    fn add(&mut self, ikey: &[u8], value: &[u8], sequence: u64, kind: ValueKind) -> Result<()> {
         if self.current.is_none() {
             *self.current = Some(open_output(self.spec, (self.new_file_number)())?);
         }
@@ -199,10 +194,10 @@ impl Outputs<'_, '_> {
         }
         o.largest.clear();
         o.largest.extend_from_slice(ikey);
-        m.smallest_seqno = m.smallest_seqno.min(p.sequence);
-        m.largest_seqno = m.largest_seqno.max(p.sequence);
+        m.smallest_seqno = m.smallest_seqno.min(sequence);
+        m.largest_seqno = m.largest_seqno.max(sequence);
         m.num_entries += 1;
-        if p.kind.is_deletion() {
+        if kind.is_deletion() {
             m.num_deletions += 1;
         }
         Ok(())
