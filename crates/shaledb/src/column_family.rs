@@ -74,6 +74,7 @@ family_options! {
     hard_pending_compaction_bytes_limit: u64,
     disable_auto_compactions: bool,
     merge_operator: Option<Arc<dyn MergeOperator>>,
+    compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
 }
 
 impl Default for CfOptions {

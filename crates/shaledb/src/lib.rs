@@ -16,6 +16,7 @@ pub(crate) mod checksum;
 pub(crate) mod coding;
 pub(crate) mod column_family;
 pub(crate) mod compaction;
+mod compaction_filter;
 pub(crate) mod compression;
 pub(crate) mod db;
 pub(crate) mod error;
@@ -33,6 +34,7 @@ pub(crate) mod version;
 pub(crate) mod write_batch;
 
 pub use column_family::{CfOptions, ColumnFamily};
+pub use compaction_filter::{CompactionFilter, Decision};
 pub use compression::CompressionType;
 pub use db::{Db, DbIterator, KeyRange, RangeIter};
 pub use error::{Error, Result};

@@ -123,6 +123,9 @@ pub struct Options {
     pub disable_auto_compactions: bool,
     /// Combines merge operands (`Db::merge`) into values. Default none: merges are refused.
     pub merge_operator: Option<Arc<dyn crate::MergeOperator>>,
+    /// Drops or rewrites values during compaction (see [`crate::CompactionFilter`]). Default
+    /// none.
+    pub compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
 
     /// Keys longer than this are rejected with `InvalidArgument`. Default 8 MiB.
     pub max_key_size: usize,
@@ -182,6 +185,7 @@ impl Default for Options {
                 .unwrap_or(2),
             disable_auto_compactions: false,
             merge_operator: None,
+            compaction_filter: None,
             max_key_size: 8 << 20,
             max_value_size: 1 << 30,
             wal_recovery_mode: WalRecoveryMode::default(),
@@ -224,6 +228,7 @@ impl std::fmt::Debug for Options {
             max_background_jobs,
             disable_auto_compactions,
             merge_operator,
+            compaction_filter,
             max_key_size,
             max_value_size,
             wal_recovery_mode,
@@ -278,6 +283,7 @@ impl std::fmt::Debug for Options {
             .field("max_background_jobs", max_background_jobs)
             .field("disable_auto_compactions", disable_auto_compactions)
             .field("merge_operator", merge_operator)
+            .field("compaction_filter", compaction_filter)
             .field("max_key_size", max_key_size)
             .field("max_value_size", max_value_size)
             .field("wal_recovery_mode", wal_recovery_mode)

@@ -24,6 +24,11 @@ impl SnapshotList {
         }
     }
 
+    /// The newest live snapshot's sequence number, if any.
+    pub(crate) fn newest(&self) -> Option<SequenceNumber> {
+        self.live.lock().keys().next_back().copied()
+    }
+
     pub(crate) fn count(&self) -> usize {
         self.live.lock().values().sum()
     }

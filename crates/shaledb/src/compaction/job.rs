@@ -6,6 +6,7 @@
 //! the MANIFEST.
 
 use crate::cache::TableCache;
+use crate::compaction_filter::{CompactionFilter, Decision};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
@@ -25,6 +26,10 @@ pub struct DropPolicy {
     pub version: Arc<Version>,
     /// The level being written.
     pub output_level: usize,
+    /// The family's compaction filter, with the compaction's input level to tell it.
+    pub filter: Option<(Arc<dyn CompactionFilter>, usize)>,
+    /// The newest live snapshot: values it can see are not filtered.
+    pub newest_snapshot: Option<SequenceNumber>,
 }
 
 /// Where and how output tables are written.
@@ -138,6 +143,14 @@ fn write_inner(
                 continue;
             }
         }
+        if !drop && new_user_key && p.kind == ValueKind::Put {
+            if let Some(policy) = policy {
+                if filter_value(policy, &p, input.value(), &mut out)? {
+                    input.next();
+                    continue;
+                }
+            }
+        }
         if !drop {
             out.add(ikey, input.value(), p.sequence, p.kind)?;
         }
@@ -153,6 +166,44 @@ fn write_inner(
             .map_err(|e| Error::io("syncing the database directory", e))?;
     }
     Ok(())
+}
+
+/// Runs the compaction filter on a key's newest value `value` (the put `p`) if no snapshot
+/// can see it. Returns true if the filter removed or changed it (what to write is written),
+/// false if the entry is to be written as it is.
+fn filter_value(
+    policy: &DropPolicy,
+    p: &ParsedInternalKey<'_>,
+    value: &[u8],
+    out: &mut Outputs<'_, '_>,
+) -> Result<bool> {
+    let Some((filter, level)) = &policy.filter else {
+        return Ok(false);
+    };
+    if policy.newest_snapshot.is_some_and(|s| p.sequence <= s) {
+        return Ok(false);
+    }
+    match filter.filter(*level, p.user_key, value) {
+        Decision::Keep => Ok(false),
+        Decision::Change(v) => {
+            let ikey = key::make_internal_key(p.user_key, p.sequence, ValueKind::Put);
+            out.add(&ikey, &v, p.sequence, ValueKind::Put)?;
+            Ok(true)
+        }
+        Decision::Remove => {
+            // A tombstone in its place hides older versions below; at the key's base level
+            // there are none, and nothing is written.
+            let base = p.sequence <= policy.smallest_snapshot
+                && policy
+                    .version
+                    .is_base_level_for_key(policy.output_level, p.user_key);
+            if !base {
+                let ikey = key::make_internal_key(p.user_key, p.sequence, ValueKind::Delete);
+                out.add(&ikey, &[], p.sequence, ValueKind::Delete)?;
+            }
+            Ok(true)
+        }
+    }
 }
 
 /// The output tables of one `write_tables` call: the finished ones and the one being written.
@@ -388,6 +439,8 @@ mod tests {
             smallest_snapshot: 100,
             version: Arc::new(Version::empty(4)),
             output_level: 1,
+            filter: None,
+            newest_snapshot: None,
         };
         assert_eq!(kept(INPUT, Some(&p)), "a@9 e@5");
         // A snapshot at 7 still sees a@7 (a@9 is too new for it) but not a@3; b's tombstone
@@ -412,6 +465,8 @@ mod tests {
             smallest_snapshot: 100,
             version: version_with(3, "c", "d"),
             output_level: 1,
+            filter: None,
+            newest_snapshot: None,
         };
         assert_eq!(kept(INPUT, Some(&p)), "a@9 c@6-del d@2-del e@5");
         // Writing into L3 itself: nothing deeper, so they go.
@@ -425,6 +480,8 @@ mod tests {
             smallest_snapshot: 100,
             version: version_with(1, "a", "z"),
             output_level: 2,
+            filter: None,
+            newest_snapshot: None,
         };
         assert_eq!(kept(INPUT, Some(&p)), "a@9 e@5");
     }
@@ -510,6 +567,8 @@ mod tests {
             smallest_snapshot: 100,
             version: version_with(3, "a", "z"),
             output_level: 1,
+            filter: None,
+            newest_snapshot: None,
         };
         assert_eq!(compacted("b@9 k@8-sd k@7 k@3 z@1", &deeper), "b@9 z@1");
         assert_eq!(compacted("k@8-del k@7 k@3", &deeper), "k@8-del");
@@ -526,6 +585,8 @@ mod tests {
             smallest_snapshot: 7,
             version: version_with(3, "a", "z"),
             output_level: 1,
+            filter: None,
+            newest_snapshot: None,
         };
         assert_eq!(compacted("k@8-sd k@7 k@3", &snapshot), "k@8-sd k@7");
     }

@@ -523,6 +523,8 @@ impl DbInner {
             smallest_snapshot,
             version,
             output_level: c.output_level,
+            filter: family_opts.compaction_filter.clone().map(|f| (f, c.level)),
+            newest_snapshot: self.snapshots.newest(),
         };
         job::write_tables(
             &spec,
