@@ -503,3 +503,37 @@ fn multi_get_reads_one_view_in_the_callers_order() {
         .collect();
     assert_eq!(even, vec![true, false]);
 }
+
+#[test]
+fn approximate_sizes_come_from_each_familys_tables() {
+    let db = Db::open("/cf-sizes", mem_options()).expect("open");
+    let big = db.create_cf("big", CfOptions::default()).expect("big");
+    let empty = db.create_cf("empty", CfOptions::default()).expect("empty");
+    for i in 0..20_000u32 {
+        db.put_cf(&big, i.to_be_bytes(), [9u8; 100]).expect("put");
+    }
+    db.flush_cf(&big).expect("flush");
+    let all = db.approximate_size_cf(&big, ..).expect("size");
+    let files: u64 = db
+        .property_cf(&big, "shaledb.total-sst-files-size")
+        .and_then(|s| s.parse().ok())
+        .expect("property");
+    assert_eq!(all, files, "the whole range is every file");
+    let quarter = db
+        .approximate_size_cf(&big, 5_000u32.to_be_bytes()..10_000u32.to_be_bytes())
+        .expect("size");
+    assert!(
+        quarter > all / 5 && quarter < all / 3,
+        "{quarter} of {all} for a quarter of the keys"
+    );
+    let inclusive = db
+        .approximate_size_cf(&big, 5_000u32.to_be_bytes()..=9_999u32.to_be_bytes())
+        .expect("size");
+    assert!(inclusive.abs_diff(quarter) <= 8192, "{inclusive} vs {quarter}");
+    let past = db
+        .approximate_size_cf(&big, 30_000u32.to_be_bytes()..)
+        .expect("size");
+    assert_eq!(past, 0);
+    assert_eq!(db.approximate_size_cf(&empty, ..).expect("size"), 0);
+    assert_eq!(db.approximate_size(..).expect("size"), 0);
+}

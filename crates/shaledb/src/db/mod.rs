@@ -508,6 +508,32 @@ impl Db {
         }
     }
 
+    /// About how many bytes of table files hold the keys in `range`, computed from file sizes
+    /// and index blocks only (no data block is read; RocksDB's `GetApproximateSizes`). Data
+    /// still in memtables is not counted.
+    ///
+    /// ```
+    /// use shaledb::{Db, Options};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options::default()).unwrap();
+    /// for i in 0..10_000u32 {
+    ///     db.put(i.to_be_bytes(), [7u8; 100]).unwrap();
+    /// }
+    /// db.flush().unwrap();
+    /// let all = db.approximate_size(..).unwrap();
+    /// let half = db.approximate_size(0u32.to_be_bytes()..5_000u32.to_be_bytes()).unwrap();
+    /// assert!(all > 1_000_000 && half > all / 3 && half < all * 2 / 3);
+    /// ```
+    pub fn approximate_size<R: KeyRange>(&self, range: R) -> Result<u64> {
+        self.inner.approximate_size(&self.inner.default_cf, &range)
+    }
+
+    /// [`approximate_size`](Self::approximate_size) in column family `cf`.
+    pub fn approximate_size_cf<R: KeyRange>(&self, cf: &ColumnFamily, range: R) -> Result<u64> {
+        let data = self.inner.check_handle(cf)?;
+        self.inner.approximate_size(data, &range)
+    }
+
     /// An iterator over the database as of `ro.snapshot` (or now), within `ro`'s bounds. It
     /// starts unpositioned: call a `seek*` method first.
     pub fn iter(&self, ro: &ReadOptions) -> DbIterator {
@@ -715,6 +741,27 @@ impl DbInner {
             LookupResult::Deleted | LookupResult::NotPresent => Ok(None),
             LookupResult::Merge => self.get_merged(ro, cf, sv, seq, user_key),
         }
+    }
+
+    /// `Db::approximate_size`: an inclusive end bound becomes the exclusive bound just past it.
+    fn approximate_size(&self, cf: &CfData, range: &dyn KeyRange) -> Result<u64> {
+        use std::ops::Bound;
+        let (start, end) = range.key_bounds();
+        let start = match start {
+            Bound::Included(s) | Bound::Excluded(s) => Some(s),
+            Bound::Unbounded => None,
+        };
+        let past_end;
+        let end = match end {
+            Bound::Excluded(e) => Some(e),
+            Bound::Included(e) => {
+                past_end = [e, &[0u8][..]].concat();
+                Some(past_end.as_slice())
+            }
+            Bound::Unbounded => None,
+        };
+        let version = cf.super_version.load().version.clone();
+        version.approximate_size(&self.tables, start, end)
     }
 
     /// `Db::multi_get`: every key read from one super version at one sequence number, in

@@ -177,6 +177,45 @@ impl Version {
     }
 
     /// Files at `level` whose user-key range intersects [`begin`, `end`] (`None` = unbounded).
+    /// About how many table bytes hold user keys in [`start`, `end`) (`None`: unbounded), from
+    /// file sizes and index blocks only (no data block is read): whole files inside the range
+    /// count fully, a file the range cuts counts between the index positions of its bounds.
+    pub fn approximate_size(
+        &self,
+        tables: &TableCache,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<u64> {
+        // Seek targets sorting before every entry of their user key.
+        let start_key =
+            start.map(|s| key::make_internal_key(s, key::MAX_SEQUENCE, key::KIND_FOR_SEEK));
+        let end_key = end.map(|e| key::make_internal_key(e, key::MAX_SEQUENCE, key::KIND_FOR_SEEK));
+        let mut total = 0u64;
+        for f in self.files.iter().flatten() {
+            let (small, large) = (f.smallest.user_key(), f.largest.user_key());
+            if end.is_some_and(|e| small >= e) || start.is_some_and(|s| large < s) {
+                continue;
+            }
+            let starts_inside = start.is_none_or(|s| small >= s);
+            let ends_inside = end.is_none_or(|e| large < e);
+            if starts_inside && ends_inside {
+                total += f.file_size;
+                continue;
+            }
+            let table = tables.get(f.number, f.file_size)?;
+            let from = match &start_key {
+                Some(k) if !starts_inside => table.approximate_offset_of(k),
+                _ => 0,
+            };
+            let to = match &end_key {
+                Some(k) if !ends_inside => table.approximate_offset_of(k),
+                _ => f.file_size,
+            };
+            total += to.saturating_sub(from);
+        }
+        Ok(total)
+    }
+
     pub fn overlapping_files(
         &self,
         level: usize,
