@@ -535,6 +535,10 @@ pub struct ReadOptions {
     pub verify_checksums: bool,
     /// Put blocks read into the block cache. Default true.
     pub fill_cache: bool,
+    /// A tailing iterator (RocksDB's `tailing`): each seek first moves the iterator to the
+    /// database's latest state, so it sees writes made after it was created. No effect with
+    /// `snapshot` (a snapshot's view never changes). Default false.
+    pub tailing: bool,
 }
 
 impl Default for ReadOptions {
@@ -545,6 +549,7 @@ impl Default for ReadOptions {
             iterate_upper_bound: None,
             verify_checksums: true,
             fill_cache: true,
+            tailing: false,
         }
     }
 }

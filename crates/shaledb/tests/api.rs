@@ -583,3 +583,63 @@ fn get_pins_cached_blocks_and_the_value_outlives_eviction_and_the_db() {
     assert_eq!(pinned, value(10));
     assert_eq!(pinned.into_vec(), value(10));
 }
+
+#[test]
+fn tailing_iterators_see_later_writes_and_refresh_moves_any_iterator_forward() {
+    let db = Db::open(
+        "/tailing",
+        Options::default().with_fs(shaledb::fs::MemFileSystem::new()),
+    )
+    .expect("open");
+    db.put(b"a", b"1").expect("put");
+    let collect = |it: &mut shaledb::DbIterator| {
+        let mut keys = Vec::new();
+        while it.valid() {
+            keys.push(it.key().to_vec());
+            it.next();
+        }
+        it.status().expect("status");
+        keys
+    };
+    let mut tail = db.iter(&ReadOptions {
+        tailing: true,
+        ..Default::default()
+    });
+    let mut plain = db.iter(&ReadOptions::default());
+    tail.seek_to_first();
+    assert_eq!(collect(&mut tail), vec![b"a".to_vec()]);
+    db.put(b"b", b"2").expect("put");
+    db.flush().expect("flush");
+    db.put(b"c", b"3").expect("put");
+    tail.seek(b"a");
+    assert_eq!(
+        collect(&mut tail),
+        vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]
+    );
+    plain.seek_to_first();
+    assert_eq!(
+        collect(&mut plain),
+        vec![b"a".to_vec()],
+        "a plain iterator keeps its view"
+    );
+    plain.refresh().expect("refresh");
+    assert!(!plain.valid(), "unpositioned after refresh");
+    plain.seek_to_first();
+    assert_eq!(collect(&mut plain).len(), 3);
+    let mut snap_it = db.iter(&ReadOptions {
+        snapshot: Some(db.snapshot()),
+        tailing: true,
+        ..Default::default()
+    });
+    db.put(b"d", b"4").expect("put");
+    snap_it.seek_to_first();
+    assert_eq!(
+        collect(&mut snap_it).len(),
+        3,
+        "a snapshot's view never changes"
+    );
+    assert!(matches!(
+        snap_it.refresh(),
+        Err(shaledb::Error::InvalidArgument(_))
+    ));
+}

@@ -529,7 +529,10 @@ fn approximate_sizes_come_from_each_familys_tables() {
     let inclusive = db
         .approximate_size_cf(&big, 5_000u32.to_be_bytes()..=9_999u32.to_be_bytes())
         .expect("size");
-    assert!(inclusive.abs_diff(quarter) <= 8192, "{inclusive} vs {quarter}");
+    assert!(
+        inclusive.abs_diff(quarter) <= 8192,
+        "{inclusive} vs {quarter}"
+    );
     let past = db
         .approximate_size_cf(&big, 30_000u32.to_be_bytes()..)
         .expect("size");

@@ -536,14 +536,17 @@ impl Db {
 
     /// An iterator over the database as of `ro.snapshot` (or now), within `ro`'s bounds. It
     /// starts unpositioned: call a `seek*` method first.
+    ///
+    /// With `ro.tailing` each seek first moves the iterator to the latest state; without a
+    /// snapshot, [`DbIterator::refresh`] does the same on demand.
     pub fn iter(&self, ro: &ReadOptions) -> DbIterator {
-        self.inner.new_iterator(ro, &self.inner.default_cf)
+        new_iterator(&self.inner, ro, &self.inner.default_cf)
     }
 
     /// An iterator over column family `cf` (see [`Db::iter`]).
     pub fn iter_cf(&self, cf: &ColumnFamily, ro: &ReadOptions) -> Result<DbIterator> {
         let data = self.inner.check_handle(cf)?;
-        Ok(self.inner.new_iterator(ro, data))
+        Ok(new_iterator(&self.inner, ro, data))
     }
 
     /// A consistent point-in-time view until dropped.
@@ -838,11 +841,6 @@ impl DbInner {
         MergingIterator::new(children)
     }
 
-    fn new_iterator(&self, ro: &ReadOptions, cf: &CfData) -> DbIterator {
-        let (sv, seq) = self.read_view(ro, cf);
-        self.iterator_at(sv, seq, ro, cf.opts.merge_operator.clone())
-    }
-
     /// What a read sees: the super version, then the sequence (same order as `get`).
     pub(crate) fn read_view(
         &self,
@@ -873,6 +871,24 @@ impl DbInner {
         )
         .with_merge_operator(merge_operator)
     }
+}
+
+/// A user iterator over family `cf`; one that reads no snapshot can be refreshed (and is
+/// refreshed before every seek with `ro.tailing`).
+fn new_iterator(inner: &Arc<DbInner>, ro: &ReadOptions, cf: &Arc<CfData>) -> DbIterator {
+    let (sv, seq) = inner.read_view(ro, cf);
+    let it = inner.iterator_at(sv, seq, ro, cf.opts.merge_operator.clone());
+    if ro.snapshot.is_some() {
+        return it;
+    }
+    let (db, family, ro_latest) = (inner.clone(), cf.clone(), ro.clone());
+    let refresher: crate::iter::db_iter::Refresher = Arc::new(move || {
+        let (sv, seq) = db.read_view(&ro_latest, &family);
+        let merged = db.internal_iterator(&sv, &ro_latest);
+        let pin: Arc<dyn std::any::Any + Send + Sync> = Arc::new(sv);
+        (Box::new(merged) as Box<dyn InternalIterator>, seq, pin)
+    });
+    it.with_refresher(refresher, ro.tailing)
 }
 
 /// The part of `ro` the layers below the database read.

@@ -13,6 +13,17 @@ use crate::merge::{self, MergeOperator};
 use std::any::Any;
 use std::sync::Arc;
 
+/// Rebuilds an iterator's inputs over the database's latest state: the merged internal
+/// iterator, the sequence number to read at, and what must stay alive while it is read.
+pub(crate) type Refresher = Arc<
+    dyn Fn() -> (
+            Box<dyn InternalIterator>,
+            SequenceNumber,
+            Arc<dyn Any + Send + Sync>,
+        ) + Send
+        + Sync,
+>;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
     Forward,
@@ -56,6 +67,10 @@ pub struct DbIterator {
     merged: bool,
     /// A key's merge operands while its value is computed (buffers reused).
     operands: Vec<Vec<u8>>,
+    /// Moves the iterator to the latest state (`refresh`); `None` for snapshot iterators.
+    refresher: Option<Refresher>,
+    /// Refresh before every seek (`ReadOptions::tailing`).
+    tailing: bool,
     // Keeps the memtables, version and snapshot this iterator reads alive.
     _pin: Option<Arc<dyn Any + Send + Sync>>,
 }
@@ -83,7 +98,47 @@ impl DbIterator {
             merge_operator: None,
             merged: false,
             operands: Vec::new(),
+            refresher: None,
+            tailing: false,
             _pin: pin,
+        }
+    }
+
+    /// Lets the iterator move to the latest state: on `refresh`, and before every seek when
+    /// `tailing`.
+    pub(crate) fn with_refresher(mut self, refresher: Refresher, tailing: bool) -> Self {
+        self.refresher = Some(refresher);
+        self.tailing = tailing;
+        self
+    }
+
+    /// Moves the iterator to the database's current state (RocksDB's `Iterator::Refresh`):
+    /// it then sees every write acknowledged so far. The iterator is left unpositioned; seek
+    /// again. Fails with `InvalidArgument` for an iterator reading a snapshot.
+    pub fn refresh(&mut self) -> Result<()> {
+        let Some(refresher) = &self.refresher else {
+            return Err(Error::InvalidArgument(
+                "an iterator reading a snapshot cannot be refreshed".to_string(),
+            ));
+        };
+        let (inner, sequence, pin) = refresher();
+        self.inner = inner;
+        self.sequence = sequence;
+        self._pin = Some(pin);
+        self.direction = Direction::Forward;
+        self.valid = false;
+        self.merged = false;
+        self.error = None;
+        self.saved_key.clear();
+        self.saved_value.clear();
+        Ok(())
+    }
+
+    /// Before a seek: a tailing iterator moves to the latest state.
+    fn refresh_if_tailing(&mut self) {
+        if self.tailing {
+            // Only iterators with a refresher are tailing, so this cannot fail.
+            let _ = self.refresh();
         }
     }
 
@@ -161,6 +216,7 @@ impl DbIterator {
 
     /// Positions at the first key.
     pub fn seek_to_first(&mut self) {
+        self.refresh_if_tailing();
         if self.lower.is_some() {
             // `seek` raises any target to the lower bound.
             self.seek(&[]);
@@ -173,6 +229,7 @@ impl DbIterator {
 
     /// Positions at the last key.
     pub fn seek_to_last(&mut self) {
+        self.refresh_if_tailing();
         match &self.upper {
             Some(u) => {
                 // Last entry strictly below the upper bound.
@@ -197,6 +254,7 @@ impl DbIterator {
     }
 
     fn seek_slice(&mut self, target: &[u8]) {
+        self.refresh_if_tailing();
         let target = match &self.lower {
             Some(l) if target < l.as_slice() => l.as_slice(),
             _ => target,
@@ -216,6 +274,7 @@ impl DbIterator {
     }
 
     fn seek_for_prev_slice(&mut self, target: &[u8]) {
+        self.refresh_if_tailing();
         if let Some(u) = &self.upper {
             if target >= u.as_slice() {
                 self.seek_to_last();
