@@ -589,4 +589,11 @@ impl ReadOptions {
         self.fill_cache = fill;
         self
     }
+
+    /// Sets [`ReadOptions::tailing`] (builder style).
+    #[must_use]
+    pub fn with_tailing(mut self, tailing: bool) -> Self {
+        self.tailing = tailing;
+        self
+    }
 }
