@@ -382,3 +382,47 @@ fn a_family_must_be_reopened_with_the_merge_operator_it_was_written_with() {
         Some(&1u64.to_le_bytes()[..])
     );
 }
+
+#[test]
+fn compaction_combines_operands_every_reader_sees() {
+    let opts = opts_with(Arc::new(UInt64Add));
+    let db = Db::open("/merge-collapse", opts).expect("open");
+    let entries = |db: &Db| -> u64 {
+        db.property("shaledb.estimate-num-keys")
+            .and_then(|s| s.parse().ok())
+            .expect("property")
+    };
+    // No base at all: at the bottom level the operands become one put.
+    for _ in 0..100 {
+        db.merge(b"no-base", 1u64.to_le_bytes()).expect("merge");
+    }
+    // A base put below operands.
+    db.put(b"with-base", 1000u64.to_le_bytes()).expect("put");
+    for _ in 0..50 {
+        db.merge(b"with-base", 2u64.to_le_bytes()).expect("merge");
+    }
+    db.flush().expect("flush");
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(entries(&db), 2, "one entry per key after compaction");
+    assert_eq!(counter(&db, b"no-base"), Some(100));
+    assert_eq!(counter(&db, b"with-base"), Some(1100));
+    // A snapshot between operands keeps what it can see: its view stays right.
+    let snap = db.snapshot();
+    for _ in 0..10 {
+        db.merge(b"no-base", 1u64.to_le_bytes()).expect("merge");
+    }
+    db.flush().expect("flush");
+    db.compact_range(None, None).expect("compact");
+    let ro = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..Default::default()
+    };
+    let at_snap = db.get_opt(&ro, b"no-base").expect("get").map(|v| v.to_vec());
+    assert_eq!(at_snap, Some(100u64.to_le_bytes().to_vec()));
+    assert_eq!(counter(&db, b"no-base"), Some(110));
+    drop(ro);
+    drop(snap);
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(entries(&db), 2);
+    assert_eq!(counter(&db, b"no-base"), Some(110));
+}

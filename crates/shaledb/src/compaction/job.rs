@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::key::{self, InternalKey, ParsedInternalKey, SequenceNumber, ValueKind};
+use crate::merge::MergeOperator;
 use crate::options::Options;
 use crate::sst::{TableBuilder, TableBuilderOptions};
 use crate::version::{filename, FileMetaData, Version};
@@ -30,6 +31,8 @@ pub struct DropPolicy {
     pub filter: Option<(Arc<dyn CompactionFilter>, usize)>,
     /// The newest live snapshot: values it can see are not filtered.
     pub newest_snapshot: Option<SequenceNumber>,
+    /// The family's merge operator: merge operands every reader sees are combined with it.
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
 }
 
 /// Where and how output tables are written.
@@ -143,6 +146,13 @@ fn write_inner(
                 continue;
             }
         }
+        if let (false, ValueKind::Merge, Some(policy)) = (drop, p.kind, policy) {
+            if p.sequence <= policy.smallest_snapshot && policy.merge_operator.is_some() {
+                let (user_key, sequence) = (p.user_key.to_vec(), p.sequence);
+                keys.collapse_merges(input, policy, &user_key, sequence, &mut out)?;
+                continue;
+            }
+        }
         if !drop && new_user_key && p.kind == ValueKind::Put {
             if let Some(policy) = policy {
                 if filter_value(policy, &p, input.value(), &mut out)? {
@@ -164,6 +174,17 @@ fn write_inner(
         spec.fs
             .sync_dir(spec.dir)
             .map_err(|e| Error::io("syncing the database directory", e))?;
+    }
+    Ok(())
+}
+
+/// Writes entries read ahead as they were.
+fn write_unchanged(
+    out: &mut Outputs<'_, '_>,
+    entries: &[(Vec<u8>, Vec<u8>, SequenceNumber, ValueKind)],
+) -> Result<()> {
+    for (ikey, value, sequence, kind) in entries {
+        out.add(ikey, value, *sequence, *kind)?;
     }
     Ok(())
 }
@@ -296,6 +317,87 @@ impl KeyTracker {
             self.last_sequence_for_key = p.sequence;
         }
         (new_user_key, drop)
+    }
+
+    /// At a merge operand every reader sees (sequence `newest`, the input on it): reads the
+    /// key's operands below it down to a put or delete (both below every snapshot too, so no
+    /// reader can tell them apart from their merge) and writes one put with the merged value
+    /// (RocksDB's MergeHelper). Without a base and above the key's base level, operands are
+    /// combined with `partial_merge` where the operator can. If the operator fails, the
+    /// entries are written as they were. Leaves the input on the next key's first entry.
+    fn collapse_merges(
+        &mut self,
+        input: &mut dyn InternalIterator,
+        policy: &DropPolicy,
+        user_key: &[u8],
+        newest: SequenceNumber,
+        out: &mut Outputs<'_, '_>,
+    ) -> Result<()> {
+        let mut entries: Vec<(Vec<u8>, Vec<u8>, SequenceNumber, ValueKind)> = Vec::new();
+        let mut base: Option<Option<usize>> = None; // Some(None): deleted; Some(Some(i)): put
+        while input.valid() {
+            let Some(n) = key::parse_internal_key(input.key()) else {
+                break; // the main loop reports it
+            };
+            if n.user_key != user_key {
+                break;
+            }
+            let (sequence, kind) = (n.sequence, n.kind);
+            entries.push((input.key().to_vec(), input.value().to_vec(), sequence, kind));
+            input.next();
+            match kind {
+                ValueKind::Merge => {}
+                ValueKind::Put => {
+                    base = Some(Some(entries.len() - 1));
+                    break;
+                }
+                ValueKind::Delete | ValueKind::SingleDelete => {
+                    base = Some(None);
+                    break;
+                }
+            }
+        }
+        // Whatever is older than what was read is hidden from every reader.
+        self.last_sequence_for_key = newest;
+        let Some(op) = policy.merge_operator.as_deref() else {
+            return write_unchanged(out, &entries);
+        };
+        let operands: Vec<&[u8]> = entries
+            .iter()
+            .filter(|e| e.3 == ValueKind::Merge)
+            .rev()
+            .map(|e| e.1.as_slice())
+            .collect();
+        let base = match base {
+            Some(b) => Some(b),
+            None if policy
+                .version
+                .is_base_level_for_key(policy.output_level, user_key) =>
+            {
+                Some(None)
+            }
+            None => None,
+        };
+        if let Some(base) = base {
+            let existing = base.and_then(|i| entries.get(i)).map(|e| e.1.as_slice());
+            if let Some(v) = op.full_merge(user_key, existing, &operands) {
+                let ikey = key::make_internal_key(user_key, newest, ValueKind::Put);
+                return out.add(&ikey, &v, newest, ValueKind::Put);
+            }
+            return write_unchanged(out, &entries);
+        }
+        // No base: fold the operands, oldest first, into one.
+        let mut acc = operands.first().map(|o| o.to_vec());
+        for right in operands.iter().skip(1) {
+            acc = acc.and_then(|left| op.partial_merge(user_key, &left, right));
+        }
+        match acc {
+            Some(v) => {
+                let ikey = key::make_internal_key(user_key, newest, ValueKind::Merge);
+                out.add(&ikey, &v, newest, ValueKind::Merge)
+            }
+            None => write_unchanged(out, &entries),
+        }
     }
 
     /// For a single delete every reader sees (the input now past it): if the next entry is
@@ -441,6 +543,7 @@ mod tests {
             output_level: 1,
             filter: None,
             newest_snapshot: None,
+            merge_operator: None,
         };
         assert_eq!(kept(INPUT, Some(&p)), "a@9 e@5");
         // A snapshot at 7 still sees a@7 (a@9 is too new for it) but not a@3; b's tombstone
@@ -467,6 +570,7 @@ mod tests {
             output_level: 1,
             filter: None,
             newest_snapshot: None,
+            merge_operator: None,
         };
         assert_eq!(kept(INPUT, Some(&p)), "a@9 c@6-del d@2-del e@5");
         // Writing into L3 itself: nothing deeper, so they go.
@@ -482,6 +586,7 @@ mod tests {
             output_level: 2,
             filter: None,
             newest_snapshot: None,
+            merge_operator: None,
         };
         assert_eq!(kept(INPUT, Some(&p)), "a@9 e@5");
     }
@@ -569,6 +674,7 @@ mod tests {
             output_level: 1,
             filter: None,
             newest_snapshot: None,
+            merge_operator: None,
         };
         assert_eq!(compacted("b@9 k@8-sd k@7 k@3 z@1", &deeper), "b@9 z@1");
         assert_eq!(compacted("k@8-del k@7 k@3", &deeper), "k@8-del");
@@ -587,6 +693,7 @@ mod tests {
             output_level: 1,
             filter: None,
             newest_snapshot: None,
+            merge_operator: None,
         };
         assert_eq!(compacted("k@8-sd k@7 k@3", &snapshot), "k@8-sd k@7");
     }

@@ -525,6 +525,7 @@ impl DbInner {
             output_level: c.output_level,
             filter: family_opts.compaction_filter.clone().map(|f| (f, c.level)),
             newest_snapshot: self.snapshots.newest(),
+            merge_operator: family_opts.merge_operator.clone(),
         };
         job::write_tables(
             &spec,
