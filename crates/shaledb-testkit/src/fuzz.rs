@@ -152,7 +152,7 @@ pub fn api(data: &[u8]) {
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let sync = WriteOptions {
         sync: true,
-        disable_wal: false,
+        ..Default::default()
     };
     let mut input = data.iter().copied();
     let mut next = || input.next();

@@ -496,6 +496,11 @@ pub struct WriteOptions {
     /// Together with `sync` the write is refused with `Error::InvalidArgument` (there would be
     /// nothing to sync).
     pub disable_wal: bool,
+    /// A low-priority write (RocksDB's `low_pri`): while compaction falls behind (L0 or
+    /// pending compaction bytes a quarter of the way from the compaction trigger to the
+    /// slowdown limits), it is paced to `Options::delayed_write_rate` before it queues, so
+    /// background loads give way before normal writes are slowed. Default false.
+    pub low_pri: bool,
 }
 
 impl WriteOptions {
@@ -510,6 +515,13 @@ impl WriteOptions {
     #[must_use]
     pub fn with_disable_wal(mut self, disable_wal: bool) -> Self {
         self.disable_wal = disable_wal;
+        self
+    }
+
+    /// Sets [`WriteOptions::low_pri`] (builder style).
+    #[must_use]
+    pub fn with_low_pri(mut self, low_pri: bool) -> Self {
+        self.low_pri = low_pri;
         self
     }
 }

@@ -419,6 +419,7 @@ fn sync_without_the_wal_is_refused() {
     let wo = WriteOptions {
         sync: true,
         disable_wal: true,
+        ..Default::default()
     };
     let mut batch = WriteBatch::new();
     batch.put(b"b", b"2");
@@ -440,8 +441,16 @@ fn sync_without_the_wal_is_refused() {
     assert_eq!(db.get(b"b").expect("get"), None);
     // Each alone is fine.
     for (sync, disable_wal) in [(true, false), (false, true)] {
-        db.put_opt(&WriteOptions { sync, disable_wal }, b"a", b"1")
-            .expect("valid combination");
+        db.put_opt(
+            &WriteOptions {
+                sync,
+                disable_wal,
+                ..Default::default()
+            },
+            b"a",
+            b"1",
+        )
+        .expect("valid combination");
     }
     db.close().expect("close");
 }
@@ -642,4 +651,22 @@ fn tailing_iterators_see_later_writes_and_refresh_moves_any_iterator_forward() {
         snap_it.refresh(),
         Err(shaledb::Error::InvalidArgument(_))
     ));
+}
+
+#[test]
+fn low_priority_writes_go_through_when_compaction_keeps_up() {
+    let db = Db::open(
+        "/low-pri",
+        Options::default().with_fs(shaledb::fs::MemFileSystem::new()),
+    )
+    .expect("open");
+    let wo = WriteOptions::default().with_low_pri(true);
+    for i in 0..100u32 {
+        db.put_opt(&wo, i.to_be_bytes(), b"v")
+            .expect("low-priority put");
+    }
+    assert_eq!(
+        db.get(99u32.to_be_bytes()).expect("get").as_deref(),
+        Some(&b"v"[..])
+    );
 }

@@ -38,6 +38,7 @@ fn writers_readers_and_iterators_with_background_work() {
                         &WriteOptions {
                             sync: i % 100 == 0,
                             disable_wal: false,
+                            ..Default::default()
                         },
                         &b,
                     )
@@ -133,6 +134,7 @@ fn user_bytes_count_every_group_member() {
                 let wo = WriteOptions {
                     sync: true,
                     disable_wal: false,
+                    ..Default::default()
                 };
                 db.write(&wo, &b).expect("write");
             }

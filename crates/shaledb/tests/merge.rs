@@ -417,7 +417,10 @@ fn compaction_combines_operands_every_reader_sees() {
         snapshot: Some(snap.clone()),
         ..Default::default()
     };
-    let at_snap = db.get_opt(&ro, b"no-base").expect("get").map(|v| v.to_vec());
+    let at_snap = db
+        .get_opt(&ro, b"no-base")
+        .expect("get")
+        .map(|v| v.to_vec());
     assert_eq!(at_snap, Some(100u64.to_le_bytes().to_vec()));
     assert_eq!(counter(&db, b"no-base"), Some(110));
     drop(ro);

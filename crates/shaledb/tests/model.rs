@@ -147,6 +147,7 @@ fn run_model(seed: u64, opts: Options, ops: usize, dir: &Path) {
                 let wo = WriteOptions {
                     sync: rng.gen_bool(0.1),
                     disable_wal: false,
+                    ..Default::default()
                 };
                 d.write(&wo, &b).expect("write batch");
                 for (k, v) in staged {

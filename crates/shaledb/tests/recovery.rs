@@ -19,6 +19,7 @@ fn sync() -> WriteOptions {
     WriteOptions {
         sync: true,
         disable_wal: false,
+        ..Default::default()
     }
 }
 
@@ -104,6 +105,7 @@ fn synced_writes_survive_power_loss_and_unsynced_ones_form_a_prefix() {
             let wo = WriteOptions {
                 sync: i % 10 == 9,
                 disable_wal: false,
+                ..Default::default()
             };
             db.put_opt(&wo, &key(i), &value(i)).expect("put");
         }

@@ -74,7 +74,7 @@ fn options_print_with_debug() {
     let wo = WriteOptions::default().with_sync(true);
     assert_eq!(
         format!("{wo:?}"),
-        "WriteOptions { sync: true, disable_wal: false }"
+        "WriteOptions { sync: true, disable_wal: false, low_pri: false }"
     );
 }
 

@@ -50,6 +50,7 @@ impl ShaleEngine {
             wo: WriteOptions {
                 sync: c.sync,
                 disable_wal: c.disable_wal,
+                ..Default::default()
             },
             ro: ReadOptions {
                 verify_checksums: c.verify_checksums,

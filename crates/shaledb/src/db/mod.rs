@@ -133,6 +133,8 @@ pub(crate) struct DbState {
     pub(crate) stall_micros: u64,
     /// Paces writes in the slowdown state (`Options::delayed_write_rate`).
     pub(crate) write_delay: write_delay::WriteDelay,
+    /// Paces low-priority writes while compaction falls behind (`WriteOptions::low_pri`).
+    pub(crate) low_pri_delay: write_delay::WriteDelay,
     pub(crate) closed: bool,
 }
 

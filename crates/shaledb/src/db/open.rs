@@ -543,6 +543,7 @@ impl DbInner {
                 stall_count: 0,
                 stall_micros: 0,
                 write_delay: super::write_delay::WriteDelay::new(r.opts.delayed_write_rate),
+                low_pri_delay: super::write_delay::WriteDelay::new(r.opts.delayed_write_rate),
                 closed: false,
             };
             let obsolete = state.versions.deletion_queue().clone();

@@ -89,6 +89,9 @@ impl DbInner {
     pub(crate) fn write_owned(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
         check_write_options(wo)?;
         let families = self.validate_batch(&batch)?;
+        if wo.low_pri {
+            self.pace_low_pri(batch.approximate_size() as u64);
+        }
         let w = Writer::queued(batch, wo.sync, wo.disable_wal);
         let mut st = self.state.lock();
         if st.closed {
@@ -223,6 +226,35 @@ impl DbInner {
             mem.add(s, kind, k, v);
         }
         Ok(())
+    }
+
+    /// A low-priority write of `bytes`: while any family's compaction falls behind, waits
+    /// (without the mutex) until the low-priority token bucket allows it.
+    fn pace_low_pri(&self, bytes: u64) {
+        let wait = {
+            let mut st = self.state.lock();
+            let behind = st.families.values().any(|f| {
+                let v = st.versions.current(f.data.id);
+                let o = &f.data.opts;
+                let pending = crate::compaction::picker::pending_compaction_bytes(&v, o);
+                compaction_behind(v.level_files(0).len(), pending, o)
+            });
+            if behind {
+                st.low_pri_delay.delay(bytes, Instant::now())
+            } else {
+                st.low_pri_delay.reset();
+                Duration::ZERO
+            }
+        };
+        let until = Instant::now() + wait;
+        // In slices, so a close is not held up by a long debt at a tiny rate.
+        while !self.shutting_down.load(Ordering::Acquire) {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            std::thread::sleep((until - now).min(Duration::from_millis(100)));
+        }
     }
 
     /// In the slowdown state, sleeps (mutex released) until the token bucket allows a group of
@@ -399,6 +431,20 @@ impl BatchFamilies {
     }
 }
 
+/// Whether compaction falls behind, for low-priority writes (RocksDB's "speed up compaction"
+/// thresholds): L0 holds at least a quarter of the way from the compaction trigger to the
+/// slowdown trigger more files (at most twice the trigger), or pending compaction bytes reach a
+/// quarter of the soft limit. Never with automatic compactions off.
+fn compaction_behind(l0_files: usize, pending_bytes: u64, o: &crate::Options) -> bool {
+    if o.disable_auto_compactions {
+        return false;
+    }
+    let trigger = o.level0_file_num_compaction_trigger;
+    let slowdown = o.level0_slowdown_writes_trigger.max(trigger);
+    let l0_threshold = (trigger * 2).min(trigger + (slowdown - trigger) / 4);
+    l0_files >= l0_threshold || pending_bytes >= o.soft_pending_compaction_bytes_limit / 4
+}
+
 /// What a family needs before the next write group (see `family_room`).
 enum Need {
     Nothing,
@@ -496,6 +542,32 @@ mod tests {
         let (g, n, sync) = build_group(&q);
         let tags = g.iter().map(|e| e.parts().1[0]).collect();
         (n, sync, tags)
+    }
+
+    #[test]
+    fn low_priority_writes_slow_down_a_quarter_of_the_way_to_the_slowdown_limits() {
+        let o = crate::Options {
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            soft_pending_compaction_bytes_limit: 4000,
+            ..Default::default()
+        };
+        // L0 threshold: min(2 * 4, 4 + (20 - 4) / 4) = 8 files; bytes: 4000 / 4.
+        assert!(!compaction_behind(7, 999, &o));
+        assert!(compaction_behind(8, 0, &o));
+        assert!(compaction_behind(0, 1000, &o));
+        let close = crate::Options {
+            level0_slowdown_writes_trigger: 6,
+            ..o.clone()
+        };
+        // min(8, 4 + (6 - 4) / 4) = 4: behind as soon as compaction is due.
+        assert!(!compaction_behind(3, 0, &close));
+        assert!(compaction_behind(4, 0, &close));
+        let off = crate::Options {
+            disable_auto_compactions: true,
+            ..o
+        };
+        assert!(!compaction_behind(100, u64::MAX, &off));
     }
 
     #[test]
