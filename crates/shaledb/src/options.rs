@@ -142,6 +142,11 @@ pub struct Options {
     /// with writers waiting, and this keeps that sync short. Default 1 MiB (RocksDB's
     /// default is 0, which leaves the whole file to that sync).
     pub wal_bytes_per_sync: u64,
+    /// With more than one column family: once the live WALs hold more than this many bytes,
+    /// the families whose active memtable still has data in the oldest WAL are flushed, so a
+    /// rarely written family does not keep old WALs alive (RocksDB's option). 0: four times
+    /// the sum over families of `write_buffer_size * max_write_buffer_number`. Default 0.
+    pub max_total_wal_size: u64,
 }
 
 impl Default for Options {
@@ -191,6 +196,7 @@ impl Default for Options {
             wal_recovery_mode: WalRecoveryMode::default(),
             max_manifest_file_size: 64 << 20,
             wal_bytes_per_sync: 1 << 20,
+            max_total_wal_size: 0,
         }
     }
 }
@@ -234,6 +240,7 @@ impl std::fmt::Debug for Options {
             wal_recovery_mode,
             max_manifest_file_size,
             wal_bytes_per_sync,
+            max_total_wal_size,
         } = self;
         f.debug_struct("Options")
             .field("create_if_missing", create_if_missing)
@@ -289,6 +296,7 @@ impl std::fmt::Debug for Options {
             .field("wal_recovery_mode", wal_recovery_mode)
             .field("max_manifest_file_size", max_manifest_file_size)
             .field("wal_bytes_per_sync", wal_bytes_per_sync)
+            .field("max_total_wal_size", max_total_wal_size)
             .finish()
     }
 }
@@ -341,6 +349,7 @@ impl Options {
         with_wal_recovery_mode => wal_recovery_mode: WalRecoveryMode,
         with_max_manifest_file_size => max_manifest_file_size: u64,
         with_wal_bytes_per_sync => wal_bytes_per_sync: u64,
+        with_max_total_wal_size => max_total_wal_size: u64,
     }
 
     /// Sets [`Options::fs`] (builder style), e.g. to a

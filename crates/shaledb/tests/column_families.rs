@@ -540,3 +540,37 @@ fn approximate_sizes_come_from_each_familys_tables() {
     assert_eq!(db.approximate_size_cf(&empty, ..).expect("size"), 0);
     assert_eq!(db.approximate_size(..).expect("size"), 0);
 }
+
+#[test]
+fn a_rarely_written_family_is_flushed_once_the_wals_grow_past_the_limit() {
+    let count_wals_after = |limit: u64| -> usize {
+        let opts = mem_options()
+            .with_write_buffer_size(64 << 10)
+            .with_max_total_wal_size(limit);
+        let dir = Path::new("/cf-wal-limit");
+        let db = Db::open(dir, opts.clone()).expect("open");
+        let rare = db.create_cf("rare", CfOptions::default()).expect("rare");
+        db.put_cf(&rare, b"once", b"v").expect("put");
+        for i in 0..40_000u32 {
+            db.put(i.to_be_bytes(), [1u8; 64]).expect("put");
+        }
+        db.wait_for_compactions().expect("wait");
+        let wals = wal_files(&opts, dir);
+        drop(db);
+        let db = Db::open(dir, opts).expect("reopen");
+        let rare = db.cf("rare").expect("rare");
+        assert_eq!(
+            db.get_cf(&rare, b"once").expect("get").as_deref(),
+            Some(&b"v"[..])
+        );
+        wals
+    };
+    let limited = count_wals_after(256 << 10);
+    assert!(limited <= 6, "{limited} WALs kept with a 256 KiB limit");
+    // The default limit (4 x 2 x 64 MiB for "rare") keeps every WAL since its one write.
+    let unlimited = count_wals_after(0);
+    assert!(
+        unlimited > 20,
+        "{unlimited} WALs kept without a limit that bites"
+    );
+}

@@ -56,7 +56,8 @@ fn options_print_with_debug() {
     assert!(s.contains("fs: MemFileSystem,"), "{s}");
     assert!(s.contains("write_buffer_size: 1048576,"), "{s}");
     assert!(s.contains("max_manifest_file_size: 67108864,"), "{s}");
-    assert!(s.contains("wal_bytes_per_sync: 1048576 }"), "{s}");
+    assert!(s.contains("wal_bytes_per_sync: 1048576,"), "{s}");
+    assert!(s.contains("max_total_wal_size: 0 }"), "{s}");
     assert!(format!("{:?}", Options::default()).contains("fs: PosixFileSystem,"));
 
     let dir = tempfile::tempdir().expect("tempdir");

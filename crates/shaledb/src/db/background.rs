@@ -390,7 +390,7 @@ impl DbInner {
             return Err(err);
         }
         let log_number = st.versions.log_number();
-        st.live_wals.retain(|&number| {
+        st.live_wals.retain(|&(number, _)| {
             if number < log_number {
                 self.obsolete.push(ObsoleteFile {
                     kind: FileKind::Log,

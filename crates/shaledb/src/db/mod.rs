@@ -125,7 +125,8 @@ pub(crate) struct DbState {
     pub(crate) running_compactions: usize,
     /// WALs not yet known to be obsolete; those below the MANIFEST's log number move to the
     /// deletion queue when the edit that moved it is durable.
-    pub(crate) live_wals: Vec<u64>,
+    /// Each as (number, bytes written to it), oldest first; the last is the one being written.
+    pub(crate) live_wals: Vec<(u64, u64)>,
     /// A MANIFEST write is in progress (with this mutex released); others wait on
     /// `manifest_cv` for their turn.
     pub(crate) manifest_writing: bool,

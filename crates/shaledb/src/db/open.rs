@@ -538,7 +538,7 @@ impl DbInner {
                 writers: VecDeque::new(),
                 bg_error: None,
                 running_compactions: 0,
-                live_wals: vec![r.wal_number],
+                live_wals: vec![(r.wal_number, 0)],
                 manifest_writing: false,
                 stall_count: 0,
                 stall_micros: 0,

@@ -123,6 +123,7 @@ impl DbInner {
             // Every member's bytes, not only the leader's (members return without counting),
             // each with its own batch header as the caller saw it: the group holds one header.
             let user_bytes = (group.approximate_size() + (n - 1) * BATCH_HEADER_SIZE) as u64;
+            let group_bytes = group.approximate_size() as u64;
             self.pace_write(&mut st, slow_down, group.approximate_size() as u64);
             let seq = self.last_sequence.load(Ordering::Acquire) + 1;
             let mems: Vec<(u32, Arc<MemTable>)> = st
@@ -139,6 +140,11 @@ impl DbInner {
             });
             match res {
                 Ok(count) => {
+                    if !disable_wal {
+                        if let Some(w) = st.live_wals.last_mut() {
+                            w.1 += group_bytes;
+                        }
+                    }
                     self.last_sequence.store(seq + count - 1, Ordering::Release);
                     self.user_bytes_written
                         .fetch_add(user_bytes, Ordering::Relaxed);
@@ -228,6 +234,27 @@ impl DbInner {
         Ok(())
     }
 
+    /// With several families and the live WALs past `max_total_wal_size`: the oldest live WAL,
+    /// which the families whose active memtable started in it are flushed to free.
+    fn wal_to_free(&self, st: &DbState) -> Option<u64> {
+        if st.families.len() < 2 || st.live_wals.len() < 2 {
+            return None;
+        }
+        let limit = match self.opts.max_total_wal_size {
+            0 => st
+                .families
+                .values()
+                .map(|f| {
+                    let o = &f.data.opts;
+                    4 * (o.write_buffer_size as u64) * (o.max_write_buffer_number as u64)
+                })
+                .sum(),
+            n => n,
+        };
+        let total: u64 = st.live_wals.iter().map(|w| w.1).sum();
+        (total > limit).then(|| st.live_wals[0].0)
+    }
+
     /// A low-priority write of `bytes`: while any family's compaction falls behind, waits
     /// (without the mutex) until the low-priority token bucket allows it.
     fn pace_low_pri(&self, bytes: u64) {
@@ -305,9 +332,13 @@ impl DbInner {
             if self.shutting_down.load(Ordering::Acquire) {
                 return Err(Error::Closed);
             }
+            let old_wal = self.wal_to_free(st);
             for (&id, cf) in &st.families {
-                // With atomic flush a flush request freezes every family that holds data.
-                let forced = force == Some(id) || (self.opts.atomic_flush && force.is_some());
+                // With atomic flush a flush request freezes every family that holds data; a
+                // family whose active memtable started in the WAL to free is flushed too.
+                let forced = force == Some(id)
+                    || (self.opts.atomic_flush && force.is_some())
+                    || old_wal.is_some_and(|w| cf.mem.log_number() <= w);
                 let room = family_room(st, cf, forced);
                 if allow_delay && room.slow_down {
                     // Slow writes to delayed_write_rate rather than stopping them for seconds
@@ -378,7 +409,7 @@ impl DbInner {
             *wal = Some(new_writer);
             self.wal_number.store(number, Ordering::Release);
         }
-        st.live_wals.push(number);
+        st.live_wals.push((number, 0));
         let DbState {
             families, versions, ..
         } = &mut **st;
