@@ -115,4 +115,6 @@ pub(crate) fn parse_gb_after(text: &str, marker: &str) -> Option<u64> {
 }
 
 #[cfg(test)]
+mod differential;
+#[cfg(test)]
 mod tests;

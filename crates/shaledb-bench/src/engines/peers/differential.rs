@@ -1,0 +1,629 @@
+//! Differential test against RocksDB itself (linked for the benchmarks): one random sequence of
+//! puts, deletes, single deletes, uint64add merges and cross-family batches over three column
+//! families, with flushes and compactions, runs on ShaleDB and on RocksDB, and every read must
+//! be equal. RocksDB's column-family and merge-operator C API is declared here, for this test
+//! only.
+
+use shaledb::merge_operators::UInt64Add;
+use shaledb::{CfOptions, ColumnFamily, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_int, CString};
+use std::path::Path;
+use std::sync::Arc;
+
+#[allow(non_camel_case_types)]
+mod ffi {
+    use std::ffi::{c_char, c_int, c_uchar, c_void};
+    opaque!(
+        rocksdb_t,
+        rocksdb_options_t,
+        rocksdb_column_family_handle_t,
+        rocksdb_readoptions_t,
+        rocksdb_writeoptions_t,
+        rocksdb_flushoptions_t,
+        rocksdb_writebatch_t,
+        rocksdb_iterator_t,
+        rocksdb_mergeoperator_t
+    );
+    pub type ErrPtr = *mut *mut c_char;
+    pub type FullMerge = unsafe extern "C" fn(
+        *mut c_void,
+        *const c_char,
+        usize,
+        *const c_char,
+        usize,
+        *const *const c_char,
+        *const usize,
+        c_int,
+        *mut c_uchar,
+        *mut usize,
+    ) -> *mut c_char;
+    pub type PartialMerge = unsafe extern "C" fn(
+        *mut c_void,
+        *const c_char,
+        usize,
+        *const *const c_char,
+        *const usize,
+        c_int,
+        *mut c_uchar,
+        *mut usize,
+    ) -> *mut c_char;
+
+    extern "C" {
+        pub fn rocksdb_options_create() -> *mut rocksdb_options_t;
+        pub fn rocksdb_options_destroy(o: *mut rocksdb_options_t);
+        pub fn rocksdb_options_set_create_if_missing(o: *mut rocksdb_options_t, v: c_uchar);
+        pub fn rocksdb_options_set_create_missing_column_families(
+            o: *mut rocksdb_options_t,
+            v: c_uchar,
+        );
+        pub fn rocksdb_options_set_write_buffer_size(o: *mut rocksdb_options_t, v: usize);
+        pub fn rocksdb_options_set_merge_operator(
+            o: *mut rocksdb_options_t,
+            m: *mut rocksdb_mergeoperator_t,
+        );
+        pub fn rocksdb_mergeoperator_create(
+            state: *mut c_void,
+            destructor: unsafe extern "C" fn(*mut c_void),
+            full_merge: FullMerge,
+            partial_merge: PartialMerge,
+            delete_value: unsafe extern "C" fn(*mut c_void, *const c_char, usize),
+            name: unsafe extern "C" fn(*mut c_void) -> *const c_char,
+        ) -> *mut rocksdb_mergeoperator_t;
+        pub fn rocksdb_open_column_families(
+            options: *const rocksdb_options_t,
+            name: *const c_char,
+            num_column_families: c_int,
+            column_family_names: *const *const c_char,
+            column_family_options: *const *const rocksdb_options_t,
+            column_family_handles: *mut *mut rocksdb_column_family_handle_t,
+            errptr: ErrPtr,
+        ) -> *mut rocksdb_t;
+        pub fn rocksdb_column_family_handle_destroy(h: *mut rocksdb_column_family_handle_t);
+        pub fn rocksdb_close(db: *mut rocksdb_t);
+        pub fn rocksdb_free(p: *mut c_void);
+        pub fn rocksdb_readoptions_create() -> *mut rocksdb_readoptions_t;
+        pub fn rocksdb_readoptions_destroy(o: *mut rocksdb_readoptions_t);
+        pub fn rocksdb_writeoptions_create() -> *mut rocksdb_writeoptions_t;
+        pub fn rocksdb_writeoptions_destroy(o: *mut rocksdb_writeoptions_t);
+        pub fn rocksdb_flushoptions_create() -> *mut rocksdb_flushoptions_t;
+        pub fn rocksdb_flushoptions_destroy(o: *mut rocksdb_flushoptions_t);
+        pub fn rocksdb_flushoptions_set_wait(o: *mut rocksdb_flushoptions_t, v: c_uchar);
+        pub fn rocksdb_flush_cf(
+            db: *mut rocksdb_t,
+            o: *const rocksdb_flushoptions_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            errptr: ErrPtr,
+        );
+        pub fn rocksdb_compact_range_cf(
+            db: *mut rocksdb_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            start: *const c_char,
+            start_len: usize,
+            limit: *const c_char,
+            limit_len: usize,
+        );
+        pub fn rocksdb_writebatch_create() -> *mut rocksdb_writebatch_t;
+        pub fn rocksdb_writebatch_destroy(b: *mut rocksdb_writebatch_t);
+        pub fn rocksdb_writebatch_put_cf(
+            b: *mut rocksdb_writebatch_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            k: *const c_char,
+            klen: usize,
+            v: *const c_char,
+            vlen: usize,
+        );
+        pub fn rocksdb_writebatch_delete_cf(
+            b: *mut rocksdb_writebatch_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            k: *const c_char,
+            klen: usize,
+        );
+        pub fn rocksdb_writebatch_singledelete_cf(
+            b: *mut rocksdb_writebatch_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            k: *const c_char,
+            klen: usize,
+        );
+        pub fn rocksdb_writebatch_merge_cf(
+            b: *mut rocksdb_writebatch_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            k: *const c_char,
+            klen: usize,
+            v: *const c_char,
+            vlen: usize,
+        );
+        pub fn rocksdb_write(
+            db: *mut rocksdb_t,
+            o: *const rocksdb_writeoptions_t,
+            b: *mut rocksdb_writebatch_t,
+            errptr: ErrPtr,
+        );
+        pub fn rocksdb_get_cf(
+            db: *mut rocksdb_t,
+            o: *const rocksdb_readoptions_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            k: *const c_char,
+            klen: usize,
+            vlen: *mut usize,
+            errptr: ErrPtr,
+        ) -> *mut c_char;
+        pub fn rocksdb_create_iterator_cf(
+            db: *mut rocksdb_t,
+            o: *const rocksdb_readoptions_t,
+            cf: *mut rocksdb_column_family_handle_t,
+        ) -> *mut rocksdb_iterator_t;
+        pub fn rocksdb_iter_destroy(it: *mut rocksdb_iterator_t);
+        pub fn rocksdb_iter_seek_to_first(it: *mut rocksdb_iterator_t);
+        pub fn rocksdb_iter_valid(it: *const rocksdb_iterator_t) -> c_uchar;
+        pub fn rocksdb_iter_next(it: *mut rocksdb_iterator_t);
+        pub fn rocksdb_iter_key(it: *const rocksdb_iterator_t, len: *mut usize) -> *const c_char;
+        pub fn rocksdb_iter_value(it: *const rocksdb_iterator_t, len: *mut usize) -> *const c_char;
+        pub fn rocksdb_iter_get_error(it: *const rocksdb_iterator_t, errptr: ErrPtr);
+    }
+}
+
+/// RocksDB's uint64add in Rust, for RocksDB's C merge-operator callbacks. Results are boxed
+/// slices handed to RocksDB, which gives them back to `delete_value`.
+mod uint64add {
+    use std::ffi::{c_char, c_int, c_uchar, c_void};
+
+    fn decode(ptr: *const c_char, len: usize) -> u64 {
+        if ptr.is_null() || len != 8 {
+            return 0;
+        }
+        // SAFETY: RocksDB passes `len` readable bytes at `ptr` for the call's duration.
+        let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+        <[u8; 8]>::try_from(bytes).map_or(0, u64::from_le_bytes)
+    }
+
+    /// The sum of the `n` operands in `list`/`lens` (RocksDB passes them oldest first).
+    fn sum(list: *const *const c_char, lens: *const usize, n: c_int) -> u64 {
+        let n = usize::try_from(n).unwrap_or(0);
+        if list.is_null() || lens.is_null() {
+            return 0;
+        }
+        // SAFETY: RocksDB passes arrays of `n` operand pointers and lengths.
+        let (ptrs, lens) = unsafe {
+            (
+                std::slice::from_raw_parts(list, n),
+                std::slice::from_raw_parts(lens, n),
+            )
+        };
+        ptrs.iter()
+            .zip(lens)
+            .fold(0u64, |acc, (&p, &l)| acc.wrapping_add(decode(p, l)))
+    }
+
+    fn hand_out(v: u64, success: *mut c_uchar, new_len: *mut usize) -> *mut c_char {
+        let boxed: Box<[u8]> = v.to_le_bytes().to_vec().into_boxed_slice();
+        // SAFETY: RocksDB passes valid out-pointers for the result.
+        unsafe {
+            *success = 1;
+            *new_len = boxed.len();
+        }
+        Box::into_raw(boxed).cast::<c_char>()
+    }
+
+    pub unsafe extern "C" fn full_merge(
+        _state: *mut c_void,
+        _key: *const c_char,
+        _key_len: usize,
+        existing: *const c_char,
+        existing_len: usize,
+        list: *const *const c_char,
+        lens: *const usize,
+        n: c_int,
+        success: *mut c_uchar,
+        new_len: *mut usize,
+    ) -> *mut c_char {
+        let total = decode(existing, existing_len).wrapping_add(sum(list, lens, n));
+        hand_out(total, success, new_len)
+    }
+
+    pub unsafe extern "C" fn partial_merge(
+        _state: *mut c_void,
+        _key: *const c_char,
+        _key_len: usize,
+        list: *const *const c_char,
+        lens: *const usize,
+        n: c_int,
+        success: *mut c_uchar,
+        new_len: *mut usize,
+    ) -> *mut c_char {
+        hand_out(sum(list, lens, n), success, new_len)
+    }
+
+    pub unsafe extern "C" fn delete_value(_state: *mut c_void, value: *const c_char, len: usize) {
+        if !value.is_null() {
+            // SAFETY: `value` came from `hand_out`'s `Box<[u8]>` of `len` bytes.
+            drop(unsafe {
+                Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    value.cast_mut().cast::<u8>(),
+                    len,
+                ))
+            });
+        }
+    }
+
+    pub unsafe extern "C" fn destructor(_state: *mut c_void) {}
+
+    pub unsafe extern "C" fn name(_state: *mut c_void) -> *const c_char {
+        c"UInt64AddOperator".as_ptr()
+    }
+}
+
+/// The families of the test, in RocksDB's handle order: "counters" merges with uint64add.
+const FAMILIES: [&str; 3] = ["default", "counters", "plain"];
+
+/// RocksDB opened with the three families.
+struct Rocks {
+    db: *mut ffi::rocksdb_t,
+    cfs: Vec<*mut ffi::rocksdb_column_family_handle_t>,
+    options: Vec<*mut ffi::rocksdb_options_t>,
+    ro: *mut ffi::rocksdb_readoptions_t,
+    wo: *mut ffi::rocksdb_writeoptions_t,
+}
+
+fn check_err(err: *mut c_char, what: &str) {
+    if !err.is_null() {
+        // SAFETY: RocksDB's error strings are NUL-terminated and freed with rocksdb_free.
+        let msg = unsafe { std::ffi::CStr::from_ptr(err) }
+            .to_string_lossy()
+            .into_owned();
+        // SAFETY: as above.
+        unsafe { ffi::rocksdb_free(err.cast()) };
+        panic!("RocksDB {what}: {msg}");
+    }
+}
+
+impl Rocks {
+    fn open(dir: &Path) -> Rocks {
+        let path = CString::new(dir.to_string_lossy().as_bytes()).expect("path");
+        let names: Vec<CString> = FAMILIES
+            .iter()
+            .map(|n| CString::new(*n).expect("name"))
+            .collect();
+        let name_ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+        // SAFETY: every object created here is destroyed once in Drop; the merge operator's
+        // ownership passes to the options it is set on.
+        unsafe {
+            let options: Vec<*mut ffi::rocksdb_options_t> = FAMILIES
+                .iter()
+                .map(|name| {
+                    let o = ffi::rocksdb_options_create();
+                    ffi::rocksdb_options_set_create_if_missing(o, 1);
+                    ffi::rocksdb_options_set_create_missing_column_families(o, 1);
+                    ffi::rocksdb_options_set_write_buffer_size(o, 64 << 10);
+                    if *name == "counters" {
+                        let m = ffi::rocksdb_mergeoperator_create(
+                            std::ptr::null_mut(),
+                            uint64add::destructor,
+                            uint64add::full_merge,
+                            uint64add::partial_merge,
+                            uint64add::delete_value,
+                            uint64add::name,
+                        );
+                        ffi::rocksdb_options_set_merge_operator(o, m);
+                    }
+                    o
+                })
+                .collect();
+            let option_ptrs: Vec<*const ffi::rocksdb_options_t> =
+                options.iter().map(|o| o.cast_const()).collect();
+            let mut cfs = vec![std::ptr::null_mut(); FAMILIES.len()];
+            let mut err = std::ptr::null_mut();
+            let db = ffi::rocksdb_open_column_families(
+                options[0],
+                path.as_ptr(),
+                FAMILIES.len() as c_int,
+                name_ptrs.as_ptr(),
+                option_ptrs.as_ptr(),
+                cfs.as_mut_ptr(),
+                &mut err,
+            );
+            check_err(err, "open");
+            Rocks {
+                db,
+                cfs,
+                options,
+                ro: ffi::rocksdb_readoptions_create(),
+                wo: ffi::rocksdb_writeoptions_create(),
+            }
+        }
+    }
+
+    fn write(&self, ops: &[Op]) {
+        // SAFETY: the batch is created and destroyed here; key and value slices outlive the
+        // calls that copy them; the handles belong to the open database.
+        unsafe {
+            let b = ffi::rocksdb_writebatch_create();
+            for op in ops {
+                let cf = self.cfs[op.family];
+                let (k, kl) = (op.key.as_ptr().cast::<c_char>(), op.key.len());
+                match &op.kind {
+                    Kind::Put(v) => {
+                        ffi::rocksdb_writebatch_put_cf(b, cf, k, kl, v.as_ptr().cast(), v.len())
+                    }
+                    Kind::Merge(v) => {
+                        ffi::rocksdb_writebatch_merge_cf(b, cf, k, kl, v.as_ptr().cast(), v.len())
+                    }
+                    Kind::Delete => ffi::rocksdb_writebatch_delete_cf(b, cf, k, kl),
+                    Kind::SingleDelete => ffi::rocksdb_writebatch_singledelete_cf(b, cf, k, kl),
+                }
+            }
+            let mut err = std::ptr::null_mut();
+            ffi::rocksdb_write(self.db, self.wo, b, &mut err);
+            ffi::rocksdb_writebatch_destroy(b);
+            check_err(err, "write");
+        }
+    }
+
+    fn get(&self, family: usize, key: &[u8]) -> Option<Vec<u8>> {
+        let mut len = 0usize;
+        let mut err = std::ptr::null_mut();
+        // SAFETY: the returned buffer is copied, then freed with rocksdb_free.
+        unsafe {
+            let v = ffi::rocksdb_get_cf(
+                self.db,
+                self.ro,
+                self.cfs[family],
+                key.as_ptr().cast(),
+                key.len(),
+                &mut len,
+                &mut err,
+            );
+            check_err(err, "get");
+            if v.is_null() {
+                return None;
+            }
+            let out = std::slice::from_raw_parts(v.cast::<u8>(), len).to_vec();
+            ffi::rocksdb_free(v.cast());
+            Some(out)
+        }
+    }
+
+    fn scan(&self, family: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        // SAFETY: the iterator is destroyed here; its key/value slices are copied before
+        // it moves.
+        unsafe {
+            let it = ffi::rocksdb_create_iterator_cf(self.db, self.ro, self.cfs[family]);
+            ffi::rocksdb_iter_seek_to_first(it);
+            while ffi::rocksdb_iter_valid(it) != 0 {
+                let (mut kl, mut vl) = (0usize, 0usize);
+                let k = ffi::rocksdb_iter_key(it, &mut kl);
+                let v = ffi::rocksdb_iter_value(it, &mut vl);
+                out.push((
+                    std::slice::from_raw_parts(k.cast::<u8>(), kl).to_vec(),
+                    std::slice::from_raw_parts(v.cast::<u8>(), vl).to_vec(),
+                ));
+                ffi::rocksdb_iter_next(it);
+            }
+            let mut err = std::ptr::null_mut();
+            ffi::rocksdb_iter_get_error(it, &mut err);
+            ffi::rocksdb_iter_destroy(it);
+            check_err(err, "iterate");
+        }
+        out
+    }
+
+    fn flush(&self, family: usize) {
+        // SAFETY: the flush options are created and destroyed here.
+        unsafe {
+            let fo = ffi::rocksdb_flushoptions_create();
+            ffi::rocksdb_flushoptions_set_wait(fo, 1);
+            let mut err = std::ptr::null_mut();
+            ffi::rocksdb_flush_cf(self.db, fo, self.cfs[family], &mut err);
+            ffi::rocksdb_flushoptions_destroy(fo);
+            check_err(err, "flush");
+        }
+    }
+
+    fn compact(&self, family: usize) {
+        // SAFETY: null bounds mean the whole key space.
+        unsafe {
+            ffi::rocksdb_compact_range_cf(
+                self.db,
+                self.cfs[family],
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                0,
+            );
+        }
+    }
+}
+
+impl Drop for Rocks {
+    fn drop(&mut self) {
+        // SAFETY: handles are destroyed before the database is closed, the database before
+        // its options, each exactly once.
+        unsafe {
+            for cf in self.cfs.drain(..) {
+                ffi::rocksdb_column_family_handle_destroy(cf);
+            }
+            ffi::rocksdb_close(self.db);
+            ffi::rocksdb_readoptions_destroy(self.ro);
+            ffi::rocksdb_writeoptions_destroy(self.wo);
+            for o in self.options.drain(..) {
+                ffi::rocksdb_options_destroy(o);
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Put(Vec<u8>),
+    Merge(Vec<u8>),
+    Delete,
+    SingleDelete,
+}
+
+#[derive(Debug, Clone)]
+struct Op {
+    family: usize,
+    key: Vec<u8>,
+    kind: Kind,
+}
+
+fn shale_open(dir: &Path) -> (Db, Vec<ColumnFamily>) {
+    let opts = Options {
+        create_missing_column_families: true,
+        write_buffer_size: 64 << 10,
+        ..Default::default()
+    };
+    let counters = CfOptions {
+        write_buffer_size: 64 << 10,
+        merge_operator: Some(Arc::new(UInt64Add)),
+        ..Default::default()
+    };
+    let plain = CfOptions {
+        write_buffer_size: 64 << 10,
+        ..Default::default()
+    };
+    let db = Db::open_cf(dir, opts, [("counters", counters), ("plain", plain)]).expect("open");
+    let cfs = FAMILIES.iter().map(|n| db.cf(n).expect("family")).collect();
+    (db, cfs)
+}
+
+fn shale_write(db: &Db, cfs: &[ColumnFamily], ops: &[Op]) {
+    let mut b = WriteBatch::new();
+    for op in ops {
+        let cf = &cfs[op.family];
+        match &op.kind {
+            Kind::Put(v) => b.put_cf(cf, &op.key, v),
+            Kind::Merge(v) => b.merge_cf(cf, &op.key, v),
+            Kind::Delete => b.delete_cf(cf, &op.key),
+            Kind::SingleDelete => b.single_delete_cf(cf, &op.key),
+        }
+    }
+    db.write(&WriteOptions::default(), &b).expect("write");
+}
+
+fn shale_scan(db: &Db, cf: &ColumnFamily) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db.iter_cf(cf, &ReadOptions::default()).expect("iter");
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().expect("status");
+    out
+}
+
+/// Generates one operation. Single deletes follow RocksDB's contract: keys k060..k119 are
+/// only ever put and single-deleted, alternately (one put since the previous single delete;
+/// never deleted or merged: RocksDB refuses a single delete mixed with a delete), tracked in
+/// `puts`; keys k000..k059 get puts, deletes and (in "counters") merges.
+fn gen_op(rng: &mut u64, puts: &mut BTreeMap<(usize, Vec<u8>), u32>) -> Op {
+    let mut next = |n: u64| {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        *rng % n
+    };
+    let family = next(3) as usize;
+    let index = next(120);
+    let key = format!("k{index:03}").into_bytes();
+    let roll = next(100);
+    let value = |next: &mut dyn FnMut(u64) -> u64| {
+        if family == 1 {
+            next(1000).to_le_bytes().to_vec()
+        } else {
+            format!("v{}", next(1_000_000)).into_bytes()
+        }
+    };
+    let kind = if index >= 60 {
+        let count = puts.entry((family, key.clone())).or_insert(0);
+        if *count == 0 {
+            *count = 1;
+            Kind::Put(value(&mut next))
+        } else {
+            *count = 0;
+            Kind::SingleDelete
+        }
+    } else if family == 1 && roll < 45 {
+        Kind::Merge(next(1000).to_le_bytes().to_vec())
+    } else if roll < 75 {
+        Kind::Put(value(&mut next))
+    } else {
+        Kind::Delete
+    };
+    Op { family, key, kind }
+}
+
+static LOG: std::sync::Mutex<Vec<Op>> = std::sync::Mutex::new(Vec::new());
+
+#[test]
+fn shaledb_and_rocksdb_agree_on_families_merges_and_single_deletes() {
+    let rocks_dir = tempfile::tempdir().expect("tempdir");
+    let shale_dir = tempfile::tempdir().expect("tempdir");
+    let rocks = Rocks::open(rocks_dir.path());
+    let (db, cfs) = shale_open(shale_dir.path());
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut history = BTreeMap::new();
+    let mut step = 0u64;
+    for round in 0..40 {
+        for _ in 0..150 {
+            step += 1;
+            let n = 1 + (step % 4) as usize;
+            let ops: Vec<Op> = (0..n).map(|_| gen_op(&mut rng, &mut history)).collect();
+            rocks.write(&ops);
+            shale_write(&db, &cfs, &ops);
+            LOG.lock().expect("log").extend(ops.iter().cloned());
+        }
+        let family = round % 3;
+        match round % 5 {
+            1 => {
+                rocks.flush(family);
+                db.flush_cf(&cfs[family]).expect("flush");
+            }
+            3 => {
+                rocks.compact(family);
+                db.compact_range_cf(&cfs[family], None, None)
+                    .expect("compact");
+            }
+            _ => {}
+        }
+        for (i, cf) in cfs.iter().enumerate() {
+            let want = rocks.scan(i);
+            let got = shale_scan(&db, cf);
+            if want != got {
+                let only_rocks: Vec<_> = want.iter().filter(|e| !got.contains(e)).collect();
+                let only_shale: Vec<_> = got.iter().filter(|e| !want.contains(e)).collect();
+                eprintln!("only in RocksDB: {only_rocks:?}\nonly in ShaleDB: {only_shale:?}");
+                if let Some((k, _)) = only_rocks.first().or(only_shale.first()) {
+                    let fam = i;
+                    eprintln!("history of {:?}:", String::from_utf8_lossy(k));
+                    for (n, op) in LOG.lock().expect("log").iter().enumerate() {
+                        if op.family == fam && &op.key == k {
+                            eprintln!("  #{n} {:?}", op.kind);
+                        }
+                    }
+                }
+            }
+            assert!(
+                want == got,
+                "round {round}, family {}: RocksDB has {} entries, ShaleDB {}; first \
+                 difference at {:?}",
+                FAMILIES[i],
+                want.len(),
+                got.len(),
+                want.iter().zip(&got).position(|(a, b)| a != b)
+            );
+            for k in 0..120 {
+                let key = format!("k{k:03}").into_bytes();
+                let got = db.get_cf(cf, &key).expect("get").map(|v| v.to_vec());
+                assert_eq!(
+                    got,
+                    rocks.get(i, &key),
+                    "round {round}: get {}",
+                    FAMILIES[i]
+                );
+            }
+        }
+    }
+}
