@@ -52,6 +52,8 @@ pub struct CommonOptions {
     pub use_direct_reads: bool,
     /// Open an existing database instead of creating a fresh one.
     pub use_existing_db: bool,
+    /// db_bench's `--merge_operator`: "" (none) or "uint64add".
+    pub merge_operator: String,
 }
 
 impl Default for CommonOptions {
@@ -79,6 +81,7 @@ impl Default for CommonOptions {
             verify_checksums: true,
             use_direct_reads: false,
             use_existing_db: false,
+            merge_operator: String::new(),
         }
     }
 }
@@ -140,6 +143,16 @@ pub trait Engine: Send + Sync {
     fn compaction_bytes_written(&self) -> Option<u64>;
     /// A named engine property (`levelstats`, ...), if the engine has it. Added for the
     /// `levelstats` benchmark; engines without properties keep the default.
+    /// Merges `value` into `key` with the engine's merge operator (`--merge_operator`).
+    fn merge(&self, _key: &[u8], _value: &[u8]) -> EngineResult<()> {
+        Err(format!("{}: merge is not supported", self.name()))
+    }
+
+    /// Reads several keys at once; engines without a batched read loop over `get`.
+    fn multi_get(&self, keys: &[&[u8]]) -> EngineResult<Vec<Option<Vec<u8>>>> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
+
     fn property(&self, _name: &str) -> Option<String> {
         None
     }

@@ -178,6 +178,16 @@ pub const FLAGS: &[FlagSpec] = &[
         "percent reads in readrandomwriterandom",
     ),
     used(
+        "mergereadpercent",
+        false,
+        "percent reads in readrandommergerandom",
+    ),
+    used(
+        "merge_operator",
+        false,
+        "merge operator: uint64add (needed by mergerandom, readrandommergerandom)",
+    ),
+    used(
         "benchmark_write_rate_limit",
         false,
         "bytes/s cap on writes (0: none)",
@@ -359,6 +369,8 @@ pub struct Flags {
     pub seek_nexts: usize,
     /// Read percent.
     pub readwritepercent: u32,
+    /// Read percent of readrandommergerandom.
+    pub mergereadpercent: u32,
     /// Write bytes/s cap.
     pub write_rate_limit: u64,
     /// Engine options.
@@ -381,6 +393,18 @@ fn get<T: std::str::FromStr>(
             .trim()
             .parse::<T>()
             .map_err(|_| format!("flag --{name}: cannot parse {v:?}")),
+    }
+}
+
+/// `--merge_operator`: only db_bench's `uint64add` (or none) is known.
+fn merge_operator_flag(m: &BTreeMap<String, String>) -> Result<String, String> {
+    let v = m.get("merge_operator").map_or("", |s| s.trim());
+    match v.to_ascii_lowercase().as_str() {
+        "" | "none" => Ok(String::new()),
+        "uint64add" | "uint64addoperator" => Ok("uint64add".to_string()),
+        other => Err(format!(
+            "flag --merge_operator: {other:?} is not known (use uint64add)"
+        )),
     }
 }
 
@@ -487,6 +511,7 @@ impl Flags {
             verify_checksums: get_bool(m, "verify_checksum", d.verify_checksums)?,
             use_direct_reads: get_bool(m, "use_direct_reads", d.use_direct_reads)?,
             use_existing_db: get_bool(m, "use_existing_db", d.use_existing_db)?,
+            merge_operator: merge_operator_flag(m)?,
         };
         let threads: usize = get(m, "threads", 1)?;
         let ignored = m
@@ -518,6 +543,7 @@ impl Flags {
             stats_interval: get(m, "stats_interval", 0)?,
             seek_nexts: get(m, "seek_nexts", 0)?,
             readwritepercent: get::<u32>(m, "readwritepercent", 90)?.min(100),
+            mergereadpercent: get::<u32>(m, "mergereadpercent", 70)?.min(100),
             write_rate_limit: get(m, "benchmark_write_rate_limit", 0)?,
             opts,
             ignored,

@@ -163,6 +163,9 @@ pub const BENCHMARKS: &[&str] = &[
     "seekrandom",
     "readwhilewriting",
     "readrandomwriterandom",
+    "mergerandom",
+    "readrandommergerandom",
+    "multireadrandom",
     "deleteseq",
     "deleterandom",
     "compact",
@@ -586,6 +589,90 @@ impl Runner {
         Ok(Some(r))
     }
 
+    /// mergerandom (db_bench: `--num` merges of an 8-byte 1 into random keys, for
+    /// `--merge_operator=uint64add`) and readrandommergerandom (`--mergereadpercent` reads,
+    /// the rest merges).
+    fn merge_random(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
+        let f = &self.flags;
+        let ops = self.per_thread(if name == "mergerandom" {
+            f.writes
+        } else {
+            f.reads
+        });
+        let ks = f.key_size;
+        let num = f.num.max(1);
+        let pct = if name == "mergerandom" {
+            0
+        } else {
+            u64::from(f.mergereadpercent)
+        };
+        let e = self.engine()?;
+        let one = 1u64.to_le_bytes();
+        let (mut r, cnt) = self.run_threads(name, f.threads, ops, e, move |c, e| {
+            let mut i = 0u64;
+            while c.more(i) {
+                make_key(c.rand.uniform(num), ks, &mut c.key);
+                let t0 = Instant::now();
+                if pct > 0 && c.rand.uniform(100) < pct {
+                    c.reads += 1;
+                    let b = c.read_key(e)?;
+                    c.finished(t0, b);
+                } else {
+                    c.writes += 1;
+                    e.merge(&c.key, &one)?;
+                    c.finished(t0, (ks + one.len()) as u64);
+                    c.pace_write((ks + one.len()) as u64);
+                }
+                i += 1;
+            }
+            Ok(())
+        })?;
+        if pct > 0 {
+            r.message = format!(
+                "( reads:{} merges:{} total:{} hits:{})",
+                cnt.reads, cnt.writes, r.ops, cnt.found
+            );
+        }
+        Ok(Some(r))
+    }
+
+    /// multireadrandom: random keys read `--batch_size` at a time with one multi-get.
+    fn multi_read_random(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
+        let f = &self.flags;
+        let reads = self.per_thread(f.reads);
+        let ks = f.key_size;
+        let num = f.num.max(1);
+        let batch = f.batch_size.max(1);
+        let e = self.engine()?;
+        let (mut r, cnt) = self.run_threads(name, f.threads, reads, e, move |c, e| {
+            let mut keys: Vec<Vec<u8>> = Vec::with_capacity(batch);
+            let mut i = 0u64;
+            while c.more(i) {
+                keys.clear();
+                for _ in 0..batch {
+                    make_key(c.rand.uniform(num), ks, &mut c.key);
+                    keys.push(c.key.clone());
+                }
+                let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                let t0 = Instant::now();
+                let got = e.multi_get(&refs)?;
+                let bytes: u64 = got
+                    .iter()
+                    .zip(&keys)
+                    .filter_map(|(v, k)| v.as_ref().map(|v| (k.len() + v.len()) as u64))
+                    .sum();
+                c.found += got.iter().filter(|v| v.is_some()).count() as u64;
+                c.finished(t0, bytes);
+                // One timed call, but db_bench counts every key read as an op.
+                c.done += batch as u64 - 1;
+                i += batch as u64;
+            }
+            Ok(())
+        })?;
+        r.message = format!("({} of {} found)", cnt.found, r.ops);
+        Ok(Some(r))
+    }
+
     /// compact, flush, waitforcompaction: one timed engine call.
     fn maintenance(&mut self, name: &str) -> Result<Option<BenchResult>, String> {
         let e = self.engine()?;
@@ -894,6 +981,8 @@ fn bench_fn(name: &str) -> Option<BenchFn> {
         "seekrandom" => Runner::seek_random,
         "readwhilewriting" => Runner::read_while_writing,
         "readrandomwriterandom" => Runner::read_random_write_random,
+        "mergerandom" | "readrandommergerandom" => Runner::merge_random,
+        "multireadrandom" => Runner::multi_read_random,
         "compact" | "flush" | "waitforcompaction" => Runner::maintenance,
         "stats" => Runner::print_stats,
         "levelstats" => Runner::print_level_stats,
@@ -920,6 +1009,71 @@ fn latency_label(name: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs `benchmarks` on a fresh ShaleDB with `extra` flags; returns the runner (engine
+    /// still open) and the results.
+    fn run(benchmarks: &str, extra: &[&str]) -> (Runner, Vec<BenchResult>) {
+        let mut args = vec![
+            format!("--benchmarks={benchmarks}"),
+            "--engine=shaledb".to_string(),
+            "--num=2000".to_string(),
+            "--key_size=16".to_string(),
+            "--threads=1".to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let flags = Flags::parse(&args).expect("flags");
+        let mut runner = Runner::new(flags).expect("runner");
+        runner.verbose = false;
+        let results = runner.run_all().expect("run");
+        (runner, results)
+    }
+
+    #[test]
+    fn mergerandom_adds_one_per_op_and_multireadrandom_counts_keys() {
+        let (runner, results) = run(
+            "mergerandom,readrandommergerandom,multireadrandom",
+            &[
+                "--merge_operator=uint64add",
+                "--batch_size=8",
+                "--reads=800",
+            ],
+        );
+        let ops: Vec<u64> = results.iter().map(|r| r.ops).collect();
+        assert_eq!(ops, vec![2000, 800, 800]);
+        let e = runner.engine().expect("engine");
+        let mut total = 0u64;
+        for k in 0..2000u64 {
+            let mut key = Vec::new();
+            make_key(k, 16, &mut key);
+            if let Some(v) = e.get(&key).expect("get") {
+                total += u64::from_le_bytes(v.as_slice().try_into().expect("8 bytes"));
+            }
+        }
+        let merges_in_mix = results[1]
+            .message
+            .split("merges:")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|s| s.parse::<u64>().ok())
+            .expect("merge count in the message");
+        assert_eq!(total, 2000 + merges_in_mix, "every merge added one");
+        assert!(
+            results[2].message.contains("of 800 found"),
+            "{}",
+            results[2].message
+        );
+    }
+
+    #[test]
+    fn mergerandom_without_a_merge_operator_fails_with_a_message() {
+        let flags = Flags::parse(&["--benchmarks=mergerandom", "--engine=shaledb", "--num=10"])
+            .expect("flags");
+        let mut runner = Runner::new(flags).expect("runner");
+        runner.verbose = false;
+        let err = runner.run_all().expect_err("refused");
+        assert!(err.contains("merge"), "{err}");
+        assert!(Flags::parse(&["--merge_operator=max"]).is_err());
+    }
 
     #[test]
     fn every_known_benchmark_has_a_function_and_no_other_name_does() {

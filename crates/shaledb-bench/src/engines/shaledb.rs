@@ -37,6 +37,9 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     o.level0_stop_writes_trigger = c.level0_stop_writes_trigger as usize;
     o.max_background_jobs = c.max_background_jobs.max(1) as usize;
     o.disable_auto_compactions = c.disable_auto_compactions;
+    if c.merge_operator == "uint64add" {
+        o.merge_operator = Some(std::sync::Arc::new(shaledb::merge_operators::UInt64Add));
+    }
     Ok(o)
 }
 
@@ -112,6 +115,22 @@ impl Engine for ShaleEngine {
             .get_opt(&self.ro, key)
             .map(|v| v.map(shaledb::Value::into_vec))
             .map_err(|e| e.to_string())
+    }
+    fn merge(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        self.db
+            .merge_opt(&self.wo, key, value)
+            .map_err(|e| e.to_string())
+    }
+    fn multi_get(&self, keys: &[&[u8]]) -> EngineResult<Vec<Option<Vec<u8>>>> {
+        let cf = self.db.default_cf();
+        self.db
+            .multi_get_cf(&self.ro, &cf, keys.iter().copied())
+            .into_iter()
+            .map(|r| {
+                r.map(|v| v.map(shaledb::Value::into_vec))
+                    .map_err(|e| e.to_string())
+            })
+            .collect()
     }
     fn delete(&self, key: &[u8]) -> EngineResult<()> {
         self.db.delete_opt(&self.wo, key).map_err(|e| e.to_string())
