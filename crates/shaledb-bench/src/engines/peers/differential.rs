@@ -22,32 +22,9 @@ mod ffi {
         rocksdb_writeoptions_t,
         rocksdb_flushoptions_t,
         rocksdb_writebatch_t,
-        rocksdb_iterator_t,
-        rocksdb_mergeoperator_t
+        rocksdb_iterator_t
     );
     pub type ErrPtr = *mut *mut c_char;
-    pub type FullMerge = unsafe extern "C" fn(
-        *mut c_void,
-        *const c_char,
-        usize,
-        *const c_char,
-        usize,
-        *const *const c_char,
-        *const usize,
-        c_int,
-        *mut c_uchar,
-        *mut usize,
-    ) -> *mut c_char;
-    pub type PartialMerge = unsafe extern "C" fn(
-        *mut c_void,
-        *const c_char,
-        usize,
-        *const *const c_char,
-        *const usize,
-        c_int,
-        *mut c_uchar,
-        *mut usize,
-    ) -> *mut c_char;
 
     extern "C" {
         pub fn rocksdb_options_create() -> *mut rocksdb_options_t;
@@ -58,18 +35,6 @@ mod ffi {
             v: c_uchar,
         );
         pub fn rocksdb_options_set_write_buffer_size(o: *mut rocksdb_options_t, v: usize);
-        pub fn rocksdb_options_set_merge_operator(
-            o: *mut rocksdb_options_t,
-            m: *mut rocksdb_mergeoperator_t,
-        );
-        pub fn rocksdb_mergeoperator_create(
-            state: *mut c_void,
-            destructor: unsafe extern "C" fn(*mut c_void),
-            full_merge: FullMerge,
-            partial_merge: PartialMerge,
-            delete_value: unsafe extern "C" fn(*mut c_void, *const c_char, usize),
-            name: unsafe extern "C" fn(*mut c_void) -> *const c_char,
-        ) -> *mut rocksdb_mergeoperator_t;
         pub fn rocksdb_open_column_families(
             options: *const rocksdb_options_t,
             name: *const c_char,
@@ -163,96 +128,6 @@ mod ffi {
     }
 }
 
-/// RocksDB's uint64add in Rust, for RocksDB's C merge-operator callbacks. Results are boxed
-/// slices handed to RocksDB, which gives them back to `delete_value`.
-mod uint64add {
-    use std::ffi::{c_char, c_int, c_uchar, c_void};
-
-    fn decode(ptr: *const c_char, len: usize) -> u64 {
-        if ptr.is_null() || len != 8 {
-            return 0;
-        }
-        // SAFETY: RocksDB passes `len` readable bytes at `ptr` for the call's duration.
-        let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
-        <[u8; 8]>::try_from(bytes).map_or(0, u64::from_le_bytes)
-    }
-
-    /// The sum of the `n` operands in `list`/`lens` (RocksDB passes them oldest first).
-    fn sum(list: *const *const c_char, lens: *const usize, n: c_int) -> u64 {
-        let n = usize::try_from(n).unwrap_or(0);
-        if list.is_null() || lens.is_null() {
-            return 0;
-        }
-        // SAFETY: RocksDB passes arrays of `n` operand pointers and lengths.
-        let (ptrs, lens) = unsafe {
-            (
-                std::slice::from_raw_parts(list, n),
-                std::slice::from_raw_parts(lens, n),
-            )
-        };
-        ptrs.iter()
-            .zip(lens)
-            .fold(0u64, |acc, (&p, &l)| acc.wrapping_add(decode(p, l)))
-    }
-
-    fn hand_out(v: u64, success: *mut c_uchar, new_len: *mut usize) -> *mut c_char {
-        let boxed: Box<[u8]> = v.to_le_bytes().to_vec().into_boxed_slice();
-        // SAFETY: RocksDB passes valid out-pointers for the result.
-        unsafe {
-            *success = 1;
-            *new_len = boxed.len();
-        }
-        Box::into_raw(boxed).cast::<c_char>()
-    }
-
-    pub unsafe extern "C" fn full_merge(
-        _state: *mut c_void,
-        _key: *const c_char,
-        _key_len: usize,
-        existing: *const c_char,
-        existing_len: usize,
-        list: *const *const c_char,
-        lens: *const usize,
-        n: c_int,
-        success: *mut c_uchar,
-        new_len: *mut usize,
-    ) -> *mut c_char {
-        let total = decode(existing, existing_len).wrapping_add(sum(list, lens, n));
-        hand_out(total, success, new_len)
-    }
-
-    pub unsafe extern "C" fn partial_merge(
-        _state: *mut c_void,
-        _key: *const c_char,
-        _key_len: usize,
-        list: *const *const c_char,
-        lens: *const usize,
-        n: c_int,
-        success: *mut c_uchar,
-        new_len: *mut usize,
-    ) -> *mut c_char {
-        hand_out(sum(list, lens, n), success, new_len)
-    }
-
-    pub unsafe extern "C" fn delete_value(_state: *mut c_void, value: *const c_char, len: usize) {
-        if !value.is_null() {
-            // SAFETY: `value` came from `hand_out`'s `Box<[u8]>` of `len` bytes.
-            drop(unsafe {
-                Box::from_raw(std::ptr::slice_from_raw_parts_mut(
-                    value.cast_mut().cast::<u8>(),
-                    len,
-                ))
-            });
-        }
-    }
-
-    pub unsafe extern "C" fn destructor(_state: *mut c_void) {}
-
-    pub unsafe extern "C" fn name(_state: *mut c_void) -> *const c_char {
-        c"UInt64AddOperator".as_ptr()
-    }
-}
-
 /// The families of the test, in RocksDB's handle order: "counters" merges with uint64add.
 const FAMILIES: [&str; 3] = ["default", "counters", "plain"];
 
@@ -296,15 +171,7 @@ impl Rocks {
                     ffi::rocksdb_options_set_create_missing_column_families(o, 1);
                     ffi::rocksdb_options_set_write_buffer_size(o, 64 << 10);
                     if *name == "counters" {
-                        let m = ffi::rocksdb_mergeoperator_create(
-                            std::ptr::null_mut(),
-                            uint64add::destructor,
-                            uint64add::full_merge,
-                            uint64add::partial_merge,
-                            uint64add::delete_value,
-                            uint64add::name,
-                        );
-                        ffi::rocksdb_options_set_merge_operator(o, m);
+                        super::uint64add::set_on(o.cast());
                     }
                     o
                 })

@@ -22,6 +22,7 @@ pub mod capi;
 pub mod fjall;
 pub mod leveldb;
 pub mod rocksdb;
+mod uint64add;
 pub mod wiredtiger;
 
 use crate::engine::{CommonOptions, Engine, EngineResult};

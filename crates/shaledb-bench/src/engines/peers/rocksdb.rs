@@ -30,6 +30,15 @@ mod ffi {
     pub const ZSTD_COMPRESSION: c_int = 7;
 
     extern "C" {
+        pub fn rocksdb_merge(
+            db: *mut rocksdb_t,
+            options: *const rocksdb_writeoptions_t,
+            key: *const c_char,
+            keylen: usize,
+            val: *const c_char,
+            vallen: usize,
+            errptr: *mut *mut c_char,
+        );
         pub fn rocksdb_flush(
             db: *mut rocksdb_t,
             options: *const rocksdb_flushoptions_t,
@@ -203,6 +212,9 @@ fn db_options(
             c_int::from(c.disable_auto_compactions),
         );
         ffi::rocksdb_options_set_use_direct_reads(o, c_uchar::from(c.use_direct_reads));
+        if c.merge_operator == "uint64add" {
+            super::uint64add::set_on(o.cast());
+        }
 
         let t = ffi::rocksdb_block_based_options_create();
         ffi::rocksdb_block_based_options_set_block_size(t, clamp_size(c.block_size.max(1)));
@@ -285,6 +297,25 @@ impl Engine for RocksEngine {
 
     fn delete(&self, key: &[u8]) -> EngineResult<()> {
         self.db.delete(key)
+    }
+
+    fn merge(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        let mut err: *mut c_char = std::ptr::null_mut();
+        // SAFETY: open database and its live write options; the slices are valid for their
+        // lengths during the call (RocksDB copies them); `err` is a valid out-pointer.
+        unsafe {
+            ffi::rocksdb_merge(
+                self.db.raw(),
+                self.db.write_options(),
+                key.as_ptr().cast(),
+                key.len(),
+                value.as_ptr().cast(),
+                value.len(),
+                &mut err,
+            );
+        }
+        // SAFETY: `err` is NULL or a malloc'ed message from RocksDB that nothing else frees.
+        unsafe { take_err(NAME, err, RocksApi::FREE) }
     }
 
     fn write_batch(&self, ops: &[BatchOp]) -> EngineResult<()> {

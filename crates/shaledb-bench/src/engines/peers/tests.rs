@@ -440,3 +440,36 @@ fn peers_smoke_throughput() {
         );
     }
 }
+
+/// `--merge_operator=uint64add` on RocksDB and ShaleDB: merges into a few counters, with a
+/// flush between, add up to the same totals.
+#[test]
+fn peers_uint64add_merges_add_up_on_rocksdb_and_shaledb() {
+    for name in ["rocksdb", "shaledb"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let opts = CommonOptions {
+            merge_operator: "uint64add".to_string(),
+            ..small_opts("none")
+        };
+        let db = crate::engines::open_engine(name, &dir.path().join("db"), &opts).expect("open");
+        for i in 0..1000u64 {
+            db.merge(&key(i % 7), &(i + 1).to_le_bytes())
+                .expect("merge");
+            if i == 500 {
+                db.flush().expect("flush");
+            }
+        }
+        for k in 0..7u64 {
+            let want: u64 = (0..1000u64).filter(|i| i % 7 == k).map(|i| i + 1).sum();
+            let got = get(db.as_ref(), name, &key(k)).expect("counter");
+            assert_eq!(got, want.to_le_bytes().to_vec(), "{name}: counter {k}");
+        }
+        let many = db
+            .multi_get(&[&key(1)[..], b"missing", &key(2)[..]])
+            .expect("multi_get");
+        assert_eq!(
+            many.iter().map(Option::is_some).collect::<Vec<_>>(),
+            [true, false, true]
+        );
+    }
+}
