@@ -83,6 +83,7 @@ fn every_benchmark_runs_end_to_end() {
         "--seek_nexts=5".into(),
         "--histogram=1".into(),
         "--value_size=50".into(),
+        "--merge_operator=uint64add".into(),
     ];
     let f = Flags::parse(&a).unwrap();
     let mut r = Runner::new(f).unwrap();
@@ -98,6 +99,8 @@ fn every_benchmark_runs_end_to_end() {
     assert!(get("readseq").ops > 0);
     assert_eq!(get("readmissing").message, "(0 of 600 found)");
     assert!(get("readwhilewriting").threads == 2);
+    assert_eq!(get("mergerandom").ops, 600);
+    assert!(get("multireadrandom").message.contains("found"));
 }
 
 #[test]
