@@ -16,6 +16,13 @@ pub enum Entry {
     Put(Vec<u8>, Vec<u8>),
     /// Delete a key.
     Delete(Vec<u8>),
+    /// Merge an operand (the database must use [`merge_operator`]: string append with ",").
+    Merge(Vec<u8>, Vec<u8>),
+}
+
+/// The merge operator the model's `Merge` entries assume: RocksDB's string append with ",".
+pub fn merge_operator() -> std::sync::Arc<dyn shaledb::MergeOperator> {
+    std::sync::Arc::new(shaledb::merge_operators::StringAppend::new(","))
 }
 
 /// One user-level write: a put, a delete or an atomic batch.
@@ -40,6 +47,13 @@ impl Op {
                 Entry::Delete(k) => {
                     m.remove(k);
                 }
+                Entry::Merge(k, v) => {
+                    let merged = match m.get(k) {
+                        Some(old) => [old.as_slice(), b",", v].concat(),
+                        None => v.clone(),
+                    };
+                    m.insert(k.clone(), merged);
+                }
             }
         }
     }
@@ -56,6 +70,7 @@ impl Op {
                 match e {
                     Entry::Put(k, v) => b.put(k, v),
                     Entry::Delete(k) => b.delete(k),
+                    Entry::Merge(k, v) => b.merge(k, v),
                 }
             }
             db.write(&wo, &b)
@@ -63,6 +78,7 @@ impl Op {
             match &self.entries[0] {
                 Entry::Put(k, v) => db.put_opt(&wo, k, v),
                 Entry::Delete(k) => db.delete_opt(&wo, k),
+                Entry::Merge(k, v) => db.merge_opt(&wo, k, v),
             }
         }
     }
@@ -83,6 +99,9 @@ pub struct GenConfig {
     pub sync_ratio: f64,
     /// Values are `min..=max` bytes long.
     pub value_len: (usize, usize),
+    /// Fraction of non-delete entries that are merges (string append; the database must be
+    /// opened with [`merge_operator`]). Default 0.
+    pub merge_ratio: f64,
 }
 
 impl Default for GenConfig {
@@ -94,6 +113,7 @@ impl Default for GenConfig {
             max_batch: 6,
             sync_ratio: 0.3,
             value_len: (8, 120),
+            merge_ratio: 0.0,
         }
     }
 }
@@ -118,6 +138,9 @@ pub fn gen_op(rng: &mut impl Rng, cfg: &GenConfig, id: u64) -> Op {
         let k = key(rng.gen_range(0..cfg.key_space));
         if rng.gen_bool(cfg.delete_ratio) {
             Entry::Delete(k)
+        } else if cfg.merge_ratio > 0.0 && rng.gen_bool(cfg.merge_ratio) {
+            // Short operands name the op, so a wrong merge is easy to trace.
+            Entry::Merge(k, format!("m{id}.{e}").into_bytes())
         } else {
             let len = rng.gen_range(cfg.value_len.0..=cfg.value_len.1);
             Entry::Put(k, value(id, e, len))

@@ -31,6 +31,7 @@ fn options(fs: &FaultFs) -> Options {
     o.target_file_size_base = 2 << 10;
     // Every few edits start a new MANIFEST (and switch CURRENT).
     o.max_manifest_file_size = 300;
+    o.merge_operator = Some(model::merge_operator());
     o
 }
 
@@ -39,6 +40,7 @@ fn cfg() -> GenConfig {
         key_space: 40,
         sync_ratio: 0.25,
         value_len: (10, 60),
+        merge_ratio: 0.2,
         ..Default::default()
     }
 }

@@ -34,6 +34,7 @@ fn options() -> Options {
     o.target_file_size_base = 16 << 10;
     o.max_manifest_file_size = 4 << 10;
     o.max_background_jobs = 2;
+    o.merge_operator = Some(model::merge_operator());
     o
 }
 
@@ -42,6 +43,7 @@ fn cfg() -> GenConfig {
         key_space: 500,
         sync_ratio: 0.05,
         value_len: (10, 200),
+        merge_ratio: 0.15,
         ..Default::default()
     }
 }

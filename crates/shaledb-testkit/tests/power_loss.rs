@@ -39,6 +39,7 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
     o.target_file_size_base = 4 << 10;
     o.max_manifest_file_size = rng.gen_range(256..4096);
     o.max_background_jobs = 2;
+    o.merge_operator = Some(model::merge_operator());
     o
 }
 
@@ -79,6 +80,7 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
     let cfg = GenConfig {
         key_space: rng.gen_range(20..300),
         sync_ratio: [0.0, 0.05, 0.3, 1.0][rng.gen_range(0..4)],
+        merge_ratio: [0.0, 0.2][rng.gen_range(0..2)],
         ..Default::default()
     };
     let probe = model::all_keys(&cfg);
