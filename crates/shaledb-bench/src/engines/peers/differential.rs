@@ -22,7 +22,8 @@ mod ffi {
         rocksdb_writeoptions_t,
         rocksdb_flushoptions_t,
         rocksdb_writebatch_t,
-        rocksdb_iterator_t
+        rocksdb_iterator_t,
+        rocksdb_snapshot_t
     );
     pub type ErrPtr = *mut *mut c_char;
 
@@ -120,6 +121,14 @@ mod ffi {
         ) -> *mut rocksdb_iterator_t;
         pub fn rocksdb_iter_destroy(it: *mut rocksdb_iterator_t);
         pub fn rocksdb_iter_seek_to_first(it: *mut rocksdb_iterator_t);
+        pub fn rocksdb_iter_seek_to_last(it: *mut rocksdb_iterator_t);
+        pub fn rocksdb_iter_prev(it: *mut rocksdb_iterator_t);
+        pub fn rocksdb_create_snapshot(db: *mut rocksdb_t) -> *const rocksdb_snapshot_t;
+        pub fn rocksdb_release_snapshot(db: *mut rocksdb_t, s: *const rocksdb_snapshot_t);
+        pub fn rocksdb_readoptions_set_snapshot(
+            o: *mut rocksdb_readoptions_t,
+            s: *const rocksdb_snapshot_t,
+        );
         pub fn rocksdb_iter_valid(it: *const rocksdb_iterator_t) -> c_uchar;
         pub fn rocksdb_iter_next(it: *mut rocksdb_iterator_t);
         pub fn rocksdb_iter_key(it: *const rocksdb_iterator_t, len: *mut usize) -> *const c_char;
@@ -250,13 +259,29 @@ impl Rocks {
         }
     }
 
-    fn scan(&self, family: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    /// Every entry of `family`, forward (or backward, returned in forward order), read at
+    /// `snapshot` when given.
+    fn scan(
+        &self,
+        family: usize,
+        reverse: bool,
+        snapshot: Option<*const ffi::rocksdb_snapshot_t>,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut out = Vec::new();
-        // SAFETY: the iterator is destroyed here; its key/value slices are copied before
-        // it moves.
+        // SAFETY: the read options and iterator are created and destroyed here; a snapshot
+        // passed in is live (released only by `release`); key/value slices are copied before
+        // the iterator moves.
         unsafe {
-            let it = ffi::rocksdb_create_iterator_cf(self.db, self.ro, self.cfs[family]);
-            ffi::rocksdb_iter_seek_to_first(it);
+            let ro = ffi::rocksdb_readoptions_create();
+            if let Some(s) = snapshot {
+                ffi::rocksdb_readoptions_set_snapshot(ro, s);
+            }
+            let it = ffi::rocksdb_create_iterator_cf(self.db, ro, self.cfs[family]);
+            if reverse {
+                ffi::rocksdb_iter_seek_to_last(it);
+            } else {
+                ffi::rocksdb_iter_seek_to_first(it);
+            }
             while ffi::rocksdb_iter_valid(it) != 0 {
                 let (mut kl, mut vl) = (0usize, 0usize);
                 let k = ffi::rocksdb_iter_key(it, &mut kl);
@@ -265,14 +290,32 @@ impl Rocks {
                     std::slice::from_raw_parts(k.cast::<u8>(), kl).to_vec(),
                     std::slice::from_raw_parts(v.cast::<u8>(), vl).to_vec(),
                 ));
-                ffi::rocksdb_iter_next(it);
+                if reverse {
+                    ffi::rocksdb_iter_prev(it);
+                } else {
+                    ffi::rocksdb_iter_next(it);
+                }
             }
             let mut err = std::ptr::null_mut();
             ffi::rocksdb_iter_get_error(it, &mut err);
             ffi::rocksdb_iter_destroy(it);
+            ffi::rocksdb_readoptions_destroy(ro);
             check_err(err, "iterate");
         }
+        if reverse {
+            out.reverse();
+        }
         out
+    }
+
+    fn snapshot(&self) -> *const ffi::rocksdb_snapshot_t {
+        // SAFETY: the database is open; the snapshot is released with `release`.
+        unsafe { ffi::rocksdb_create_snapshot(self.db) }
+    }
+
+    fn release(&self, s: *const ffi::rocksdb_snapshot_t) {
+        // SAFETY: `s` came from `snapshot` on this database and is released once.
+        unsafe { ffi::rocksdb_release_snapshot(self.db, s) }
     }
 
     fn flush(&self, family: usize) {
@@ -369,15 +412,35 @@ fn shale_write(db: &Db, cfs: &[ColumnFamily], ops: &[Op]) {
     db.write(&WriteOptions::default(), &b).expect("write");
 }
 
-fn shale_scan(db: &Db, cf: &ColumnFamily) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = db.iter_cf(cf, &ReadOptions::default()).expect("iter");
-    it.seek_to_first();
+fn shale_scan(
+    db: &Db,
+    cf: &ColumnFamily,
+    reverse: bool,
+    snapshot: Option<&shaledb::Snapshot>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let ro = ReadOptions {
+        snapshot: snapshot.cloned(),
+        ..Default::default()
+    };
+    let mut it = db.iter_cf(cf, &ro).expect("iter");
+    if reverse {
+        it.seek_to_last();
+    } else {
+        it.seek_to_first();
+    }
     let mut out = Vec::new();
     while it.valid() {
         out.push((it.key().to_vec(), it.value().to_vec()));
-        it.next();
+        if reverse {
+            it.prev();
+        } else {
+            it.next();
+        }
     }
     it.status().expect("status");
+    if reverse {
+        out.reverse();
+    }
     out
 }
 
@@ -433,7 +496,12 @@ fn shaledb_and_rocksdb_agree_on_families_merges_and_single_deletes() {
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;
     let mut history = BTreeMap::new();
     let mut step = 0u64;
+    // A snapshot taken every 10 rounds, compared (in both engines) in later rounds.
+    let mut snapshots: Vec<(*const ffi::rocksdb_snapshot_t, shaledb::Snapshot)> = Vec::new();
     for round in 0..40 {
+        if round % 10 == 5 {
+            snapshots.push((rocks.snapshot(), db.snapshot()));
+        }
         for _ in 0..150 {
             step += 1;
             let n = 1 + (step % 4) as usize;
@@ -456,8 +524,25 @@ fn shaledb_and_rocksdb_agree_on_families_merges_and_single_deletes() {
             _ => {}
         }
         for (i, cf) in cfs.iter().enumerate() {
-            let want = rocks.scan(i);
-            let got = shale_scan(&db, cf);
+            for (rs, ss) in &snapshots {
+                let reverse = round % 2 == 1;
+                let want = rocks.scan(i, reverse, Some(*rs));
+                let got = shale_scan(&db, cf, reverse, Some(ss));
+                assert!(
+                    want == got,
+                    "round {round}: snapshot scan of {}",
+                    FAMILIES[i]
+                );
+            }
+            let want_rev = rocks.scan(i, true, None);
+            let got_rev = shale_scan(&db, cf, true, None);
+            assert!(
+                want_rev == got_rev,
+                "round {round}: reverse scan of {}",
+                FAMILIES[i]
+            );
+            let want = rocks.scan(i, false, None);
+            let got = shale_scan(&db, cf, false, None);
             if want != got {
                 let only_rocks: Vec<_> = want.iter().filter(|e| !got.contains(e)).collect();
                 let only_shale: Vec<_> = got.iter().filter(|e| !want.contains(e)).collect();
@@ -492,5 +577,8 @@ fn shaledb_and_rocksdb_agree_on_families_merges_and_single_deletes() {
                 );
             }
         }
+    }
+    for (rs, _) in snapshots {
+        rocks.release(rs);
     }
 }
