@@ -368,6 +368,11 @@ unsafe impl<A: CApi> Send for CDb<A> {}
 unsafe impl<A: CApi> Sync for CDb<A> {}
 
 impl<A: CApi> CDb<A> {
+    /// The read options every read uses (for calls the shared API does not wrap).
+    pub fn read_options(&self) -> *const ReadOptions {
+        self.ro.ptr()
+    }
+
     /// The write options every write uses (for calls the shared API does not wrap).
     pub fn write_options(&self) -> *const WriteOptions {
         self.wo.ptr()

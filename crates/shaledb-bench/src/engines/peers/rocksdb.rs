@@ -30,6 +30,16 @@ mod ffi {
     pub const ZSTD_COMPRESSION: c_int = 7;
 
     extern "C" {
+        pub fn rocksdb_multi_get(
+            db: *mut rocksdb_t,
+            options: *const rocksdb_readoptions_t,
+            num_keys: usize,
+            keys_list: *const *const c_char,
+            keys_list_sizes: *const usize,
+            values_list: *mut *mut c_char,
+            values_list_sizes: *mut usize,
+            errs: *mut *mut c_char,
+        );
         pub fn rocksdb_merge(
             db: *mut rocksdb_t,
             options: *const rocksdb_writeoptions_t,
@@ -297,6 +307,51 @@ impl Engine for RocksEngine {
 
     fn delete(&self, key: &[u8]) -> EngineResult<()> {
         self.db.delete(key)
+    }
+
+    fn multi_get(&self, keys: &[&[u8]]) -> EngineResult<Vec<Option<Vec<u8>>>> {
+        let n = keys.len();
+        let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr().cast()).collect();
+        let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
+        let mut values: Vec<*mut c_char> = vec![std::ptr::null_mut(); n];
+        let mut value_lens: Vec<usize> = vec![0; n];
+        let mut errs: Vec<*mut c_char> = vec![std::ptr::null_mut(); n];
+        // SAFETY: the open database and its live read options; the key arrays hold `n` valid
+        // slices during the call; the output arrays have room for `n` results each.
+        unsafe {
+            ffi::rocksdb_multi_get(
+                self.db.raw(),
+                self.db.read_options(),
+                n,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                values.as_mut_ptr(),
+                value_lens.as_mut_ptr(),
+                errs.as_mut_ptr(),
+            );
+        }
+        let mut out = Vec::with_capacity(n);
+        let mut first_err = Ok(());
+        for ((v, len), err) in values.into_iter().zip(value_lens).zip(errs) {
+            // SAFETY: `err` is NULL or a malloc'ed message nothing else frees.
+            let res = unsafe { take_err(NAME, err, RocksApi::FREE) };
+            if first_err.is_ok() {
+                first_err = res;
+            }
+            if v.is_null() {
+                out.push(None);
+            } else {
+                // SAFETY: a non-NULL value is a malloc'ed buffer of `len` bytes that we copy
+                // and then free once with RocksDB's free.
+                unsafe {
+                    out.push(Some(
+                        std::slice::from_raw_parts(v.cast::<u8>(), len).to_vec(),
+                    ));
+                    (RocksApi::FREE)(v.cast());
+                }
+            }
+        }
+        first_err.map(|()| out)
     }
 
     fn merge(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
