@@ -75,6 +75,7 @@ family_options! {
     disable_auto_compactions: bool,
     merge_operator: Option<Arc<dyn MergeOperator>>,
     compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
+    prefix_extractor: Option<Arc<dyn crate::PrefixExtractor>>,
 }
 
 impl Default for CfOptions {

@@ -126,6 +126,9 @@ pub struct Options {
     /// Drops or rewrites values during compaction (see [`crate::CompactionFilter`]). Default
     /// none.
     pub compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
+    /// How keys group into prefixes, for `ReadOptions::prefix_same_as_start` (see
+    /// [`crate::PrefixExtractor`]). Default none.
+    pub prefix_extractor: Option<Arc<dyn crate::PrefixExtractor>>,
 
     /// Keys longer than this are rejected with `InvalidArgument`. Default 8 MiB.
     pub max_key_size: usize,
@@ -191,6 +194,7 @@ impl Default for Options {
             disable_auto_compactions: false,
             merge_operator: None,
             compaction_filter: None,
+            prefix_extractor: None,
             max_key_size: 8 << 20,
             max_value_size: 1 << 30,
             wal_recovery_mode: WalRecoveryMode::default(),
@@ -235,6 +239,7 @@ impl std::fmt::Debug for Options {
             disable_auto_compactions,
             merge_operator,
             compaction_filter,
+            prefix_extractor,
             max_key_size,
             max_value_size,
             wal_recovery_mode,
@@ -291,6 +296,7 @@ impl std::fmt::Debug for Options {
             .field("disable_auto_compactions", disable_auto_compactions)
             .field("merge_operator", merge_operator)
             .field("compaction_filter", compaction_filter)
+            .field("prefix_extractor", prefix_extractor)
             .field("max_key_size", max_key_size)
             .field("max_value_size", max_value_size)
             .field("wal_recovery_mode", wal_recovery_mode)
@@ -560,6 +566,15 @@ pub struct ReadOptions {
     /// database's latest state, so it sees writes made after it was created. No effect with
     /// `snapshot` (a snapshot's view never changes). Default false.
     pub tailing: bool,
+    /// With the family's `prefix_extractor`: after a `seek`, the iterator ends at the first
+    /// key whose prefix differs from the seek target's (RocksDB's option; keys outside the
+    /// extractor's domain end it too). Ignored without an extractor or after `seek_to_first`
+    /// and `seek_to_last`. Default false.
+    pub prefix_same_as_start: bool,
+    /// RocksDB's option to seek in total order despite a prefix extractor. ShaleDB always
+    /// seeks in total order (prefix blooms only skip tables, never change results), so this
+    /// only documents intent. Default false.
+    pub total_order_seek: bool,
 }
 
 impl Default for ReadOptions {
@@ -571,6 +586,8 @@ impl Default for ReadOptions {
             verify_checksums: true,
             fill_cache: true,
             tailing: false,
+            prefix_same_as_start: false,
+            total_order_seek: false,
         }
     }
 }

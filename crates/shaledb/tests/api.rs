@@ -670,3 +670,61 @@ fn low_priority_writes_go_through_when_compaction_keeps_up() {
         Some(&b"v"[..])
     );
 }
+
+#[test]
+fn prefix_same_as_start_ends_iteration_at_the_seek_targets_prefix() {
+    use shaledb::FixedPrefix;
+    use std::sync::Arc;
+    let opts = Options {
+        prefix_extractor: Some(Arc::new(FixedPrefix(3))),
+        ..Default::default()
+    }
+    .with_fs(shaledb::fs::MemFileSystem::new());
+    let db = Db::open("/prefix-seek", opts).expect("open");
+    for k in ["aa", "aaa1", "aaa2", "aab1", "abc", "b"] {
+        db.put(k, k).expect("put");
+    }
+    db.flush().expect("flush");
+    db.put("aaa3", "aaa3").expect("put");
+    let keys = |ro: &ReadOptions, seek: &[u8], back: bool| {
+        let mut it = db.iter(ro);
+        if back {
+            it.seek_for_prev(seek);
+        } else {
+            it.seek(seek);
+        }
+        let mut out = Vec::new();
+        while it.valid() {
+            out.push(String::from_utf8(it.key().to_vec()).expect("utf8"));
+            if back {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        it.status().expect("status");
+        out
+    };
+    let same = ReadOptions {
+        prefix_same_as_start: true,
+        ..Default::default()
+    };
+    assert_eq!(keys(&same, b"aaa", false), ["aaa1", "aaa2", "aaa3"]);
+    assert_eq!(keys(&same, b"aaa2", false), ["aaa2", "aaa3"]);
+    assert_eq!(keys(&same, b"aaa9", true), ["aaa3", "aaa2", "aaa1"]);
+    assert_eq!(keys(&same, b"aac", false), Vec::<String>::new());
+    let all = ReadOptions::default();
+    assert_eq!(
+        keys(&all, b"aaa", false),
+        ["aaa1", "aaa2", "aaa3", "aab1", "abc", "b"]
+    );
+    // seek_to_first is not limited.
+    let mut it = db.iter(&same);
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    assert_eq!(n, 7);
+}

@@ -70,7 +70,8 @@ fn options_print_with_debug() {
     assert_eq!(
         format!("{ro:?}"),
         "ReadOptions { snapshot: Some(Snapshot(1)), iterate_lower_bound: Some([97]), \
-         iterate_upper_bound: None, verify_checksums: true, fill_cache: false, tailing: false }"
+         iterate_upper_bound: None, verify_checksums: true, fill_cache: false, tailing: false, \
+         prefix_same_as_start: false, total_order_seek: false }"
     );
     let wo = WriteOptions::default().with_sync(true);
     assert_eq!(

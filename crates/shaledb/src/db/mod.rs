@@ -880,7 +880,10 @@ impl DbInner {
 /// refreshed before every seek with `ro.tailing`).
 fn new_iterator(inner: &Arc<DbInner>, ro: &ReadOptions, cf: &Arc<CfData>) -> DbIterator {
     let (sv, seq) = inner.read_view(ro, cf);
-    let it = inner.iterator_at(sv, seq, ro, cf.opts.merge_operator.clone());
+    let mut it = inner.iterator_at(sv, seq, ro, cf.opts.merge_operator.clone());
+    if ro.prefix_same_as_start {
+        it = it.with_prefix_same_as_start(cf.opts.prefix_extractor.clone());
+    }
     if ro.snapshot.is_some() {
         return it;
     }

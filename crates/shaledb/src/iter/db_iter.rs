@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
 use crate::merge::{self, MergeOperator};
+use crate::prefix::PrefixExtractor;
 use std::any::Any;
 use std::sync::Arc;
 
@@ -71,6 +72,10 @@ pub struct DbIterator {
     refresher: Option<Refresher>,
     /// Refresh before every seek (`ReadOptions::tailing`).
     tailing: bool,
+    /// `ReadOptions::prefix_same_as_start` with the family's extractor.
+    prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// The prefix of the last seek target, which every yielded key must share.
+    active_prefix: Option<Vec<u8>>,
     // Keeps the memtables, version and snapshot this iterator reads alive.
     _pin: Option<Arc<dyn Any + Send + Sync>>,
 }
@@ -100,8 +105,43 @@ impl DbIterator {
             operands: Vec::new(),
             refresher: None,
             tailing: false,
+            prefix_extractor: None,
+            active_prefix: None,
             _pin: pin,
         }
+    }
+
+    /// Limits iteration after a seek to the seek target's prefix
+    /// (`ReadOptions::prefix_same_as_start`).
+    pub(crate) fn with_prefix_same_as_start(
+        mut self,
+        ex: Option<Arc<dyn PrefixExtractor>>,
+    ) -> Self {
+        self.prefix_extractor = ex;
+        self
+    }
+
+    /// Ends iteration at a key outside the active prefix.
+    fn enforce_prefix(&mut self) {
+        let Some(prefix) = &self.active_prefix else {
+            return;
+        };
+        if self.valid() && !self.key().starts_with(prefix) {
+            self.valid = false;
+            self.merged = false;
+            self.saved_key.clear();
+            self.saved_value.clear();
+        }
+    }
+
+    /// Sets the prefix a seek to `target` limits iteration to (none without the option).
+    fn start_prefix(&mut self, target: &[u8]) {
+        // A target outside the extractor's domain keeps itself as the prefix: only keys
+        // starting with it can follow.
+        self.active_prefix = self
+            .prefix_extractor
+            .as_ref()
+            .map(|ex| ex.prefix(target).unwrap_or(target).to_vec());
     }
 
     /// Lets the iterator move to the latest state: on `refresh`, and before every seek when
@@ -217,6 +257,7 @@ impl DbIterator {
     /// Positions at the first key.
     pub fn seek_to_first(&mut self) {
         self.refresh_if_tailing();
+        self.active_prefix = None;
         if self.lower.is_some() {
             // `seek` raises any target to the lower bound.
             self.seek(&[]);
@@ -230,6 +271,7 @@ impl DbIterator {
     /// Positions at the last key.
     pub fn seek_to_last(&mut self) {
         self.refresh_if_tailing();
+        self.active_prefix = None;
         match &self.upper {
             Some(u) => {
                 // Last entry strictly below the upper bound.
@@ -255,6 +297,7 @@ impl DbIterator {
 
     fn seek_slice(&mut self, target: &[u8]) {
         self.refresh_if_tailing();
+        self.start_prefix(target);
         let target = match &self.lower {
             Some(l) if target < l.as_slice() => l.as_slice(),
             _ => target,
@@ -266,6 +309,7 @@ impl DbIterator {
         self.saved_value.clear();
         self.inner.seek(&self.lookup);
         self.find_next_user_entry(false);
+        self.enforce_prefix();
     }
 
     /// Positions at the last key <= `target`.
@@ -275,6 +319,7 @@ impl DbIterator {
 
     fn seek_for_prev_slice(&mut self, target: &[u8]) {
         self.refresh_if_tailing();
+        self.start_prefix(target);
         if let Some(u) = &self.upper {
             if target >= u.as_slice() {
                 self.seek_to_last();
@@ -294,6 +339,7 @@ impl DbIterator {
         }
         self.direction = Direction::Reverse;
         self.find_prev_user_entry();
+        self.enforce_prefix();
     }
 
     /// Moves to the next key. REQUIRES: `valid()`.
@@ -325,6 +371,7 @@ impl DbIterator {
             return;
         }
         self.find_next_user_entry(true);
+        self.enforce_prefix();
     }
 
     /// Moves to the previous key. REQUIRES: `valid()`.
@@ -358,6 +405,7 @@ impl DbIterator {
             self.direction = Direction::Reverse;
         }
         self.find_prev_user_entry();
+        self.enforce_prefix();
     }
 
     /// Forward: from the inner position, finds the first visible live entry, skipping entries of
