@@ -99,6 +99,7 @@ fn every_benchmark_runs_end_to_end() {
     assert!(get("readseq").ops > 0);
     assert_eq!(get("readmissing").message, "(0 of 600 found)");
     assert!(get("readwhilewriting").threads == 2);
+    assert!(get("readwhilewriting").message.contains("the writer wrote"));
     assert_eq!(get("mergerandom").ops, 600);
     assert!(get("multireadrandom").message.contains("found"));
 }

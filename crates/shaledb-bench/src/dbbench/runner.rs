@@ -549,7 +549,12 @@ impl Runner {
             readers_left.fetch_sub(1, Ordering::AcqRel);
             res
         })?;
-        r.message = format!("({} of {} found)", cnt.found, r.ops);
+        // The writer is left out of the figures (as in db_bench); say how much it wrote, since
+        // an unthrottled writer changes what the readers see.
+        r.message = format!(
+            "({} of {} found; the writer wrote {} keys meanwhile)",
+            cnt.found, r.ops, cnt.excluded_ops
+        );
         Ok(Some(r))
     }
 
@@ -880,10 +885,11 @@ impl Runner {
         let mut hist = Hist::new();
         let (mut ops, mut bytes, mut found, mut thread_secs, mut counted) =
             (0u64, 0u64, 0u64, 0f64, 0usize);
-        let (mut rd, mut wr) = (0u64, 0u64);
+        let (mut rd, mut wr, mut excluded_ops) = (0u64, 0u64, 0u64);
         for c in ctxs {
             let c = c.map_err(|e| format!("{name}: {e}"))?;
             if c.exclude {
+                excluded_ops += c.done;
                 continue;
             }
             counted += 1;
@@ -922,6 +928,7 @@ impl Runner {
                 found,
                 reads: rd,
                 writes: wr,
+                excluded_ops,
             },
         ))
     }
@@ -965,6 +972,8 @@ struct Counts {
     found: u64,
     reads: u64,
     writes: u64,
+    /// Ops of threads left out of the figures (readwhilewriting's writer).
+    excluded_ops: u64,
 }
 
 /// One benchmark (or family of benchmarks sharing a body, told apart by name).
