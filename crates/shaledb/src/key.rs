@@ -29,6 +29,10 @@ pub enum ValueKind {
     /// A single delete (RocksDB's `SingleDelete`): a tombstone that, in compaction, vanishes
     /// together with the one put below it.
     SingleDelete = 7,
+    /// A range tombstone (RocksDB's `kTypeRangeDeletion`): never a point entry; it appears in
+    /// range-deletion blocks (key: start of the range, value: its exclusive end) and in file
+    /// bounds (see `range_del.rs`).
+    RangeDeletion = 0xF,
 }
 
 /// The kind used when building a seek target: the highest kind, so a seek for sequence `s`
@@ -45,6 +49,7 @@ impl ValueKind {
             1 => Some(ValueKind::Put),
             2 => Some(ValueKind::Merge),
             7 => Some(ValueKind::SingleDelete),
+            0xF => Some(ValueKind::RangeDeletion),
             _ => None,
         }
     }

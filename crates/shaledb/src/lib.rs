@@ -28,6 +28,7 @@ pub(crate) mod memtable;
 mod merge;
 pub(crate) mod options;
 mod prefix;
+pub(crate) mod range_del;
 mod snapshot;
 pub(crate) mod sst;
 mod value;

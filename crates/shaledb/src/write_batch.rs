@@ -23,6 +23,7 @@ mod cf_tag {
     pub const PUT: u8 = 5;
     pub const MERGE: u8 = 6;
     pub const SINGLE_DELETE: u8 = 8;
+    pub const DELETE_RANGE: u8 = 0xE;
 }
 
 /// Bytes of the batch header: fixed64 sequence, fixed32 count.
@@ -58,6 +59,8 @@ pub enum BatchEntry<'a> {
     Merge(&'a [u8], &'a [u8]),
     /// Single-delete `key` (see [`WriteBatch::single_delete`]).
     SingleDelete(&'a [u8]),
+    /// Delete every key from the first (included) to the second (excluded).
+    DeleteRange(&'a [u8], &'a [u8]),
 }
 
 impl BatchEntry<'_> {
@@ -68,6 +71,7 @@ impl BatchEntry<'_> {
             BatchEntry::Delete(k) => (ValueKind::Delete, k, &[]),
             BatchEntry::Merge(k, v) => (ValueKind::Merge, k, v),
             BatchEntry::SingleDelete(k) => (ValueKind::SingleDelete, k, &[]),
+            BatchEntry::DeleteRange(begin, end) => (ValueKind::RangeDeletion, begin, end),
         }
     }
 }
@@ -156,6 +160,49 @@ impl WriteBatch {
     /// If the batch already holds `u32::MAX` entries.
     pub fn single_delete_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>) {
         self.single_delete_in(cf.id(), key.as_ref());
+    }
+
+    /// Adds "delete every key in `[begin, end)`": one range tombstone, however many keys it
+    /// covers. A range with `begin >= end` deletes nothing.
+    ///
+    /// ```
+    /// use shaledb::{Db, Options, WriteBatch, WriteOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options::default()).unwrap();
+    /// db.put(b"user:7:name", b"ann").unwrap();
+    /// let mut batch = WriteBatch::new();
+    /// batch.delete_range(b"user:7:", b"user:7;"); // every key with the prefix "user:7:"
+    /// batch.put(b"log", b"deleted user 7");
+    /// db.write(&WriteOptions::default(), &batch).unwrap();
+    /// assert!(db.get(b"user:7:name").unwrap().is_none());
+    /// ```
+    ///
+    /// # Panics
+    /// If the batch already holds `u32::MAX` entries.
+    pub fn delete_range(&mut self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
+        self.delete_range_in(0, begin.as_ref(), end.as_ref());
+    }
+
+    /// Adds "delete every key in `[begin, end)` of column family `cf`" (see
+    /// [`delete_range`](Self::delete_range)).
+    ///
+    /// # Panics
+    /// If the batch already holds `u32::MAX` entries.
+    pub fn delete_range_cf(
+        &mut self,
+        cf: &ColumnFamily,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) {
+        self.delete_range_in(cf.id(), begin.as_ref(), end.as_ref());
+    }
+
+    /// Adds a range deletion in family `cf` (by id).
+    pub(crate) fn delete_range_in(&mut self, cf: u32, begin: &[u8], end: &[u8]) {
+        self.bump_count();
+        self.push_tag(cf, ValueKind::RangeDeletion as u8, cf_tag::DELETE_RANGE);
+        put_length_prefixed(&mut self.rep.0, begin);
+        put_length_prefixed(&mut self.rep.0, end);
     }
 
     /// Adds a single delete in family `cf` (by id).
@@ -348,7 +395,11 @@ impl<'a> IntoIterator for &'a WriteBatch {
 fn decode_record<'a>(d: &mut Decoder<'a>) -> Result<(u32, BatchEntry<'a>), String> {
     let tag = d.u8().ok_or("missing kind byte")?;
     let (cf, kind) = match tag {
-        cf_tag::DELETE | cf_tag::PUT | cf_tag::MERGE | cf_tag::SINGLE_DELETE => {
+        cf_tag::DELETE
+        | cf_tag::PUT
+        | cf_tag::MERGE
+        | cf_tag::SINGLE_DELETE
+        | cf_tag::DELETE_RANGE => {
             let cf = d
                 .varint32()
                 .filter(|&cf| cf != 0 && cf < crate::version::edit::MAX_COLUMN_FAMILY_ID)
@@ -357,6 +408,7 @@ fn decode_record<'a>(d: &mut Decoder<'a>) -> Result<(u32, BatchEntry<'a>), Strin
                 cf_tag::PUT => ValueKind::Put,
                 cf_tag::MERGE => ValueKind::Merge,
                 cf_tag::SINGLE_DELETE => ValueKind::SingleDelete,
+                cf_tag::DELETE_RANGE => ValueKind::RangeDeletion,
                 _ => ValueKind::Delete,
             };
             (cf, kind as u8)
@@ -390,6 +442,15 @@ fn decode_entry<'a>(d: &mut Decoder<'a>, kind: u8) -> Result<BatchEntry<'a>, Str
                 .length_prefixed()
                 .ok_or("truncated or bad merge operand")?;
             Ok(BatchEntry::Merge(key, value))
+        }
+        Some(ValueKind::RangeDeletion) => {
+            let begin = d
+                .length_prefixed()
+                .ok_or("truncated or bad range deletion start")?;
+            let end = d
+                .length_prefixed()
+                .ok_or("truncated or bad range deletion end")?;
+            Ok(BatchEntry::DeleteRange(begin, end))
         }
         None => Err(format!("unknown record kind {kind}")),
     }
@@ -443,7 +504,7 @@ mod tests {
             .map(|e| match e {
                 BatchEntry::Put(k, v) => (true, k.to_vec(), v.to_vec()),
                 BatchEntry::Delete(k) => (false, k.to_vec(), Vec::new()),
-                BatchEntry::Merge(..) | BatchEntry::SingleDelete(..) => {
+                BatchEntry::Merge(..) | BatchEntry::SingleDelete(..) | BatchEntry::DeleteRange(..) => {
                     panic!("no merges or single deletes in these tests")
                 }
             })
@@ -457,12 +518,16 @@ mod tests {
         b.merge_in(3, b"c", b"z");
         b.put_in(3, b"p", b"");
         b.delete_in(3, b"d");
+        b.delete_range(b"f", b"gg");
+        b.delete_range_in(3, b"", b"z");
         let mut want = Vec::new();
-        encode_header(&mut want, 0, 4);
+        encode_header(&mut want, 0, 6);
         want.extend_from_slice(&[2, 1, b'a', 1, b'x']);
         want.extend_from_slice(&[6, 3, 1, b'c', 1, b'z']);
         want.extend_from_slice(&[5, 3, 1, b'p', 0]);
         want.extend_from_slice(&[4, 3, 1, b'd']);
+        want.extend_from_slice(&[0xF, 1, b'f', 2, b'g', b'g']);
+        want.extend_from_slice(&[0xE, 3, 0, 1, b'z']);
         assert_eq!(b.data(), &want[..]);
         let back = WriteBatch::from_data(want).expect("valid");
         let got: Vec<(u32, BatchEntry<'_>)> = back.iter_cf().collect();
@@ -473,6 +538,8 @@ mod tests {
                 (3, BatchEntry::Merge(b"c", b"z")),
                 (3, BatchEntry::Put(b"p", b"")),
                 (3, BatchEntry::Delete(b"d")),
+                (0, BatchEntry::DeleteRange(b"f", b"gg")),
+                (3, BatchEntry::DeleteRange(b"", b"z")),
             ]
         );
         // A family tag naming family 0 is malformed (the default family uses the plain tags).

@@ -13,6 +13,7 @@ use crate::iter::InternalIterator;
 use crate::key::{self, InternalKey, ParsedInternalKey, SequenceNumber, ValueKind};
 use crate::merge::MergeOperator;
 use crate::options::Options;
+use crate::range_del::FragmentedRangeTombstones;
 use crate::sst::{TableBuilder, TableBuilderOptions};
 use crate::version::{filename, FileMetaData, Version};
 use std::path::Path;
@@ -59,11 +60,13 @@ struct Output {
     largest: Vec<u8>,
 }
 
-/// Writes the entries of `input` (positioned by this function) into new tables. Returns the
-/// new files' metadata. On error every output file written is removed.
+/// Writes the entries of `input` (positioned by this function) and the range tombstones
+/// `range_dels` into new tables. Returns the new files' metadata. On error every output file
+/// written is removed.
 pub fn write_tables(
     spec: &OutputSpec<'_>,
     input: &mut dyn InternalIterator,
+    range_dels: Option<&FragmentedRangeTombstones>,
     policy: Option<&DropPolicy>,
     new_file_number: &mut dyn FnMut() -> u64,
     shutting_down: &AtomicBool,
@@ -73,6 +76,7 @@ pub fn write_tables(
     let res = write_inner(
         spec,
         input,
+        range_dels,
         policy,
         new_file_number,
         shutting_down,
@@ -97,22 +101,29 @@ pub fn write_tables(
     Ok(done)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn write_inner(
     spec: &OutputSpec<'_>,
     input: &mut dyn InternalIterator,
+    range_dels: Option<&FragmentedRangeTombstones>,
     policy: Option<&DropPolicy>,
     new_file_number: &mut dyn FnMut() -> u64,
     shutting_down: &AtomicBool,
     done: &mut Vec<FileMetaData>,
     current: &mut Option<Output>,
 ) -> Result<()> {
-    let mut keys = KeyTracker::default();
+    let mut keys = KeyTracker {
+        range_dels,
+        ..KeyTracker::default()
+    };
     let mut counter = 0u32;
     let mut out = Outputs {
         spec,
         new_file_number,
         done,
         current,
+        range_dels: tombstones_to_keep(range_dels, policy),
+        lower: None,
     };
     input.seek_to_first();
     while input.valid() {
@@ -131,9 +142,10 @@ fn write_inner(
             )
         })?;
         let (new_user_key, drop) = keys.observe(&p, policy);
+        let drop = drop || keys.deleted_for_every_reader(&p, policy);
         if new_user_key {
             // Cut only between user keys so one key's versions never span two files of a level.
-            out.cut_if_full()?;
+            out.cut_if_full(p.user_key)?;
         }
         if let (false, ValueKind::SingleDelete, Some(policy)) = (drop, p.kind, policy) {
             if p.sequence <= policy.smallest_snapshot {
@@ -167,9 +179,7 @@ fn write_inner(
         input.next();
     }
     input.status()?;
-    if let Some(o) = out.current.take() {
-        out.done.push(finish_output(spec, o)?);
-    }
+    out.finish_last()?;
     if !out.done.is_empty() {
         spec.fs
             .sync_dir(spec.dir)
@@ -233,19 +243,41 @@ struct Outputs<'a, 'b> {
     new_file_number: &'b mut dyn FnMut() -> u64,
     done: &'b mut Vec<FileMetaData>,
     current: &'b mut Option<Output>,
+    /// The range tombstones the outputs keep; each output gets the part in its key range.
+    range_dels: FragmentedRangeTombstones,
+    /// The user key the current output's range starts at (`None`: the first output).
+    lower: Option<Vec<u8>>,
 }
 
 impl Outputs<'_, '_> {
-    /// Finishes the current output if it reached the target size.
-    fn cut_if_full(&mut self) -> Result<()> {
+    /// Before the first entry of `next_user_key`: finishes the current output if it reached
+    /// the target size. Its range (and its share of the range tombstones) ends there.
+    fn cut_if_full(&mut self, next_user_key: &[u8]) -> Result<()> {
         let full = self
             .current
             .as_ref()
             .is_some_and(|o| o.builder.file_size() >= self.spec.max_file_size);
         if full {
             if let Some(o) = self.current.take() {
-                self.done.push(finish_output(self.spec, o)?);
+                let t = self
+                    .range_dels
+                    .clipped(self.lower.as_deref(), Some(next_user_key));
+                self.done.push(finish_output(self.spec, o, t)?);
+                self.lower = Some(next_user_key.to_vec());
             }
+        }
+        Ok(())
+    }
+
+    /// Finishes the last output with the rest of the range tombstones, opening one for them
+    /// if every entry was dropped.
+    fn finish_last(&mut self) -> Result<()> {
+        let t = self.range_dels.clipped(self.lower.as_deref(), None);
+        if self.current.is_none() && !t.is_empty() {
+            *self.current = Some(open_output(self.spec, (self.new_file_number)())?);
+        }
+        if let Some(o) = self.current.take() {
+            self.done.push(finish_output(self.spec, o, t)?);
         }
         Ok(())
     }
@@ -279,7 +311,9 @@ impl Outputs<'_, '_> {
 /// Follows the merged input one entry at a time (user keys ascending, each key's versions
 /// newest first) and decides what the output keeps.
 #[derive(Default)]
-struct KeyTracker {
+struct KeyTracker<'r> {
+    /// The inputs' range tombstones.
+    range_dels: Option<&'r FragmentedRangeTombstones>,
     /// The current user key (its buffer reused from key to key); meaningless until `started`.
     current_user_key: Vec<u8>,
     started: bool,
@@ -288,7 +322,21 @@ struct KeyTracker {
     last_sequence_for_key: SequenceNumber,
 }
 
-impl KeyTracker {
+impl KeyTracker<'_> {
+    /// True if a range tombstone every reader sees deletes the entry.
+    fn deleted_for_every_reader(
+        &self,
+        p: &ParsedInternalKey<'_>,
+        policy: Option<&DropPolicy>,
+    ) -> bool {
+        match (self.range_dels, policy) {
+            (Some(t), Some(policy)) => {
+                t.max_covering_seq(p.user_key, policy.smallest_snapshot) > p.sequence
+            }
+            _ => false,
+        }
+    }
+
     /// Returns (this entry starts a new user key, the output drops this entry).
     fn observe(&mut self, p: &ParsedInternalKey<'_>, policy: Option<&DropPolicy>) -> (bool, bool) {
         let new_user_key = !self.started || self.current_user_key != p.user_key;
@@ -342,6 +390,11 @@ impl KeyTracker {
             if n.user_key != user_key {
                 break;
             }
+            if self.deleted_for_every_reader(&n, Some(policy)) {
+                // A range tombstone deletes it and all below: the operands have no base.
+                base = Some(None);
+                break;
+            }
             let (sequence, kind) = (n.sequence, n.kind);
             entries.push((input.key().to_vec(), input.value().to_vec(), sequence, kind));
             input.next();
@@ -351,7 +404,7 @@ impl KeyTracker {
                     base = Some(Some(entries.len() - 1));
                     break;
                 }
-                ValueKind::Delete | ValueKind::SingleDelete => {
+                ValueKind::Delete | ValueKind::SingleDelete | ValueKind::RangeDeletion => {
                     base = Some(None);
                     break;
                 }
@@ -449,16 +502,65 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
             largest_seqno: 0,
             num_entries: 0,
             num_deletions: 0,
+            num_range_deletions: 0,
             open_table: Default::default(),
         },
         largest: Vec::new(),
     })
 }
 
-fn finish_output(spec: &OutputSpec<'_>, o: Output) -> Result<FileMetaData> {
+/// The range tombstones a write keeps: all of them in a flush; in a compaction, per fragment,
+/// those some reader may still need: every one newer than the oldest snapshot, and the newest
+/// of the others unless nothing below the output level can hold a key they delete.
+fn tombstones_to_keep(
+    range_dels: Option<&FragmentedRangeTombstones>,
+    policy: Option<&DropPolicy>,
+) -> FragmentedRangeTombstones {
+    let mut t = range_dels.cloned().unwrap_or_default();
+    if let Some(policy) = policy {
+        let oldest = policy.smallest_snapshot;
+        t.retain(|f, seq| {
+            if seq > oldest {
+                return true;
+            }
+            // Seen by every reader: an older one under it hides nothing more.
+            let newest_seen_by_all = f.seqs.iter().copied().find(|&s| s <= oldest);
+            newest_seen_by_all == Some(seq)
+                && !policy
+                    .version
+                    .is_base_level_for_range(policy.output_level, &f.start, &f.end)
+        });
+    }
+    t
+}
+
+fn finish_output(
+    spec: &OutputSpec<'_>,
+    o: Output,
+    range_dels: FragmentedRangeTombstones,
+) -> Result<FileMetaData> {
     let mut meta = o.meta;
+    let mut builder = o.builder;
     meta.largest = InternalKey(o.largest);
-    let props = o.builder.finish()?;
+    if let (Some(small), Some(large), Some((min_seq, max_seq))) = (
+        range_dels.smallest_key(),
+        range_dels.largest_key(),
+        range_dels.seq_range(),
+    ) {
+        // The file's key range covers its tombstones too, so reads and compactions that
+        // overlap a tombstone find the file.
+        if meta.num_entries == 0 || small < meta.smallest {
+            meta.smallest = small;
+        }
+        if meta.num_entries == 0 || large > meta.largest {
+            meta.largest = large;
+        }
+        meta.smallest_seqno = meta.smallest_seqno.min(min_seq);
+        meta.largest_seqno = meta.largest_seqno.max(max_seq);
+        meta.num_range_deletions = range_dels.num_entries();
+        builder.set_range_tombstones(range_dels);
+    }
+    let props = builder.finish()?;
     meta.file_size = props.file_size;
     if !spec.opts.paranoid_checks {
         return Ok(meta);
@@ -500,6 +602,7 @@ mod tests {
                 largest_seqno: 1,
                 num_entries: 1,
                 num_deletions: 0,
+                num_range_deletions: 0,
                 open_table: Default::default(),
             },
         );
@@ -633,6 +736,7 @@ mod tests {
         let metas = write_tables(
             &spec,
             &mut mem.iter(),
+            None,
             Some(policy),
             &mut || {
                 next += 1;

@@ -126,6 +126,7 @@ mod tests {
             largest_seqno: 10,
             num_entries: 2,
             num_deletions: 0,
+            num_range_deletions: 0,
             open_table: Default::default(),
         })
     }

@@ -313,6 +313,7 @@ mod tests {
                             largest_seqno: number * 10,
                             num_entries: 1,
                             num_deletions: 0,
+                            num_range_deletions: 0,
                             open_table: Default::default(),
                         },
                     );

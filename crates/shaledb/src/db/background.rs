@@ -17,6 +17,7 @@ use crate::iter::InternalIterator;
 use crate::key;
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::range_del::FragmentedRangeTombstones;
 use crate::sst::BlockReadOptions;
 use crate::version::filename::FileKind;
 use crate::version::{FileMetaData, LevelIterator, ObsoleteFile, Version, VersionEdit};
@@ -176,6 +177,7 @@ impl DbInner {
         };
         let metas = MutexGuard::unlocked(st, || {
             let mut it = mem.iter();
+            let range_dels = mem.range_tombstones();
             let spec = OutputSpec {
                 fs: &self.fs,
                 dir: &self.dir,
@@ -187,6 +189,7 @@ impl DbInner {
             job::write_tables(
                 &spec,
                 &mut it,
+                range_dels.as_deref(),
                 None,
                 &mut || self.state_new_file_number(),
                 &self.shutting_down,
@@ -256,6 +259,7 @@ impl DbInner {
                 let metas = job::write_tables(
                     &spec,
                     &mut mem.iter(),
+                    mem.range_tombstones().as_deref(),
                     None,
                     &mut || self.state_new_file_number(),
                     &self.shutting_down,
@@ -511,6 +515,14 @@ impl DbInner {
             ));
         }
         let mut merged = MergingIterator::new(children);
+        let mut range_dels = Vec::new();
+        for f in c.inputs.iter().flatten() {
+            if f.num_range_deletions > 0 {
+                let t = self.tables.get(f.number, f.file_size)?;
+                range_dels.extend(t.range_tombstones().cloned());
+            }
+        }
+        let range_dels = FragmentedRangeTombstones::merge(range_dels.iter().map(|t| &**t));
         let spec = OutputSpec {
             fs: &self.fs,
             dir: &self.dir,
@@ -530,6 +542,7 @@ impl DbInner {
         job::write_tables(
             &spec,
             &mut merged,
+            Some(&range_dels),
             Some(&policy),
             &mut || self.state_new_file_number(),
             &self.shutting_down,

@@ -37,6 +37,7 @@ use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::merge::MergeOperator;
 use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::range_del::FragmentedRangeTombstones;
 use crate::snapshot::SnapshotList;
 use crate::sst::BlockReadOptions;
 use crate::value::{LookupResult, Value};
@@ -55,6 +56,47 @@ pub(crate) struct SuperVersion {
     pub(crate) mem: Arc<MemTable>,
     pub(crate) imms: Vec<Arc<MemTable>>,
     pub(crate) version: Arc<Version>,
+    /// The range tombstones of `imms` and `version`, fragmented together on first use (they
+    /// never change; the active memtable's do, and are added per read).
+    pub(crate) older_range_dels: parking_lot::Mutex<Option<Option<Arc<FragmentedRangeTombstones>>>>,
+}
+
+impl SuperVersion {
+    /// Every range tombstone this view holds, fragmented; `None` if there are none (the
+    /// common case, decided without a lock when no table and no memtable has any).
+    pub(crate) fn range_tombstones(
+        &self,
+        tables: &TableCache,
+    ) -> Result<Option<Arc<FragmentedRangeTombstones>>> {
+        let older = self.older_range_tombstones(tables)?;
+        Ok(match (older, self.mem.range_tombstones()) {
+            (None, m) => m,
+            (o, None) => o,
+            (Some(o), Some(m)) => Some(Arc::new(FragmentedRangeTombstones::merge([&*o, &*m]))),
+        })
+    }
+
+    fn older_range_tombstones(
+        &self,
+        tables: &TableCache,
+    ) -> Result<Option<Arc<FragmentedRangeTombstones>>> {
+        if !self.version.has_range_tombstones()
+            && self.imms.iter().all(|m| m.range_tombstones().is_none())
+        {
+            return Ok(None);
+        }
+        let mut cached = self.older_range_dels.lock();
+        if let Some(c) = &*cached {
+            return Ok(c.clone());
+        }
+        let mut sources: Vec<Arc<FragmentedRangeTombstones>> =
+            self.imms.iter().filter_map(|m| m.range_tombstones()).collect();
+        sources.extend(self.version.range_tombstones(tables)?);
+        let all = FragmentedRangeTombstones::merge(sources.iter().map(|s| &**s));
+        let all = (!all.is_empty()).then(|| Arc::new(all));
+        *cached = Some(all.clone());
+        Ok(all)
+    }
 }
 
 /// A queued write (see write.rs).
@@ -103,6 +145,7 @@ impl CfState {
             mem: self.mem.clone(),
             imms: self.imms.iter().rev().cloned().collect(),
             version: versions.current(self.data.id),
+            older_range_dels: Default::default(),
         }));
     }
 
@@ -343,6 +386,81 @@ impl Db {
     fn delete_slice(&self, wo: &WriteOptions, cf: u32, key: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete_in(cf, key);
+        self.inner.write_owned(wo, b)
+    }
+
+    /// Deletes every key in `[begin, end)` with one range tombstone (RocksDB's `DeleteRange`),
+    /// however many keys the range holds: reads stop seeing them at once, and compaction
+    /// reclaims their space, dropping whole files the range covers when no snapshot needs
+    /// them. `begin == end` deletes nothing; `begin > end` is `InvalidArgument`.
+    ///
+    /// ```
+    /// # use shaledb::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = Db::open(dir.path(), Options::default()).unwrap();
+    /// for tenant in [b"t1", b"t2"] {
+    ///     for i in 0..100u32 {
+    ///         db.put([&tenant[..], b"/", &i.to_be_bytes()].concat(), b"row").unwrap();
+    ///     }
+    /// }
+    /// db.delete_range(b"t1/", b"t10").unwrap(); // all of tenant t1 ('0' follows '/')
+    /// assert!(db.get([&b"t1/"[..], &5u32.to_be_bytes()].concat()).unwrap().is_none());
+    /// assert!(db.get([&b"t2/"[..], &5u32.to_be_bytes()].concat()).unwrap().is_some());
+    /// ```
+    pub fn delete_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let wo = WriteOptions::default();
+        self.delete_range_slices(&wo, DEFAULT_FAMILY, begin.as_ref(), end.as_ref())
+    }
+
+    /// [`delete_range`](Self::delete_range) with the given write options.
+    pub fn delete_range_opt(
+        &self,
+        wo: &WriteOptions,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.delete_range_slices(wo, DEFAULT_FAMILY, begin.as_ref(), end.as_ref())
+    }
+
+    /// [`delete_range`](Self::delete_range) in column family `cf`.
+    pub fn delete_range_cf(
+        &self,
+        cf: &ColumnFamily,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.delete_range_cf_opt(&WriteOptions::default(), cf, begin, end)
+    }
+
+    /// [`delete_range`](Self::delete_range) in column family `cf` with the given options.
+    pub fn delete_range_cf_opt(
+        &self,
+        wo: &WriteOptions,
+        cf: &ColumnFamily,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let id = self.inner.check_handle(cf)?.id;
+        self.delete_range_slices(wo, id, begin.as_ref(), end.as_ref())
+    }
+
+    fn delete_range_slices(
+        &self,
+        wo: &WriteOptions,
+        cf: u32,
+        begin: &[u8],
+        end: &[u8],
+    ) -> Result<()> {
+        if begin > end {
+            return Err(Error::InvalidArgument(
+                "delete_range: the end key sorts before the begin key".to_string(),
+            ));
+        }
+        if begin == end {
+            return Ok(());
+        }
+        let mut b = WriteBatch::new();
+        b.delete_range_in(cf, begin, end);
         self.inner.write_owned(wo, b)
     }
 
@@ -730,18 +848,23 @@ impl DbInner {
         seq: SequenceNumber,
         user_key: &[u8],
     ) -> Result<Option<Value>> {
+        // The newest range tombstone over the key seen so far: older entries are deleted.
+        let mut covering = 0;
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            match mem.get(user_key, seq) {
+            covering = covering.max(mem.max_covering_tombstone_seq(user_key, seq));
+            let (found, found_seq) = mem.get_entry(user_key, seq);
+            match found {
+                LookupResult::NotPresent => {}
+                _ if found_seq < covering => return Ok(None),
                 LookupResult::Found(v) => return Ok(Some(v)),
                 LookupResult::Deleted => return Ok(None),
                 LookupResult::Merge => return self.get_merged(ro, cf, sv, seq, user_key),
-                LookupResult::NotPresent => {}
             }
         }
         let lookup = LookupKey::new(user_key, seq);
         match sv
             .version
-            .get(&self.tables, block_read_options(ro), &lookup)?
+            .get(&self.tables, block_read_options(ro), &lookup, &mut covering)?
         {
             LookupResult::Found(v) => Ok(Some(v)),
             LookupResult::Deleted | LookupResult::NotPresent => Ok(None),
@@ -800,6 +923,10 @@ impl DbInner {
         seq: SequenceNumber,
         user_key: &[u8],
     ) -> Result<Option<Value>> {
+        let covering = match sv.range_tombstones(&self.tables)? {
+            Some(t) => t.max_covering_seq(user_key, seq),
+            None => 0,
+        };
         let mut it = self.internal_iterator(sv, ro);
         it.seek(LookupKey::new(user_key, seq).internal_key());
         let mut operands: Vec<Vec<u8>> = Vec::new();
@@ -812,7 +939,8 @@ impl DbInner {
                     "an entry's key is not an internal key",
                 ));
             };
-            if p.user_key != user_key {
+            if p.user_key != user_key || p.sequence < covering {
+                // Past the key, or deleted by a range tombstone: no base.
                 break;
             }
             match p.kind {
@@ -822,6 +950,13 @@ impl DbInner {
                     break;
                 }
                 ValueKind::Delete | ValueKind::SingleDelete => break,
+                ValueKind::RangeDeletion => {
+                    return Err(Error::corruption(
+                        "<merged iterator input>",
+                        0,
+                        "a range deletion among point entries",
+                    ))
+                }
             }
             it.next();
         }
@@ -844,6 +979,22 @@ impl DbInner {
         MergingIterator::new(children)
     }
 
+    /// The merged entries of a view and its range tombstones; if the tombstones cannot be
+    /// read (a table fails to open), an iterator that reports the error.
+    fn view_iterator(
+        &self,
+        sv: &SuperVersion,
+        ro: &ReadOptions,
+    ) -> (
+        Box<dyn InternalIterator>,
+        Option<Arc<FragmentedRangeTombstones>>,
+    ) {
+        match sv.range_tombstones(&self.tables) {
+            Ok(t) => (Box::new(self.internal_iterator(sv, ro)), t),
+            Err(e) => (Box::new(crate::iter::EmptyIterator::with_error(e)), None),
+        }
+    }
+
     /// What a read sees: the super version, then the sequence (same order as `get`).
     pub(crate) fn read_view(
         &self,
@@ -863,16 +1014,17 @@ impl DbInner {
         ro: &ReadOptions,
         merge_operator: Option<Arc<dyn MergeOperator>>,
     ) -> DbIterator {
-        let merged = self.internal_iterator(&sv, ro);
+        let (inner, range_dels) = self.view_iterator(&sv, ro);
         let pin: Arc<dyn std::any::Any + Send + Sync> = Arc::new((sv, ro.snapshot.clone()));
         DbIterator::new(
-            Box::new(merged),
+            inner,
             seq,
             ro.iterate_lower_bound.clone(),
             ro.iterate_upper_bound.clone(),
             Some(pin),
         )
         .with_merge_operator(merge_operator)
+        .with_range_tombstones(range_dels)
     }
 }
 
@@ -890,9 +1042,9 @@ fn new_iterator(inner: &Arc<DbInner>, ro: &ReadOptions, cf: &Arc<CfData>) -> DbI
     let (db, family, ro_latest) = (inner.clone(), cf.clone(), ro.clone());
     let refresher: crate::iter::db_iter::Refresher = Arc::new(move || {
         let (sv, seq) = db.read_view(&ro_latest, &family);
-        let merged = db.internal_iterator(&sv, &ro_latest);
+        let (inner, range_dels) = db.view_iterator(&sv, &ro_latest);
         let pin: Arc<dyn std::any::Any + Send + Sync> = Arc::new(sv);
-        (Box::new(merged) as Box<dyn InternalIterator>, seq, pin)
+        (inner, seq, pin, range_dels)
     });
     it.with_refresher(refresher, ro.tailing)
 }

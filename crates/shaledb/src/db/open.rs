@@ -454,6 +454,7 @@ impl WalReplay<'_> {
         let metas = job::write_tables(
             &spec,
             &mut mem.iter(),
+            mem.range_tombstones().as_deref(),
             None,
             &mut || versions.new_file_number(),
             self.shutting_down,
@@ -588,6 +589,7 @@ pub(super) fn new_family_data(
             mem: Arc::new(MemTable::new(wal_number)),
             imms: Vec::new(),
             version: Arc::new(Version::default()),
+            older_range_dels: Default::default(),
         }),
         dropped: AtomicBool::new(false),
         db: db.clone(),

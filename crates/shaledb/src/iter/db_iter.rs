@@ -11,6 +11,7 @@ use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
 use crate::merge::{self, MergeOperator};
 use crate::prefix::PrefixExtractor;
+use crate::range_del::FragmentedRangeTombstones;
 use std::any::Any;
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ pub(crate) type Refresher = Arc<
             Box<dyn InternalIterator>,
             SequenceNumber,
             Arc<dyn Any + Send + Sync>,
+            Option<Arc<FragmentedRangeTombstones>>,
         ) + Send
         + Sync,
 >;
@@ -76,6 +78,9 @@ pub struct DbIterator {
     prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
     /// The prefix of the last seek target, which every yielded key must share.
     active_prefix: Option<Vec<u8>>,
+    /// Every range tombstone of the read view (`None`: there are none); an entry below a
+    /// visible tombstone over its key reads as a delete.
+    range_dels: Option<Arc<FragmentedRangeTombstones>>,
     // Keeps the memtables, version and snapshot this iterator reads alive.
     _pin: Option<Arc<dyn Any + Send + Sync>>,
 }
@@ -107,7 +112,32 @@ impl DbIterator {
             tailing: false,
             prefix_extractor: None,
             active_prefix: None,
+            range_dels: None,
             _pin: pin,
+        }
+    }
+
+    /// Sets the read view's range tombstones.
+    pub(crate) fn with_range_tombstones(
+        mut self,
+        t: Option<Arc<FragmentedRangeTombstones>>,
+    ) -> Self {
+        self.range_dels = t;
+        self
+    }
+
+    /// The kind an entry reads as: a delete if a visible range tombstone covers it; `None`
+    /// for a range-deletion kind, which never appears among point entries (corruption).
+    #[inline]
+    fn read_kind(&self, p: &key::ParsedInternalKey<'_>) -> Option<ValueKind> {
+        if p.kind == ValueKind::RangeDeletion {
+            return None;
+        }
+        match &self.range_dels {
+            Some(t) if t.max_covering_seq(p.user_key, self.sequence) > p.sequence => {
+                Some(ValueKind::Delete)
+            }
+            _ => Some(p.kind),
         }
     }
 
@@ -161,9 +191,10 @@ impl DbIterator {
                 "an iterator reading a snapshot cannot be refreshed".to_string(),
             ));
         };
-        let (inner, sequence, pin) = refresher();
+        let (inner, sequence, pin, range_dels) = refresher();
         self.inner = inner;
         self.sequence = sequence;
+        self.range_dels = range_dels;
         self._pin = Some(pin);
         self.direction = Direction::Forward;
         self.valid = false;
@@ -245,7 +276,7 @@ impl DbIterator {
             "<merged iterator input>",
             0,
             format!(
-                "an entry's key of {} bytes is not an internal key",
+                "an entry's key of {} bytes is not a point entry's internal key",
                 self.inner.key().len()
             ),
         ));
@@ -423,8 +454,12 @@ impl DbIterator {
                 }
             }
             if p.sequence <= self.sequence {
-                match p.kind {
-                    ValueKind::Delete | ValueKind::SingleDelete => {
+                let Some(kind) = self.read_kind(&p) else {
+                    self.fail_unparseable();
+                    return;
+                };
+                match kind {
+                    ValueKind::Delete | ValueKind::SingleDelete | ValueKind::RangeDeletion => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
                         skipping = true;
@@ -466,13 +501,17 @@ impl DbIterator {
             if p.user_key != self.saved_key.as_slice() {
                 break;
             }
-            match p.kind {
+            let Some(kind) = self.read_kind(&p) else {
+                self.fail_unparseable();
+                return;
+            };
+            match kind {
                 ValueKind::Merge => self.operands.push(self.inner.value().to_vec()),
                 ValueKind::Put => {
                     base = Some(self.inner.value().to_vec());
                     break;
                 }
-                ValueKind::Delete | ValueKind::SingleDelete => break,
+                ValueKind::Delete | ValueKind::SingleDelete | ValueKind::RangeDeletion => break,
             }
             self.inner.next();
         }
@@ -524,12 +563,17 @@ impl DbIterator {
                     // Everything of saved_key has been seen; its newest version is a value.
                     break;
                 }
-                kind = match p.kind {
-                    ValueKind::SingleDelete => ValueKind::Delete,
+                let Some(read) = self.read_kind(&p) else {
+                    self.fail_unparseable();
+                    self.direction = Direction::Forward;
+                    return;
+                };
+                kind = match read {
+                    ValueKind::SingleDelete | ValueKind::RangeDeletion => ValueKind::Delete,
                     k => k,
                 };
                 match kind {
-                    ValueKind::Delete | ValueKind::SingleDelete => {
+                    ValueKind::Delete | ValueKind::SingleDelete | ValueKind::RangeDeletion => {
                         self.saved_key.clear();
                         self.saved_value.clear();
                         self.operands.clear();

@@ -10,9 +10,11 @@ mod skiplist;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind};
+use crate::range_del::{FragmentedRangeTombstones, RangeTombstone};
 use crate::value::{LookupResult, Value};
+use parking_lot::Mutex;
 use skiplist::{Cursor, SkipList, Target};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// An ordered write buffer: one writer at a time, lock-free readers.
@@ -21,6 +23,19 @@ pub struct MemTable {
     num_deletes: AtomicU64,
     /// The WAL file holding this memtable's writes.
     log_number: u64,
+    /// Range tombstones, kept apart from the point entries (see `range_del.rs`). Most
+    /// memtables have none: readers check `has_range_dels` before taking the lock.
+    range_dels: Mutex<RangeDels>,
+    has_range_dels: AtomicBool,
+    range_del_bytes: AtomicUsize,
+}
+
+/// A memtable's range tombstones as written, and their fragmented form, rebuilt on the first
+/// read after a new tombstone (RocksDB caches the fragmented list the same way).
+#[derive(Default)]
+struct RangeDels {
+    written: Vec<RangeTombstone>,
+    fragmented: Option<Arc<FragmentedRangeTombstones>>,
 }
 
 impl MemTable {
@@ -30,6 +45,9 @@ impl MemTable {
             list: Arc::new(SkipList::new()),
             num_deletes: AtomicU64::new(0),
             log_number,
+            range_dels: Mutex::new(RangeDels::default()),
+            has_range_dels: AtomicBool::new(false),
+            range_del_bytes: AtomicUsize::new(0),
         }
     }
 
@@ -42,21 +60,70 @@ impl MemTable {
     ///
     /// REQUIRES: no other thread is calling `add` on this memtable at the same time (the engine
     /// has one writer: the group-commit leader, or WAL replay). A concurrent `add` panics.
+    /// A range deletion (`kind` `RangeDeletion`) deletes `[user_key, value)`.
     pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        if kind == ValueKind::RangeDeletion {
+            self.add_range_deletion(seq, user_key, value);
+            return;
+        }
         self.list.insert(user_key, seq, kind, value);
         if kind.is_deletion() {
             self.num_deletes.fetch_add(1, Ordering::Relaxed);
         }
     }
 
+    fn add_range_deletion(&self, seq: SequenceNumber, start: &[u8], end: &[u8]) {
+        let mut r = self.range_dels.lock();
+        r.written.push(RangeTombstone {
+            start: start.to_vec(),
+            end: end.to_vec(),
+            seq,
+        });
+        r.fragmented = None;
+        // Published under the lock, after the tombstone: a reader seeing the flag finds it.
+        self.has_range_dels.store(true, Ordering::Release);
+        self.range_del_bytes
+            .fetch_add(start.len() + end.len() + 64, Ordering::Relaxed);
+    }
+
+    /// The memtable's range tombstones, fragmented; `None` if it has none.
+    pub fn range_tombstones(&self) -> Option<Arc<FragmentedRangeTombstones>> {
+        if !self.has_range_dels.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut r = self.range_dels.lock();
+        if r.fragmented.is_none() {
+            r.fragmented = Some(Arc::new(FragmentedRangeTombstones::new(
+                r.written.iter().cloned(),
+            )));
+        }
+        r.fragmented.clone()
+    }
+
+    /// The newest range tombstone covering `user_key` visible at `seq`; 0 if none.
+    #[inline]
+    pub fn max_covering_tombstone_seq(&self, user_key: &[u8], seq: SequenceNumber) -> u64 {
+        if !self.has_range_dels.load(Ordering::Acquire) {
+            return 0;
+        }
+        self.range_tombstones()
+            .map_or(0, |t| t.max_covering_seq(user_key, seq))
+    }
+
     /// Looks up the newest version of `user_key` with sequence <= `seq`.
     pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> LookupResult {
+        self.get_entry(user_key, seq).0
+    }
+
+    /// [`MemTable::get`] that also returns the sequence number of the entry found (0 if
+    /// none), which range tombstones are compared with.
+    pub fn get_entry(&self, user_key: &[u8], seq: SequenceNumber) -> (LookupResult, u64) {
         // The target is compared in its parts; no lookup key is built.
         let t = Target::new(user_key, seq, key::KIND_FOR_SEEK);
         let Some(e) = self.list.seek(&t) else {
-            return LookupResult::NotPresent;
+            return (LookupResult::NotPresent, 0);
         };
-        match e.user_key_and_kind() {
+        let r = match e.user_key_and_kind() {
             (k, Some(ValueKind::Put)) if k == user_key => {
                 LookupResult::Found(Value::from_vec(e.value().to_vec()))
             }
@@ -64,18 +131,19 @@ impl MemTable {
                 LookupResult::Deleted
             }
             (k, Some(ValueKind::Merge)) if k == user_key => LookupResult::Merge,
-            _ => LookupResult::NotPresent,
-        }
+            _ => return (LookupResult::NotPresent, 0),
+        };
+        (r, e.sequence())
     }
 
     /// Approximate memory used, in bytes: the skiplist arena's allocated bytes.
     pub fn approximate_memory_usage(&self) -> usize {
-        self.list.memory_usage()
+        self.list.memory_usage() + self.range_del_bytes.load(Ordering::Relaxed)
     }
 
-    /// Number of entries (puts and deletes).
+    /// Number of entries (puts, deletes and range deletions).
     pub fn len(&self) -> usize {
-        self.list.len()
+        self.list.len() + self.range_dels.lock().written.len()
     }
 
     /// Number of tombstones.

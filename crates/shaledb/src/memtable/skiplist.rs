@@ -132,6 +132,11 @@ impl<'a> Entry<'a> {
         let (user_key, trailer) = self.parts();
         (user_key, ValueKind::from_u8((trailer & 0xff) as u8))
     }
+
+    /// The entry's sequence number.
+    pub(crate) fn sequence(self) -> SequenceNumber {
+        self.parts().1 >> 8
+    }
 }
 
 /// Decodes the LEB128 varint at `p` (written by `insert`, so well formed and at most 10 bytes).

@@ -7,12 +7,15 @@ use crate::compression::CompressionType;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::key::{self, KIND_FOR_SEEK, MAX_SEQUENCE};
+use crate::range_del::FragmentedRangeTombstones;
 use std::path::PathBuf;
 
 /// Metaindex key of the whole-table bloom filter block.
 pub(crate) const FILTER_META_KEY: &str = "filter.shaledb.bloom";
 /// Metaindex key of the properties block.
 pub(crate) const PROPERTIES_META_KEY: &str = "shaledb.properties";
+/// Metaindex key of the range-deletion block (RocksDB's name for it).
+pub(crate) const RANGE_DEL_META_KEY: &str = "rocksdb.range_del";
 
 /// Builds one table file. Entries must be added in strictly increasing internal-key order;
 /// then `finish` writes the metadata and footer and syncs the file.
@@ -35,6 +38,8 @@ pub struct TableBuilder {
     failed: bool,
     scratch: Vec<u8>,
     stored: Vec<u8>,
+    /// The table's range tombstones, written as one block by `finish`.
+    range_dels: Option<FragmentedRangeTombstones>,
 }
 
 impl TableBuilder {
@@ -66,7 +71,13 @@ impl TableBuilder {
             failed: false,
             scratch: Vec::new(),
             stored: Vec::new(),
+            range_dels: None,
         }
+    }
+
+    /// Sets the table's range tombstones (already clipped to the table's key range).
+    pub fn set_range_tombstones(&mut self, t: FragmentedRangeTombstones) {
+        self.range_dels = (!t.is_empty()).then_some(t);
     }
 
     /// Adds an entry. REQUIRES: `ikey` sorts strictly after every key added before.
@@ -146,6 +157,16 @@ impl TableBuilder {
             let h = self.write_block(&f, CompressionType::None)?;
             self.props.filter_size = h.size + BLOCK_TRAILER_LEN as u64;
             meta.push((FILTER_META_KEY, h));
+        }
+
+        if let Some(t) = self.range_dels.take() {
+            let mut block = BlockBuilder::new(1);
+            for (k, end) in t.block_entries() {
+                block.add(&k, end);
+            }
+            let raw = block.finish();
+            let h = self.write_block(&raw, CompressionType::None)?;
+            meta.push((RANGE_DEL_META_KEY, h));
         }
 
         // The index is stored last, but its size goes into the properties: encode it first.

@@ -2,7 +2,7 @@
 //! two-level iterator (index block -> data block).
 
 use super::block::{Block, BlockIter};
-use super::builder::{FILTER_META_KEY, PROPERTIES_META_KEY};
+use super::builder::{FILTER_META_KEY, PROPERTIES_META_KEY, RANGE_DEL_META_KEY};
 use super::filter::{self, BloomFilter};
 use super::format::{
     decode_handle_value, read_at, read_block, read_block_contents, read_block_with, Footer,
@@ -14,7 +14,8 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
-use crate::key::{self, LookupKey, ValueKind};
+use crate::key::{self, LookupKey, SequenceNumber, ValueKind};
+use crate::range_del::FragmentedRangeTombstones;
 use crate::value::{LookupResult, Value};
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -45,6 +46,10 @@ pub struct Table {
     filter_handle: Option<BlockHandle>,
     properties_handle: BlockHandle,
     props: TableProperties,
+    /// The range-deletion block, fragmented; `None` if the table has none (the common case,
+    /// which costs a get one branch).
+    range_dels: Option<Arc<FragmentedRangeTombstones>>,
+    range_del_handle: Option<BlockHandle>,
 }
 
 thread_local! {
@@ -113,6 +118,7 @@ impl Table {
         let meta_corrupt = |d: &str| Error::corruption(&*path, footer.metaindex.offset, d);
         let mut filter_handle = None;
         let mut properties_handle = None;
+        let mut range_del_handle = None;
         let mut it = BlockIter::new_bytewise(Arc::new(metaindex))
             .with_origin(path.clone(), footer.metaindex.offset);
         it.seek_to_first();
@@ -121,6 +127,8 @@ impl Table {
                 &mut filter_handle
             } else if it.key() == PROPERTIES_META_KEY.as_bytes() {
                 &mut properties_handle
+            } else if it.key() == RANGE_DEL_META_KEY.as_bytes() {
+                &mut range_del_handle
             } else {
                 it.next();
                 continue;
@@ -149,6 +157,14 @@ impl Table {
             Some(h) => Some(Arc::new(read_filter(&*file, &path, h, data_end)?)),
             None => None,
         };
+        let range_dels = match range_del_handle {
+            Some(h) => {
+                let block = read_block(&*file, &path, h, data_end, true, "range-deletion block")?;
+                let t = FragmentedRangeTombstones::decode_block(Arc::new(block), &path, h.offset)?;
+                (!t.is_empty()).then(|| Arc::new(t))
+            }
+            None => None,
+        };
         let index = Arc::new(index);
         let cache_id = NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed);
         if let Some(cache) = &block_cache {
@@ -170,6 +186,8 @@ impl Table {
             filter_handle,
             properties_handle,
             props,
+            range_dels,
+            range_del_handle,
         })
     }
 
@@ -178,8 +196,18 @@ impl Table {
     /// cached: a found value pins the cached block (see [`Value`]). A value from a block read
     /// around the cache (`fill_cache` false) is copied out, so the block is not kept alive.
     pub fn get(&self, lookup: &LookupKey, opts: BlockReadOptions) -> Result<LookupResult> {
+        self.get_entry(lookup, opts).map(|(r, _)| r)
+    }
+
+    /// [`Table::get`] that also returns the sequence number of the entry found (0 if none),
+    /// which range tombstones from newer sources are compared with.
+    pub fn get_entry(
+        &self,
+        lookup: &LookupKey,
+        opts: BlockReadOptions,
+    ) -> Result<(LookupResult, SequenceNumber)> {
         if !self.may_contain(lookup.user_key()) {
-            return Ok(LookupResult::NotPresent);
+            return Ok((LookupResult::NotPresent, 0));
         }
         // One key buffer per thread serves the index and data block iterators of every get.
         let mut buf = KEY_BUFFER.take();
@@ -195,7 +223,7 @@ impl Table {
         lookup: &LookupKey,
         opts: BlockReadOptions,
         buf: &mut Vec<u8>,
-    ) -> Result<LookupResult> {
+    ) -> Result<(LookupResult, SequenceNumber)> {
         let target = lookup.internal_key();
         let mut index = BlockIter::new(&*self.index)
             .with_block_offset(self.index_handle.offset)
@@ -208,7 +236,7 @@ impl Table {
         *buf = index.into_key_buffer();
         status.map_err(|e| self.name_file(e))?;
         let Some(handle) = handle.transpose()? else {
-            return Ok(LookupResult::NotPresent);
+            return Ok((LookupResult::NotPresent, 0));
         };
         let (block, cached) = self.data_block(handle, opts)?;
         let mut it = BlockIter::new(&*block)
@@ -220,7 +248,9 @@ impl Table {
         it.seek(target);
         let found = if it.valid() {
             match key::parse_internal_key(it.key()) {
-                Some(p) if p.user_key == lookup.user_key() => Some((p.kind, it.value_range())),
+                Some(p) if p.user_key == lookup.user_key() => {
+                    Some((p.kind, it.value_range(), p.sequence))
+                }
                 Some(_) => None,
                 None => {
                     return Err(Error::corruption(
@@ -236,21 +266,31 @@ impl Table {
         let status = it.status();
         *buf = it.into_key_buffer();
         status.map_err(|e| self.name_file(e))?;
-        match found {
-            None => Ok(LookupResult::NotPresent),
-            Some((ValueKind::Delete | ValueKind::SingleDelete, _)) => Ok(LookupResult::Deleted),
-            Some((ValueKind::Merge, _)) => Ok(LookupResult::Merge),
-            Some((ValueKind::Put, range)) => {
+        let Some((kind, range, seq)) = found else {
+            return Ok((LookupResult::NotPresent, 0));
+        };
+        let result = match kind {
+            ValueKind::Delete | ValueKind::SingleDelete => LookupResult::Deleted,
+            ValueKind::Merge => LookupResult::Merge,
+            ValueKind::Put => {
                 let value = if cached {
                     Value::pinned(block, range)
                 } else {
                     block.data().get(range).map(|v| Value::from_vec(v.to_vec()))
                 };
-                value.map(LookupResult::Found).ok_or_else(|| {
+                LookupResult::Found(value.ok_or_else(|| {
                     Error::corruption(&*self.path, handle.offset, "value outside its block")
-                })
+                })?)
             }
-        }
+            ValueKind::RangeDeletion => {
+                return Err(Error::corruption(
+                    &*self.path,
+                    handle.offset,
+                    "data block holds a range deletion",
+                ))
+            }
+        };
+        Ok((result, seq))
     }
 
     /// Puts this table's path into a corruption error raised by a block iterator that was not
@@ -276,6 +316,21 @@ impl Table {
             opts,
             readahead: Readahead::auto(),
             error: None,
+        }
+    }
+
+    /// The table's range tombstones, fragmented (`None` if it has none).
+    pub fn range_tombstones(&self) -> Option<&Arc<FragmentedRangeTombstones>> {
+        self.range_dels.as_ref()
+    }
+
+    /// The newest range tombstone of this table covering `user_key` visible at `read_seq`;
+    /// 0 if none.
+    #[inline]
+    pub fn max_covering_tombstone_seq(&self, user_key: &[u8], read_seq: SequenceNumber) -> u64 {
+        match &self.range_dels {
+            Some(t) => t.max_covering_seq(user_key, read_seq),
+            None => 0,
         }
     }
 
@@ -329,6 +384,9 @@ impl Table {
         ];
         if let Some(h) = self.filter_handle {
             metas.push((h, "filter block"));
+        }
+        if let Some(h) = self.range_del_handle {
+            metas.push((h, "range-deletion block"));
         }
         for (h, what) in metas {
             read_block_contents(file, &self.path, h, self.data_end, true, what)?;

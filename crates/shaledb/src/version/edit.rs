@@ -29,6 +29,7 @@ mod tag {
     pub const MAX_COLUMN_FAMILY: u32 = 10;
     pub const IN_ATOMIC_GROUP: u32 = 11;
     pub const MERGE_OPERATOR: u32 = 12;
+    pub const NEW_FILE_WITH_RANGE_DELETIONS: u32 = 13;
 }
 
 /// Column family ids must be below this (a larger id read from disk is corruption).
@@ -60,6 +61,10 @@ pub struct FileMetaData {
     pub num_entries: u64,
     /// Number of delete tombstones.
     pub num_deletions: u64,
+    /// Number of range tombstones (entries of the range-deletion block). A file with any is
+    /// recorded with tag 13, so readers that build views of every range tombstone open only
+    /// these files.
+    pub num_range_deletions: u64,
     /// The file's open table once a read has opened it (not recorded in the MANIFEST).
     pub open_table: crate::cache::OpenTable,
 }
@@ -154,7 +159,12 @@ impl VersionEdit {
             put_varint64(dst, *number);
         }
         for (level, f) in &self.new_files {
-            put_varint32(dst, tag::NEW_FILE);
+            let t = if f.num_range_deletions > 0 {
+                tag::NEW_FILE_WITH_RANGE_DELETIONS
+            } else {
+                tag::NEW_FILE
+            };
+            put_varint32(dst, t);
             put_level(dst, *level);
             put_varint64(dst, f.number);
             put_varint64(dst, f.file_size);
@@ -164,6 +174,9 @@ impl VersionEdit {
             put_varint64(dst, f.largest_seqno);
             put_varint64(dst, f.num_entries);
             put_varint64(dst, f.num_deletions);
+            if f.num_range_deletions > 0 {
+                put_varint64(dst, f.num_range_deletions);
+            }
         }
     }
 
@@ -206,9 +219,15 @@ impl VersionEdit {
                         .ok_or_else(|| field("truncated or bad file number"))?;
                     edit.deleted_files.push((level, number));
                 }
-                tag::NEW_FILE => {
+                tag::NEW_FILE | tag::NEW_FILE_WITH_RANGE_DELETIONS => {
                     let level = get_level(&mut d).map_err(|e| field(&e))?;
-                    let f = get_file_meta(&mut d).map_err(|e| field(&e))?;
+                    let mut f = get_file_meta(&mut d).map_err(|e| field(&e))?;
+                    if t == tag::NEW_FILE_WITH_RANGE_DELETIONS {
+                        f.num_range_deletions = d
+                            .varint64()
+                            .filter(|&n| n > 0)
+                            .ok_or_else(|| field("truncated or zero range deletion count"))?;
+                    }
                     edit.new_files.push((level, f));
                 }
                 tag::COLUMN_FAMILY | tag::MAX_COLUMN_FAMILY => {
@@ -326,6 +345,7 @@ fn get_file_meta(d: &mut Decoder<'_>) -> Result<FileMetaData, String> {
         largest_seqno,
         num_entries,
         num_deletions,
+        num_range_deletions: 0,
         open_table: Default::default(),
     })
 }
@@ -345,6 +365,7 @@ mod tests {
             largest_seqno: 5,
             num_entries: 1000,
             num_deletions: 12,
+            num_range_deletions: 0,
             open_table: Default::default(),
         }
     }
@@ -364,6 +385,10 @@ mod tests {
         e.delete_file(2, 1 << 40);
         e.add_file(0, file(8, b"a", b"z"));
         e.add_file(6, file(9, b"same", b"same"));
+        let mut ranged = file(10, b"b", b"y");
+        ranged.num_range_deletions = 3;
+        ranged.largest = InternalKey::new(b"y", MAX_SEQUENCE, ValueKind::RangeDeletion);
+        e.add_file(1, ranged);
         e
     }
 

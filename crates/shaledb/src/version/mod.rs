@@ -19,11 +19,31 @@ pub use set::VersionSet;
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{self, LookupKey};
+use crate::key::{self, LookupKey, SequenceNumber};
+use crate::range_del::FragmentedRangeTombstones;
+use crate::sst::Table;
 use crate::sst::BlockReadOptions;
 use crate::value::LookupResult;
 use std::cmp::Ordering;
 use std::sync::Arc;
+
+/// A point lookup in one table, counting its range tombstones: an entry older than the
+/// newest tombstone over the key (from this or a newer source) reads as deleted.
+#[inline]
+fn get_in_table(
+    t: &Table,
+    lookup: &LookupKey,
+    opts: BlockReadOptions,
+    covering: &mut SequenceNumber,
+) -> Result<LookupResult> {
+    let here = t.max_covering_tombstone_seq(lookup.user_key(), lookup.sequence());
+    *covering = (*covering).max(here);
+    let (r, seq) = t.get_entry(lookup, opts)?;
+    if *covering > seq && !matches!(r, LookupResult::NotPresent) {
+        return Ok(LookupResult::Deleted);
+    }
+    Ok(r)
+}
 
 /// The table files of every level at one moment.
 #[derive(Debug, Default)]
@@ -83,19 +103,21 @@ impl Version {
     }
 
     /// Looks `lookup`'s user key up as of its sequence number: L0 files newest first, then
-    /// one file per deeper level. The first version found wins.
+    /// one file per deeper level. The first version found wins, unless a range tombstone seen
+    /// on the way (`covering`: the newest so far, from newer sources too) is newer than it.
     pub fn get(
         &self,
         tables: &TableCache,
         opts: BlockReadOptions,
         lookup: &LookupKey,
+        covering: &mut SequenceNumber,
     ) -> Result<LookupResult> {
         let user_key = lookup.user_key();
         for f in self.level_files(0) {
             if user_key < f.smallest.user_key() || user_key > f.largest.user_key() {
                 continue;
             }
-            match self.get_in_file(tables, opts, f, lookup)? {
+            match self.get_in_file(tables, opts, f, lookup, covering)? {
                 LookupResult::NotPresent => continue,
                 r => return Ok(r),
             }
@@ -107,7 +129,7 @@ impl Version {
             if user_key < f.smallest.user_key() {
                 continue;
             }
-            match self.get_in_file(tables, opts, f, lookup)? {
+            match self.get_in_file(tables, opts, f, lookup, covering)? {
                 LookupResult::NotPresent => continue,
                 r => return Ok(r),
             }
@@ -125,15 +147,42 @@ impl Version {
         opts: BlockReadOptions,
         f: &FileMetaData,
         lookup: &LookupKey,
+        covering: &mut SequenceNumber,
     ) -> Result<LookupResult> {
         if let Some(t) = f.open_table.get() {
-            return t.get(lookup, opts);
+            return get_in_table(t, lookup, opts, covering);
         }
         let table = tables.get(f.number, f.file_size)?;
         if self.num_files() <= tables.capacity() {
             f.open_table.keep(table.clone());
         }
-        table.get(lookup, opts)
+        get_in_table(&table, lookup, opts, covering)
+    }
+
+    /// The range tombstones of every table that has any (the MANIFEST says which).
+    pub fn range_tombstones(
+        &self,
+        tables: &TableCache,
+    ) -> Result<Vec<Arc<FragmentedRangeTombstones>>> {
+        let mut out = Vec::new();
+        for f in self.files.iter().flatten() {
+            if f.num_range_deletions == 0 {
+                continue;
+            }
+            let t = tables.get(f.number, f.file_size)?;
+            if let Some(r) = t.range_tombstones() {
+                out.push(r.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    /// True if some table has range tombstones.
+    pub fn has_range_tombstones(&self) -> bool {
+        self.files
+            .iter()
+            .flatten()
+            .any(|f| f.num_range_deletions > 0)
     }
 
     /// Number of table files in all levels.
@@ -248,6 +297,19 @@ impl Version {
         true
     }
 
+    /// True if no file at a level deeper than `level` may hold a key in `[start, end)`: a
+    /// range tombstone over it compacted into `level` hides nothing below.
+    pub fn is_base_level_for_range(&self, level: usize, start: &[u8], end: &[u8]) -> bool {
+        for l in (level + 1)..self.num_levels() {
+            let files = self.level_files(l);
+            let i = files.partition_point(|f| f.largest.user_key() < start);
+            if files.get(i).is_some_and(|f| f.smallest.user_key() < end) {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Total entries in all tables.
     pub fn num_entries(&self) -> u64 {
         self.files.iter().flatten().map(|f| f.num_entries).sum()
@@ -302,6 +364,7 @@ mod tests {
             largest_seqno: 1,
             num_entries: n as u64,
             num_deletions: 0,
+            num_range_deletions: 0,
             open_table: Default::default(),
         }
     }

@@ -917,6 +917,7 @@ mod apply_tests {
             largest_seqno: seq,
             num_entries: 1,
             num_deletions: 0,
+            num_range_deletions: 0,
             open_table: Default::default(),
         }
     }
@@ -1003,6 +1004,7 @@ mod tests {
             largest_seqno: 1,
             num_entries: 1,
             num_deletions: 0,
+            num_range_deletions: 0,
             open_table: Default::default(),
         }
     }
