@@ -58,10 +58,8 @@ impl FragmentedRangeTombstones {
     /// Fragments any set of tombstones (overlapping, unordered, duplicated). Empty ranges
     /// (`start >= end`) delete nothing and are left out.
     pub fn new(tombstones: impl IntoIterator<Item = RangeTombstone>) -> Self {
-        let mut list: Vec<RangeTombstone> = tombstones
-            .into_iter()
-            .filter(|t| t.start < t.end)
-            .collect();
+        let mut list: Vec<RangeTombstone> =
+            tombstones.into_iter().filter(|t| t.start < t.end).collect();
         if list.is_empty() {
             return Self::default();
         }
@@ -184,7 +182,8 @@ impl FragmentedRangeTombstones {
     pub fn retain(&mut self, mut keep: impl FnMut(&Fragment, SequenceNumber) -> bool) {
         for i in 0..self.fragments.len() {
             let f = &self.fragments[i];
-            let seqs: Vec<SequenceNumber> = f.seqs.iter().copied().filter(|&s| keep(f, s)).collect();
+            let seqs: Vec<SequenceNumber> =
+                f.seqs.iter().copied().filter(|&s| keep(f, s)).collect();
             self.fragments[i].seqs = seqs;
         }
         self.fragments.retain(|f| !f.seqs.is_empty());
@@ -199,7 +198,9 @@ impl FragmentedRangeTombstones {
         above: SequenceNumber,
         at_most: SequenceNumber,
     ) -> bool {
-        let i = self.fragments.partition_point(|f| f.start.as_slice() <= start);
+        let i = self
+            .fragments
+            .partition_point(|f| f.start.as_slice() <= start);
         let Some(first) = i.checked_sub(1) else {
             return false;
         };
@@ -331,10 +332,7 @@ mod tests {
             t("m", "k", 4),
             t("a", "e", 3),
         ]);
-        assert_eq!(
-            show(&f),
-            "[a,c)@3 [c,e)@5,3 [e,f)@5 [f,g)@9,5 [g,h)@9"
-        );
+        assert_eq!(show(&f), "[a,c)@3 [c,e)@5,3 [e,f)@5 [f,g)@9,5 [g,h)@9");
         assert_eq!(f.num_entries(), 7);
         // Fragmenting fragments changes nothing.
         assert_eq!(FragmentedRangeTombstones::new(f.tombstones()), f);
@@ -359,14 +357,23 @@ mod tests {
     #[test]
     fn clipping_and_retaining() {
         let f = FragmentedRangeTombstones::new([t("c", "g", 5), t("a", "e", 3)]);
-        assert_eq!(show(&f.clipped(Some(b"b"), Some(b"d"))), "[b,c)@3 [c,d)@5,3");
+        assert_eq!(
+            show(&f.clipped(Some(b"b"), Some(b"d"))),
+            "[b,c)@3 [c,d)@5,3"
+        );
         assert_eq!(show(&f.clipped(None, Some(b"a"))), "");
         assert_eq!(show(&f.clipped(Some(b"f"), None)), "[f,g)@5");
         let mut g = f.clone();
         g.retain(|_, s| s != 3);
         assert_eq!(show(&g), "[c,e)@5 [e,g)@5");
-        assert_eq!(f.smallest_key().map(|k| k.user_key().to_vec()), Some(b"a".to_vec()));
-        assert_eq!(f.largest_key().map(|k| k.user_key().to_vec()), Some(b"g".to_vec()));
+        assert_eq!(
+            f.smallest_key().map(|k| k.user_key().to_vec()),
+            Some(b"a".to_vec())
+        );
+        assert_eq!(
+            f.largest_key().map(|k| k.user_key().to_vec()),
+            Some(b"g".to_vec())
+        );
         assert_eq!(f.seq_range(), Some((3, 5)));
     }
 
@@ -375,7 +382,10 @@ mod tests {
         let f = FragmentedRangeTombstones::new([t("c", "g", 5), t("a", "e", 3), t("h", "k", 9)]);
         assert!(f.covers_range(b"a", b"f", 0, 10));
         assert!(f.covers_range(b"b", b"fzz", 2, 10));
-        assert!(!f.covers_range(b"b", b"g", 2, 10), "g itself is not deleted");
+        assert!(
+            !f.covers_range(b"b", b"g", 2, 10),
+            "g itself is not deleted"
+        );
         assert!(!f.covers_range(b"a", b"f", 3, 10), "[a,c) only has seq 3");
         assert!(f.covers_range(b"c", b"f", 3, 10));
         assert!(!f.covers_range(b"c", b"f", 3, 4), "5 is above the limit");

@@ -504,7 +504,9 @@ mod tests {
             .map(|e| match e {
                 BatchEntry::Put(k, v) => (true, k.to_vec(), v.to_vec()),
                 BatchEntry::Delete(k) => (false, k.to_vec(), Vec::new()),
-                BatchEntry::Merge(..) | BatchEntry::SingleDelete(..) | BatchEntry::DeleteRange(..) => {
+                BatchEntry::Merge(..)
+                | BatchEntry::SingleDelete(..)
+                | BatchEntry::DeleteRange(..) => {
                     panic!("no merges or single deletes in these tests")
                 }
             })

@@ -114,10 +114,18 @@ fn a_range_delete_hides_keys_in_memtable_tables_and_after_reopen() {
     assert!(db.get_opt(&old, key(150)).expect("get").is_some());
     db.flush().expect("flush");
     check(&db);
-    assert_eq!(live_keys(&db, &old).len(), 400, "the snapshot still sees all");
+    assert_eq!(
+        live_keys(&db, &old).len(),
+        400,
+        "the snapshot still sees all"
+    );
     db.compact_range(None, None).expect("compact");
     check(&db);
-    assert_eq!(live_keys(&db, &old).len(), 400, "compaction keeps what the snapshot sees");
+    assert_eq!(
+        live_keys(&db, &old).len(),
+        400,
+        "compaction keeps what the snapshot sees"
+    );
     drop(snap);
     drop(old);
     drop(db);
@@ -339,9 +347,19 @@ fn check_against(
             ..Default::default()
         };
         let got = db.get_opt(&ro, k).expect("get").map(|v| v.to_vec());
-        assert_eq!(got.as_ref(), old.get(k), "seed {seed} op {op}: snapshot get");
+        assert_eq!(
+            got.as_ref(),
+            old.get(k),
+            "seed {seed} op {op}: snapshot get"
+        );
         let want: Pairs = old.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        assert!(forward(db, &ro) == want, "seed {seed} op {op}: snapshot scan");
-        assert!(backward(db, &ro) == want, "seed {seed} op {op}: snapshot reverse");
+        assert!(
+            forward(db, &ro) == want,
+            "seed {seed} op {op}: snapshot scan"
+        );
+        assert!(
+            backward(db, &ro) == want,
+            "seed {seed} op {op}: snapshot reverse"
+        );
     }
 }

@@ -89,8 +89,11 @@ impl SuperVersion {
         if let Some(c) = &*cached {
             return Ok(c.clone());
         }
-        let mut sources: Vec<Arc<FragmentedRangeTombstones>> =
-            self.imms.iter().filter_map(|m| m.range_tombstones()).collect();
+        let mut sources: Vec<Arc<FragmentedRangeTombstones>> = self
+            .imms
+            .iter()
+            .filter_map(|m| m.range_tombstones())
+            .collect();
         sources.extend(self.version.range_tombstones(tables)?);
         let all = FragmentedRangeTombstones::merge(sources.iter().map(|s| &**s));
         let all = (!all.is_empty()).then(|| Arc::new(all));

@@ -763,7 +763,7 @@ mod tests {
         assert!(err.is_corruption(), "{err}");
         assert_eq!(
             err.to_string(),
-            "corruption in <merged iterator input> at offset 0: an entry's key of 3 bytes is not an internal key"
+            "corruption in <merged iterator input> at offset 0: an entry's key of 3 bytes is not a point entry's internal key"
         );
         let mut it = DbIterator::new(Box::new(VecIterator::new(v)), 100, None, None, None);
         // Backward, "c" is yielded only after stepping past all its versions, onto "bad".

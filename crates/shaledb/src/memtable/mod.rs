@@ -315,7 +315,9 @@ mod tests {
                 ValueKind::Put | ValueKind::Merge => {
                     (0..rng.gen_range(0..50)).map(|_| rng.gen()).collect()
                 }
-                ValueKind::Delete | ValueKind::SingleDelete => Vec::new(),
+                ValueKind::Delete | ValueKind::SingleDelete | ValueKind::RangeDeletion => {
+                    Vec::new()
+                }
             };
             m.add(seq, kind, uk, &value);
             model.insert(InternalKey::new(uk, seq, kind), value);

@@ -264,6 +264,7 @@ mod tests {
             &spec,
             &mut VecIterator::new(entries.clone()),
             None,
+            None,
             &mut || {
                 number += 1;
                 number

@@ -21,8 +21,8 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, LookupKey, SequenceNumber};
 use crate::range_del::FragmentedRangeTombstones;
-use crate::sst::Table;
 use crate::sst::BlockReadOptions;
+use crate::sst::Table;
 use crate::value::LookupResult;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -391,6 +391,7 @@ mod tests {
             tables,
             BlockReadOptions::default(),
             &LookupKey::new(key, 10),
+            &mut 0,
         )
         .expect("get")
     }
