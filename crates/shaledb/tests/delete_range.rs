@@ -363,3 +363,49 @@ fn check_against(
         );
     }
 }
+
+fn files_at_level0(db: &Db) -> usize {
+    db.property("shaledb.num-files-at-level0")
+        .expect("property")
+        .parse()
+        .expect("number")
+}
+
+/// Files whose every key a range tombstone deletes are dropped when the tombstone is flushed,
+/// without a compaction reading them; a snapshot that still sees them keeps them.
+#[test]
+fn files_under_a_range_delete_are_dropped_without_compaction() {
+    let opts = Options {
+        level0_file_num_compaction_trigger: 100,
+        level0_slowdown_writes_trigger: 200,
+        level0_stop_writes_trigger: 300,
+        ..small_opts()
+    };
+    let db = Db::open(Path::new("/dr-drop"), opts).expect("open");
+    for file in 0..6u32 {
+        for i in 0..50 {
+            db.put(key(file * 100 + i), [3u8; 100]).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    assert_eq!(files_at_level0(&db), 6);
+    let snap = db.snapshot();
+    // Covers files 1 and 2 entirely and file 3 in part.
+    db.delete_range(key(100), key(320)).expect("delete_range");
+    db.flush().expect("flush");
+    assert_eq!(files_at_level0(&db), 7, "a snapshot still sees the files");
+    drop(snap);
+    db.delete_range(key(100), key(101)).expect("delete_range");
+    db.flush().expect("flush");
+    assert_eq!(
+        files_at_level0(&db),
+        6,
+        "files 1 and 2 dropped, two tombstone files added"
+    );
+    let live = live_keys(&db, &ReadOptions::default());
+    let want: Vec<u32> = (0..6u32)
+        .flat_map(|f| (0..50).map(move |i| f * 100 + i))
+        .filter(|k| !(100..320).contains(k))
+        .collect();
+    assert_eq!(live, want);
+}

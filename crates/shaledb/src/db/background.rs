@@ -230,6 +230,9 @@ impl DbInner {
         for e in &edits {
             st.install_super_version(e.column_family);
         }
+        if has_range_deletions(&edits[0]) {
+            self.drop_files_under_tombstones(st, cf)?;
+        }
         Ok(())
     }
 
@@ -470,13 +473,55 @@ impl DbInner {
             return Ok(());
         }
         st.install_super_version(cf);
-        let Some(s) = stats_at(st, cf, c.output_level) else {
+        if let Some(s) = stats_at(st, cf, c.output_level) {
+            s.count += 1;
+            s.bytes_read += read0 + read1;
+            s.bytes_written += written;
+            s.micros += start.elapsed().as_micros() as u64;
+        }
+        if has_range_deletions(&edits[0]) {
+            self.drop_files_under_tombstones(st, cf)?;
+        }
+        Ok(())
+    }
+
+    /// Pebble's delete-only compaction: removes, without reading or rewriting them, the files
+    /// of family `cf` whose every key a range tombstone deletes for every reader (the
+    /// tombstone is newer than all of the file and at or below the oldest snapshot). Their
+    /// tombstones, if any, lie inside the covering one, so nothing they hid reappears.
+    fn drop_files_under_tombstones(&self, st: &mut MutexGuard<'_, DbState>, cf: u32) -> Result<()> {
+        let version = st.versions.current(cf);
+        let oldest = self
+            .snapshots
+            .oldest_or(|| self.last_sequence.load(Ordering::Acquire));
+        let covered = MutexGuard::unlocked(st, || {
+            files_under_tombstones(&version, &self.tables, oldest)
+        })?;
+        let Some(f) = st.families.get(&cf) else {
             return Ok(());
         };
-        s.count += 1;
-        s.bytes_read += read0 + read1;
-        s.bytes_written += written;
-        s.micros += start.elapsed().as_micros() as u64;
+        // Files a compaction took meanwhile, or that are gone, stay out of this edit.
+        let current = st.versions.current(cf);
+        let mut edit = VersionEdit {
+            column_family: cf,
+            ..Default::default()
+        };
+        for (level, number) in covered {
+            let live = current
+                .level_files(level)
+                .iter()
+                .any(|g| g.number == number);
+            if live && !f.busy.files.contains(&number) {
+                edit.delete_file(level, number);
+            }
+        }
+        if edit.deleted_files.is_empty() {
+            return Ok(());
+        }
+        edit.last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
+        if self.log_and_apply_all(st, &mut vec![edit])? {
+            st.install_super_version(cf);
+        }
         Ok(())
     }
 
@@ -910,4 +955,46 @@ mod tests {
             Some("1".to_string())
         );
     }
+}
+
+/// True if the edit adds a file holding range tombstones.
+fn has_range_deletions(edit: &VersionEdit) -> bool {
+    edit.new_files
+        .iter()
+        .any(|(_, f)| f.num_range_deletions > 0)
+}
+
+/// (level, file number) of every file of `version` that the range tombstones of its other
+/// files delete entirely for every reader at or above sequence `oldest`.
+fn files_under_tombstones(
+    version: &Version,
+    tables: &crate::cache::TableCache,
+    oldest: u64,
+) -> Result<Vec<(usize, u64)>> {
+    let mut tombstones = Vec::new();
+    for f in version.files.iter().flatten() {
+        if f.num_range_deletions > 0 {
+            if let Some(t) = tables.get(f.number, f.file_size)?.range_tombstones() {
+                tombstones.push((f.number, t.clone()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (level, files) in version.files.iter().enumerate() {
+        for g in files {
+            let covered = tombstones.iter().any(|(number, t)| {
+                *number != g.number
+                    && t.covers_range(
+                        g.smallest.user_key(),
+                        g.largest.user_key(),
+                        g.largest_seqno,
+                        oldest,
+                    )
+            });
+            if covered {
+                out.push((level, g.number));
+            }
+        }
+    }
+    Ok(out)
 }
