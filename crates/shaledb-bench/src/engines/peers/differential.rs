@@ -91,6 +91,14 @@ mod ffi {
             k: *const c_char,
             klen: usize,
         );
+        pub fn rocksdb_writebatch_delete_range_cf(
+            b: *mut rocksdb_writebatch_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            start: *const c_char,
+            start_len: usize,
+            end: *const c_char,
+            end_len: usize,
+        );
         pub fn rocksdb_writebatch_merge_cf(
             b: *mut rocksdb_writebatch_t,
             cf: *mut rocksdb_column_family_handle_t,
@@ -226,6 +234,14 @@ impl Rocks {
                     }
                     Kind::Delete => ffi::rocksdb_writebatch_delete_cf(b, cf, k, kl),
                     Kind::SingleDelete => ffi::rocksdb_writebatch_singledelete_cf(b, cf, k, kl),
+                    Kind::DeleteRange(end) => ffi::rocksdb_writebatch_delete_range_cf(
+                        b,
+                        cf,
+                        k,
+                        kl,
+                        end.as_ptr().cast(),
+                        end.len(),
+                    ),
                 }
             }
             let mut err = std::ptr::null_mut();
@@ -369,6 +385,8 @@ enum Kind {
     Merge(Vec<u8>),
     Delete,
     SingleDelete,
+    /// Deletes `[key, end)`.
+    DeleteRange(Vec<u8>),
 }
 
 #[derive(Debug, Clone)]
@@ -407,6 +425,7 @@ fn shale_write(db: &Db, cfs: &[ColumnFamily], ops: &[Op]) {
             Kind::Merge(v) => b.merge_cf(cf, &op.key, v),
             Kind::Delete => b.delete_cf(cf, &op.key),
             Kind::SingleDelete => b.single_delete_cf(cf, &op.key),
+            Kind::DeleteRange(end) => b.delete_range_cf(cf, &op.key, end),
         }
     }
     db.write(&WriteOptions::default(), &b).expect("write");
@@ -447,7 +466,8 @@ fn shale_scan(
 /// Generates one operation. Single deletes follow RocksDB's contract: keys k060..k119 are
 /// only ever put and single-deleted, alternately (one put since the previous single delete;
 /// never deleted or merged: RocksDB refuses a single delete mixed with a delete), tracked in
-/// `puts`; keys k000..k059 get puts, deletes and (in "counters") merges.
+/// `puts`; keys k000..k059 get puts, deletes, range deletes (of up to 15 keys, never reaching
+/// k060) and (in "counters") merges.
 fn gen_op(rng: &mut u64, puts: &mut BTreeMap<(usize, Vec<u8>), u32>) -> Op {
     let mut next = |n: u64| {
         *rng ^= *rng << 13;
@@ -475,6 +495,9 @@ fn gen_op(rng: &mut u64, puts: &mut BTreeMap<(usize, Vec<u8>), u32>) -> Op {
             *count = 0;
             Kind::SingleDelete
         }
+    } else if roll >= 94 {
+        let end = (index + 1 + next(15)).min(60);
+        Kind::DeleteRange(format!("k{end:03}").into_bytes())
     } else if family == 1 && roll < 45 {
         Kind::Merge(next(1000).to_le_bytes().to_vec())
     } else if roll < 75 {
@@ -488,7 +511,7 @@ fn gen_op(rng: &mut u64, puts: &mut BTreeMap<(usize, Vec<u8>), u32>) -> Op {
 static LOG: std::sync::Mutex<Vec<Op>> = std::sync::Mutex::new(Vec::new());
 
 #[test]
-fn shaledb_and_rocksdb_agree_on_families_merges_and_single_deletes() {
+fn shaledb_and_rocksdb_agree_on_families_merges_single_deletes_and_range_deletes() {
     let rocks_dir = tempfile::tempdir().expect("tempdir");
     let shale_dir = tempfile::tempdir().expect("tempdir");
     let rocks = Rocks::open(rocks_dir.path());
