@@ -166,6 +166,19 @@ pub fn api(data: &[u8]) {
                     model.insert(k, v);
                 }
             }
+            2 if op & 0x80 != 0 => {
+                // A range delete of up to 8 keys from k.
+                let end = vec![b'k', k[1].saturating_add(next().unwrap_or(0) % 8)];
+                if db.delete_range_opt(&sync, &k, &end).is_ok() {
+                    let doomed: Vec<Vec<u8>> = model
+                        .range(k.clone()..end)
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    for d in doomed {
+                        model.remove(&d);
+                    }
+                }
+            }
             2 => {
                 if db.delete_opt(&sync, &k).is_ok() {
                     model.remove(&k);

@@ -18,6 +18,8 @@ pub enum Entry {
     Delete(Vec<u8>),
     /// Merge an operand (the database must use [`merge_operator`]: string append with ",").
     Merge(Vec<u8>, Vec<u8>),
+    /// Delete every key in `[first, second)`.
+    DeleteRange(Vec<u8>, Vec<u8>),
 }
 
 /// The merge operator the model's `Merge` entries assume: RocksDB's string append with ",".
@@ -54,6 +56,15 @@ impl Op {
                     };
                     m.insert(k.clone(), merged);
                 }
+                Entry::DeleteRange(begin, end) => {
+                    let doomed: Vec<Vec<u8>> = m
+                        .range(begin.clone()..end.clone())
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    for k in doomed {
+                        m.remove(&k);
+                    }
+                }
             }
         }
     }
@@ -71,6 +82,7 @@ impl Op {
                     Entry::Put(k, v) => b.put(k, v),
                     Entry::Delete(k) => b.delete(k),
                     Entry::Merge(k, v) => b.merge(k, v),
+                    Entry::DeleteRange(begin, end) => b.delete_range(begin, end),
                 }
             }
             db.write(&wo, &b)
@@ -79,6 +91,7 @@ impl Op {
                 Entry::Put(k, v) => db.put_opt(&wo, k, v),
                 Entry::Delete(k) => db.delete_opt(&wo, k),
                 Entry::Merge(k, v) => db.merge_opt(&wo, k, v),
+                Entry::DeleteRange(begin, end) => db.delete_range_opt(&wo, begin, end),
             }
         }
     }
@@ -102,6 +115,9 @@ pub struct GenConfig {
     /// Fraction of non-delete entries that are merges (string append; the database must be
     /// opened with [`merge_operator`]). Default 0.
     pub merge_ratio: f64,
+    /// Fraction of delete entries that are range deletes over up to `key_space / 10` keys.
+    /// Default 0.
+    pub range_delete_ratio: f64,
 }
 
 impl Default for GenConfig {
@@ -114,6 +130,7 @@ impl Default for GenConfig {
             sync_ratio: 0.3,
             value_len: (8, 120),
             merge_ratio: 0.0,
+            range_delete_ratio: 0.0,
         }
     }
 }
@@ -135,8 +152,13 @@ pub fn value(op_id: u64, entry: usize, len: usize) -> Vec<u8> {
 /// Generates op number `id`.
 pub fn gen_op(rng: &mut impl Rng, cfg: &GenConfig, id: u64) -> Op {
     let entry = |rng: &mut dyn rand::RngCore, e: usize| {
-        let k = key(rng.gen_range(0..cfg.key_space));
+        let i = rng.gen_range(0..cfg.key_space);
+        let k = key(i);
         if rng.gen_bool(cfg.delete_ratio) {
+            if cfg.range_delete_ratio > 0.0 && rng.gen_bool(cfg.range_delete_ratio) {
+                let end = i + 1 + rng.gen_range(0..cfg.key_space / 10 + 1);
+                return Entry::DeleteRange(k, key(end));
+            }
             Entry::Delete(k)
         } else if cfg.merge_ratio > 0.0 && rng.gen_bool(cfg.merge_ratio) {
             // Short operands name the op, so a wrong merge is easy to trace.

@@ -41,6 +41,7 @@ fn cfg() -> GenConfig {
         sync_ratio: 0.25,
         value_len: (10, 60),
         merge_ratio: 0.2,
+        range_delete_ratio: 0.1,
         ..Default::default()
     }
 }

@@ -31,6 +31,8 @@ fn write_seeds(dir: &Path) {
         );
     }
     b.delete(b"key007");
+    // A range tombstone: the table gets a range-deletion block, the WAL and batch tag 0xF.
+    b.delete_range(b"key010", b"key015");
     db.write(&WriteOptions::default(), &b).expect("write");
     db.flush().expect("flush");
     db.put(b"after", b"flush").expect("put");
@@ -77,6 +79,16 @@ fn write_seeds(dir: &Path) {
         "seed-ops",
         &[
             0, 1, 5, 7, 3, 1, 4, 0, 2, 3, 5, 0x87, 3, 1, 4, 0, 6, 0, 4, 0,
+        ],
+    );
+    // Puts of k1..k4, a range delete of k2..k4 (0x82: key 2, width 3), scans, flush,
+    // compaction and power loss.
+    save(
+        "api",
+        "seed-ops-range",
+        &[
+            0, 1, 3, 9, 0, 2, 3, 9, 0, 3, 3, 9, 0, 4, 3, 9, 0x82, 2, 3, 4, 0, 5, 0, 3, 3, 6, 0, 4,
+            0, 0x87, 0, 4, 0,
         ],
     );
     db.close().expect("close");

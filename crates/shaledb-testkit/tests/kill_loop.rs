@@ -44,6 +44,7 @@ fn cfg() -> GenConfig {
         sync_ratio: 0.05,
         value_len: (10, 200),
         merge_ratio: 0.15,
+        range_delete_ratio: 0.05,
         ..Default::default()
     }
 }

@@ -81,6 +81,7 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
         key_space: rng.gen_range(20..300),
         sync_ratio: [0.0, 0.05, 0.3, 1.0][rng.gen_range(0..4)],
         merge_ratio: [0.0, 0.2][rng.gen_range(0..2)],
+        range_delete_ratio: [0.0, 0.1][rng.gen_range(0..2)],
         ..Default::default()
     };
     let probe = model::all_keys(&cfg);

@@ -797,6 +797,48 @@ fn stats_at(st: &mut DbState, cf: u32, level: usize) -> Option<&mut LevelStats> 
     st.families.get_mut(&cf)?.level_stats.get_mut(level)
 }
 
+/// True if the edit adds a file holding range tombstones.
+fn has_range_deletions(edit: &VersionEdit) -> bool {
+    edit.new_files
+        .iter()
+        .any(|(_, f)| f.num_range_deletions > 0)
+}
+
+/// (level, file number) of every file of `version` that the range tombstones of its other
+/// files delete entirely for every reader at or above sequence `oldest`.
+fn files_under_tombstones(
+    version: &Version,
+    tables: &crate::cache::TableCache,
+    oldest: u64,
+) -> Result<Vec<(usize, u64)>> {
+    let mut tombstones = Vec::new();
+    for f in version.files.iter().flatten() {
+        if f.num_range_deletions > 0 {
+            if let Some(t) = tables.get(f.number, f.file_size)?.range_tombstones() {
+                tombstones.push((f.number, t.clone()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (level, files) in version.files.iter().enumerate() {
+        for g in files {
+            let covered = tombstones.iter().any(|(number, t)| {
+                *number != g.number
+                    && t.covers_range(
+                        g.smallest.user_key(),
+                        g.largest.user_key(),
+                        g.largest_seqno,
+                        oldest,
+                    )
+            });
+            if covered {
+                out.push((level, g.number));
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::fs::{
@@ -955,46 +997,4 @@ mod tests {
             Some("1".to_string())
         );
     }
-}
-
-/// True if the edit adds a file holding range tombstones.
-fn has_range_deletions(edit: &VersionEdit) -> bool {
-    edit.new_files
-        .iter()
-        .any(|(_, f)| f.num_range_deletions > 0)
-}
-
-/// (level, file number) of every file of `version` that the range tombstones of its other
-/// files delete entirely for every reader at or above sequence `oldest`.
-fn files_under_tombstones(
-    version: &Version,
-    tables: &crate::cache::TableCache,
-    oldest: u64,
-) -> Result<Vec<(usize, u64)>> {
-    let mut tombstones = Vec::new();
-    for f in version.files.iter().flatten() {
-        if f.num_range_deletions > 0 {
-            if let Some(t) = tables.get(f.number, f.file_size)?.range_tombstones() {
-                tombstones.push((f.number, t.clone()));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for (level, files) in version.files.iter().enumerate() {
-        for g in files {
-            let covered = tombstones.iter().any(|(number, t)| {
-                *number != g.number
-                    && t.covers_range(
-                        g.smallest.user_key(),
-                        g.largest.user_key(),
-                        g.largest_seqno,
-                        oldest,
-                    )
-            });
-            if covered {
-                out.push((level, g.number));
-            }
-        }
-    }
-    Ok(out)
 }
