@@ -76,6 +76,7 @@ family_options! {
     merge_operator: Option<Arc<dyn MergeOperator>>,
     compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
     prefix_extractor: Option<Arc<dyn crate::PrefixExtractor>>,
+    ttl: Option<std::time::Duration>,
 }
 
 impl Default for CfOptions {

@@ -13,6 +13,7 @@
 
 pub(crate) mod cache;
 pub(crate) mod checksum;
+mod clock;
 pub(crate) mod coding;
 pub(crate) mod column_family;
 pub(crate) mod compaction;
@@ -35,6 +36,7 @@ mod value;
 pub(crate) mod version;
 pub(crate) mod write_batch;
 
+pub use clock::{Clock, SystemClock};
 pub use column_family::{CfOptions, ColumnFamily};
 pub use compaction_filter::{CompactionFilter, Decision};
 pub use compression::CompressionType;

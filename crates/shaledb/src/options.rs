@@ -129,7 +129,17 @@ pub struct Options {
     /// How keys group into prefixes, for `ReadOptions::prefix_same_as_start` (see
     /// [`crate::PrefixExtractor`]). Default none.
     pub prefix_extractor: Option<Arc<dyn crate::PrefixExtractor>>,
+    /// Entries older than this are never returned (by any read, at any snapshot) and are
+    /// dropped by compaction (RocksDB's TTL, except that RocksDB may return an expired value
+    /// until compaction removes it). A family with a TTL stores each value's write time (8
+    /// bytes, from [`Options::clock`]) with it, so the TTL holds across reopens; whether a
+    /// family stores write times is fixed when it is created. Not combinable with a merge
+    /// operator yet. Default none.
+    pub ttl: Option<std::time::Duration>,
 
+    /// The wall clock write times and expiry are read from (see [`crate::Clock`]). Default
+    /// [`crate::SystemClock`].
+    pub clock: Arc<dyn crate::Clock>,
     /// Keys longer than this are rejected with `InvalidArgument`. Default 8 MiB.
     pub max_key_size: usize,
     /// Values longer than this are rejected with `InvalidArgument`. Default 1 GiB.
@@ -195,6 +205,8 @@ impl Default for Options {
             merge_operator: None,
             compaction_filter: None,
             prefix_extractor: None,
+            ttl: None,
+            clock: Arc::new(crate::SystemClock),
             max_key_size: 8 << 20,
             max_value_size: 1 << 30,
             wal_recovery_mode: WalRecoveryMode::default(),
@@ -240,6 +252,8 @@ impl std::fmt::Debug for Options {
             merge_operator,
             compaction_filter,
             prefix_extractor,
+            ttl,
+            clock: _,
             max_key_size,
             max_value_size,
             wal_recovery_mode,
@@ -297,6 +311,7 @@ impl std::fmt::Debug for Options {
             .field("merge_operator", merge_operator)
             .field("compaction_filter", compaction_filter)
             .field("prefix_extractor", prefix_extractor)
+            .field("ttl", ttl)
             .field("max_key_size", max_key_size)
             .field("max_value_size", max_value_size)
             .field("wal_recovery_mode", wal_recovery_mode)
@@ -417,6 +432,12 @@ impl Options {
         }
         if self.max_background_jobs == 0 {
             return bad("max_background_jobs must be at least 1");
+        }
+        if self.ttl.is_some_and(|t| t.as_secs() == 0) {
+            return bad("ttl must be at least one second (None: entries never expire)");
+        }
+        if self.ttl.is_some() && self.merge_operator.is_some() {
+            return bad("a column family cannot have both a ttl and a merge operator yet");
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");

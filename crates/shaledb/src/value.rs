@@ -62,6 +62,23 @@ impl Value {
         })
     }
 
+    /// The first `len` bytes (no copy). REQUIRES: `len <= self.len()`.
+    pub(crate) fn truncated(self, len: usize) -> Value {
+        let len = len.min(self.len());
+        match self.repr {
+            Repr::Owned(mut v) => {
+                v.truncate(len);
+                Value::from_vec(v)
+            }
+            Repr::Pinned { block, range } => Value {
+                repr: Repr::Pinned {
+                    block,
+                    range: range.start..range.start + len,
+                },
+            },
+        }
+    }
+
     /// The bytes.
     #[inline]
     pub fn as_slice(&self) -> &[u8] {

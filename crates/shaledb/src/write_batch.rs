@@ -205,6 +205,30 @@ impl WriteBatch {
         put_length_prefixed(&mut self.rep.0, end);
     }
 
+    /// This batch with the write time `now` appended to every put's value in the families
+    /// `ttl_family` names (see `clock.rs`); other entries are copied as they are.
+    pub(crate) fn with_write_times(
+        &self,
+        ttl_family: &dyn Fn(u32) -> bool,
+        now: u64,
+    ) -> WriteBatch {
+        let mut out = WriteBatch::new();
+        for (cf, e) in self.iter_cf() {
+            match e {
+                BatchEntry::Put(k, v) if ttl_family(cf) => {
+                    out.put_in(cf, k, &crate::clock::stamp(v, now));
+                }
+                BatchEntry::Put(k, v) => out.put_in(cf, k, v),
+                BatchEntry::Delete(k) => out.delete_in(cf, k),
+                BatchEntry::Merge(k, v) => out.merge_in(cf, k, v),
+                BatchEntry::SingleDelete(k) => out.single_delete_in(cf, k),
+                BatchEntry::DeleteRange(b, e) => out.delete_range_in(cf, b, e),
+            }
+        }
+        out.set_sequence(self.sequence());
+        out
+    }
+
     /// Adds a single delete in family `cf` (by id).
     pub(crate) fn single_delete_in(&mut self, cf: u32, key: &[u8]) {
         self.bump_count();

@@ -6,6 +6,7 @@
 //! the MANIFEST.
 
 use crate::cache::TableCache;
+use crate::clock::{self, Expiry};
 use crate::compaction_filter::{CompactionFilter, Decision};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -34,6 +35,8 @@ pub struct DropPolicy {
     pub newest_snapshot: Option<SequenceNumber>,
     /// The family's merge operator: merge operands every reader sees are combined with it.
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// The family's TTL as of the compaction's start: expired values are removed.
+    pub expiry: Option<Expiry>,
 }
 
 /// Where and how output tables are written.
@@ -58,6 +61,8 @@ struct Output {
     /// The last key added; becomes `meta.largest` when the output is finished (kept in one
     /// buffer rather than copied into `meta` per entry).
     largest: Vec<u8>,
+    /// In a family with a TTL: the newest write time of the values added.
+    newest_write_time: u64,
 }
 
 /// Writes the entries of `input` (positioned by this function) and the range tombstones
@@ -199,15 +204,34 @@ fn write_unchanged(
     Ok(())
 }
 
-/// Runs the compaction filter on a key's newest value `value` (the put `p`) if no snapshot
-/// can see it. Returns true if the filter removed or changed it (what to write is written),
-/// false if the entry is to be written as it is.
+/// At a key's newest value (the put `p`, stored as `value`): removes it if it expired (a
+/// family with a TTL), else runs the compaction filter if no snapshot can see it. Returns true
+/// if the entry was removed or changed (what to write is written), false if it is to be written
+/// as it is.
 fn filter_value(
     policy: &DropPolicy,
     p: &ParsedInternalKey<'_>,
     value: &[u8],
     out: &mut Outputs<'_, '_>,
 ) -> Result<bool> {
+    let (value, write_time) = match policy.expiry {
+        Some(expiry) => {
+            let (v, t) = clock::split_stamp(value).ok_or_else(|| {
+                Error::corruption(
+                    "<compaction input>",
+                    0,
+                    "a value of a family with a ttl lacks its write time",
+                )
+            })?;
+            if expiry.expired(t) {
+                // Every reader sees an expired value as deleted, whatever its snapshot.
+                remove_value(policy, p, out)?;
+                return Ok(true);
+            }
+            (v, Some(t))
+        }
+        None => (value, None),
+    };
     let Some((filter, level)) = &policy.filter else {
         return Ok(false);
     };
@@ -217,24 +241,39 @@ fn filter_value(
     match filter.filter(*level, p.user_key, value) {
         Decision::Keep => Ok(false),
         Decision::Change(v) => {
+            // The new value keeps the old one's write time.
+            let stored = match write_time {
+                Some(t) => clock::stamp(&v, t),
+                None => v,
+            };
             let ikey = key::make_internal_key(p.user_key, p.sequence, ValueKind::Put);
-            out.add(&ikey, &v, p.sequence, ValueKind::Put)?;
+            out.add(&ikey, &stored, p.sequence, ValueKind::Put)?;
             Ok(true)
         }
         Decision::Remove => {
-            // A tombstone in its place hides older versions below; at the key's base level
-            // there are none, and nothing is written.
-            let base = p.sequence <= policy.smallest_snapshot
-                && policy
-                    .version
-                    .is_base_level_for_key(policy.output_level, p.user_key);
-            if !base {
-                let ikey = key::make_internal_key(p.user_key, p.sequence, ValueKind::Delete);
-                out.add(&ikey, &[], p.sequence, ValueKind::Delete)?;
-            }
+            remove_value(policy, p, out)?;
             Ok(true)
         }
     }
+}
+
+/// Removes a key's newest value (the put `p`): a tombstone in its place hides older versions
+/// below; at the key's base level, with no snapshot older than it, there are none and nothing
+/// is written.
+fn remove_value(
+    policy: &DropPolicy,
+    p: &ParsedInternalKey<'_>,
+    out: &mut Outputs<'_, '_>,
+) -> Result<()> {
+    let base = p.sequence <= policy.smallest_snapshot
+        && policy
+            .version
+            .is_base_level_for_key(policy.output_level, p.user_key);
+    if !base {
+        let ikey = key::make_internal_key(p.user_key, p.sequence, ValueKind::Delete);
+        out.add(&ikey, &[], p.sequence, ValueKind::Delete)?;
+    }
+    Ok(())
 }
 
 /// The output tables of one `write_tables` call: the finished ones and the one being written.
@@ -292,6 +331,11 @@ impl Outputs<'_, '_> {
             return Ok(());
         };
         o.builder.add(ikey, value)?;
+        if kind == ValueKind::Put && self.spec.opts.ttl.is_some() {
+            if let Some((_, t)) = clock::split_stamp(value) {
+                o.newest_write_time = o.newest_write_time.max(t);
+            }
+        }
         let m = &mut o.meta;
         if m.num_entries == 0 {
             m.smallest = InternalKey(ikey.to_vec());
@@ -506,6 +550,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
             open_table: Default::default(),
         },
         largest: Vec::new(),
+        newest_write_time: 0,
     })
 }
 
@@ -542,6 +587,9 @@ fn finish_output(
     let mut meta = o.meta;
     let mut builder = o.builder;
     meta.largest = InternalKey(o.largest);
+    if o.newest_write_time > 0 {
+        builder.set_newest_write_time(o.newest_write_time);
+    }
     if let (Some(small), Some(large), Some((min_seq, max_seq))) = (
         range_dels.smallest_key(),
         range_dels.largest_key(),
@@ -647,6 +695,7 @@ mod tests {
             filter: None,
             newest_snapshot: None,
             merge_operator: None,
+            expiry: None,
         };
         assert_eq!(kept(INPUT, Some(&p)), "a@9 e@5");
         // A snapshot at 7 still sees a@7 (a@9 is too new for it) but not a@3; b's tombstone
@@ -674,6 +723,7 @@ mod tests {
             filter: None,
             newest_snapshot: None,
             merge_operator: None,
+            expiry: None,
         };
         assert_eq!(kept(INPUT, Some(&p)), "a@9 c@6-del d@2-del e@5");
         // Writing into L3 itself: nothing deeper, so they go.
@@ -690,6 +740,7 @@ mod tests {
             filter: None,
             newest_snapshot: None,
             merge_operator: None,
+            expiry: None,
         };
         assert_eq!(kept(INPUT, Some(&p)), "a@9 e@5");
     }
@@ -779,6 +830,7 @@ mod tests {
             filter: None,
             newest_snapshot: None,
             merge_operator: None,
+            expiry: None,
         };
         assert_eq!(compacted("b@9 k@8-sd k@7 k@3 z@1", &deeper), "b@9 z@1");
         assert_eq!(compacted("k@8-del k@7 k@3", &deeper), "k@8-del");
@@ -798,6 +850,7 @@ mod tests {
             filter: None,
             newest_snapshot: None,
             merge_operator: None,
+            expiry: None,
         };
         assert_eq!(compacted("k@8-sd k@7 k@3", &snapshot), "k@8-sd k@7");
     }

@@ -233,6 +233,7 @@ impl DbInner {
         if has_range_deletions(&edits[0]) {
             self.drop_files_under_tombstones(st, cf)?;
         }
+        self.drop_expired_files(st, cf)?;
         Ok(())
     }
 
@@ -482,6 +483,54 @@ impl DbInner {
         if has_range_deletions(&edits[0]) {
             self.drop_files_under_tombstones(st, cf)?;
         }
+        self.drop_expired_files(st, cf)?;
+        Ok(())
+    }
+
+    /// In a family with a TTL: removes, without reading them, the files whose every value
+    /// expired, that hold no tombstone and that no deeper (or, in L0, older) file overlaps,
+    /// so no older version of their keys exists to reappear. Run after each flush and
+    /// compaction of the family.
+    pub(crate) fn drop_expired_files(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        cf: u32,
+    ) -> Result<()> {
+        let Some(f) = st.families.get(&cf) else {
+            return Ok(());
+        };
+        let Some(ttl) = f.data.opts.ttl else {
+            return Ok(());
+        };
+        let expiry = crate::clock::Expiry {
+            ttl_secs: ttl.as_secs().max(1),
+            now: self.opts.clock.now_secs(),
+        };
+        let version = st.versions.current(cf);
+        let expired = MutexGuard::unlocked(st, || expired_files(&version, &self.tables, expiry))?;
+        let Some(f) = st.families.get(&cf) else {
+            return Ok(());
+        };
+        let current = st.versions.current(cf);
+        if !Arc::ptr_eq(&current, &version) {
+            return Ok(()); // the next flush or compaction looks again
+        }
+        let mut edit = VersionEdit {
+            column_family: cf,
+            ..Default::default()
+        };
+        for (level, number) in expired {
+            if !f.busy.files.contains(&number) {
+                edit.delete_file(level, number);
+            }
+        }
+        if edit.deleted_files.is_empty() {
+            return Ok(());
+        }
+        edit.last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
+        if self.log_and_apply_all(st, &mut vec![edit])? {
+            st.install_super_version(cf);
+        }
         Ok(())
     }
 
@@ -583,6 +632,10 @@ impl DbInner {
             filter: family_opts.compaction_filter.clone().map(|f| (f, c.level)),
             newest_snapshot: self.snapshots.newest(),
             merge_operator: family_opts.merge_operator.clone(),
+            expiry: family_opts.ttl.map(|t| crate::clock::Expiry {
+                ttl_secs: t.as_secs().max(1),
+                now: self.opts.clock.now_secs(),
+            }),
         };
         job::write_tables(
             &spec,
@@ -795,6 +848,39 @@ fn log_number_advances(st: &DbState, flushed: &[u32]) -> Vec<VersionEdit> {
 /// Family `cf`'s statistics for `level`, if the family is live.
 fn stats_at(st: &mut DbState, cf: u32, level: usize) -> Option<&mut LevelStats> {
     st.families.get_mut(&cf)?.level_stats.get_mut(level)
+}
+
+/// (level, file number) of the files of `version` that `drop_expired_files` may remove.
+fn expired_files(
+    version: &Version,
+    tables: &crate::cache::TableCache,
+    expiry: crate::clock::Expiry,
+) -> Result<Vec<(usize, u64)>> {
+    let mut out = Vec::new();
+    for (level, files) in version.files.iter().enumerate() {
+        for (i, g) in files.iter().enumerate() {
+            if g.num_deletions > 0 || g.num_range_deletions > 0 {
+                continue;
+            }
+            let (small, large) = (g.smallest.user_key(), g.largest.user_key());
+            let overlaps = |h: &Arc<FileMetaData>| {
+                h.smallest.user_key() <= large && h.largest.user_key() >= small
+            };
+            // L0 is newest first: the files after this one are older.
+            let older_l0 = level == 0 && files[i + 1..].iter().any(overlaps);
+            if older_l0 || !version.is_base_level_for_range_inclusive(level, small, large) {
+                continue;
+            }
+            let newest = tables
+                .get(g.number, g.file_size)?
+                .properties()
+                .newest_write_time;
+            if newest > 0 && expiry.expired(newest) {
+                out.push((level, g.number));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// True if the edit adds a file holding range tombstones.

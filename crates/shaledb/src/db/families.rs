@@ -52,6 +52,7 @@ impl DbInner {
             log_number: Some(wal_number),
             last_sequence: Some(self.last_sequence.load(Ordering::Acquire)),
             merge_operator: Some(super::open::operator_name(&opts)),
+            stores_write_times: opts.ttl.is_some(),
             ..Default::default()
         }];
         self.log_and_apply_all(&mut st, &mut edits)?;

@@ -35,7 +35,6 @@ use crate::iter::InternalIterator;
 use crate::key::{LookupKey, SequenceNumber, ValueKind};
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
-use crate::merge::MergeOperator;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::range_del::FragmentedRangeTombstones;
 use crate::snapshot::SnapshotList;
@@ -851,6 +850,43 @@ impl DbInner {
         seq: SequenceNumber,
         user_key: &[u8],
     ) -> Result<Option<Value>> {
+        let found = self.get_newest(ro, cf, sv, seq, user_key)?;
+        match (self.expiry(cf), found) {
+            (Some(expiry), Some(stored)) => {
+                let Some((value, write_time)) = crate::clock::split_stamp(&stored) else {
+                    return Err(Error::corruption(
+                        format!("<column family {:?}>", cf.name),
+                        0,
+                        "a value of a family with a ttl lacks its write time",
+                    ));
+                };
+                if expiry.expired(write_time) {
+                    return Ok(None);
+                }
+                let len = value.len();
+                Ok(Some(stored.truncated(len)))
+            }
+            (_, found) => Ok(found),
+        }
+    }
+
+    /// When family `cf`'s entries expire, as of now; `None` without a TTL.
+    pub(crate) fn expiry(&self, cf: &CfData) -> Option<crate::clock::Expiry> {
+        cf.opts.ttl.map(|ttl| crate::clock::Expiry {
+            ttl_secs: ttl.as_secs().max(1),
+            now: self.opts.clock.now_secs(),
+        })
+    }
+
+    /// The newest version of `user_key` visible at `seq` (stored form, write time included).
+    fn get_newest(
+        &self,
+        ro: &ReadOptions,
+        cf: &CfData,
+        sv: &Arc<SuperVersion>,
+        seq: SequenceNumber,
+        user_key: &[u8],
+    ) -> Result<Option<Value>> {
         // The newest range tombstone over the key seen so far: older entries are deleted.
         let mut covering = 0;
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
@@ -1015,7 +1051,7 @@ impl DbInner {
         sv: Arc<SuperVersion>,
         seq: SequenceNumber,
         ro: &ReadOptions,
-        merge_operator: Option<Arc<dyn MergeOperator>>,
+        cf: &CfData,
     ) -> DbIterator {
         let (inner, range_dels) = self.view_iterator(&sv, ro);
         let pin: Arc<dyn std::any::Any + Send + Sync> = Arc::new((sv, ro.snapshot.clone()));
@@ -1026,8 +1062,13 @@ impl DbInner {
             ro.iterate_upper_bound.clone(),
             Some(pin),
         )
-        .with_merge_operator(merge_operator)
+        .with_merge_operator(cf.opts.merge_operator.clone())
         .with_range_tombstones(range_dels)
+        .with_ttl(
+            cf.opts
+                .ttl
+                .map(|t| (t.as_secs().max(1), self.opts.clock.clone())),
+        )
     }
 }
 
@@ -1035,7 +1076,7 @@ impl DbInner {
 /// refreshed before every seek with `ro.tailing`).
 fn new_iterator(inner: &Arc<DbInner>, ro: &ReadOptions, cf: &Arc<CfData>) -> DbIterator {
     let (sv, seq) = inner.read_view(ro, cf);
-    let mut it = inner.iterator_at(sv, seq, ro, cf.opts.merge_operator.clone());
+    let mut it = inner.iterator_at(sv, seq, ro, cf);
     if ro.prefix_same_as_start {
         it = it.with_prefix_same_as_start(cf.opts.prefix_extractor.clone());
     }

@@ -77,6 +77,7 @@ pub(super) fn open_with_families(
     let lock = create_or_lock(dir, &opts)?;
     let mut versions = VersionSet::recover_with(fs.clone(), dir, &opts, &family_options)?;
     check_merge_operators(&versions, &family_options)?;
+    check_write_times(&versions, &family_options)?;
     let missing: Vec<&String> = requested
         .keys()
         .filter(|n| !versions.families().values().any(|f| &f.name == *n))
@@ -176,6 +177,31 @@ pub(super) fn operator_name(opts: &Options) -> String {
         .map_or_else(String::new, |m| m.name().to_string())
 }
 
+/// Refuses to open a family with a TTL if its values carry no write times, or without one if
+/// they do: the values would be misread.
+fn check_write_times(
+    versions: &VersionSet,
+    family_options: &dyn Fn(&str) -> Options,
+) -> Result<()> {
+    for f in versions.families().values() {
+        let wants = family_options(&f.name).ttl.is_some();
+        if wants != f.stores_write_times {
+            let (was, now) = if f.stores_write_times {
+                ("with a ttl", "without one")
+            } else {
+                ("without a ttl", "with one")
+            };
+            return Err(Error::InvalidArgument(format!(
+                "column family {:?} was created {was} but is opened {now}: whether a family's \
+                 values carry write times is fixed when it is created (any ttl duration may \
+                 be given on reopen)",
+                f.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses to open a family without the merge operator its data was written with, or with
 /// another one: its merge operands would be unreadable or read as something else.
 fn check_merge_operators(
@@ -259,7 +285,7 @@ fn create_or_lock(dir: &Path, opts: &Options) -> Result<Box<dyn FileLock>> {
             return Err(Error::AlreadyExists(dir.to_path_buf()));
         }
     } else {
-        VersionSet::create_new(fs, dir)?;
+        VersionSet::create_new(fs, dir, opts.ttl.is_some())?;
     }
     Ok(lock)
 }

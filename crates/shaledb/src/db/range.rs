@@ -202,12 +202,8 @@ struct View {
 
 impl View {
     fn iterator(&self) -> DbIterator {
-        self.db.iterator_at(
-            self.sv.clone(),
-            self.seq,
-            &self.ro,
-            self.db.default_cf.opts.merge_operator.clone(),
-        )
+        self.db
+            .iterator_at(self.sv.clone(), self.seq, &self.ro, &self.db.default_cf)
     }
 }
 

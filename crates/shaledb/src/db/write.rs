@@ -98,6 +98,15 @@ impl DbInner {
             return Err(Error::Closed);
         }
         families.check(&st)?;
+        if families.has_ttl(&st) {
+            // Stamped under the mutex: a family cannot be dropped and recreated meanwhile.
+            let mut b = w.batch.lock();
+            let now = self.opts.clock.now_secs();
+            *b = b.with_write_times(
+                &|cf| st.family(cf).is_some_and(|f| f.data.opts.ttl.is_some()),
+                now,
+            );
+        }
         st.writers.push_back(w.clone());
         loop {
             // A leader that wrote this batch left its result here (under the state mutex, which
@@ -440,6 +449,13 @@ struct BatchFamilies {
 }
 
 impl BatchFamilies {
+    /// True if the batch may write to a family with a TTL, whose values get write times.
+    fn has_ttl(&self, st: &DbState) -> bool {
+        std::iter::once(&DEFAULT_FAMILY)
+            .chain(&self.written)
+            .any(|&cf| st.family(cf).is_some_and(|f| f.data.opts.ttl.is_some()))
+    }
+
     fn check(&self, st: &DbState) -> Result<()> {
         if let Some(cf) = self.written.iter().find(|id| !st.families.contains_key(id)) {
             return Err(Error::InvalidArgument(format!(

@@ -6,6 +6,7 @@
 //! backward, the inner iterator sits just before all entries of the current key, whose value is
 //! held in `saved_value` (the same scheme as LevelDB's DBIter).
 
+use crate::clock::{self, Clock, Expiry};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
@@ -81,6 +82,10 @@ pub struct DbIterator {
     /// Every range tombstone of the read view (`None`: there are none); an entry below a
     /// visible tombstone over its key reads as a delete.
     range_dels: Option<Arc<FragmentedRangeTombstones>>,
+    /// The family's TTL in seconds and the clock, when it has one: its values end with their
+    /// write time, and expired ones read as deleted as of `expiry.now`.
+    ttl: Option<(u64, Arc<dyn Clock>)>,
+    expiry: Option<Expiry>,
     // Keeps the memtables, version and snapshot this iterator reads alive.
     _pin: Option<Arc<dyn Any + Send + Sync>>,
 }
@@ -113,6 +118,8 @@ impl DbIterator {
             prefix_extractor: None,
             active_prefix: None,
             range_dels: None,
+            ttl: None,
+            expiry: None,
             _pin: pin,
         }
     }
@@ -126,18 +133,59 @@ impl DbIterator {
         self
     }
 
-    /// The kind an entry reads as: a delete if a visible range tombstone covers it; `None`
-    /// for a range-deletion kind, which never appears among point entries (corruption).
+    /// Sets the family's TTL (seconds) and clock: values carry write times.
+    pub(crate) fn with_ttl(mut self, ttl: Option<(u64, Arc<dyn Clock>)>) -> Self {
+        self.ttl = ttl;
+        self.reset_expiry();
+        self
+    }
+
+    /// "Now" for expiry: when the iterator was created or last refreshed.
+    fn reset_expiry(&mut self) {
+        self.expiry = self.ttl.as_ref().map(|(ttl_secs, clock)| Expiry {
+            ttl_secs: *ttl_secs,
+            now: clock.now_secs(),
+        });
+    }
+
+    /// The kind the current entry (`p`) reads as: a delete if a visible range tombstone covers
+    /// it or it is an expired put. A range-deletion kind among point entries, or a value of a
+    /// TTL family without its write time, is corruption.
     #[inline]
-    fn read_kind(&self, p: &key::ParsedInternalKey<'_>) -> Option<ValueKind> {
+    fn read_kind(&self, p: &key::ParsedInternalKey<'_>) -> Result<ValueKind> {
         if p.kind == ValueKind::RangeDeletion {
-            return None;
+            return Err(Error::corruption(
+                "<merged iterator input>",
+                0,
+                "a range deletion among point entries",
+            ));
         }
-        match &self.range_dels {
-            Some(t) if t.max_covering_seq(p.user_key, self.sequence) > p.sequence => {
-                Some(ValueKind::Delete)
+        if let Some(t) = &self.range_dels {
+            if t.max_covering_seq(p.user_key, self.sequence) > p.sequence {
+                return Ok(ValueKind::Delete);
             }
-            _ => Some(p.kind),
+        }
+        if let (Some(e), ValueKind::Put) = (&self.expiry, p.kind) {
+            let (_, write_time) = clock::split_stamp(self.inner.value()).ok_or_else(|| {
+                Error::corruption(
+                    "<merged iterator input>",
+                    0,
+                    "a value of a family with a ttl lacks its write time",
+                )
+            })?;
+            if e.expired(write_time) {
+                return Ok(ValueKind::Delete);
+            }
+        }
+        Ok(p.kind)
+    }
+
+    /// The user's part of a stored value: without its write time in a TTL family.
+    #[inline]
+    fn user_value<'v>(&self, stored: &'v [u8]) -> &'v [u8] {
+        match self.expiry {
+            Some(_) => &stored[..stored.len().saturating_sub(clock::WRITE_TIME_LEN)],
+            None => stored,
         }
     }
 
@@ -195,6 +243,7 @@ impl DbIterator {
         self.inner = inner;
         self.sequence = sequence;
         self.range_dels = range_dels;
+        self.reset_expiry();
         self._pin = Some(pin);
         self.direction = Direction::Forward;
         self.valid = false;
@@ -241,7 +290,7 @@ impl DbIterator {
             return &[];
         }
         match self.direction {
-            Direction::Forward if !self.merged => self.inner.value(),
+            Direction::Forward if !self.merged => self.user_value(self.inner.value()),
             _ => &self.saved_value,
         }
     }
@@ -252,7 +301,8 @@ impl DbIterator {
     pub(crate) fn value_pinned(&self) -> crate::Value {
         if self.valid && self.direction == Direction::Forward && !self.merged {
             if let Some(v) = self.inner.pinned_value() {
-                return v;
+                let len = self.user_value(v.as_slice()).len();
+                return v.truncated(len);
             }
         }
         crate::Value::from(self.value())
@@ -454,9 +504,9 @@ impl DbIterator {
                 }
             }
             if p.sequence <= self.sequence {
-                let Some(kind) = self.read_kind(&p) else {
-                    self.fail_unparseable();
-                    return;
+                let kind = match self.read_kind(&p) {
+                    Ok(k) => k,
+                    Err(e) => return self.fail(e),
                 };
                 match kind {
                     ValueKind::Delete | ValueKind::SingleDelete | ValueKind::RangeDeletion => {
@@ -501,9 +551,9 @@ impl DbIterator {
             if p.user_key != self.saved_key.as_slice() {
                 break;
             }
-            let Some(kind) = self.read_kind(&p) else {
-                self.fail_unparseable();
-                return;
+            let kind = match self.read_kind(&p) {
+                Ok(k) => k,
+                Err(e) => return self.fail(e),
             };
             match kind {
                 ValueKind::Merge => self.operands.push(self.inner.value().to_vec()),
@@ -563,10 +613,13 @@ impl DbIterator {
                     // Everything of saved_key has been seen; its newest version is a value.
                     break;
                 }
-                let Some(read) = self.read_kind(&p) else {
-                    self.fail_unparseable();
-                    self.direction = Direction::Forward;
-                    return;
+                let read = match self.read_kind(&p) {
+                    Ok(k) => k,
+                    Err(e) => {
+                        self.fail(e);
+                        self.direction = Direction::Forward;
+                        return;
+                    }
                 };
                 kind = match read {
                     ValueKind::SingleDelete | ValueKind::RangeDeletion => ValueKind::Delete,
@@ -583,7 +636,8 @@ impl DbIterator {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
                         self.saved_value.clear();
-                        self.saved_value.extend_from_slice(self.inner.value());
+                        let v = self.user_value(self.inner.value());
+                        self.saved_value.extend_from_slice(v);
                         self.operands.clear();
                         has_base = true;
                     }

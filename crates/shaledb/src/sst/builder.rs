@@ -75,6 +75,11 @@ impl TableBuilder {
         }
     }
 
+    /// Records the newest write time of the table's values (a family with a TTL).
+    pub fn set_newest_write_time(&mut self, t: u64) {
+        self.props.newest_write_time = t;
+    }
+
     /// Sets the table's range tombstones (already clipped to the table's key range).
     pub fn set_range_tombstones(&mut self, t: FragmentedRangeTombstones) {
         self.range_dels = (!t.is_empty()).then_some(t);

@@ -94,6 +94,8 @@ pub struct TableProperties {
     pub smallest_seqno: u64,
     /// Largest sequence number of any entry.
     pub largest_seqno: u64,
+    /// In a family with a TTL, the newest write time of any value (0: none recorded).
+    pub newest_write_time: u64,
     /// Total file size. Not stored in the properties block: it is the file's length.
     pub file_size: u64,
 }

@@ -19,6 +19,7 @@ pub(crate) const NUM_ENTRIES: &str = "shaledb.num.entries";
 pub(crate) const RAW_KEY_SIZE: &str = "shaledb.raw.key.size";
 pub(crate) const RAW_VALUE_SIZE: &str = "shaledb.raw.value.size";
 pub(crate) const SMALLEST_SEQNO: &str = "shaledb.smallest.seqno";
+pub(crate) const NEWEST_WRITE_TIME: &str = "shaledb.newest.write.time";
 
 fn numeric(p: &TableProperties) -> [(&'static str, u64); 10] {
     [
@@ -42,6 +43,11 @@ pub(crate) fn encode(p: &TableProperties) -> Vec<u8> {
         let mut buf = Vec::new();
         put_varint64(&mut buf, v);
         entries.insert(k, buf);
+    }
+    if p.newest_write_time > 0 {
+        let mut buf = Vec::new();
+        put_varint64(&mut buf, p.newest_write_time);
+        entries.insert(NEWEST_WRITE_TIME, buf);
     }
     entries.insert(COMPRESSION, p.compression.as_bytes().to_vec());
     let mut b = BlockBuilder::new(1);
@@ -75,6 +81,7 @@ pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
                 k if k == RAW_KEY_SIZE.as_bytes() => Some(&mut p.raw_key_size),
                 k if k == RAW_VALUE_SIZE.as_bytes() => Some(&mut p.raw_value_size),
                 k if k == SMALLEST_SEQNO.as_bytes() => Some(&mut p.smallest_seqno),
+                k if k == NEWEST_WRITE_TIME.as_bytes() => Some(&mut p.newest_write_time),
                 _ => None,
             };
             if let Some(slot) = slot {
@@ -113,6 +120,7 @@ mod tests {
             compression: "zstd".into(),
             smallest_seqno: 9,
             largest_seqno: u64::MAX >> 8,
+            newest_write_time: 1_764_000_000,
             file_size: 0,
         };
         let block = Arc::new(Block::new(encode(&p)).expect("block"));

@@ -30,6 +30,7 @@ mod tag {
     pub const IN_ATOMIC_GROUP: u32 = 11;
     pub const MERGE_OPERATOR: u32 = 12;
     pub const NEW_FILE_WITH_RANGE_DELETIONS: u32 = 13;
+    pub const STORES_WRITE_TIMES: u32 = 14;
 }
 
 /// Column family ids must be below this (a larger id read from disk is corruption).
@@ -98,6 +99,8 @@ pub struct VersionEdit {
     pub atomic_group_remaining: Option<u32>,
     /// The name of the merge operator the family is opened with from now on (empty: none).
     pub merge_operator: Option<String>,
+    /// In the edit creating a family: its values carry write times (the family has a TTL).
+    pub stores_write_times: bool,
 }
 
 impl VersionEdit {
@@ -131,6 +134,9 @@ impl VersionEdit {
         if let Some(v) = self.atomic_group_remaining {
             put_varint32(dst, tag::IN_ATOMIC_GROUP);
             put_varint32(dst, v);
+        }
+        if self.stores_write_times {
+            put_varint32(dst, tag::STORES_WRITE_TIMES);
         }
         if let Some(name) = &self.merge_operator {
             put_varint32(dst, tag::MERGE_OPERATOR);
@@ -256,6 +262,7 @@ impl VersionEdit {
                     }
                 }
                 tag::COLUMN_FAMILY_DROP => edit.column_family_drop = true,
+                tag::STORES_WRITE_TIMES => edit.stores_write_times = true,
                 tag::MERGE_OPERATOR => {
                     let name = d
                         .length_prefixed()

@@ -310,6 +310,23 @@ impl Version {
         true
     }
 
+    /// True if no file at a level deeper than `level` holds a key in `[start, end]`.
+    pub fn is_base_level_for_range_inclusive(
+        &self,
+        level: usize,
+        start: &[u8],
+        end: &[u8],
+    ) -> bool {
+        for l in (level + 1)..self.num_levels() {
+            let files = self.level_files(l);
+            let i = files.partition_point(|f| f.largest.user_key() < start);
+            if files.get(i).is_some_and(|f| f.smallest.user_key() <= end) {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Total entries in all tables.
     pub fn num_entries(&self) -> u64 {
         self.files.iter().flatten().map(|f| f.num_entries).sum()

@@ -59,6 +59,8 @@ pub struct FamilyVersions {
     pub compact_pointers: Vec<Vec<u8>>,
     /// The merge operator the family was last opened with, as recorded in the MANIFEST.
     pub merge_operator: Option<String>,
+    /// The family's values carry write times (it was created with a TTL).
+    pub stores_write_times: bool,
 }
 
 impl FamilyVersions {
@@ -100,6 +102,7 @@ struct ReplayFamily {
     log_number: u64,
     compact_pointers: Vec<Vec<u8>>,
     merge_operator: Option<String>,
+    stores_write_times: bool,
 }
 
 impl ReplayFamily {
@@ -110,6 +113,7 @@ impl ReplayFamily {
             log_number: 0,
             compact_pointers: vec![Vec::new(); MAX_LEVELS],
             merge_operator: None,
+            stores_write_times: false,
         }
     }
 }
@@ -192,6 +196,7 @@ impl Replayed {
         }
         let touches_family = edit.log_number.is_some()
             || edit.merge_operator.is_some()
+            || edit.stores_write_times
             || !edit.compact_pointers.is_empty()
             || !edit.deleted_files.is_empty()
             || !edit.new_files.is_empty();
@@ -210,6 +215,7 @@ impl Replayed {
         if let Some(name) = &edit.merge_operator {
             f.merge_operator = recorded_operator(name);
         }
+        f.stores_write_times |= edit.stores_write_times;
         for (level, k) in &edit.compact_pointers {
             if let Some(p) = f.compact_pointers.get_mut(*level) {
                 *p = k.0.clone();
@@ -221,12 +227,18 @@ impl Replayed {
 
 impl VersionSet {
     /// Writes the MANIFEST and CURRENT of a new, empty database.
-    pub fn create_new(fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<()> {
+    /// `default_stores_write_times`: the default family has a TTL.
+    pub fn create_new(
+        fs: &Arc<dyn FileSystem>,
+        dir: &Path,
+        default_stores_write_times: bool,
+    ) -> Result<()> {
         let manifest_number = 1;
         let edit = VersionEdit {
             log_number: Some(0),
             next_file_number: Some(2),
             last_sequence: Some(0),
+            stores_write_times: default_stores_write_times,
             ..Default::default()
         };
         let path = filename::manifest_file(dir, manifest_number);
@@ -553,6 +565,7 @@ impl VersionSet {
                         current: Arc::new(Version::default()),
                         log_number: edit.log_number.unwrap_or(0),
                         merge_operator: None,
+                        stores_write_times: false,
                     },
                 );
             }
@@ -611,6 +624,8 @@ impl VersionSet {
                 .rev()
                 .find_map(|e| e.merge_operator.clone())
                 .or_else(|| live.and_then(|f| f.merge_operator.clone()));
+            s.stores_write_times = changed.iter().any(|e| e.stores_write_times)
+                || live.is_some_and(|f| f.stores_write_times);
             if id == DEFAULT_FAMILY {
                 s.next_file_number = Some(self.next_file_number);
                 s.last_sequence = Some(last_sequence);
@@ -718,6 +733,7 @@ fn finish_replayed_family(
         log_number: f.log_number,
         compact_pointers: f.compact_pointers,
         merge_operator: f.merge_operator,
+        stores_write_times: f.stores_write_times,
     })
 }
 
@@ -734,6 +750,7 @@ fn install_version(
     if let Some(name) = &edit.merge_operator {
         f.merge_operator = recorded_operator(name);
     }
+    f.stores_write_times |= edit.stores_write_times;
     for (level, k) in &edit.compact_pointers {
         if let Some(p) = f.compact_pointers.get_mut(*level) {
             *p = k.0.clone();
@@ -1012,7 +1029,7 @@ mod tests {
     fn open_set(fs: &Arc<dyn FileSystem>) -> VersionSet {
         let dir = Path::new("/db");
         fs.create_dir_all(dir).expect("mkdir");
-        VersionSet::create_new(fs, dir).expect("create");
+        VersionSet::create_new(fs, dir, false).expect("create");
         let opts = Options {
             num_levels: 3,
             level0_file_num_compaction_trigger: 2,

@@ -1,0 +1,281 @@
+//! TTL (`CfOptions::ttl`): expired entries are never returned (gets, multi-gets, iterators
+//! both ways, snapshots, ranges), are dropped by compaction, keep their write time across
+//! reopens; a family's TTL-ness is fixed at creation; a model test with a test clock.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use shaledb::fs::MemFileSystem;
+use shaledb::{CfOptions, Clock, Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A clock the test moves by hand.
+#[derive(Default)]
+struct TestClock(AtomicU64);
+
+impl TestClock {
+    fn advance(&self, secs: u64) {
+        self.0.fetch_add(secs, Ordering::Relaxed);
+    }
+}
+
+impl Clock for TestClock {
+    fn now_secs(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+fn opts(clock: &Arc<TestClock>, ttl: Option<u64>) -> Options {
+    Options {
+        write_buffer_size: 16 << 10,
+        level0_file_num_compaction_trigger: 2,
+        target_file_size_base: 8 << 10,
+        max_bytes_for_level_base: 32 << 10,
+        ttl: ttl.map(Duration::from_secs),
+        clock: clock.clone(),
+        ..Default::default()
+    }
+    .with_fs(MemFileSystem::new())
+}
+
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn scan(db: &Db, ro: &ReadOptions, reverse: bool) -> Pairs {
+    let mut it = db.iter(ro);
+    let mut out = Vec::new();
+    if reverse {
+        it.seek_to_last();
+    } else {
+        it.seek_to_first();
+    }
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        if reverse {
+            it.prev();
+        } else {
+            it.next();
+        }
+    }
+    it.status().expect("status");
+    if reverse {
+        out.reverse();
+    }
+    out
+}
+
+fn pairs(list: &[(&str, &str)]) -> Pairs {
+    list.iter()
+        .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+        .collect()
+}
+
+#[test]
+fn expired_entries_are_never_read_and_their_time_survives_reopen() {
+    let clock = Arc::new(TestClock(AtomicU64::new(1_000_000)));
+    let o = opts(&clock, Some(10));
+    let dir = Path::new("/ttl-basic");
+    let db = Db::open(dir, o.clone()).expect("open");
+    db.put(b"a", b"old-a").expect("put");
+    let mut b = WriteBatch::new();
+    b.put(b"b", b"old-b");
+    b.delete(b"zz");
+    db.write(&WriteOptions::default(), &b).expect("write");
+    clock.advance(5);
+    db.put(b"c", b"young-c").expect("put");
+    let snap = db.snapshot();
+    let ro = ReadOptions::default();
+    assert_eq!(
+        scan(&db, &ro, false),
+        pairs(&[("a", "old-a"), ("b", "old-b"), ("c", "young-c")])
+    );
+    assert_eq!(db.get(b"a").expect("get").as_deref(), Some(&b"old-a"[..]));
+    clock.advance(5); // a and b are now exactly 10 s old: expired
+    let check = |db: &Db| {
+        let ro = ReadOptions::default();
+        assert_eq!(db.get(b"a").expect("get"), None);
+        assert_eq!(db.get(b"c").expect("get").as_deref(), Some(&b"young-c"[..]));
+        let got: Vec<Option<Vec<u8>>> = db
+            .multi_get([&b"a"[..], b"b", b"c"])
+            .into_iter()
+            .map(|r| r.expect("get").map(|v| v.to_vec()))
+            .collect();
+        assert_eq!(got, vec![None, None, Some(b"young-c".to_vec())]);
+        assert_eq!(scan(db, &ro, false), pairs(&[("c", "young-c")]));
+        assert_eq!(scan(db, &ro, true), pairs(&[("c", "young-c")]));
+        let range: Vec<(Vec<u8>, Vec<u8>)> = db
+            .range(..)
+            .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).expect("item"))
+            .collect();
+        assert_eq!(range, pairs(&[("c", "young-c")]));
+    };
+    check(&db);
+    // A snapshot taken while they were live does not bring them back: expiry is wall time.
+    let at_snap = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..Default::default()
+    };
+    assert_eq!(db.get_opt(&at_snap, b"a").expect("get"), None);
+    assert_eq!(scan(&db, &at_snap, false), pairs(&[("c", "young-c")]));
+    drop(snap);
+    db.flush().expect("flush");
+    check(&db);
+    drop(db);
+    let db = Db::open(dir, o).expect("reopen");
+    check(&db);
+    db.compact_range(None, None).expect("compact");
+    check(&db);
+    clock.advance(5);
+    assert_eq!(scan(&db, &ReadOptions::default(), false), Vec::new());
+}
+
+#[test]
+fn compaction_drops_expired_entries() {
+    let clock = Arc::new(TestClock(AtomicU64::new(50)));
+    let db = Db::open(Path::new("/ttl-space"), opts(&clock, Some(60))).expect("open");
+    for i in 0..3000u32 {
+        db.put(i.to_be_bytes(), [9u8; 100]).expect("put");
+    }
+    db.compact_range(None, None).expect("compact");
+    let size = |db: &Db| -> u64 {
+        db.property("shaledb.total-sst-files-size")
+            .expect("property")
+            .parse()
+            .expect("number")
+    };
+    let full = size(&db);
+    clock.advance(30);
+    db.put(b"late", b"value").expect("put");
+    clock.advance(30);
+    db.compact_range(None, None).expect("compact");
+    assert!(size(&db) * 20 < full, "{} of {full} bytes kept", size(&db));
+    assert_eq!(
+        scan(&db, &ReadOptions::default(), false),
+        pairs(&[("late", "value")])
+    );
+}
+
+#[test]
+fn a_family_keeps_the_ttl_choice_it_was_created_with() {
+    let clock = Arc::new(TestClock::default());
+    let fs = MemFileSystem::new();
+    let with_ttl = opts(&clock, Some(10)).with_fs(fs.clone());
+    let without = opts(&clock, None).with_fs(fs.clone());
+    let dir = Path::new("/ttl-fixed");
+    {
+        let db = Db::open(dir, with_ttl.clone()).expect("open");
+        db.put(b"k", b"v").expect("put");
+        db.create_cf(
+            "plain",
+            CfOptions {
+                ttl: None,
+                ..without.cf_options()
+            },
+        )
+        .expect("cf");
+    }
+    match Db::open_cf(dir, without.clone(), [("plain", without.cf_options())]) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("\"default\""), "{m}"),
+        other => panic!("expected InvalidArgument, got {:?}", other.map(|_| ())),
+    }
+    match Db::open_cf(dir, with_ttl.clone(), [("plain", with_ttl.cf_options())]) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("\"plain\""), "{m}"),
+        other => panic!("expected InvalidArgument, got {:?}", other.map(|_| ())),
+    }
+    // Any duration may be given on reopen.
+    let longer = Options {
+        ttl: Some(Duration::from_secs(3600)),
+        ..with_ttl.clone()
+    };
+    let db = Db::open_cf(dir, longer, [("plain", without.cf_options())]).expect("reopen");
+    assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
+    drop(db);
+    let merging = Options {
+        merge_operator: Some(Arc::new(shaledb::merge_operators::UInt64Add)),
+        ..with_ttl
+    };
+    assert!(matches!(
+        Db::open(Path::new("/ttl-merge"), merging),
+        Err(Error::InvalidArgument(_))
+    ));
+    let zero = Options {
+        ttl: Some(Duration::ZERO),
+        ..without
+    };
+    assert!(matches!(
+        Db::open(Path::new("/ttl-zero"), zero),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+/// Random puts, deletes and range deletes while a test clock advances, with flushes,
+/// compactions and reopens: reads always equal the model's unexpired entries.
+#[test]
+fn model_with_ttl() {
+    const TTL: u64 = 20;
+    for seed in 0..4u64 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let clock = Arc::new(TestClock(AtomicU64::new(1_000)));
+        let o = opts(&clock, Some(TTL));
+        let dir = Path::new("/ttl-model");
+        let mut db = Db::open(dir, o.clone()).expect("open");
+        // key -> (value, write time)
+        let mut model: BTreeMap<Vec<u8>, (Vec<u8>, u64)> = BTreeMap::new();
+        for op in 0..3000 {
+            let k = format!("k{:04}", rng.gen_range(0..500)).into_bytes();
+            match rng.gen_range(0..100) {
+                0..=54 => {
+                    let v = format!("v{op}-{}", "x".repeat(rng.gen_range(0..150))).into_bytes();
+                    db.put(&k, &v).expect("put");
+                    model.insert(k, (v, clock.now_secs()));
+                }
+                55..=62 => {
+                    db.delete(&k).expect("delete");
+                    model.remove(&k);
+                }
+                63..=64 => {
+                    let end = format!("k{:04}", rng.gen_range(0..500)).into_bytes();
+                    if k <= end {
+                        db.delete_range(&k, &end).expect("delete_range");
+                        model.retain(|key, _| !(k <= *key && *key < end));
+                    }
+                }
+                65..=74 => clock.advance(rng.gen_range(0..4)),
+                75..=77 => db.flush().expect("flush"),
+                78 => db.compact_range(None, None).expect("compact"),
+                79 => {
+                    drop(db);
+                    db = Db::open(dir, o.clone()).expect("reopen");
+                }
+                80..=89 => {
+                    let now = clock.now_secs();
+                    let want = model
+                        .get(&k)
+                        .filter(|(_, t)| now - t < TTL)
+                        .map(|(v, _)| v.clone());
+                    let got = db.get(&k).expect("get").map(|v| v.to_vec());
+                    assert_eq!(got, want, "seed {seed} op {op}: get");
+                }
+                _ => {
+                    let now = clock.now_secs();
+                    let want: Pairs = model
+                        .iter()
+                        .filter(|(_, (_, t))| now - t < TTL)
+                        .map(|(k, (v, _))| (k.clone(), v.clone()))
+                        .collect();
+                    let ro = ReadOptions::default();
+                    assert!(
+                        scan(&db, &ro, false) == want,
+                        "seed {seed} op {op}: forward"
+                    );
+                    assert!(
+                        scan(&db, &ro, true) == want,
+                        "seed {seed} op {op}: backward"
+                    );
+                }
+            }
+        }
+    }
+}
