@@ -148,6 +148,12 @@ pub trait Engine: Send + Sync {
         Err(format!("{}: merge is not supported", self.name()))
     }
 
+    /// Deletes every key in `[begin, end)` (db_bench's range tombstones,
+    /// `--writes_per_range_tombstone`).
+    fn delete_range(&self, _begin: &[u8], _end: &[u8]) -> EngineResult<()> {
+        Err(format!("{}: delete_range is not supported", self.name()))
+    }
+
     /// Reads several keys at once; engines without a batched read loop over `get`.
     fn multi_get(&self, keys: &[&[u8]]) -> EngineResult<Vec<Option<Vec<u8>>>> {
         keys.iter().map(|k| self.get(k)).collect()

@@ -183,6 +183,26 @@ pub const FLAGS: &[FlagSpec] = &[
         "percent reads in readrandommergerandom",
     ),
     used(
+        "writes_per_range_tombstone",
+        false,
+        "write benchmarks: a range delete every N writes (0: none)",
+    ),
+    used(
+        "range_tombstone_width",
+        false,
+        "keys each range delete covers",
+    ),
+    used(
+        "max_num_range_tombstones",
+        false,
+        "range deletes per thread at most (0: no limit)",
+    ),
+    used(
+        "writes_before_delete_range",
+        false,
+        "writes before the first range delete",
+    ),
+    used(
         "merge_operator",
         false,
         "merge operator: uint64add (needed by mergerandom, readrandommergerandom)",
@@ -371,6 +391,9 @@ pub struct Flags {
     pub readwritepercent: u32,
     /// Read percent of readrandommergerandom.
     pub mergereadpercent: u32,
+    /// Range tombstones in write benchmarks: (every N writes, width in keys, at most this
+    /// many per thread (0: no limit), writes before the first); N = 0 disables them.
+    pub range_tombstones: RangeTombstoneFlags,
     /// Write bytes/s cap.
     pub write_rate_limit: u64,
     /// Engine options.
@@ -544,6 +567,12 @@ impl Flags {
             seek_nexts: get(m, "seek_nexts", 0)?,
             readwritepercent: get::<u32>(m, "readwritepercent", 90)?.min(100),
             mergereadpercent: get::<u32>(m, "mergereadpercent", 70)?.min(100),
+            range_tombstones: RangeTombstoneFlags {
+                every: get(m, "writes_per_range_tombstone", 0)?,
+                width: get(m, "range_tombstone_width", 100)?,
+                max: get(m, "max_num_range_tombstones", 0)?,
+                after: get(m, "writes_before_delete_range", 0)?,
+            },
             write_rate_limit: get(m, "benchmark_write_rate_limit", 0)?,
             opts,
             ignored,
@@ -608,5 +637,49 @@ mod tests {
             .to_string_lossy()
             .to_string();
         assert!(name.starts_with("shale-x-"), "{name}");
+    }
+}
+
+/// db_bench's range-tombstone flags for write benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RangeTombstoneFlags {
+    /// A range delete after every this many writes (0: none).
+    pub every: u64,
+    /// Keys each range delete covers, from a random key.
+    pub width: u64,
+    /// Range deletes per thread at most (0: no limit).
+    pub max: u64,
+    /// Writes before the first range delete.
+    pub after: u64,
+}
+
+impl RangeTombstoneFlags {
+    /// True if a range delete follows write number `written` (1-based) of a thread that has
+    /// issued `issued` so far (db_bench's rule).
+    pub fn due(&self, written: u64, issued: u64) -> bool {
+        self.every > 0
+            && written > self.after
+            && (written - self.after).is_multiple_of(self.every)
+            && (self.max == 0 || issued < self.max)
+    }
+}
+
+#[cfg(test)]
+mod range_tombstone_tests {
+    use super::RangeTombstoneFlags;
+
+    #[test]
+    fn range_deletes_come_every_n_writes_after_the_first_ones_up_to_the_limit() {
+        let f = RangeTombstoneFlags {
+            every: 10,
+            width: 100,
+            max: 2,
+            after: 5,
+        };
+        let due: Vec<u64> = (1..=60)
+            .filter(|&w| f.due(w, (w.saturating_sub(6)) / 10))
+            .collect();
+        assert_eq!(due, vec![15, 25]);
+        assert!(!RangeTombstoneFlags::default().due(10, 0));
     }
 }

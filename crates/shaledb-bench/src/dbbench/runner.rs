@@ -760,6 +760,7 @@ impl Runner {
         let ks = f.key_size;
         let num = f.num.max(1);
         let batch = f.batch_size;
+        let tombstones = f.range_tombstones;
         let e = self.engine()?;
         let cb0 = e.compaction_bytes_written();
         let (mut r, _) = self.run_threads(name, threads, n, e, move |c, e| {
@@ -775,6 +776,7 @@ impl Runner {
             };
             let mut i = 0u64;
             let mut ops = Vec::new();
+            let (mut end_key, mut issued) = (Vec::new(), 0u64);
             while c.more(i) {
                 let t0 = Instant::now();
                 let mut bytes = 0u64;
@@ -797,6 +799,15 @@ impl Runner {
                 if batch > 1 {
                     e.write_batch(&ops)?;
                     ops.clear();
+                }
+                for written in i + 1..=i + this as u64 {
+                    if tombstones.due(written, issued) {
+                        let begin = c.rand.uniform(num);
+                        make_key(begin, ks, &mut c.key);
+                        make_key(begin + tombstones.width, ks, &mut end_key);
+                        e.delete_range(&c.key, &end_key)?;
+                        issued += 1;
+                    }
                 }
                 c.finished(t0, bytes);
                 c.pace_write(bytes);

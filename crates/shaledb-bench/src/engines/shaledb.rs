@@ -121,6 +121,11 @@ impl Engine for ShaleEngine {
             .merge_opt(&self.wo, key, value)
             .map_err(|e| e.to_string())
     }
+    fn delete_range(&self, begin: &[u8], end: &[u8]) -> EngineResult<()> {
+        self.db
+            .delete_range_opt(&self.wo, begin, end)
+            .map_err(|e| e.to_string())
+    }
     fn multi_get(&self, keys: &[&[u8]]) -> EngineResult<Vec<Option<Vec<u8>>>> {
         let cf = self.db.default_cf();
         self.db

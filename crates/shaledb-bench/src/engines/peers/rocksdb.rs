@@ -11,7 +11,7 @@ use std::time::Duration;
 #[allow(non_camel_case_types)]
 mod ffi {
     pub use super::super::capi::{
-        Db as rocksdb_t, ReadOptions as rocksdb_readoptions_t,
+        Db as rocksdb_t, ReadOptions as rocksdb_readoptions_t, WriteBatch as rocksdb_writebatch_t,
         WriteOptions as rocksdb_writeoptions_t,
     };
     use std::ffi::{c_char, c_double, c_int, c_uchar};
@@ -30,6 +30,21 @@ mod ffi {
     pub const ZSTD_COMPRESSION: c_int = 7;
 
     extern "C" {
+        pub fn rocksdb_writebatch_create() -> *mut rocksdb_writebatch_t;
+        pub fn rocksdb_writebatch_destroy(b: *mut rocksdb_writebatch_t);
+        pub fn rocksdb_writebatch_delete_range(
+            b: *mut rocksdb_writebatch_t,
+            start_key: *const c_char,
+            start_key_len: usize,
+            end_key: *const c_char,
+            end_key_len: usize,
+        );
+        pub fn rocksdb_write(
+            db: *mut rocksdb_t,
+            options: *const rocksdb_writeoptions_t,
+            batch: *mut rocksdb_writebatch_t,
+            errptr: *mut *mut c_char,
+        );
         pub fn rocksdb_multi_get(
             db: *mut rocksdb_t,
             options: *const rocksdb_readoptions_t,
@@ -368,6 +383,27 @@ impl Engine for RocksEngine {
                 value.len(),
                 &mut err,
             );
+        }
+        // SAFETY: `err` is NULL or a malloc'ed message from RocksDB that nothing else frees.
+        unsafe { take_err(NAME, err, RocksApi::FREE) }
+    }
+
+    fn delete_range(&self, begin: &[u8], end: &[u8]) -> EngineResult<()> {
+        let mut err: *mut c_char = std::ptr::null_mut();
+        // SAFETY: a batch created and destroyed here; the slices are valid for their lengths
+        // during the calls (the batch copies them); open database and its live write options;
+        // `err` is a valid out-pointer.
+        unsafe {
+            let b = ffi::rocksdb_writebatch_create();
+            ffi::rocksdb_writebatch_delete_range(
+                b,
+                begin.as_ptr().cast(),
+                begin.len(),
+                end.as_ptr().cast(),
+                end.len(),
+            );
+            ffi::rocksdb_write(self.db.raw(), self.db.write_options(), b, &mut err);
+            ffi::rocksdb_writebatch_destroy(b);
         }
         // SAFETY: `err` is NULL or a malloc'ed message from RocksDB that nothing else frees.
         unsafe { take_err(NAME, err, RocksApi::FREE) }
