@@ -48,6 +48,9 @@ fn w2(id: &str, title: &str, load: &str, run: &str) -> Workload {
 
 /// The workloads of `seed-small` or `seed-full`.
 pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
+    if name == "data-model" {
+        return Ok(data_model_suite());
+    }
     let (n, k1_bytes, t1_rows, y1_records, y1_ops) = match name {
         "seed-small" => (100_000u64, 20u64 << 20, 200_000u64, 200_000u64, 100_000u64),
         "seed-full" => (5_000_000, 1 << 30, 5_000_000, 50_000_000, 10_000_000),
@@ -56,7 +59,7 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
         "tiny" => (2_000, 1 << 20, 2_000, 2_000, 2_000),
         other => {
             return Err(format!(
-                "unknown suite {other:?}: seed-small, seed-medium, seed-full (or tiny)"
+                "unknown suite {other:?}: seed-small, seed-medium, seed-full, data-model (or tiny)"
             ))
         }
     };
@@ -152,6 +155,32 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
 /// option outright (never a silent substitute); `compare` alone applies these, labels the cell
 /// with `label`, and lists every substitution used in the report. docs/benchmarks.md
 /// ("Substitutions") explains each row.
+/// RocksDB's data model beyond put/get (issue 13): merge operands, MultiGet and range
+/// deletes, run on the engines that have them (ShaleDB and RocksDB).
+fn data_model_suite() -> Vec<Workload> {
+    let base = "--num=1000000 --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=snappy --compression_ratio=0.5 --cache_size=268435456";
+    vec![
+        w(
+            "M1",
+            "merge: mergerandom, then readrandommergerandom (70% reads), uint64add",
+            Kind::DbBench,
+            &format!("{base} --benchmarks=mergerandom,readrandommergerandom --merge_operator=uint64add"),
+        ),
+        w2(
+            "M2",
+            "multireadrandom, batches of 8 (loaded by fillrandom)",
+            &format!("{base} --benchmarks=fillrandom"),
+            &format!("{base} --benchmarks=multireadrandom --batch_size=8 --reads=1000000"),
+        ),
+        w2(
+            "D1",
+            "fillrandom with a 100-key range delete every 100 writes, then readrandom and seekrandom + 10 next",
+            &format!("{base} --benchmarks=fillrandom --writes_per_range_tombstone=100 --range_tombstone_width=100"),
+            &format!("{base} --benchmarks=readrandom,seekrandom --seek_nexts=10 --reads=300000"),
+        ),
+    ]
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Substitution {
     /// Engine it applies to.
@@ -253,6 +282,7 @@ pub fn suite_note(name: &str) -> &'static str {
         "seed-small" => "Suite seed-small (CI smoke test): N = 100,000 keys; K1 20 MB per value size; T1 200,000 rows; Y1 200,000 records, 100,000 operations. Its figures are never asserted.",
         "seed-medium" => "Suite seed-medium: seed-full scaled down so that five engines plus db_bench finish in about 40 minutes on this 2-core machine (seed-full would take several hours): N = 1,000,000 keys (not 5,000,000); K1 50 MB per value size (not 1 GB); T1 500,000 rows (not 5,000,000); Y1 1,000,000 records and 500,000 operations per workload (not 50,000,000 / 10,000,000). Every workload, engine and option is kept; only sizes differ. Not the seed-full reference.",
         "seed-full" => "Suite seed-full: the BENCHMARKS.md reference sizes (N = 5,000,000 keys; K1 1 GB per value size; T1 5,000,000 rows; Y1 50,000,000 records and 10,000,000 operations per workload, each YCSB phase stopped after 30 minutes, a figure so stopped marked †). A suite this long runs in parts (runs.txt).",
+        "data-model" => "Suite data-model: merge operands, MultiGet and range deletes (RocksDB's data model beyond put and get), N = 1,000,000 16-byte keys with 100-byte values; only ShaleDB and RocksDB have these operations.",
         _ => "Suite tiny: a test-sized run.",
     }
 }
