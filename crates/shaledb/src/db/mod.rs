@@ -893,6 +893,8 @@ impl DbInner {
             covering = covering.max(mem.max_covering_tombstone_seq(user_key, seq));
             let (found, found_seq) = mem.get_entry(user_key, seq);
             match found {
+                // Older sources hold only older versions (see `Version::get`).
+                LookupResult::NotPresent if covering > 0 => return Ok(None),
                 LookupResult::NotPresent => {}
                 _ if found_seq < covering => return Ok(None),
                 LookupResult::Found(v) => return Ok(Some(v)),

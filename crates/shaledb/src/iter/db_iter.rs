@@ -82,6 +82,8 @@ pub struct DbIterator {
     /// Every range tombstone of the read view (`None`: there are none); an entry below a
     /// visible tombstone over its key reads as a delete.
     range_dels: Option<Arc<FragmentedRangeTombstones>>,
+    /// The fragment of `range_dels` last looked at (keys come in order).
+    range_del_hint: std::cell::Cell<usize>,
     /// The family's TTL in seconds and the clock, when it has one: its values end with their
     /// write time, and expired ones read as deleted as of `expiry.now`.
     ttl: Option<(u64, Arc<dyn Clock>)>,
@@ -118,6 +120,7 @@ impl DbIterator {
             prefix_extractor: None,
             active_prefix: None,
             range_dels: None,
+            range_del_hint: std::cell::Cell::new(0),
             ttl: None,
             expiry: None,
             _pin: pin,
@@ -161,7 +164,9 @@ impl DbIterator {
             ));
         }
         if let Some(t) = &self.range_dels {
-            if t.max_covering_seq(p.user_key, self.sequence) > p.sequence {
+            let covering =
+                t.max_covering_seq_hinted(p.user_key, self.sequence, &self.range_del_hint);
+            if covering > p.sequence {
                 return Ok(ValueKind::Delete);
             }
         }

@@ -28,7 +28,11 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 /// A point lookup in one table, counting its range tombstones: an entry older than the
-/// newest tombstone over the key (from this or a newer source) reads as deleted.
+/// newest tombstone over the key (from this or a newer source) reads as deleted. Once a
+/// tombstone covers the key and this table holds nothing newer, the key is deleted: every
+/// older source holds only older versions of a key (a newer source's versions of a key are
+/// always newer: flushes and compactions move a key's versions down together with the
+/// tombstones over it), as RocksDB also relies on.
 #[inline]
 fn get_in_table(
     t: &Table,
@@ -39,10 +43,12 @@ fn get_in_table(
     let here = t.max_covering_tombstone_seq(lookup.user_key(), lookup.sequence());
     *covering = (*covering).max(here);
     let (r, seq) = t.get_entry(lookup, opts)?;
-    if *covering > seq && !matches!(r, LookupResult::NotPresent) {
-        return Ok(LookupResult::Deleted);
+    match r {
+        LookupResult::NotPresent if *covering > 0 => Ok(LookupResult::Deleted),
+        LookupResult::NotPresent => Ok(r),
+        _ if *covering > seq => Ok(LookupResult::Deleted),
+        _ => Ok(r),
     }
-    Ok(r)
 }
 
 /// The table files of every level at one moment.
@@ -113,6 +119,10 @@ impl Version {
         covering: &mut SequenceNumber,
     ) -> Result<LookupResult> {
         let user_key = lookup.user_key();
+        if *covering > 0 {
+            // A newer source's tombstone covers the key, and nothing newer was found there.
+            return Ok(LookupResult::Deleted);
+        }
         for f in self.level_files(0) {
             if user_key < f.smallest.user_key() || user_key > f.largest.user_key() {
                 continue;
