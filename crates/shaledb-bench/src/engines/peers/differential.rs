@@ -145,8 +145,9 @@ mod ffi {
     }
 }
 
-/// The families of the test, in RocksDB's handle order: "counters" merges with uint64add.
-const FAMILIES: [&str; 3] = ["default", "counters", "plain"];
+/// The families of the test, in RocksDB's handle order: "counters" merges with uint64add,
+/// "log" with string append (',').
+const FAMILIES: [&str; 4] = ["default", "counters", "plain", "log"];
 
 /// RocksDB opened with the three families.
 struct Rocks {
@@ -189,6 +190,9 @@ impl Rocks {
                     ffi::rocksdb_options_set_write_buffer_size(o, 64 << 10);
                     if *name == "counters" {
                         super::uint64add::set_on(o.cast());
+                    }
+                    if *name == "log" {
+                        super::uint64add::set_string_append_on(o.cast());
                     }
                     o
                 })
@@ -411,7 +415,17 @@ fn shale_open(dir: &Path) -> (Db, Vec<ColumnFamily>) {
         write_buffer_size: 64 << 10,
         ..Default::default()
     };
-    let db = Db::open_cf(dir, opts, [("counters", counters), ("plain", plain)]).expect("open");
+    let log = CfOptions {
+        write_buffer_size: 64 << 10,
+        merge_operator: Some(Arc::new(shaledb::merge_operators::StringAppend::new(","))),
+        ..Default::default()
+    };
+    let db = Db::open_cf(
+        dir,
+        opts,
+        [("counters", counters), ("plain", plain), ("log", log)],
+    )
+    .expect("open");
     let cfs = FAMILIES.iter().map(|n| db.cf(n).expect("family")).collect();
     (db, cfs)
 }
@@ -475,7 +489,7 @@ fn gen_op(rng: &mut u64, puts: &mut BTreeMap<(usize, Vec<u8>), u32>) -> Op {
         *rng ^= *rng << 17;
         *rng % n
     };
-    let family = next(3) as usize;
+    let family = next(FAMILIES.len() as u64) as usize;
     let index = next(120);
     let key = format!("k{index:03}").into_bytes();
     let roll = next(100);
@@ -500,6 +514,8 @@ fn gen_op(rng: &mut u64, puts: &mut BTreeMap<(usize, Vec<u8>), u32>) -> Op {
         Kind::DeleteRange(format!("k{end:03}").into_bytes())
     } else if family == 1 && roll < 45 {
         Kind::Merge(next(1000).to_le_bytes().to_vec())
+    } else if family == 3 && roll < 45 {
+        Kind::Merge(format!("m{}", next(1000)).into_bytes())
     } else if roll < 75 {
         Kind::Put(value(&mut next))
     } else {
@@ -533,7 +549,7 @@ fn shaledb_and_rocksdb_agree_on_families_merges_single_deletes_and_range_deletes
             shale_write(&db, &cfs, &ops);
             LOG.lock().expect("log").extend(ops.iter().cloned());
         }
-        let family = round % 3;
+        let family = round % FAMILIES.len();
         match round % 5 {
             1 => {
                 rocks.flush(family);
