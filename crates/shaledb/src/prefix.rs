@@ -10,6 +10,13 @@ pub trait PrefixExtractor: Send + Sync {
 
     /// The prefix of `key`, a prefix of it, or `None` if `key` has none.
     fn prefix<'a>(&self, key: &'a [u8]) -> Option<&'a [u8]>;
+
+    /// The extractor with its settings, as recorded in the table files whose bloom filters
+    /// hold its prefixes: a read uses those filters only if its extractor has the same id.
+    /// Two extractors with one id must give every key the same prefix. Default: `name()`.
+    fn id(&self) -> String {
+        self.name().to_string()
+    }
 }
 
 impl std::fmt::Debug for dyn PrefixExtractor {
@@ -49,5 +56,9 @@ impl PrefixExtractor for FixedPrefix {
 
     fn prefix<'a>(&self, key: &'a [u8]) -> Option<&'a [u8]> {
         key.get(..self.0)
+    }
+
+    fn id(&self) -> String {
+        format!("rocksdb.FixedPrefix.{}", self.0)
     }
 }

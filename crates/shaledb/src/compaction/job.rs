@@ -534,6 +534,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
         restart_interval: spec.opts.block_restart_interval,
         bloom_bits_per_key: spec.opts.bloom_bits_per_key,
         compression: spec.opts.compression_for_level(spec.level),
+        prefix_extractor: spec.opts.prefix_extractor.clone(),
     };
     Ok(Output {
         builder: TableBuilder::new(opts, file, path, number),

@@ -1020,6 +1020,30 @@ impl DbInner {
         MergingIterator::new(children)
     }
 
+    /// A merged iterator over a view's memtables and the tables that may hold keys starting
+    /// with `prefix` (see `Version::add_prefix_iterators`).
+    fn prefix_iterator(
+        &self,
+        sv: &SuperVersion,
+        ro: &ReadOptions,
+        prefix: &[u8],
+        extractor_id: &str,
+    ) -> MergingIterator {
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(1 + sv.imms.len());
+        children.push(Box::new(sv.mem.iter()));
+        for m in &sv.imms {
+            children.push(Box::new(m.iter()));
+        }
+        sv.version.add_prefix_iterators(
+            &self.tables,
+            block_read_options(ro),
+            prefix,
+            extractor_id,
+            &mut children,
+        );
+        MergingIterator::new(children)
+    }
+
     /// The merged entries of a view and its range tombstones; if the tombstones cannot be
     /// read (a table fails to open), an iterator that reports the error.
     fn view_iterator(
@@ -1078,9 +1102,19 @@ impl DbInner {
 /// refreshed before every seek with `ro.tailing`).
 fn new_iterator(inner: &Arc<DbInner>, ro: &ReadOptions, cf: &Arc<CfData>) -> DbIterator {
     let (sv, seq) = inner.read_view(ro, cf);
-    let mut it = inner.iterator_at(sv, seq, ro, cf);
+    let mut it = inner.iterator_at(sv.clone(), seq, ro, cf);
     if ro.prefix_same_as_start {
         it = it.with_prefix_same_as_start(cf.opts.prefix_extractor.clone());
+        if let (Some(ex), false) = (&cf.opts.prefix_extractor, ro.total_order_seek) {
+            // Seeks skip the tables whose prefix bloom rules the target's prefix out.
+            let (db, ro_view, id) = (inner.clone(), ro.clone(), ex.id());
+            let rebuild: crate::iter::db_iter::PrefixRebuild =
+                Arc::new(move |prefix| match prefix {
+                    Some(p) => Box::new(db.prefix_iterator(&sv, &ro_view, p, &id)),
+                    None => Box::new(db.internal_iterator(&sv, &ro_view)),
+                });
+            it = it.with_prefix_rebuild(rebuild);
+        }
     }
     if ro.snapshot.is_some() {
         return it;

@@ -28,6 +28,11 @@ pub(crate) type Refresher = Arc<
         + Sync,
 >;
 
+/// Builds the merged internal iterator of the iterator's read view for a seek within one
+/// prefix (`Some`: tables whose prefix bloom rules it out left out) or for any seek (`None`).
+pub(crate) type PrefixRebuild =
+    Arc<dyn Fn(Option<&[u8]>) -> Box<dyn InternalIterator> + Send + Sync>;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
     Forward,
@@ -79,6 +84,10 @@ pub struct DbIterator {
     prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
     /// The prefix of the last seek target, which every yielded key must share.
     active_prefix: Option<Vec<u8>>,
+    /// Rebuilds `inner` for a prefix seek (tables skipped by prefix bloom) and back.
+    prefix_rebuild: Option<PrefixRebuild>,
+    /// The prefix `inner` was built for by `prefix_rebuild` (`None`: every table).
+    inner_prefix: Option<Vec<u8>>,
     /// Every range tombstone of the read view (`None`: there are none); an entry below a
     /// visible tombstone over its key reads as a delete.
     range_dels: Option<Arc<FragmentedRangeTombstones>>,
@@ -119,6 +128,8 @@ impl DbIterator {
             tailing: false,
             prefix_extractor: None,
             active_prefix: None,
+            prefix_rebuild: None,
+            inner_prefix: None,
             range_dels: None,
             range_del_hint: std::cell::Cell::new(0),
             ttl: None,
@@ -204,6 +215,30 @@ impl DbIterator {
         self
     }
 
+    /// Lets prefix seeks leave out the tables whose prefix bloom rules the prefix out.
+    pub(crate) fn with_prefix_rebuild(mut self, rebuild: PrefixRebuild) -> Self {
+        self.prefix_rebuild = Some(rebuild);
+        self
+    }
+
+    /// Before a seek to `target`: with prefix blooms, reads through the tables that may hold
+    /// the target's prefix (or all of them outside prefix mode).
+    fn choose_inner(&mut self, target: Option<&[u8]>) {
+        let Some(rebuild) = &self.prefix_rebuild else {
+            return;
+        };
+        let prefix = match (target, &self.prefix_extractor) {
+            // Only a true prefix of the target bounds the keys iteration can reach.
+            (Some(t), Some(ex)) => ex.prefix(t).filter(|p| t.starts_with(p)),
+            _ => None,
+        };
+        if self.inner_prefix.as_deref() == prefix {
+            return;
+        }
+        self.inner = rebuild(prefix);
+        self.inner_prefix = prefix.map(<[u8]>::to_vec);
+    }
+
     /// Ends iteration at a key outside the active prefix.
     fn enforce_prefix(&mut self) {
         let Some(prefix) = &self.active_prefix else {
@@ -245,6 +280,9 @@ impl DbIterator {
             ));
         };
         let (inner, sequence, pin, range_dels) = refresher();
+        // The rebuild reads the old view; a refreshed iterator reads every table.
+        self.prefix_rebuild = None;
+        self.inner_prefix = None;
         self.inner = inner;
         self.sequence = sequence;
         self.range_dels = range_dels;
@@ -344,6 +382,7 @@ impl DbIterator {
     pub fn seek_to_first(&mut self) {
         self.refresh_if_tailing();
         self.active_prefix = None;
+        self.choose_inner(None);
         if self.lower.is_some() {
             // `seek` raises any target to the lower bound.
             self.seek(&[]);
@@ -358,6 +397,7 @@ impl DbIterator {
     pub fn seek_to_last(&mut self) {
         self.refresh_if_tailing();
         self.active_prefix = None;
+        self.choose_inner(None);
         match &self.upper {
             Some(u) => {
                 // Last entry strictly below the upper bound.
@@ -384,6 +424,7 @@ impl DbIterator {
     fn seek_slice(&mut self, target: &[u8]) {
         self.refresh_if_tailing();
         self.start_prefix(target);
+        self.choose_inner(Some(target));
         let target = match &self.lower {
             Some(l) if target < l.as_slice() => l.as_slice(),
             _ => target,
@@ -406,6 +447,7 @@ impl DbIterator {
     fn seek_for_prev_slice(&mut self, target: &[u8]) {
         self.refresh_if_tailing();
         self.start_prefix(target);
+        self.choose_inner(Some(target));
         if let Some(u) = &self.upper {
             if target >= u.as_slice() {
                 self.seek_to_last();

@@ -33,6 +33,8 @@ pub struct TableBuilder {
     /// separator can be shortened.
     pending_index: Option<BlockHandle>,
     filter_hashes: Vec<u64>,
+    /// The prefix of the last key whose prefix went into the filter.
+    last_prefix: Option<Vec<u8>>,
     props: TableProperties,
     /// Set after a failed write: the file is in an unknown state, refuse to go on.
     failed: bool,
@@ -54,6 +56,10 @@ impl TableBuilder {
         let data_block = BlockBuilder::new(opts.restart_interval);
         let props = TableProperties {
             compression: opts.compression.name().to_string(),
+            prefix_extractor: match (&opts.prefix_extractor, opts.bloom_bits_per_key) {
+                (Some(ex), bits) if bits > 0 => ex.id(),
+                _ => String::new(),
+            },
             ..TableProperties::default()
         };
         TableBuilder {
@@ -67,6 +73,7 @@ impl TableBuilder {
             last_key: Vec::new(),
             pending_index: None,
             filter_hashes: Vec::new(),
+            last_prefix: None,
             props,
             failed: false,
             scratch: Vec::new(),
@@ -103,6 +110,7 @@ impl TableBuilder {
             && (self.props.num_entries == 0 || key::user_key(&self.last_key) != user_key)
         {
             self.filter_hashes.push(filter::key_hash(user_key));
+            self.add_prefix_to_filter(user_key);
         }
         if let Some(p) = key::parse_internal_key(ikey) {
             if self.props.num_entries == 0 {
@@ -126,6 +134,21 @@ impl TableBuilder {
             self.flush_data_block()?;
         }
         Ok(())
+    }
+
+    /// With a prefix extractor, a new prefix goes into the filter too (keys arrive in order,
+    /// so a prefix's keys are adjacent).
+    fn add_prefix_to_filter(&mut self, user_key: &[u8]) {
+        let Some(ex) = &self.opts.prefix_extractor else {
+            return;
+        };
+        let Some(prefix) = ex.prefix(user_key) else {
+            return;
+        };
+        if self.last_prefix.as_deref() != Some(prefix) {
+            self.filter_hashes.push(filter::key_hash(prefix));
+            self.last_prefix = Some(prefix.to_vec());
+        }
     }
 
     /// Entries added so far.

@@ -67,6 +67,8 @@ pub struct TableBuilderOptions {
     pub bloom_bits_per_key: usize,
     /// Codec for data and index blocks (a block is stored raw if compression saves < 12.5%).
     pub compression: CompressionType,
+    /// The family's prefix extractor: the bloom filter also holds every key's prefix.
+    pub prefix_extractor: Option<std::sync::Arc<dyn crate::PrefixExtractor>>,
 }
 
 /// Facts about a table, recorded in its properties block when it is written.
@@ -94,6 +96,8 @@ pub struct TableProperties {
     pub smallest_seqno: u64,
     /// Largest sequence number of any entry.
     pub largest_seqno: u64,
+    /// The id of the prefix extractor whose prefixes the filter holds (empty: none).
+    pub prefix_extractor: String,
     /// In a family with a TTL, the newest write time of any value (0: none recorded).
     pub newest_write_time: u64,
     /// Total file size. Not stored in the properties block: it is the file's length.

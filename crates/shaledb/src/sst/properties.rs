@@ -20,6 +20,7 @@ pub(crate) const RAW_KEY_SIZE: &str = "shaledb.raw.key.size";
 pub(crate) const RAW_VALUE_SIZE: &str = "shaledb.raw.value.size";
 pub(crate) const SMALLEST_SEQNO: &str = "shaledb.smallest.seqno";
 pub(crate) const NEWEST_WRITE_TIME: &str = "shaledb.newest.write.time";
+pub(crate) const PREFIX_EXTRACTOR: &str = "shaledb.prefix.extractor";
 
 fn numeric(p: &TableProperties) -> [(&'static str, u64); 10] {
     [
@@ -50,6 +51,9 @@ pub(crate) fn encode(p: &TableProperties) -> Vec<u8> {
         entries.insert(NEWEST_WRITE_TIME, buf);
     }
     entries.insert(COMPRESSION, p.compression.as_bytes().to_vec());
+    if !p.prefix_extractor.is_empty() {
+        entries.insert(PREFIX_EXTRACTOR, p.prefix_extractor.as_bytes().to_vec());
+    }
     let mut b = BlockBuilder::new(1);
     for (k, v) in &entries {
         b.add(k.as_bytes(), v);
@@ -68,6 +72,10 @@ pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
         if key == COMPRESSION.as_bytes() {
             p.compression = std::str::from_utf8(value)
                 .map_err(|_| "compression name is not UTF-8".to_string())?
+                .to_string();
+        } else if key == PREFIX_EXTRACTOR.as_bytes() {
+            p.prefix_extractor = std::str::from_utf8(value)
+                .map_err(|_| "prefix extractor id is not UTF-8".to_string())?
                 .to_string();
         } else {
             let slot = match key {
@@ -118,6 +126,7 @@ mod tests {
             filter_size: 7,
             num_data_blocks: 8,
             compression: "zstd".into(),
+            prefix_extractor: "rocksdb.FixedPrefix.4".into(),
             smallest_seqno: 9,
             largest_seqno: u64::MAX >> 8,
             newest_write_time: 1_764_000_000,

@@ -364,6 +364,21 @@ impl Table {
         self.metaindex_handle.offset
     }
 
+    /// False only if the table certainly holds no key with `prefix`, the prefix that the
+    /// extractor with id `extractor_id` gives; true if the table's filter was not built with
+    /// that extractor's prefixes.
+    pub fn may_contain_prefix(&self, prefix: &[u8], extractor_id: &str) -> bool {
+        match &self.filter {
+            Some(f)
+                if !self.props.prefix_extractor.is_empty()
+                    && self.props.prefix_extractor == extractor_id =>
+            {
+                f.may_contain_hash(filter::key_hash(prefix))
+            }
+            _ => true,
+        }
+    }
+
     /// False only if the table certainly holds no entry for `user_key` (bloom filter check);
     /// true if there is no filter.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {

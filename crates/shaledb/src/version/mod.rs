@@ -227,6 +227,51 @@ impl Version {
         }
     }
 
+    /// Like `add_iterators`, for an iteration that stays within the keys starting with
+    /// `prefix` (`ReadOptions::prefix_same_as_start`): leaves out every table whose key range
+    /// misses the prefix or whose bloom filter, built with the extractor `extractor_id`, says
+    /// it holds no key with it.
+    pub fn add_prefix_iterators(
+        &self,
+        tables: &Arc<TableCache>,
+        opts: BlockReadOptions,
+        prefix: &[u8],
+        extractor_id: &str,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+    ) {
+        let in_range = |f: &FileMetaData| {
+            let (small, large) = (f.smallest.user_key(), f.largest.user_key());
+            large >= prefix && (small < prefix || small.starts_with(prefix))
+        };
+        let keep = |f: &FileMetaData| -> std::result::Result<Option<Arc<Table>>, crate::Error> {
+            if !in_range(f) {
+                return Ok(None);
+            }
+            let t = tables.get(f.number, f.file_size)?;
+            Ok(t.may_contain_prefix(prefix, extractor_id).then_some(t))
+        };
+        for f in self.level_files(0) {
+            match keep(f) {
+                Ok(Some(t)) => out.push(Box::new(t.iter(opts))),
+                Ok(None) => {}
+                Err(e) => out.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
+            }
+        }
+        for level in 1..self.num_levels() {
+            let mut files = Vec::new();
+            for f in self.level_files(level) {
+                match keep(f) {
+                    Ok(Some(_)) => files.push(f.clone()),
+                    Ok(None) => {}
+                    Err(e) => out.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
+                }
+            }
+            if !files.is_empty() {
+                out.push(Box::new(LevelIterator::new(files, tables.clone(), opts)));
+            }
+        }
+    }
+
     /// How many iterators `add_iterators` appends.
     pub fn iterator_count(&self) -> usize {
         let deeper = (1..self.num_levels())
@@ -374,6 +419,7 @@ mod tests {
             restart_interval: 4,
             bloom_bits_per_key: 10,
             compression: CompressionType::None,
+            prefix_extractor: None,
         };
         let mut b = TableBuilder::new(opts, file, path, number);
         let ikey = |i: usize| InternalKey::new(format!("key{i:04}").as_bytes(), 1, ValueKind::Put);
