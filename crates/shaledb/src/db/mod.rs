@@ -502,7 +502,7 @@ impl Db {
         self.inner.write_owned(wo, b)
     }
 
-    /// Merges `value` into `key` (see [`MergeOperator`]): the value read later is the family's
+    /// Merges `value` into `key` (see [`MergeOperator`](crate::MergeOperator)): the value read later is the family's
     /// merge operator applied to the key's value and the operands merged since. Refused with
     /// `InvalidArgument` if the family has no merge operator.
     pub fn merge(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
