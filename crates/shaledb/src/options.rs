@@ -592,9 +592,10 @@ pub struct ReadOptions {
     /// extractor's domain end it too). Ignored without an extractor or after `seek_to_first`
     /// and `seek_to_last`. Default false.
     pub prefix_same_as_start: bool,
-    /// RocksDB's option to seek in total order despite a prefix extractor. ShaleDB always
-    /// seeks in total order (prefix blooms only skip tables, never change results), so this
-    /// only documents intent. Default false.
+    /// RocksDB's option to seek in total order despite a prefix extractor: with
+    /// `prefix_same_as_start`, seeks then read every table instead of leaving out those whose
+    /// prefix bloom rules the target's prefix out. Results are the same either way (ShaleDB's
+    /// positioning is always total-order); only the tables read differ. Default false.
     pub total_order_seek: bool,
 }
 

@@ -134,3 +134,53 @@ fn prefix_scans_equal_the_model() {
         }
     }
 }
+
+/// The prefix up to and including the last ':' (keys without one have none).
+struct UpToLastColon;
+
+impl shaledb::PrefixExtractor for UpToLastColon {
+    fn name(&self) -> &str {
+        "test.UpToLastColon"
+    }
+    fn prefix<'a>(&self, key: &'a [u8]) -> Option<&'a [u8]> {
+        key.iter().rposition(|&b| b == b':').map(|i| &key[..=i])
+    }
+}
+
+/// `prefix_same_as_start` means "the same prefix as the target, as the extractor gives it"
+/// (RocksDB's meaning), not "starts with it": with blooms or without, from memtable or tables.
+#[test]
+fn iteration_keeps_to_the_extractors_prefix() {
+    let fs = MemFileSystem::new();
+    let o = Options {
+        prefix_extractor: Some(Arc::new(UpToLastColon)),
+        ..opts(&fs)
+    };
+    let db = Db::open(Path::new("/prefix-colon"), o).expect("open");
+    for k in ["a:b:c", "a:x", "a:y", "a:z:1", "b:1"] {
+        db.put(k, b"v").expect("put");
+    }
+    for flushed in [false, true] {
+        for total_order in [false, true] {
+            let ro = ReadOptions {
+                prefix_same_as_start: true,
+                total_order_seek: total_order,
+                ..Default::default()
+            };
+            let mut it = db.iter(&ro);
+            it.seek(b"a:x");
+            let mut keys = Vec::new();
+            while it.valid() {
+                keys.push(String::from_utf8_lossy(it.key()).into_owned());
+                it.next();
+            }
+            it.status().expect("status");
+            assert_eq!(
+                keys,
+                ["a:x", "a:y"],
+                "flushed {flushed} total order {total_order}"
+            );
+        }
+        db.flush().expect("flush");
+    }
+}

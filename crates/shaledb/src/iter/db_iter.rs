@@ -84,6 +84,8 @@ pub struct DbIterator {
     prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
     /// The prefix of the last seek target, which every yielded key must share.
     active_prefix: Option<Vec<u8>>,
+    /// The active prefix is the extractor's prefix of the seek target (not the target itself).
+    prefix_in_domain: bool,
     /// Rebuilds `inner` for a prefix seek (tables skipped by prefix bloom) and back.
     prefix_rebuild: Option<PrefixRebuild>,
     /// The prefix `inner` was built for by `prefix_rebuild` (`None`: every table).
@@ -128,6 +130,7 @@ impl DbIterator {
             tailing: false,
             prefix_extractor: None,
             active_prefix: None,
+            prefix_in_domain: false,
             prefix_rebuild: None,
             inner_prefix: None,
             range_dels: None,
@@ -244,7 +247,13 @@ impl DbIterator {
         let Some(prefix) = &self.active_prefix else {
             return;
         };
-        if self.valid() && !self.key().starts_with(prefix) {
+        // RocksDB's meaning: keys with the target's prefix (as the extractor gives it), which
+        // is also what the prefix blooms of `choose_inner` promise to keep.
+        let same = match (&self.prefix_extractor, self.prefix_in_domain) {
+            (Some(ex), true) => ex.prefix(self.key()) == Some(prefix.as_slice()),
+            _ => self.key().starts_with(prefix),
+        };
+        if self.valid() && !same {
             self.valid = false;
             self.merged = false;
             self.saved_key.clear();
@@ -256,10 +265,10 @@ impl DbIterator {
     fn start_prefix(&mut self, target: &[u8]) {
         // A target outside the extractor's domain keeps itself as the prefix: only keys
         // starting with it can follow.
-        self.active_prefix = self
-            .prefix_extractor
-            .as_ref()
-            .map(|ex| ex.prefix(target).unwrap_or(target).to_vec());
+        let ex = self.prefix_extractor.as_ref();
+        let in_domain = ex.and_then(|ex| ex.prefix(target));
+        self.prefix_in_domain = in_domain.is_some();
+        self.active_prefix = ex.map(|_| in_domain.unwrap_or(target).to_vec());
     }
 
     /// Lets the iterator move to the latest state: on `refresh`, and before every seek when
