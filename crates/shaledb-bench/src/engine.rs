@@ -54,6 +54,10 @@ pub struct CommonOptions {
     pub use_existing_db: bool,
     /// db_bench's `--merge_operator`: "" (none) or "uint64add".
     pub merge_operator: String,
+    /// db_bench's `--prefix_size`: a fixed-prefix extractor of this many bytes (0: none).
+    pub prefix_size: usize,
+    /// db_bench's `--prefix_same_as_start`: iterators stay within the seek target's prefix.
+    pub prefix_same_as_start: bool,
 }
 
 impl Default for CommonOptions {
@@ -82,6 +86,8 @@ impl Default for CommonOptions {
             use_direct_reads: false,
             use_existing_db: false,
             merge_operator: String::new(),
+            prefix_size: 0,
+            prefix_same_as_start: false,
         }
     }
 }

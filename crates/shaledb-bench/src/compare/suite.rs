@@ -178,6 +178,12 @@ fn data_model_suite() -> Vec<Workload> {
             &format!("{base} --benchmarks=fillrandom --writes_per_range_tombstone=100 --range_tombstone_width=100"),
             &format!("{base} --benchmarks=readrandom,seekrandom --seek_nexts=10 --reads=300000"),
         ),
+        w2(
+            "P1",
+            "prefix seek: 7-byte fixed prefixes (256 keys each), prefix blooms, seekrandom + 10 next within the prefix, then readrandom",
+            &format!("{base} --benchmarks=fillrandom --prefix_size=7"),
+            &format!("{base} --benchmarks=seekrandom,readrandom --seek_nexts=10 --reads=300000 --prefix_size=7 --prefix_same_as_start=1"),
+        ),
     ]
 }
 
@@ -282,7 +288,7 @@ pub fn suite_note(name: &str) -> &'static str {
         "seed-small" => "Suite seed-small (CI smoke test): N = 100,000 keys; K1 20 MB per value size; T1 200,000 rows; Y1 200,000 records, 100,000 operations. Its figures are never asserted.",
         "seed-medium" => "Suite seed-medium: seed-full scaled down so that five engines plus db_bench finish in about 40 minutes on this 2-core machine (seed-full would take several hours): N = 1,000,000 keys (not 5,000,000); K1 50 MB per value size (not 1 GB); T1 500,000 rows (not 5,000,000); Y1 1,000,000 records and 500,000 operations per workload (not 50,000,000 / 10,000,000). Every workload, engine and option is kept; only sizes differ. Not the seed-full reference.",
         "seed-full" => "Suite seed-full: the BENCHMARKS.md reference sizes (N = 5,000,000 keys; K1 1 GB per value size; T1 5,000,000 rows; Y1 50,000,000 records and 10,000,000 operations per workload, each YCSB phase stopped after 30 minutes, a figure so stopped marked †). A suite this long runs in parts (runs.txt).",
-        "data-model" => "Suite data-model: merge operands, MultiGet and range deletes (RocksDB's data model beyond put and get), N = 1,000,000 16-byte keys with 100-byte values; only ShaleDB and RocksDB have these operations.",
+        "data-model" => "Suite data-model: merge operands, MultiGet, range deletes and prefix seek (RocksDB's data model beyond put and get), N = 1,000,000 16-byte keys with 100-byte values; only ShaleDB and RocksDB have these operations.",
         _ => "Suite tiny: a test-sized run.",
     }
 }

@@ -183,6 +183,16 @@ pub const FLAGS: &[FlagSpec] = &[
         "percent reads in readrandommergerandom",
     ),
     used(
+        "prefix_size",
+        false,
+        "fixed-prefix extractor of N bytes, prefix blooms (ShaleDB, RocksDB; 0: none)",
+    ),
+    used(
+        "prefix_same_as_start",
+        true,
+        "iterators stay within the seek target's prefix (ShaleDB, RocksDB)",
+    ),
+    used(
         "writes_per_range_tombstone",
         false,
         "write benchmarks: a range delete every N writes (0: none)",
@@ -535,6 +545,8 @@ impl Flags {
             use_direct_reads: get_bool(m, "use_direct_reads", d.use_direct_reads)?,
             use_existing_db: get_bool(m, "use_existing_db", d.use_existing_db)?,
             merge_operator: merge_operator_flag(m)?,
+            prefix_size: get(m, "prefix_size", d.prefix_size)?,
+            prefix_same_as_start: get_bool(m, "prefix_same_as_start", d.prefix_same_as_start)?,
         };
         let threads: usize = get(m, "threads", 1)?;
         let ignored = m

@@ -40,6 +40,9 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     if c.merge_operator == "uint64add" {
         o.merge_operator = Some(std::sync::Arc::new(shaledb::merge_operators::UInt64Add));
     }
+    if c.prefix_size > 0 {
+        o.prefix_extractor = Some(std::sync::Arc::new(shaledb::FixedPrefix(c.prefix_size)));
+    }
     Ok(o)
 }
 
@@ -57,6 +60,7 @@ impl ShaleEngine {
             },
             ro: ReadOptions {
                 verify_checksums: c.verify_checksums,
+                prefix_same_as_start: c.prefix_same_as_start,
                 ..Default::default()
             },
         })

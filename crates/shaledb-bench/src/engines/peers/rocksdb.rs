@@ -20,7 +20,8 @@ mod ffi {
         rocksdb_block_based_table_options_t,
         rocksdb_cache_t,
         rocksdb_filterpolicy_t,
-        rocksdb_flushoptions_t
+        rocksdb_flushoptions_t,
+        rocksdb_slicetransform_t
     );
 
     pub const NO_COMPRESSION: c_int = 0;
@@ -127,6 +128,17 @@ mod ffi {
 
         pub fn rocksdb_readoptions_create() -> *mut rocksdb_readoptions_t;
         pub fn rocksdb_readoptions_set_verify_checksums(o: *mut rocksdb_readoptions_t, v: c_uchar);
+        pub fn rocksdb_readoptions_set_prefix_same_as_start(
+            o: *mut rocksdb_readoptions_t,
+            v: c_uchar,
+        );
+        pub fn rocksdb_slicetransform_create_fixed_prefix(
+            n: usize,
+        ) -> *mut rocksdb_slicetransform_t;
+        pub fn rocksdb_options_set_prefix_extractor(
+            o: *mut rocksdb_options_t,
+            t: *mut rocksdb_slicetransform_t,
+        );
         pub fn rocksdb_writeoptions_create() -> *mut rocksdb_writeoptions_t;
         pub fn rocksdb_writeoptions_set_sync(o: *mut rocksdb_writeoptions_t, v: c_uchar);
         pub fn rocksdb_writeoptions_disable_WAL(o: *mut rocksdb_writeoptions_t, disable: c_int);
@@ -240,6 +252,11 @@ fn db_options(
         if c.merge_operator == "uint64add" {
             super::uint64add::set_on(o.cast());
         }
+        if c.prefix_size > 0 {
+            // The options take ownership of the transform.
+            let t = ffi::rocksdb_slicetransform_create_fixed_prefix(c.prefix_size);
+            ffi::rocksdb_options_set_prefix_extractor(o, t);
+        }
 
         let t = ffi::rocksdb_block_based_options_create();
         ffi::rocksdb_block_based_options_set_block_size(t, clamp_size(c.block_size.max(1)));
@@ -268,6 +285,10 @@ fn read_write_options(c: &CommonOptions) -> (Handle<ReadOptions>, Handle<WriteOp
             RocksApi::READOPTIONS_DESTROY,
         );
         ffi::rocksdb_readoptions_set_verify_checksums(ro.ptr(), c_uchar::from(c.verify_checksums));
+        ffi::rocksdb_readoptions_set_prefix_same_as_start(
+            ro.ptr(),
+            c_uchar::from(c.prefix_same_as_start),
+        );
         let wo = Handle::new(
             ffi::rocksdb_writeoptions_create(),
             RocksApi::WRITEOPTIONS_DESTROY,
