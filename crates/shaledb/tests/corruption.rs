@@ -43,11 +43,24 @@ fn build(compression: CompressionType) -> (MemFileSystem, Options, std::path::Pa
 /// Reads every key by get and by a full scan; returns how many reads reported corruption.
 fn check_reads(db: &Db, table: &Path) -> usize {
     let mut corrupt = 0;
-    for i in 0..N {
+    let batch = db.multi_get((0..N).map(key));
+    for (i, batched) in batch.into_iter().enumerate() {
         match db.get(&key(i)) {
-            Ok(v) => assert_eq!(v, Some(value(i).into()), "wrong answer for key {i}"),
+            Ok(v) => {
+                assert_eq!(v, Some(value(i).into()), "wrong answer for key {i}");
+                // A damaged block of other keys in the batch does not fail this one.
+                assert_eq!(
+                    batched.ok(),
+                    Some(v),
+                    "multi_get differs from get for key {i}"
+                );
+            }
             Err(Error::Corruption { file, .. }) => {
                 assert_eq!(file, table);
+                match batched {
+                    Err(Error::Corruption { file, .. }) => assert_eq!(file, table),
+                    other => panic!("multi_get of damaged key {i} gave {other:?}"),
+                }
                 corrupt += 1;
             }
             Err(e) => panic!("unexpected error {e}"),

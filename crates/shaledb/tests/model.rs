@@ -110,6 +110,24 @@ fn check_seek(db: &Db, ro: &ReadOptions, model: &Model, target: &[u8], rng: &mut
     }
 }
 
+/// A multi-get of 1-40 random keys (duplicates possible) must give the model's answer for
+/// each key, in the order asked.
+fn check_multi_get(db: &Db, ro: &ReadOptions, model: &Model, rng: &mut StdRng) {
+    let keys: Vec<Vec<u8>> = (0..rng.gen_range(1..40)).map(|_| random_key(rng)).collect();
+    let got: Vec<Option<Vec<u8>>> = db
+        .multi_get_cf(ro, &db.default_cf(), &keys)
+        .into_iter()
+        .map(|r| r.expect("multi_get").map(|v| v.to_vec()))
+        .collect();
+    let want: Vec<Option<Vec<u8>>> = keys.iter().map(|k| model.get(k).cloned()).collect();
+    assert_eq!(
+        got,
+        want,
+        "multi_get of {} keys differs from the model",
+        keys.len()
+    );
+}
+
 fn run_model(seed: u64, opts: Options, ops: usize, dir: &Path) {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut db = Some(Db::open(dir, opts.clone()).expect("open"));
@@ -161,7 +179,8 @@ fn run_model(seed: u64, opts: Options, ops: usize, dir: &Path) {
                     }
                 }
             }
-            57..=74 => {
+            57..=64 => check_multi_get(d, &ReadOptions::default(), &model, &mut rng),
+            65..=74 => {
                 let k = random_key(&mut rng);
                 let got = d.get(&k).expect("get");
                 assert_eq!(
@@ -198,6 +217,9 @@ fn run_model(seed: u64, opts: Options, ops: usize, dir: &Path) {
                     );
                     if rng.gen_bool(0.2) {
                         check_full_scan(d, &ro, m);
+                    }
+                    if rng.gen_bool(0.3) {
+                        check_multi_get(d, &ro, m, &mut rng);
                     }
                 }
             }

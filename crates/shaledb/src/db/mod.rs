@@ -851,6 +851,12 @@ impl DbInner {
         user_key: &[u8],
     ) -> Result<Option<Value>> {
         let found = self.get_newest(ro, cf, sv, seq, user_key)?;
+        self.user_value(cf, found)
+    }
+
+    /// The value a reader sees from a stored value: in a family with a TTL, the value
+    /// without its write time, or nothing once it has expired.
+    fn user_value(&self, cf: &CfData, found: Option<Value>) -> Result<Option<Value>> {
         match (self.expiry(cf), found) {
             (Some(expiry), Some(stored)) => {
                 let Some((value, write_time)) = crate::clock::split_stamp(&stored) else {
@@ -887,6 +893,24 @@ impl DbInner {
         seq: SequenceNumber,
         user_key: &[u8],
     ) -> Result<Option<Value>> {
+        let mut covering = match Self::get_from_memtables(sv, seq, user_key) {
+            MemtableLookup::Found(found) => return Ok(found),
+            MemtableLookup::Merge => return self.get_merged(ro, cf, sv, seq, user_key),
+            MemtableLookup::NotThere { covering } => covering,
+        };
+        let lookup = LookupKey::new(user_key, seq);
+        let found = sv
+            .version
+            .get(&self.tables, block_read_options(ro), &lookup, &mut covering)?;
+        self.resolve_table_result(ro, cf, sv, seq, user_key, found)
+    }
+
+    /// Looks `user_key` up in the memtables of `sv`, newest first.
+    fn get_from_memtables(
+        sv: &SuperVersion,
+        seq: SequenceNumber,
+        user_key: &[u8],
+    ) -> MemtableLookup {
         // The newest range tombstone over the key seen so far: older entries are deleted.
         let mut covering = 0;
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
@@ -894,19 +918,29 @@ impl DbInner {
             let (found, found_seq) = mem.get_entry(user_key, seq);
             match found {
                 // Older sources hold only older versions (see `Version::get`).
-                LookupResult::NotPresent if covering > 0 => return Ok(None),
+                LookupResult::NotPresent if covering > 0 => return MemtableLookup::Found(None),
                 LookupResult::NotPresent => {}
-                _ if found_seq < covering => return Ok(None),
-                LookupResult::Found(v) => return Ok(Some(v)),
-                LookupResult::Deleted => return Ok(None),
-                LookupResult::Merge => return self.get_merged(ro, cf, sv, seq, user_key),
+                _ if found_seq < covering => return MemtableLookup::Found(None),
+                LookupResult::Found(v) => return MemtableLookup::Found(Some(v)),
+                LookupResult::Deleted => return MemtableLookup::Found(None),
+                LookupResult::Merge => return MemtableLookup::Merge,
             }
         }
-        let lookup = LookupKey::new(user_key, seq);
-        match sv
-            .version
-            .get(&self.tables, block_read_options(ro), &lookup, &mut covering)?
-        {
+        MemtableLookup::NotThere { covering }
+    }
+
+    /// What the tables of `sv` said about `user_key`, as a stored value (merging when the
+    /// newest version is an operand).
+    fn resolve_table_result(
+        &self,
+        ro: &ReadOptions,
+        cf: &CfData,
+        sv: &Arc<SuperVersion>,
+        seq: SequenceNumber,
+        user_key: &[u8],
+        found: LookupResult,
+    ) -> Result<Option<Value>> {
+        match found {
             LookupResult::Found(v) => Ok(Some(v)),
             LookupResult::Deleted | LookupResult::NotPresent => Ok(None),
             LookupResult::Merge => self.get_merged(ro, cf, sv, seq, user_key),
@@ -934,8 +968,9 @@ impl DbInner {
         version.approximate_size(&self.tables, start, end)
     }
 
-    /// `Db::multi_get`: every key read from one super version at one sequence number, in
-    /// sorted order (so keys sharing a block hit the block cache after its first read).
+    /// `Db::multi_get`: every key read from one super version at one sequence number. Keys
+    /// are sorted, looked up in the memtables one by one, then in the tables as one batch, so
+    /// each table is searched once for all its keys and keys sharing a data block read it once.
     fn multi_get(
         &self,
         ro: &ReadOptions,
@@ -947,8 +982,42 @@ impl DbInner {
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by_key(|&i| keys[i]);
         let mut out: Vec<Option<Result<Option<Value>>>> = (0..keys.len()).map(|_| None).collect();
+        // Keys the memtables do not settle, in key order, with their covering tombstones.
+        let mut pending: Vec<usize> = Vec::with_capacity(keys.len());
+        let mut covering: Vec<SequenceNumber> = Vec::with_capacity(keys.len());
         for i in order {
-            out[i] = Some(self.get_at(ro, cf, &sv, seq, keys[i]));
+            let stored = match Self::get_from_memtables(&sv, seq, keys[i]) {
+                MemtableLookup::Found(found) => Ok(found),
+                MemtableLookup::Merge => self.get_merged(ro, cf, &sv, seq, keys[i]),
+                MemtableLookup::NotThere { covering: c } => {
+                    pending.push(i);
+                    covering.push(c);
+                    continue;
+                }
+            };
+            out[i] = Some(stored.and_then(|v| self.user_value(cf, v)));
+        }
+        if !pending.is_empty() {
+            let lookups: Vec<LookupKey> = pending
+                .iter()
+                .map(|&i| LookupKey::new(keys[i], seq))
+                .collect();
+            let refs: Vec<&LookupKey> = lookups.iter().collect();
+            let mut found: Vec<Option<Result<LookupResult>>> =
+                (0..pending.len()).map(|_| None).collect();
+            sv.version.multi_get(
+                &self.tables,
+                block_read_options(ro),
+                &refs,
+                &mut covering,
+                &mut found,
+            );
+            for (&i, r) in pending.iter().zip(found) {
+                let stored = r
+                    .unwrap_or(Ok(LookupResult::NotPresent))
+                    .and_then(|r| self.resolve_table_result(ro, cf, &sv, seq, keys[i], r));
+                out[i] = Some(stored.and_then(|v| self.user_value(cf, v)));
+            }
         }
         out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
     }
@@ -1127,6 +1196,16 @@ fn new_iterator(inner: &Arc<DbInner>, ro: &ReadOptions, cf: &Arc<CfData>) -> DbI
         (inner, seq, pin, range_dels)
     });
     it.with_refresher(refresher, ro.tailing)
+}
+
+/// What the memtables of a super version say about a key.
+enum MemtableLookup {
+    /// Settled there: the newest visible value (stored form), or `None` for deleted.
+    Found(Option<Value>),
+    /// The newest visible version is a merge operand.
+    Merge,
+    /// Not there; `covering` is the newest range tombstone over the key they hold.
+    NotThere { covering: SequenceNumber },
 }
 
 /// The part of `ro` the layers below the database read.

@@ -224,22 +224,94 @@ impl Table {
         opts: BlockReadOptions,
         buf: &mut Vec<u8>,
     ) -> Result<(LookupResult, SequenceNumber)> {
-        let target = lookup.internal_key();
+        let Some(handle) = self.index_lookup(lookup, buf)? else {
+            return Ok((LookupResult::NotPresent, 0));
+        };
+        let (block, cached) = self.data_block(handle, opts)?;
+        self.find_in_block(&block, cached, handle, lookup, buf)
+    }
+
+    /// Looks several keys up, in ascending order of user key, each at its own sequence number:
+    /// `out[i]` becomes what [`Table::get_entry`] would return for `lookups[i]`. The phases run
+    /// over the whole batch (filter, then index, then data blocks), so keys sharing a data
+    /// block read or pin it once and the memory accesses of different keys overlap.
+    pub fn multi_get_entries(
+        &self,
+        lookups: &[&LookupKey],
+        opts: BlockReadOptions,
+        out: &mut [(LookupResult, SequenceNumber)],
+    ) -> Result<()> {
+        debug_assert_eq!(lookups.len(), out.len());
+        let mut buf = KEY_BUFFER.take();
+        let result = self.multi_get_with_buffer(lookups, opts, out, &mut buf);
+        if buf.capacity() <= MAX_KEPT_KEY_BUFFER {
+            KEY_BUFFER.set(buf);
+        }
+        result
+    }
+
+    fn multi_get_with_buffer(
+        &self,
+        lookups: &[&LookupKey],
+        opts: BlockReadOptions,
+        out: &mut [(LookupResult, SequenceNumber)],
+        buf: &mut Vec<u8>,
+    ) -> Result<()> {
+        // The data block of each key the filter lets through, in key order: equal handles
+        // are adjacent because the keys are sorted.
+        let mut wanted: Vec<(usize, BlockHandle)> = Vec::with_capacity(lookups.len());
+        for (i, lookup) in lookups.iter().enumerate() {
+            out[i] = (LookupResult::NotPresent, 0);
+            if !self.may_contain(lookup.user_key()) {
+                continue;
+            }
+            if let Some(handle) = self.index_lookup(lookup, buf)? {
+                wanted.push((i, handle));
+            }
+        }
+        let mut block: Option<(BlockHandle, Arc<Block>, bool)> = None;
+        for (i, handle) in wanted {
+            let (block, cached) = match &block {
+                Some((h, b, cached)) if *h == handle => (b.clone(), *cached),
+                _ => {
+                    let (b, cached) = self.data_block(handle, opts)?;
+                    block = Some((handle, b.clone(), cached));
+                    (b, cached)
+                }
+            };
+            out[i] = self.find_in_block(&block, cached, handle, lookups[i], buf)?;
+        }
+        Ok(())
+    }
+
+    /// The handle of the only data block that can hold `lookup`'s newest visible version;
+    /// `None` if every key of the table is before it.
+    fn index_lookup(&self, lookup: &LookupKey, buf: &mut Vec<u8>) -> Result<Option<BlockHandle>> {
         let mut index = BlockIter::new(&*self.index)
             .with_block_offset(self.index_handle.offset)
             .with_key_buffer(std::mem::take(buf));
-        index.seek(target);
+        index.seek(lookup.internal_key());
         let handle = index
             .valid()
             .then(|| self.index_value_handle(index.value()));
         let status = index.status();
         *buf = index.into_key_buffer();
         status.map_err(|e| self.name_file(e))?;
-        let Some(handle) = handle.transpose()? else {
-            return Ok((LookupResult::NotPresent, 0));
-        };
-        let (block, cached) = self.data_block(handle, opts)?;
-        let mut it = BlockIter::new(&*block)
+        handle.transpose()
+    }
+
+    /// Looks `lookup` up in data block `block` (at `handle`), pinning a found value in it
+    /// when the block cache holds it (`cached`).
+    fn find_in_block(
+        &self,
+        block: &Arc<Block>,
+        cached: bool,
+        handle: BlockHandle,
+        lookup: &LookupKey,
+        buf: &mut Vec<u8>,
+    ) -> Result<(LookupResult, SequenceNumber)> {
+        let target = lookup.internal_key();
+        let mut it = BlockIter::new(&**block)
             .with_block_offset(handle.offset)
             .with_key_buffer(std::mem::take(buf));
         // If the block has no key >= lookup, the next block's first key is > this block's
@@ -274,7 +346,7 @@ impl Table {
             ValueKind::Merge => LookupResult::Merge,
             ValueKind::Put => {
                 let value = if cached {
-                    Value::pinned(block, range)
+                    Value::pinned(block.clone(), range)
                 } else {
                     block.data().get(range).map(|v| Value::from_vec(v.to_vec()))
                 };

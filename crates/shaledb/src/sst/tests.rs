@@ -791,3 +791,62 @@ fn get_names_the_file_and_block_of_a_damaged_entry() {
         other => panic!("expected corruption, got {other:?}"),
     }
 }
+
+// ---------------------------------------------------------------- batched lookups
+
+/// Table bytes in memory that record the offset of every read.
+struct RecordingRandom {
+    bytes: Vec<u8>,
+    reads: Mutex<Vec<u64>>,
+}
+
+impl RandomAccessFile for RecordingRandom {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.reads.lock().push(offset);
+        let start = usize::try_from(offset).map_err(|_| io::ErrorKind::UnexpectedEof)?;
+        let src = start
+            .checked_add(buf.len())
+            .and_then(|end| self.bytes.get(start..end))
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.bytes.len() as u64)
+    }
+}
+
+#[test]
+fn multi_get_reads_each_data_block_once_and_agrees_with_get() {
+    let (bytes, props) = build(opts(CompressionType::None), &entries(400));
+    assert!(props.num_data_blocks > 10, "the test needs many blocks");
+    let len = bytes.len() as u64;
+    let file = Arc::new(RecordingRandom {
+        bytes,
+        reads: Mutex::new(Vec::new()),
+    });
+    let t = Table::open(file.clone(), path(), FILE_NUMBER, len, None).expect("open");
+    // Keys present (even) and absent (odd) from 100 to 299, at a sequence that sees all.
+    let lookups: Vec<LookupKey> = (100..300).map(|i| LookupKey::new(&ukey(i), 1000)).collect();
+    let refs: Vec<&LookupKey> = lookups.iter().collect();
+
+    // One get per key, with no cache, reads a block for every key the filter lets through.
+    file.reads.lock().clear();
+    let singles: Vec<(LookupResult, u64)> = lookups
+        .iter()
+        .map(|l| t.get_entry(l, ro(true, false)).expect("get"))
+        .collect();
+    let single_reads = std::mem::take(&mut *file.reads.lock());
+    let blocks: std::collections::BTreeSet<u64> = single_reads.iter().copied().collect();
+    assert!(single_reads.len() >= 100 && blocks.len() > 5);
+
+    let mut batched: Vec<(LookupResult, u64)> = (0..refs.len())
+        .map(|_| (LookupResult::NotPresent, 0))
+        .collect();
+    t.multi_get_entries(&refs, ro(true, false), &mut batched)
+        .expect("multi_get");
+    let batch_reads = std::mem::take(&mut *file.reads.lock());
+    let want: Vec<u64> = blocks.into_iter().collect();
+    assert_eq!(batch_reads, want, "each block once, in order");
+    assert_eq!(batched, singles);
+}

@@ -147,6 +147,139 @@ impl Version {
         Ok(LookupResult::NotPresent)
     }
 
+    /// [`Version::get`] for a batch of lookups in ascending order of user key: each table a
+    /// key may be in is searched once for all such keys (see [`Table::multi_get_entries`]).
+    /// `covering[i]` is lookup i's newest covering tombstone from newer sources; `results[i]`
+    /// is set to what `get` would return (an error stays with the keys it concerns).
+    pub fn multi_get(
+        &self,
+        tables: &TableCache,
+        opts: BlockReadOptions,
+        lookups: &[&LookupKey],
+        covering: &mut [SequenceNumber],
+        results: &mut [Option<Result<LookupResult>>],
+    ) {
+        for (i, c) in covering.iter().enumerate() {
+            if *c > 0 {
+                results[i] = Some(Ok(LookupResult::Deleted));
+            }
+        }
+        let mut group: Vec<usize> = Vec::with_capacity(lookups.len());
+        for f in self.level_files(0) {
+            group.clear();
+            group.extend((0..lookups.len()).filter(|&i| {
+                let k = lookups[i].user_key();
+                results[i].is_none() && k >= f.smallest.user_key() && k <= f.largest.user_key()
+            }));
+            self.multi_get_in_file(tables, opts, f, &group, lookups, covering, results);
+        }
+        for level in 1..self.num_levels() {
+            let files = self.level_files(level);
+            if files.is_empty() {
+                continue;
+            }
+            // Sorted keys fall into the level's files in order: one group per file.
+            let mut current: Option<usize> = None;
+            group.clear();
+            for i in 0..lookups.len() {
+                if results[i].is_some() {
+                    continue;
+                }
+                let n = find_file(files, lookups[i].internal_key());
+                let Some(f) = files.get(n) else { break };
+                if lookups[i].user_key() < f.smallest.user_key() {
+                    continue;
+                }
+                if current != Some(n) {
+                    if let Some(prev) = current {
+                        self.multi_get_in_file(
+                            tables,
+                            opts,
+                            &files[prev],
+                            &group,
+                            lookups,
+                            covering,
+                            results,
+                        );
+                    }
+                    group.clear();
+                    current = Some(n);
+                }
+                group.push(i);
+            }
+            if let Some(prev) = current {
+                self.multi_get_in_file(
+                    tables,
+                    opts,
+                    &files[prev],
+                    &group,
+                    lookups,
+                    covering,
+                    results,
+                );
+            }
+        }
+    }
+
+    /// The lookups `group` (indexes into `lookups`, ascending) in file `f`; a key the file
+    /// does not hold stays unresolved (`None`).
+    #[allow(clippy::too_many_arguments)]
+    fn multi_get_in_file(
+        &self,
+        tables: &TableCache,
+        opts: BlockReadOptions,
+        f: &FileMetaData,
+        group: &[usize],
+        lookups: &[&LookupKey],
+        covering: &mut [SequenceNumber],
+        results: &mut [Option<Result<LookupResult>>],
+    ) {
+        if group.is_empty() {
+            return;
+        }
+        let table = match f.open_table.get() {
+            Some(t) => t.clone(),
+            None => match tables.get(f.number, f.file_size) {
+                Ok(t) => {
+                    if self.num_files() <= tables.capacity() {
+                        f.open_table.keep(t.clone());
+                    }
+                    t
+                }
+                Err(e) => {
+                    for &i in group {
+                        results[i] = Some(Err(e.duplicate()));
+                    }
+                    return;
+                }
+            },
+        };
+        let batch: Vec<&LookupKey> = group.iter().map(|&i| lookups[i]).collect();
+        let mut found = Vec::with_capacity(group.len());
+        found.resize_with(group.len(), || (LookupResult::NotPresent, 0));
+        if table.multi_get_entries(&batch, opts, &mut found).is_err() {
+            // Attribute the failure to the keys it concerns: look each up on its own.
+            for &i in group {
+                match get_in_table(&table, lookups[i], opts, &mut covering[i]) {
+                    Ok(LookupResult::NotPresent) => {}
+                    r => results[i] = Some(r),
+                }
+            }
+            return;
+        }
+        for (&i, (r, seq)) in group.iter().zip(found) {
+            let lookup = lookups[i];
+            let here = table.max_covering_tombstone_seq(lookup.user_key(), lookup.sequence());
+            covering[i] = covering[i].max(here);
+            results[i] = match r {
+                LookupResult::NotPresent if covering[i] > 0 => Some(Ok(LookupResult::Deleted)),
+                LookupResult::NotPresent => None,
+                _ if covering[i] > seq => Some(Ok(LookupResult::Deleted)),
+                r => Some(Ok(r)),
+            };
+        }
+    }
+
     /// Looks the key up in one file. The file's open table is borrowed from its metadata when
     /// it was kept there (no table-cache lock, no reference count touched); otherwise it comes
     /// from the table cache and, while every live file fits in the table cache, is kept in the
