@@ -58,6 +58,11 @@ pub struct CommonOptions {
     pub prefix_size: usize,
     /// db_bench's `--prefix_same_as_start`: iterators stay within the seek target's prefix.
     pub prefix_same_as_start: bool,
+    /// db_bench's `--memtable_bloom_size_ratio`: memtable bloom size as a fraction of the
+    /// write buffer (0: none).
+    pub memtable_bloom_size_ratio: f64,
+    /// db_bench's `--memtable_whole_key_filtering`: whole keys in the memtable bloom.
+    pub memtable_whole_key_filtering: bool,
 }
 
 impl Default for CommonOptions {
@@ -88,6 +93,8 @@ impl Default for CommonOptions {
             merge_operator: String::new(),
             prefix_size: 0,
             prefix_same_as_start: false,
+            memtable_bloom_size_ratio: 0.0,
+            memtable_whole_key_filtering: false,
         }
     }
 }

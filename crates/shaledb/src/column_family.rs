@@ -58,6 +58,8 @@ macro_rules! family_options {
 family_options! {
     write_buffer_size: usize,
     max_write_buffer_number: usize,
+    memtable_prefix_bloom_size_ratio: f64,
+    memtable_whole_key_filtering: bool,
     block_size: usize,
     block_restart_interval: usize,
     bloom_bits_per_key: usize,

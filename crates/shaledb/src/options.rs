@@ -74,6 +74,18 @@ pub struct Options {
     /// Memtables (active plus frozen) kept in memory before writes stop. Default 2.
     pub max_write_buffer_number: usize,
 
+    /// Size of each memtable's bloom filter as a fraction of `write_buffer_size` (RocksDB's
+    /// option of the same name), at most 0.25. The filter holds every key's prefix when the
+    /// family has a [`prefix_extractor`](Options::prefix_extractor) (prefix seeks then skip
+    /// memtables without the prefix) and every whole key with
+    /// [`memtable_whole_key_filtering`](Options::memtable_whole_key_filtering) (gets of absent
+    /// keys then skip the memtable's skiplist). Its bytes count toward the memtable's size.
+    /// Default 0: no memtable bloom.
+    pub memtable_prefix_bloom_size_ratio: f64,
+    /// Adds whole keys to the memtable bloom (which needs
+    /// `memtable_prefix_bloom_size_ratio` above 0). Default false.
+    pub memtable_whole_key_filtering: bool,
+
     /// Approximate uncompressed size of a data block. Default 4096.
     pub block_size: usize,
     /// Keys between restart points in a block. Default 16.
@@ -173,6 +185,8 @@ impl Default for Options {
             fs: crate::fs::default_fs(),
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
+            memtable_prefix_bloom_size_ratio: 0.0,
+            memtable_whole_key_filtering: false,
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
@@ -229,6 +243,8 @@ impl std::fmt::Debug for Options {
             fs,
             write_buffer_size,
             max_write_buffer_number,
+            memtable_prefix_bloom_size_ratio,
+            memtable_whole_key_filtering,
             block_size,
             block_restart_interval,
             bloom_bits_per_key,
@@ -273,6 +289,11 @@ impl std::fmt::Debug for Options {
             .field("fs", &format_args!("{}", fs.name()))
             .field("write_buffer_size", write_buffer_size)
             .field("max_write_buffer_number", max_write_buffer_number)
+            .field(
+                "memtable_prefix_bloom_size_ratio",
+                memtable_prefix_bloom_size_ratio,
+            )
+            .field("memtable_whole_key_filtering", memtable_whole_key_filtering)
             .field("block_size", block_size)
             .field("block_restart_interval", block_restart_interval)
             .field("bloom_bits_per_key", bloom_bits_per_key)
@@ -345,6 +366,8 @@ impl Options {
         with_paranoid_checks => paranoid_checks: bool,
         with_write_buffer_size => write_buffer_size: usize,
         with_max_write_buffer_number => max_write_buffer_number: usize,
+        with_memtable_prefix_bloom_size_ratio => memtable_prefix_bloom_size_ratio: f64,
+        with_memtable_whole_key_filtering => memtable_whole_key_filtering: bool,
         with_block_size => block_size: usize,
         with_block_restart_interval => block_restart_interval: usize,
         with_bloom_bits_per_key => bloom_bits_per_key: usize,
@@ -429,6 +452,9 @@ impl Options {
         }
         if self.block_restart_interval == 0 {
             return bad("block_restart_interval must be at least 1");
+        }
+        if !(0.0..=0.25).contains(&self.memtable_prefix_bloom_size_ratio) {
+            return bad("memtable_prefix_bloom_size_ratio must be between 0 and 0.25");
         }
         if self.max_background_jobs == 0 {
             return bad("max_background_jobs must be at least 1");

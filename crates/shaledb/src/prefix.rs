@@ -17,6 +17,14 @@ pub trait PrefixExtractor: Send + Sync {
     fn id(&self) -> String {
         self.name().to_string()
     }
+
+    /// True if every key that starts with `prefix` has the prefix `prefix` has (RocksDB's
+    /// `SameResultWhenAppended`). [`Db::prefix`](crate::Db::prefix) uses prefix blooms only
+    /// for such a prefix; `false`, the default, is always safe.
+    fn same_result_when_appended(&self, prefix: &[u8]) -> bool {
+        let _ = prefix;
+        false
+    }
 }
 
 impl std::fmt::Debug for dyn PrefixExtractor {
@@ -60,5 +68,9 @@ impl PrefixExtractor for FixedPrefix {
 
     fn id(&self) -> String {
         format!("rocksdb.FixedPrefix.{}", self.0)
+    }
+
+    fn same_result_when_appended(&self, prefix: &[u8]) -> bool {
+        prefix.len() >= self.0
     }
 }

@@ -313,6 +313,17 @@ fn model_snappy_tiny_blocks() {
     run_model(4, o, ops_count(), dir.path());
 }
 
+/// Memtable whole-key bloom filters, some tiny (the smallest memtables get a one-line filter,
+/// almost always "maybe"), some sized for the memtable.
+#[test]
+fn model_memtable_whole_key_bloom() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options(CompressionType::Lz4, 10, 1024);
+    o.memtable_prefix_bloom_size_ratio = 0.2;
+    o.memtable_whole_key_filtering = true;
+    run_model(6, o, ops_count(), dir.path());
+}
+
 #[test]
 fn model_per_level_compression_default_shape() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -95,6 +95,27 @@ fn a_prefix_seek_does_not_read_tables_without_the_prefix() {
     );
     let err = prefix_scan(&db, b"bbbb", true, false).expect_err("total order reads the block");
     assert!(err.is_corruption(), "{err}");
+    // `Db::prefix` uses the blooms too (the prefix is at least the extractor's 4 bytes), and
+    // only those: with `total_order_seek` it reads the damaged block.
+    let items: Vec<_> = db.prefix("bbbb").collect();
+    assert!(items.is_empty(), "{items:?}");
+    let items: Vec<_> = db.prefix("bbbb1").collect();
+    assert!(items.is_empty(), "{items:?}");
+    let total = ReadOptions {
+        total_order_seek: true,
+        ..Default::default()
+    };
+    let items: Vec<_> = db.prefix_opt(&total, "bbbb").collect();
+    assert!(
+        matches!(items.as_slice(), [Err(e)] if e.is_corruption()),
+        "{items:?}"
+    );
+    // A prefix shorter than the extractor's cannot use them.
+    let items: Vec<_> = db.prefix("bbb").collect();
+    assert!(
+        matches!(items.as_slice(), [Err(e)] if e.is_corruption()),
+        "{items:?}"
+    );
     // (A scan of "aaaa" reads this table, and the block after its last "aaaa" key.)
 }
 
@@ -102,8 +123,22 @@ fn a_prefix_seek_does_not_read_tables_without_the_prefix() {
 /// ways, with and without blooms, equals the model.
 #[test]
 fn prefix_scans_equal_the_model() {
-    let fs = MemFileSystem::new();
-    let db = Db::open(Path::new("/prefix-model"), opts(&fs)).expect("open");
+    prefix_model(opts(&MemFileSystem::new()));
+}
+
+/// The same with memtable blooms holding prefixes and whole keys.
+#[test]
+fn prefix_scans_with_memtable_blooms_equal_the_model() {
+    let o = Options {
+        memtable_prefix_bloom_size_ratio: 0.1,
+        memtable_whole_key_filtering: true,
+        ..opts(&MemFileSystem::new())
+    };
+    prefix_model(o);
+}
+
+fn prefix_model(o: Options) {
+    let db = Db::open(Path::new("/prefix-model"), o).expect("open");
     let mut rng = StdRng::seed_from_u64(7);
     let mut model: BTreeMap<Vec<u8>, ()> = BTreeMap::new();
     for op in 0..6000 {
@@ -129,6 +164,26 @@ fn prefix_scans_equal_the_model() {
                         got == want,
                         "op {op} prefix {p} total {total} reverse {reverse}"
                     );
+                }
+                // `Db::prefix` over the extractor's prefix, a longer and a shorter one, both ways.
+                let longer = [prefix.clone(), b"01".to_vec()].concat();
+                for q in [&prefix, &longer, &prefix[..3].to_vec()] {
+                    let want: Vec<Vec<u8>> =
+                        model.keys().filter(|k| k.starts_with(q)).cloned().collect();
+                    let got: Vec<Vec<u8>> = db
+                        .prefix(q)
+                        .map(|r| r.map(|(k, _)| k))
+                        .collect::<Result<_, _>>()
+                        .expect("prefix");
+                    assert!(got == want, "op {op} Db::prefix {q:?}");
+                    let mut back: Vec<Vec<u8>> = db
+                        .prefix(q)
+                        .rev()
+                        .map(|r| r.map(|(k, _)| k))
+                        .collect::<Result<_, _>>()
+                        .expect("prefix rev");
+                    back.reverse();
+                    assert!(back == want, "op {op} Db::prefix {q:?} from the back");
                 }
             }
         }

@@ -193,6 +193,16 @@ pub const FLAGS: &[FlagSpec] = &[
         "iterators stay within the seek target's prefix (ShaleDB, RocksDB)",
     ),
     used(
+        "memtable_bloom_size_ratio",
+        false,
+        "memtable bloom filter size as a fraction of write_buffer_size (ShaleDB, RocksDB; 0: none)",
+    ),
+    used(
+        "memtable_whole_key_filtering",
+        true,
+        "whole keys in the memtable bloom, not only prefixes (ShaleDB, RocksDB)",
+    ),
+    used(
         "writes_per_range_tombstone",
         false,
         "write benchmarks: a range delete every N writes (0: none)",
@@ -547,6 +557,16 @@ impl Flags {
             merge_operator: merge_operator_flag(m)?,
             prefix_size: get(m, "prefix_size", d.prefix_size)?,
             prefix_same_as_start: get_bool(m, "prefix_same_as_start", d.prefix_same_as_start)?,
+            memtable_bloom_size_ratio: get(
+                m,
+                "memtable_bloom_size_ratio",
+                d.memtable_bloom_size_ratio,
+            )?,
+            memtable_whole_key_filtering: get_bool(
+                m,
+                "memtable_whole_key_filtering",
+                d.memtable_whole_key_filtering,
+            )?,
         };
         let threads: usize = get(m, "threads", 1)?;
         let ignored = m

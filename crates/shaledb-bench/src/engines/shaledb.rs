@@ -43,6 +43,8 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     if c.prefix_size > 0 {
         o.prefix_extractor = Some(std::sync::Arc::new(shaledb::FixedPrefix(c.prefix_size)));
     }
+    o.memtable_prefix_bloom_size_ratio = c.memtable_bloom_size_ratio;
+    o.memtable_whole_key_filtering = c.memtable_whole_key_filtering;
     Ok(o)
 }
 

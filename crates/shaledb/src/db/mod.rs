@@ -131,8 +131,8 @@ impl CfState {
     pub(crate) fn new(data: Arc<CfData>, wal_number: u64) -> CfState {
         let levels = data.opts.num_levels;
         CfState {
+            mem: Arc::new(MemTable::for_family(wal_number, &data.opts)),
             data,
-            mem: Arc::new(MemTable::new(wal_number)),
             imms: VecDeque::new(),
             flush_running: false,
             busy: Busy::default(),
@@ -1099,9 +1099,11 @@ impl DbInner {
         extractor_id: &str,
     ) -> MergingIterator {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(1 + sv.imms.len());
-        children.push(Box::new(sv.mem.iter()));
-        for m in &sv.imms {
-            children.push(Box::new(m.iter()));
+        // Memtables whose prefix bloom rules the prefix out are left out like such tables.
+        for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            if m.may_contain_prefix(prefix) {
+                children.push(Box::new(m.iter()));
+            }
         }
         sv.version.add_prefix_iterators(
             &self.tables,
@@ -1167,24 +1169,37 @@ impl DbInner {
     }
 }
 
+/// Applies `ro.prefix_same_as_start` (and, unless `ro.total_order_seek`, the prefix blooms of
+/// the tables of `sv`) to iterator `it` over family `cf`.
+pub(crate) fn with_prefix_options(
+    inner: &Arc<DbInner>,
+    mut it: DbIterator,
+    sv: Arc<SuperVersion>,
+    ro: &ReadOptions,
+    cf: &CfData,
+) -> DbIterator {
+    if !ro.prefix_same_as_start {
+        return it;
+    }
+    it = it.with_prefix_same_as_start(cf.opts.prefix_extractor.clone());
+    if let (Some(ex), false) = (&cf.opts.prefix_extractor, ro.total_order_seek) {
+        // Seeks skip the tables whose prefix bloom rules the target's prefix out.
+        let (db, ro_view, id) = (inner.clone(), ro.clone(), ex.id());
+        let rebuild: crate::iter::db_iter::PrefixRebuild = Arc::new(move |prefix| match prefix {
+            Some(p) => Box::new(db.prefix_iterator(&sv, &ro_view, p, &id)),
+            None => Box::new(db.internal_iterator(&sv, &ro_view)),
+        });
+        it = it.with_prefix_rebuild(rebuild);
+    }
+    it
+}
+
 /// A user iterator over family `cf`; one that reads no snapshot can be refreshed (and is
 /// refreshed before every seek with `ro.tailing`).
 fn new_iterator(inner: &Arc<DbInner>, ro: &ReadOptions, cf: &Arc<CfData>) -> DbIterator {
     let (sv, seq) = inner.read_view(ro, cf);
-    let mut it = inner.iterator_at(sv.clone(), seq, ro, cf);
-    if ro.prefix_same_as_start {
-        it = it.with_prefix_same_as_start(cf.opts.prefix_extractor.clone());
-        if let (Some(ex), false) = (&cf.opts.prefix_extractor, ro.total_order_seek) {
-            // Seeks skip the tables whose prefix bloom rules the target's prefix out.
-            let (db, ro_view, id) = (inner.clone(), ro.clone(), ex.id());
-            let rebuild: crate::iter::db_iter::PrefixRebuild =
-                Arc::new(move |prefix| match prefix {
-                    Some(p) => Box::new(db.prefix_iterator(&sv, &ro_view, p, &id)),
-                    None => Box::new(db.internal_iterator(&sv, &ro_view)),
-                });
-            it = it.with_prefix_rebuild(rebuild);
-        }
-    }
+    let it = inner.iterator_at(sv.clone(), seq, ro, cf);
+    let it = with_prefix_options(inner, it, sv, ro, cf);
     if ro.snapshot.is_some() {
         return it;
     }

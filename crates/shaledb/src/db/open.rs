@@ -607,12 +607,13 @@ pub(super) fn new_family_data(
     db: &Weak<DbInner>,
     wal_number: u64,
 ) -> Arc<CfData> {
+    let mem = Arc::new(MemTable::for_family(wal_number, &opts));
     Arc::new(CfData {
         id,
         name,
         opts,
         super_version: ArcSwap::from_pointee(SuperVersion {
-            mem: Arc::new(MemTable::new(wal_number)),
+            mem,
             imms: Vec::new(),
             version: Arc::new(Version::default()),
             older_range_dels: Default::default(),

@@ -77,13 +77,38 @@ impl Db {
 
     /// [`Db::prefix`] reading with `ro` (snapshot, bounds intersected as in
     /// [`Db::range_opt`]).
+    ///
+    /// When the default family has a prefix extractor that gives every key starting with
+    /// `prefix` one prefix ([`PrefixExtractor::same_result_when_appended`], e.g. a
+    /// [`FixedPrefix(n)`](crate::FixedPrefix) with `prefix` at least `n` bytes long), walking
+    /// forward leaves out the tables whose prefix bloom rules that prefix out, unless
+    /// `ro.total_order_seek` is set. Walking from the back reads every table.
+    ///
+    /// [`PrefixExtractor::same_result_when_appended`]: crate::PrefixExtractor::same_result_when_appended
     pub fn prefix_opt(&self, ro: &ReadOptions, prefix: impl AsRef<[u8]>) -> RangeIter {
         let prefix = prefix.as_ref();
         let end = match prefix_successor(prefix) {
             Some(s) => Bound::Excluded(s),
             None => Bound::Unbounded,
         };
-        self.range_opt(ro, (Bound::Included(prefix.to_vec()), end))
+        let use_blooms = !ro.total_order_seek
+            && self
+                .inner
+                .default_cf
+                .opts
+                .prefix_extractor
+                .as_ref()
+                .is_some_and(|ex| ex.same_result_when_appended(prefix));
+        if !use_blooms {
+            return self.range_opt(ro, (Bound::Included(prefix.to_vec()), end));
+        }
+        let ro = ReadOptions {
+            prefix_same_as_start: true,
+            ..ro.clone()
+        };
+        let mut it = self.range_opt(&ro, (Bound::Included(prefix.to_vec()), end));
+        it.front_seek = Some(prefix.to_vec());
+        it
     }
 }
 
@@ -202,8 +227,9 @@ struct View {
 
 impl View {
     fn iterator(&self) -> DbIterator {
-        self.db
-            .iterator_at(self.sv.clone(), self.seq, &self.ro, &self.db.default_cf)
+        let cf = &self.db.default_cf;
+        let it = self.db.iterator_at(self.sv.clone(), self.seq, &self.ro, cf);
+        super::with_prefix_options(&self.db, it, self.sv.clone(), &self.ro, cf)
     }
 }
 
@@ -221,6 +247,9 @@ pub struct RangeIter {
     last_front: Option<Vec<u8>>,
     last_back: Option<Vec<u8>>,
     finished: bool,
+    /// The front's first positioning: a seek to this key (a prefix seek when the read options
+    /// ask for one) instead of a seek to the lower bound.
+    front_seek: Option<Vec<u8>>,
 }
 
 impl RangeIter {
@@ -234,6 +263,7 @@ impl RangeIter {
             last_front: None,
             last_back: None,
             finished: false,
+            front_seek: None,
         }
     }
 
@@ -255,7 +285,10 @@ impl Iterator for RangeIter {
         let view = &self.view;
         let it = self.front.get_or_insert_with(|| view.iterator());
         if fresh {
-            it.seek_to_first();
+            match &self.front_seek {
+                Some(target) => it.seek(target),
+                None => it.seek_to_first(),
+            }
         } else {
             it.next();
         }

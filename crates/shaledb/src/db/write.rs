@@ -428,7 +428,8 @@ impl DbInner {
             if !(frozen || idle) {
                 continue;
             }
-            let old = std::mem::replace(&mut f.mem, Arc::new(MemTable::new(number)));
+            let fresh = Arc::new(MemTable::for_family(number, &f.data.opts));
+            let old = std::mem::replace(&mut f.mem, fresh);
             if frozen {
                 f.imms.push_back(old);
             }

@@ -5,12 +5,14 @@
 //! background thread while a fresh memtable takes new writes.
 
 mod arena;
+mod bloom;
 mod skiplist;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind};
 use crate::range_del::{FragmentedRangeTombstones, RangeTombstone};
+use crate::sst::filter::key_hash;
 use crate::value::{LookupResult, Value};
 use parking_lot::Mutex;
 use skiplist::{Cursor, SkipList, Target};
@@ -28,6 +30,18 @@ pub struct MemTable {
     range_dels: Mutex<RangeDels>,
     has_range_dels: AtomicBool,
     range_del_bytes: AtomicUsize,
+    /// Whole keys and/or prefixes inserted, when the family asks for a memtable bloom.
+    bloom: Option<MemTableBloom>,
+}
+
+/// What a memtable's bloom filter holds (`Options::memtable_prefix_bloom_size_ratio`).
+struct MemTableBloom {
+    bits: bloom::MemBloom,
+    /// Every key is added (`Options::memtable_whole_key_filtering`): gets of absent keys skip
+    /// the skiplist.
+    whole_key: bool,
+    /// Every key's prefix is added: prefix seeks skip a memtable without the prefix.
+    prefix_extractor: Option<Arc<dyn crate::PrefixExtractor>>,
 }
 
 /// A memtable's range tombstones as written, and their fragmented form, rebuilt on the first
@@ -48,6 +62,24 @@ impl MemTable {
             range_dels: Mutex::new(RangeDels::default()),
             has_range_dels: AtomicBool::new(false),
             range_del_bytes: AtomicUsize::new(0),
+            bloom: None,
+        }
+    }
+
+    /// An empty memtable of a family with options `opts` (its bloom filter, if they ask for
+    /// one) whose writes go to WAL `log_number`.
+    pub fn for_family(log_number: u64, opts: &crate::Options) -> Self {
+        let prefix_extractor = opts.prefix_extractor.clone();
+        let bytes =
+            (opts.write_buffer_size as f64 * opts.memtable_prefix_bloom_size_ratio) as usize;
+        let wanted = opts.memtable_whole_key_filtering || prefix_extractor.is_some();
+        MemTable {
+            bloom: (bytes > 0 && wanted).then(|| MemTableBloom {
+                bits: bloom::MemBloom::with_bytes(bytes),
+                whole_key: opts.memtable_whole_key_filtering,
+                prefix_extractor,
+            }),
+            ..MemTable::new(log_number)
         }
     }
 
@@ -65,6 +97,19 @@ impl MemTable {
         if kind == ValueKind::RangeDeletion {
             self.add_range_deletion(seq, user_key, value);
             return;
+        }
+        if let Some(b) = &self.bloom {
+            // Before the insert: see `bloom.rs` on ordering.
+            if b.whole_key {
+                b.bits.add(key_hash(user_key));
+            }
+            if let Some(p) = b
+                .prefix_extractor
+                .as_ref()
+                .and_then(|ex| ex.prefix(user_key))
+            {
+                b.bits.add(key_hash(p));
+            }
         }
         self.list.insert(user_key, seq, kind, value);
         if kind.is_deletion() {
@@ -118,6 +163,11 @@ impl MemTable {
     /// [`MemTable::get`] that also returns the sequence number of the entry found (0 if
     /// none), which range tombstones are compared with.
     pub fn get_entry(&self, user_key: &[u8], seq: SequenceNumber) -> (LookupResult, u64) {
+        if let Some(b) = &self.bloom {
+            if b.whole_key && !b.bits.may_contain(key_hash(user_key)) {
+                return (LookupResult::NotPresent, 0);
+            }
+        }
         // The target is compared in its parts; no lookup key is built.
         let t = Target::new(user_key, seq, key::KIND_FOR_SEEK);
         let Some(e) = self.list.seek(&t) else {
@@ -136,9 +186,22 @@ impl MemTable {
         (r, e.sequence())
     }
 
-    /// Approximate memory used, in bytes: the skiplist arena's allocated bytes.
+    /// False if no key with `prefix` (as the family's extractor gives it) was ever inserted;
+    /// true when unsure or without a prefix bloom.
+    pub fn may_contain_prefix(&self, prefix: &[u8]) -> bool {
+        match &self.bloom {
+            Some(b) if b.prefix_extractor.is_some() => b.bits.may_contain(key_hash(prefix)),
+            _ => true,
+        }
+    }
+
+    /// Approximate memory used, in bytes: the skiplist arena's allocated bytes, range
+    /// tombstones and the bloom filter (counted from the start, as RocksDB allocates its
+    /// memtable bloom from the memtable's arena).
     pub fn approximate_memory_usage(&self) -> usize {
-        self.list.memory_usage() + self.range_del_bytes.load(Ordering::Relaxed)
+        self.list.memory_usage()
+            + self.range_del_bytes.load(Ordering::Relaxed)
+            + self.bloom.as_ref().map_or(0, |b| b.bits.size())
     }
 
     /// Number of entries (puts, deletes and range deletions).
@@ -205,6 +268,82 @@ impl InternalIterator for MemTableIterator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn bloom_options(whole_key: bool, prefix: bool) -> crate::Options {
+        crate::Options {
+            write_buffer_size: 1 << 20,
+            memtable_prefix_bloom_size_ratio: 0.05,
+            memtable_whole_key_filtering: whole_key,
+            prefix_extractor: prefix
+                .then(|| Arc::new(crate::FixedPrefix(4)) as Arc<dyn crate::PrefixExtractor>),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn whole_key_bloom_answers_like_the_skiplist() {
+        let m = MemTable::for_family(1, &bloom_options(true, false));
+        assert!(
+            m.approximate_memory_usage() >= (1 << 20) / 20,
+            "the bloom is counted"
+        );
+        for i in 0..2000u32 {
+            m.add(
+                u64::from(i) + 1,
+                ValueKind::Put,
+                format!("k{i}").as_bytes(),
+                b"v",
+            );
+        }
+        for i in 0..4000u32 {
+            let want = if i < 2000 {
+                LookupResult::Found(Value::from(b"v".to_vec()))
+            } else {
+                LookupResult::NotPresent
+            };
+            assert_eq!(m.get(format!("k{i}").as_bytes(), 10_000), want, "k{i}");
+        }
+        // Without an extractor the bloom knows no prefixes: always "maybe".
+        assert!(m.may_contain_prefix(b"zzzz"));
+    }
+
+    #[test]
+    fn prefix_bloom_rules_out_prefixes_never_inserted() {
+        let m = MemTable::for_family(1, &bloom_options(false, true));
+        for p in 0..500u32 {
+            m.add(
+                u64::from(p) + 1,
+                ValueKind::Put,
+                format!("{p:04}-key").as_bytes(),
+                b"",
+            );
+        }
+        for p in 0..500u32 {
+            assert!(m.may_contain_prefix(format!("{p:04}").as_bytes()));
+        }
+        let ruled_out = (500..5500u32)
+            .filter(|p| !m.may_contain_prefix(format!("{p:04}").as_bytes()))
+            .count();
+        assert!(
+            ruled_out > 4900,
+            "only {ruled_out} of 5000 absent prefixes ruled out"
+        );
+        // Whole keys are not in this bloom: gets still search the skiplist.
+        assert_eq!(
+            m.get(b"0001-key", 1000),
+            LookupResult::Found(Value::from(Vec::new()))
+        );
+        // No memtable bloom without a ratio.
+        let plain = MemTable::for_family(
+            1,
+            &crate::Options {
+                memtable_prefix_bloom_size_ratio: 0.0,
+                ..bloom_options(true, true)
+            },
+        );
+        plain.add(1, ValueKind::Put, b"aaaa1", b"");
+        assert!(plain.may_contain_prefix(b"zzzz"));
+    }
 
     #[test]
     fn get_sees_newest_visible_version() {

@@ -6,7 +6,7 @@
 
 mod block;
 mod builder;
-mod filter;
+pub(crate) mod filter;
 mod format;
 mod properties;
 mod readahead;

@@ -139,6 +139,14 @@ mod ffi {
             o: *mut rocksdb_options_t,
             t: *mut rocksdb_slicetransform_t,
         );
+        pub fn rocksdb_options_set_memtable_prefix_bloom_size_ratio(
+            o: *mut rocksdb_options_t,
+            ratio: f64,
+        );
+        pub fn rocksdb_options_set_memtable_whole_key_filtering(
+            o: *mut rocksdb_options_t,
+            v: c_uchar,
+        );
         pub fn rocksdb_writeoptions_create() -> *mut rocksdb_writeoptions_t;
         pub fn rocksdb_writeoptions_set_sync(o: *mut rocksdb_writeoptions_t, v: c_uchar);
         pub fn rocksdb_writeoptions_disable_WAL(o: *mut rocksdb_writeoptions_t, disable: c_int);
@@ -257,6 +265,11 @@ fn db_options(
             let t = ffi::rocksdb_slicetransform_create_fixed_prefix(c.prefix_size);
             ffi::rocksdb_options_set_prefix_extractor(o, t);
         }
+        ffi::rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, c.memtable_bloom_size_ratio);
+        ffi::rocksdb_options_set_memtable_whole_key_filtering(
+            o,
+            c_uchar::from(c.memtable_whole_key_filtering),
+        );
 
         let t = ffi::rocksdb_block_based_options_create();
         ffi::rocksdb_block_based_options_set_block_size(t, clamp_size(c.block_size.max(1)));
