@@ -131,6 +131,42 @@ fn expired_entries_are_never_read_and_their_time_survives_reopen() {
     assert_eq!(scan(&db, &ReadOptions::default(), false), Vec::new());
 }
 
+/// A family that is no longer written is never flushed or compacted again; its files still go
+/// once everything in them expired (idle background threads look every TTL/2, at least 1 s).
+#[test]
+fn expired_files_of_an_idle_family_are_dropped() {
+    let clock = Arc::new(TestClock(AtomicU64::new(1000)));
+    let db = Db::open(Path::new("/ttl-idle"), opts(&clock, Some(2))).expect("open");
+    for i in 0..500u32 {
+        db.put(i.to_be_bytes(), [7u8; 50]).expect("put");
+    }
+    db.flush().expect("flush");
+    let files = |db: &Db| -> u64 {
+        (0..7)
+            .map(|l| {
+                db.property(&format!("shaledb.num-files-at-level{l}"))
+                    .expect("property")
+                    .parse::<u64>()
+                    .expect("number")
+            })
+            .sum()
+    };
+    assert!(files(&db) > 0);
+    // Not expired yet: an idle sweep keeps the files.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(files(&db) > 0, "files dropped before their values expired");
+    clock.advance(10);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while files(&db) > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "expired files still there after 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(scan(&db, &ReadOptions::default(), false), Vec::new());
+}
+
 #[test]
 fn compaction_drops_expired_entries() {
     let clock = Arc::new(TestClock(AtomicU64::new(50)));

@@ -24,7 +24,7 @@ use crate::version::{FileMetaData, LevelIterator, ObsoleteFile, Version, Version
 use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 enum Job {
     /// Flush this frozen memtable of this family.
@@ -66,7 +66,14 @@ impl DbInner {
                     self.record_bg_result(&mut st, res);
                 }
                 None => {
-                    self.work_cv.wait(&mut st);
+                    match self.ttl_sweep_period(&st) {
+                        Some(period) => {
+                            if self.work_cv.wait_for(&mut st, period).timed_out() {
+                                self.sweep_expired_files(&mut st, period);
+                            }
+                        }
+                        None => self.work_cv.wait(&mut st),
+                    }
                     continue;
                 }
             }
@@ -487,10 +494,40 @@ impl DbInner {
         Ok(())
     }
 
+    /// How often idle background threads look for files whose every value expired, when
+    /// some family has a TTL: half the shortest TTL, between one second and ten minutes.
+    fn ttl_sweep_period(&self, st: &DbState) -> Option<Duration> {
+        let shortest = st.families.values().filter_map(|f| f.data.opts.ttl).min()?;
+        Some((shortest / 2).clamp(Duration::from_secs(1), Duration::from_secs(600)))
+    }
+
+    /// Drops the expired files of every TTL family, at most once per `period` whichever
+    /// thread wakes first, so a family no longer written (hence never flushed or compacted)
+    /// still shrinks as its data expires.
+    fn sweep_expired_files(&self, st: &mut MutexGuard<'_, DbState>, period: Duration) {
+        if self.shutting_down.load(Ordering::Acquire) || st.closed || st.bg_error.is_some() {
+            return;
+        }
+        if st.ttl_swept_at.is_some_and(|t| t.elapsed() < period) {
+            return;
+        }
+        st.ttl_swept_at = Some(Instant::now());
+        let families: Vec<u32> = st
+            .families
+            .iter()
+            .filter(|(_, f)| f.data.opts.ttl.is_some())
+            .map(|(&id, _)| id)
+            .collect();
+        for cf in families {
+            let res = self.drop_expired_files(st, cf);
+            self.record_bg_result(st, res);
+        }
+    }
+
     /// In a family with a TTL: removes, without reading them, the files whose every value
     /// expired, that hold no tombstone and that no deeper (or, in L0, older) file overlaps,
     /// so no older version of their keys exists to reappear. Run after each flush and
-    /// compaction of the family.
+    /// compaction of the family, and periodically while idle (`sweep_expired_files`).
     pub(crate) fn drop_expired_files(
         &self,
         st: &mut MutexGuard<'_, DbState>,

@@ -182,6 +182,8 @@ pub(crate) struct DbState {
     /// Paces low-priority writes while compaction falls behind (`WriteOptions::low_pri`).
     pub(crate) low_pri_delay: write_delay::WriteDelay,
     pub(crate) closed: bool,
+    /// When idle background threads last looked for expired files (TTL families).
+    pub(crate) ttl_swept_at: Option<std::time::Instant>,
 }
 
 pub(crate) struct DbInner {

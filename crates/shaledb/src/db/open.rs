@@ -572,6 +572,7 @@ impl DbInner {
                 write_delay: super::write_delay::WriteDelay::new(r.opts.delayed_write_rate),
                 low_pri_delay: super::write_delay::WriteDelay::new(r.opts.delayed_write_rate),
                 closed: false,
+                ttl_swept_at: None,
             };
             let obsolete = state.versions.deletion_queue().clone();
             DbInner {
