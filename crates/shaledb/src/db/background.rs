@@ -561,11 +561,36 @@ impl DbInner {
                 edit.delete_file(level, number);
             }
         }
+        self.apply_file_drops(st, cf, edit)
+    }
+
+    /// Installs `edit`, which only deletes files of family `cf`. The files are marked busy
+    /// until it is installed: the MANIFEST write may wait for its turn with the mutex
+    /// released, and a compaction picked meanwhile must not move or rewrite them (the edit
+    /// names each file's level).
+    fn apply_file_drops(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        cf: u32,
+        mut edit: VersionEdit,
+    ) -> Result<()> {
         if edit.deleted_files.is_empty() {
             return Ok(());
         }
+        let numbers: Vec<u64> = edit.deleted_files.iter().map(|&(_, n)| n).collect();
+        if let Some(f) = st.families.get_mut(&cf) {
+            f.busy.files.extend(numbers.iter().copied());
+        }
         edit.last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
-        if self.log_and_apply_all(st, &mut vec![edit])? {
+        let applied = self.log_and_apply_all(st, &mut vec![edit]);
+        if let Some(f) = st.families.get_mut(&cf) {
+            for n in &numbers {
+                f.busy.files.remove(n);
+            }
+        }
+        // A manual compaction may be waiting for these files.
+        self.done_cv.notify_all();
+        if applied? {
             st.install_super_version(cf);
         }
         Ok(())
@@ -601,14 +626,7 @@ impl DbInner {
                 edit.delete_file(level, number);
             }
         }
-        if edit.deleted_files.is_empty() {
-            return Ok(());
-        }
-        edit.last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
-        if self.log_and_apply_all(st, &mut vec![edit])? {
-            st.install_super_version(cf);
-        }
-        Ok(())
+        self.apply_file_drops(st, cf, edit)
     }
 
     /// The IO of a compaction, run without the state mutex: merges the input files and
@@ -792,6 +810,14 @@ impl DbInner {
                 break;
             }
             let output = (level + 1).min(target);
+            // Automatic compactions are off while the manual one runs, but a file drop
+            // started after a flush may still be installing: its files must not be inputs.
+            while st.family(cf).is_some_and(|f| !f.busy.files.is_empty()) {
+                if let Some(e) = &st.bg_error {
+                    return Err(e.duplicate());
+                }
+                self.done_cv.wait(st);
+            }
             let v = st.versions.current(cf);
             let inputs0 = if level == 0 {
                 v.level_files(0).to_vec()
