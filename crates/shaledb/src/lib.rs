@@ -22,6 +22,7 @@ pub(crate) mod compression;
 pub(crate) mod db;
 pub(crate) mod error;
 pub mod fs;
+pub(crate) mod head_index;
 pub(crate) mod iter;
 pub(crate) mod key;
 pub(crate) mod log;

@@ -9,6 +9,7 @@
 //! search, and "is this entry deleted" is one comparison of sequence numbers.
 
 use crate::error::{Error, Result};
+use crate::head_index::HeadIndex;
 use crate::iter::InternalIterator;
 use crate::key::{self, InternalKey, SequenceNumber, ValueKind, MAX_SEQUENCE};
 use crate::sst::{Block, BlockIter};
@@ -52,19 +53,9 @@ impl Fragment {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FragmentedRangeTombstones {
     fragments: Vec<Fragment>,
-    /// [`key_head`] of each fragment's start: point lookups binary-search this compact array
-    /// (one cache line holds eight) instead of following a heap key at every step.
-    heads: Vec<u64>,
-}
-
-/// The first 8 bytes of `key` as a big-endian number, zero-padded: `key_head(a) <
-/// key_head(b)` implies `a < b`, and equal heads need the keys compared.
-#[inline]
-fn key_head(key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(b)
+    /// Heads of the fragments' starts: point lookups binary-search this compact array (one
+    /// cache line holds eight) instead of following a heap key at every step.
+    heads: HeadIndex,
 }
 
 impl FragmentedRangeTombstones {
@@ -111,18 +102,21 @@ impl FragmentedRangeTombstones {
 
     /// Sorted, non-overlapping fragments with their search heads.
     fn from_fragments(fragments: Vec<Fragment>) -> Self {
-        let heads = fragments.iter().map(|f| key_head(&f.start)).collect();
+        let starts: Vec<&[u8]> = fragments.iter().map(|f| f.start.as_slice()).collect();
+        // Fragments are built sorted; unsorted ones (impossible) are searched without heads.
+        let heads = HeadIndex::new(&starts).unwrap_or_default();
         FragmentedRangeTombstones { fragments, heads }
     }
 
     /// The number of fragments starting at or before `user_key`.
     #[inline]
     fn fragments_starting_by(&self, user_key: &[u8]) -> usize {
-        let head = key_head(user_key);
         // Fragments with a smaller head start before the key, those with a larger one after
         // it; only equal heads (usually none or one) need their keys compared.
-        let lo = self.heads.partition_point(|&h| h < head);
-        let hi = lo + self.heads[lo..].partition_point(|&h| h == head);
+        let (lo, hi) = match self.heads.len() == self.fragments.len() {
+            true => self.heads.equal_range(user_key),
+            false => (0, self.fragments.len()),
+        };
         lo + self.fragments[lo..hi].partition_point(|f| f.start.as_slice() <= user_key)
     }
 
@@ -252,7 +246,8 @@ impl FragmentedRangeTombstones {
             self.fragments[i].seqs = seqs;
         }
         self.fragments.retain(|f| !f.seqs.is_empty());
-        self.heads = self.fragments.iter().map(|f| key_head(&f.start)).collect();
+        let starts: Vec<&[u8]> = self.fragments.iter().map(|f| f.start.as_slice()).collect();
+        self.heads = HeadIndex::new(&starts).unwrap_or_default();
     }
 
     /// True if tombstones with sequence numbers in `(above, at_most]` cover every user key in
