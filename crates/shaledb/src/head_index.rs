@@ -41,11 +41,6 @@ impl HeadIndex {
         self.heads.len()
     }
 
-    /// Bytes of memory held.
-    pub(crate) fn size(&self) -> usize {
-        self.heads.len() * 8 + self.prefix.len()
-    }
-
     /// The positions `lo..hi` whose keys may equal `key` as far as heads tell: every key before
     /// `lo` is smaller than `key` and every key from `hi` on is larger.
     #[inline]
