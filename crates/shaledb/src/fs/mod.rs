@@ -9,10 +9,14 @@
 //!   survive a process crash); `sync` makes them durable (they survive a power loss).
 //! - Creating, renaming or removing a file is durable only after `sync_dir` on its directory.
 //! - `RandomAccessFile::read_exact_at` fails with `UnexpectedEof` when the file is too short.
+//! - The `_direct` variants bypass the OS page cache (`O_DIRECT`) with the same contract;
+//!   a filesystem that cannot do that returns an error of kind `Unsupported`.
 
+mod direct;
 mod mem;
 mod posix;
 
+pub use direct::DIRECT_IO_ALIGNMENT;
 pub use mem::MemFileSystem;
 pub use posix::PosixFileSystem;
 
@@ -89,6 +93,20 @@ pub trait FileSystem: Send + Sync + 'static {
     /// is held by anyone else, including another handle in this process.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
 
+    /// Like [`create`](Self::create), but the data bypasses the OS page cache (`O_DIRECT`).
+    /// Used for table files when `Options::use_direct_io_for_flush_and_compaction` is set.
+    /// The default refuses with `Unsupported`.
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        Err(direct_io_unsupported(self.name(), path))
+    }
+
+    /// Like [`open_random_access`](Self::open_random_access), but reads bypass the OS page
+    /// cache (`O_DIRECT`). Used for table files when `Options::use_direct_reads` is set. The
+    /// default refuses with `Unsupported`.
+    fn open_random_access_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        Err(direct_io_unsupported(self.name(), path))
+    }
+
     /// A short name for this filesystem, shown by `Options`' `Debug`.
     fn name(&self) -> &str {
         "<FileSystem>"
@@ -107,6 +125,16 @@ pub trait FileSystem: Send + Sync + 'static {
             out.extend_from_slice(&buf[..n]);
         }
     }
+}
+
+fn direct_io_unsupported(fs: &str, path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "{fs} does not support direct IO (opening {})",
+            path.display()
+        ),
+    )
 }
 
 /// The default filesystem: the real one.

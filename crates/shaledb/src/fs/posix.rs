@@ -194,6 +194,62 @@ impl RandomAccessFile for PosixRandomAccessFile {
     }
 }
 
+/// A table file opened with `O_DIRECT`: every transfer aligned (the adapters in `direct.rs`
+/// see to it).
+struct PosixDirectFile {
+    file: File,
+}
+
+impl super::direct::AlignedFile for PosixDirectFile {
+    fn read_aligned(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.file.read_at(buf, offset)
+    }
+
+    fn write_aligned(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.file.write_all_at(buf, offset)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+}
+
+/// Opens `path` with `O_DIRECT` added to `opts`. A filesystem that refuses the flag (tmpfs
+/// does, with `EINVAL`) gives an `Unsupported` error saying so.
+#[cfg(target_os = "linux")]
+fn open_direct(opts: &mut OpenOptions, what: &str, path: &Path) -> io::Result<PosixDirectFile> {
+    match opts.custom_flags(libc::O_DIRECT).open(path) {
+        Ok(file) => Ok(PosixDirectFile { file }),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "{what} {} with O_DIRECT: the filesystem refuses direct IO (tmpfs does)",
+                path.display()
+            ),
+        )),
+        Err(e) => Err(with_path(e, what, path)),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_direct(_opts: &mut OpenOptions, what: &str, path: &Path) -> io::Result<PosixDirectFile> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "{what} {}: direct IO is only supported on Linux",
+            path.display()
+        ),
+    ))
+}
+
 /// A file read front to back.
 struct PosixSequentialFile {
     file: File,
@@ -246,6 +302,18 @@ impl FileSystem for PosixFileSystem {
     fn open_random_access(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(path).map_err(|e| with_path(e, "opening", path))?;
         Ok(Arc::new(PosixRandomAccessFile { file }))
+    }
+
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let mut opts = OpenOptions::new();
+        opts.write(true).create(true).truncate(true).mode(FILE_MODE);
+        let file = open_direct(&mut opts, "creating", path)?;
+        Ok(Box::new(super::direct::DirectWriter::new(file)?))
+    }
+
+    fn open_random_access_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        let file = open_direct(OpenOptions::new().read(true), "opening", path)?;
+        Ok(Arc::new(super::direct::DirectReader::new(file)))
     }
 
     fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn SequentialFile>> {
@@ -353,6 +421,63 @@ mod tests {
         let mut f = fs.create(path).unwrap();
         f.append(data).unwrap();
         f.sync().unwrap();
+    }
+
+    #[test]
+    fn direct_files_round_trip_where_the_filesystem_allows_o_direct() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFileSystem::new();
+        let path = dir.path().join("000001.sst");
+        let mut f = match fs.create_direct(&path) {
+            Ok(f) => f,
+            // The temporary directory is on tmpfs: nothing to test here but the error.
+            Err(e) => {
+                assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
+                return;
+            }
+        };
+        let data: Vec<u8> = (0..3 * 1024 * 1024 + 123)
+            .map(|i| (i % 253) as u8)
+            .collect();
+        for piece in data.chunks(10_007) {
+            f.append(piece).unwrap();
+        }
+        f.sync().unwrap();
+        drop(f);
+        assert_eq!(fs::read(&path).unwrap(), data);
+        let r = fs.open_random_access_direct(&path).unwrap();
+        assert_eq!(r.len().unwrap(), data.len() as u64);
+        let mut buf = vec![0u8; 70_000];
+        r.read_exact_at(1_000_001, &mut buf).unwrap();
+        assert_eq!(buf, data[1_000_001..1_070_001]);
+        let e = r
+            .read_exact_at(data.len() as u64 - 5, &mut [0u8; 6])
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    /// tmpfs refuses `O_DIRECT` before Linux 6.6 and accepts it since: either way the
+    /// outcome is a working file or an `Unsupported` error that says why.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn tmpfs_gives_direct_io_or_a_clear_error() {
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() {
+            return;
+        }
+        let dir = tempfile::tempdir_in(shm).unwrap();
+        let path = dir.path().join("000001.sst");
+        match PosixFileSystem::new().create_direct(&path) {
+            Ok(mut f) => {
+                f.append(b"tmpfs").unwrap();
+                f.sync().unwrap();
+                assert_eq!(fs::read(&path).unwrap(), b"tmpfs");
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+                assert!(e.to_string().contains("refuses direct IO"), "{e}");
+            }
+        }
     }
 
     #[test]
