@@ -47,7 +47,7 @@ pub(crate) trait AlignedFile: Send + Sync {
 /// `addr`: all three multiples of [`DIRECT_IO_ALIGNMENT`]; else `EINVAL`, as `pread` gives.
 pub(crate) fn check_alignment(offset: u64, len: usize, addr: usize) -> io::Result<()> {
     let a = DIRECT_IO_ALIGNMENT;
-    if offset % a as u64 == 0 && len % a == 0 && addr % a == 0 {
+    if offset.is_multiple_of(a as u64) && len.is_multiple_of(a) && addr.is_multiple_of(a) {
         return Ok(());
     }
     Err(io::Error::new(
