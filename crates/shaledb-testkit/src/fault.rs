@@ -445,6 +445,26 @@ impl FileSystem for FaultFs {
         }))
     }
 
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let inner = self.simple(OpKind::Create, path, || self.s.inner.create_direct(path))?;
+        Ok(Box::new(FaultWritable {
+            fs: self.clone(),
+            path: path.to_path_buf(),
+            inner,
+        }))
+    }
+
+    fn open_random_access_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        let inner = self.simple(OpKind::Read, path, || {
+            self.s.inner.open_random_access_direct(path)
+        })?;
+        Ok(Arc::new(FaultRandom {
+            fs: self.clone(),
+            path: path.to_path_buf(),
+            inner,
+        }))
+    }
+
     fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn SequentialFile>> {
         let inner = self.simple(OpKind::Read, path, || self.s.inner.open_sequential(path))?;
         Ok(Box::new(FaultSequential {

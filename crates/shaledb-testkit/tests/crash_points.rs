@@ -20,9 +20,12 @@ use std::time::Duration;
 
 const DIR: &str = "/db";
 
-fn options(fs: &FaultFs) -> Options {
+/// The suite's options; `direct`: tables read and written with direct IO.
+fn options(fs: &FaultFs, direct: bool) -> Options {
     let mut o = Options::default();
     o.fs = fs.as_dyn();
+    o.use_direct_reads = direct;
+    o.use_direct_io_for_flush_and_compaction = direct;
     o.write_buffer_size = 4096;
     o.block_size = 256;
     o.max_background_jobs = 1;
@@ -48,9 +51,9 @@ fn cfg() -> GenConfig {
 
 /// The scripted sequence. Stops at the first error (the machine halted). Returns the log of
 /// attempted writes.
-fn script(fs: &FaultFs) -> OpLog {
+fn script(fs: &FaultFs, direct: bool) -> OpLog {
     let mut log = OpLog::default();
-    let Ok(db) = Db::open(Path::new(DIR), options(fs)) else {
+    let Ok(db) = Db::open(Path::new(DIR), options(fs, direct)) else {
         return log;
     };
     let cfg = cfg();
@@ -98,10 +101,10 @@ fn power_loss(fault: &FaultFs, mem: &MemFileSystem, k: u64) {
 
 /// Reopens on the un-faulted filesystem, checks the state against `log` and that a second
 /// power loss right after the reopen changes nothing. Returns the state.
-fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str) -> Model {
+fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str, direct: bool) -> Model {
     let probe = model::all_keys(&cfg());
     let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault))
+    let db = Db::open(Path::new(DIR), options(&fault, direct))
         .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
     let state = read_all(&db, &probe).unwrap_or_else(|e| panic!("{what}: {e}"));
     if let Err(e) = log.check(&Model::new(), &state, Durability::SyncedOnly) {
@@ -110,7 +113,7 @@ fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str) -> Model {
     power_loss(&fault, mem, 0);
     drop(db);
     let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault))
+    let db = Db::open(Path::new(DIR), options(&fault, direct))
         .unwrap_or_else(|e| panic!("{what}: second reopen failed: {e}"));
     let again = read_all(&db, &probe).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
@@ -123,11 +126,21 @@ fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str) -> Model {
 
 #[test]
 fn crash_after_every_mutating_operation_recovers() {
-    with_timeout("crash points", Duration::from_secs(1200), || {
+    crash_points(false);
+}
+
+/// The same with every table read and written with direct IO.
+#[test]
+fn crash_after_every_mutating_operation_recovers_with_direct_io() {
+    crash_points(true);
+}
+
+fn crash_points(direct: bool) {
+    with_timeout("crash points", Duration::from_secs(1200), move || {
         // Count the mutating operations of an undisturbed run.
         let mem = MemFileSystem::new();
         let fault = FaultFs::new(Arc::new(mem.clone()));
-        let log = script(&fault);
+        let log = script(&fault, direct);
         let total = fault.mutations();
         assert!(
             log.ops.iter().all(|(_, o)| *o == Outcome::Acked),
@@ -140,7 +153,7 @@ fn crash_after_every_mutating_operation_recovers() {
             "script made no tables"
         );
         drop(fault);
-        reopen_and_check(&mem, &log, "undisturbed run");
+        reopen_and_check(&mem, &log, "undisturbed run", direct);
 
         let mut recovery_points = 0u64;
         // A little past the end: background timing can shift the count a bit.
@@ -148,29 +161,29 @@ fn crash_after_every_mutating_operation_recovers() {
             let mem = MemFileSystem::new();
             let fault = FaultFs::new(Arc::new(mem.clone()));
             fault.halt_after_mutations(k);
-            let log = script(&fault);
+            let log = script(&fault, direct);
             power_loss(&fault, &mem, k);
             let what = format!("crash after mutation {k} of {total}");
-            reopen_and_check(&mem, &log, &what);
+            reopen_and_check(&mem, &log, &what, direct);
 
             // Crash the first recovery at every point too (for every 7th k, to stay fast).
             if k.is_multiple_of(7) {
                 let mem = MemFileSystem::new();
                 let fault = FaultFs::new(Arc::new(mem.clone()));
                 fault.halt_after_mutations(k);
-                let log = script(&fault);
+                let log = script(&fault, direct);
                 power_loss(&fault, &mem, k);
                 for j in 1.. {
                     let trial = clone_fs(&mem);
                     let f = FaultFs::new(Arc::new(trial.clone()));
                     f.halt_after_mutations(j);
-                    let opened = Db::open(Path::new(DIR), options(&f));
+                    let opened = Db::open(Path::new(DIR), options(&f, direct));
                     let finished = !f.is_halted();
                     power_loss(&f, &trial, j);
                     drop(opened);
                     recovery_points += 1;
                     let what = format!("{what}, then crash after mutation {j} of recovery");
-                    reopen_and_check(&trial, &log, &what);
+                    reopen_and_check(&trial, &log, &what, direct);
                     if finished {
                         break;
                     }
@@ -178,7 +191,7 @@ fn crash_after_every_mutating_operation_recovers() {
             }
         }
         eprintln!(
-            "crash points: {total} mutating operations in the script, {} crash points, \
+            "crash points (direct IO: {direct}): {total} mutating operations in the script, {} crash points, \
              {recovery_points} crash points inside recovery",
             total + 20
         );

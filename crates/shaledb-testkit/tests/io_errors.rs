@@ -28,9 +28,12 @@ const DIR: &str = "/db";
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
 
-fn options(fs: &FaultFs) -> Options {
+/// The suite's options; `direct`: tables read and written with direct IO.
+fn options(fs: &FaultFs, direct: bool) -> Options {
     let mut o = Options::default();
     o.fs = fs.as_dyn();
+    o.use_direct_reads = direct;
+    o.use_direct_io_for_flush_and_compaction = direct;
     o.write_buffer_size = 4096;
     o.block_size = 256;
     o.max_background_jobs = 1;
@@ -65,9 +68,9 @@ fn is_background_path(p: &Path) -> bool {
 }
 
 /// The script; returns the log of attempted writes.
-fn script(fs: &FaultFs, what: &str) -> OpLog {
+fn script(fs: &FaultFs, what: &str, direct: bool) -> OpLog {
     let mut log = OpLog::default();
-    let db = match Db::open(Path::new(DIR), options(fs)) {
+    let db = match Db::open(Path::new(DIR), options(fs, direct)) {
         Ok(db) => db,
         Err(_) => return log,
     };
@@ -135,9 +138,9 @@ fn script(fs: &FaultFs, what: &str) -> OpLog {
     log
 }
 
-fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, d: Durability, what: &str) {
+fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, d: Durability, what: &str, direct: bool) {
     let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault))
+    let db = Db::open(Path::new(DIR), options(&fault, direct))
         .unwrap_or_else(|e| panic!("{what}: reopen on the un-faulted filesystem failed: {e}"));
     let state = read_all(&db, &model::all_keys(&cfg())).unwrap_or_else(|e| panic!("{what}: {e}"));
     if let Err(e) = log.check(&Model::new(), &state, d) {
@@ -147,7 +150,7 @@ fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, d: Durability, what: &str)
 }
 
 /// Runs the sweep for one fault; returns (runs, faults injected).
-fn sweep(name: &'static str, target: Target, fault: Fault) -> (u64, u64) {
+fn sweep(name: &'static str, target: Target, fault: Fault, direct: bool) -> (u64, u64) {
     with_timeout(name, Duration::from_secs(600), move || {
         let mut injected = 0;
         for n in 1.. {
@@ -158,15 +161,17 @@ fn sweep(name: &'static str, target: Target, fault: Fault) -> (u64, u64) {
             fs.fail_nth(target, n, fault);
             let w = what.clone();
             let fs2 = fs.clone();
-            let log = with_timeout(&what, Duration::from_secs(60), move || script(&fs2, &w));
+            let log = with_timeout(&what, Duration::from_secs(60), move || {
+                script(&fs2, &w, direct)
+            });
             let hit = !fs.injected().is_empty();
             injected += fs.injected().len() as u64;
             drop(fs);
             // Process keeps running (no power loss): every acknowledged write is there.
-            reopen_and_check(&mem, &log, Durability::AllAcked, &what);
+            reopen_and_check(&mem, &log, Durability::AllAcked, &what, direct);
             // Power loss: every synced one is.
             mem.crash();
-            reopen_and_check(&mem, &log, Durability::SyncedOnly, &what);
+            reopen_and_check(&mem, &log, Durability::SyncedOnly, &what, direct);
             if !hit {
                 return (n, injected);
             }
@@ -208,8 +213,14 @@ fn every_nth_io_failure_is_an_error_and_loses_nothing_synced() {
         ),
     ];
     for (name, target, fault) in cases {
-        let (runs, injected) = sweep(name, target, fault);
+        let (runs, injected) = sweep(name, target, fault, false);
         eprintln!("io errors: {name}: {runs} runs, {injected} faults injected");
+    }
+    // Direct IO: the table files go through other code (aligned transfers); the faults that
+    // reach table files.
+    for (name, target, fault) in [cases[0], cases[2], cases[3], cases[6]] {
+        let (runs, injected) = sweep(name, target, fault, true);
+        eprintln!("io errors, direct IO: {name}: {runs} runs, {injected} faults injected");
     }
     assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a thread panicked");
 }
@@ -234,7 +245,7 @@ fn poisoned_errors_carry_the_first_failure_as_their_source() {
     }
     let mem = MemFileSystem::new();
     let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault)).expect("open");
+    let db = Db::open(Path::new(DIR), options(&fault, false)).expect("open");
     let sync = shaledb::WriteOptions {
         sync: true,
         ..Default::default()

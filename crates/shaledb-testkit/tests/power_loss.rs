@@ -40,6 +40,9 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
     o.max_manifest_file_size = rng.gen_range(256..4096);
     o.max_background_jobs = 2;
     o.merge_operator = Some(model::merge_operator());
+    // Each open picks anew, so a database written one way is also recovered the other way.
+    o.use_direct_reads = rng.gen_bool(0.5);
+    o.use_direct_io_for_flush_and_compaction = rng.gen_bool(0.5);
     o
 }
 

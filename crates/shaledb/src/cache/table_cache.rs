@@ -16,6 +16,8 @@ pub struct TableCache {
     dir: PathBuf,
     tables: ShardedCache<u64, Table>,
     block_cache: Arc<BlockCache>,
+    /// Open table files with direct IO (`Options::use_direct_reads`).
+    direct_reads: bool,
 }
 
 impl TableCache {
@@ -31,7 +33,14 @@ impl TableCache {
             dir,
             tables: ShardedCache::new(capacity, 4),
             block_cache,
+            direct_reads: false,
         }
+    }
+
+    /// Opens table files with direct IO from now on.
+    pub fn with_direct_reads(mut self, direct_reads: bool) -> Self {
+        self.direct_reads = direct_reads;
+        self
     }
 
     /// The table for file `number` of `file_size` bytes, opened if needed.
@@ -40,10 +49,11 @@ impl TableCache {
             return Ok(t);
         }
         let path = filename::table_file(&self.dir, number);
-        let file = self
-            .fs
-            .open_random_access(&path)
-            .map_err(|e| Error::io(format!("opening table {}", path.display()), e))?;
+        let file = match self.direct_reads {
+            true => self.fs.open_random_access_direct(&path),
+            false => self.fs.open_random_access(&path),
+        }
+        .map_err(|e| Error::io(format!("opening table {}", path.display()), e))?;
         let table = Arc::new(Table::open(
             file,
             path,

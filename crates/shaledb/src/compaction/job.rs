@@ -525,10 +525,11 @@ impl KeyTracker<'_> {
 
 fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
     let path = filename::table_file(spec.dir, number);
-    let file = spec
-        .fs
-        .create(&path)
-        .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+    let file = match spec.opts.use_direct_io_for_flush_and_compaction {
+        true => spec.fs.create_direct(&path),
+        false => spec.fs.create(&path),
+    }
+    .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
     let opts = TableBuilderOptions {
         block_size: spec.opts.block_size,
         restart_interval: spec.opts.block_restart_interval,

@@ -649,18 +649,21 @@ impl DbInner {
         if c.level == 0 {
             for f in &c.inputs[0] {
                 let t = self.tables.get(f.number, f.file_size)?;
-                children.push(Box::new(t.iter(opts).with_compaction_readahead()));
+                children
+                    .push(Box::new(t.iter(opts).with_compaction_readahead(
+                        self.opts.compaction_readahead_size,
+                    )));
             }
         } else {
             children.push(Box::new(
                 LevelIterator::new(c.inputs[0].clone(), self.tables.clone(), opts)
-                    .with_compaction_readahead(),
+                    .with_compaction_readahead(self.opts.compaction_readahead_size),
             ));
         }
         if !c.inputs[1].is_empty() {
             children.push(Box::new(
                 LevelIterator::new(c.inputs[1].clone(), self.tables.clone(), opts)
-                    .with_compaction_readahead(),
+                    .with_compaction_readahead(self.opts.compaction_readahead_size),
             ));
         }
         let mut merged = MergingIterator::new(children);

@@ -102,12 +102,15 @@ pub(super) fn open_with_families(
         opts.block_cache_size,
         opts.block_cache_shard_bits,
     ));
-    let tables = Arc::new(TableCache::new(
-        fs.clone(),
-        dir.to_path_buf(),
-        opts.max_open_files,
-        block_cache.clone(),
-    ));
+    let tables = Arc::new(
+        TableCache::new(
+            fs.clone(),
+            dir.to_path_buf(),
+            opts.max_open_files,
+            block_cache.clone(),
+        )
+        .with_direct_reads(opts.use_direct_reads),
+    );
     let shutting_down = AtomicBool::new(false);
     let family_opts: BTreeMap<u32, Arc<Options>> = versions
         .families()
@@ -280,6 +283,7 @@ fn create_or_lock(dir: &Path, opts: &Options) -> Result<Box<dyn FileLock>> {
     let lock = fs
         .lock(&filename::lock_file(dir))
         .map_err(|e| lock_error(dir, e))?;
+    check_direct_io(fs, dir, opts)?;
     if fs.exists(&current) {
         if opts.error_if_exists {
             return Err(Error::AlreadyExists(dir.to_path_buf()));
@@ -288,6 +292,29 @@ fn create_or_lock(dir: &Path, opts: &Options) -> Result<Box<dyn FileLock>> {
         VersionSet::create_new(fs, dir, opts.ttl.is_some())?;
     }
     Ok(lock)
+}
+
+/// Fails with `InvalidArgument` if direct IO is asked for and the filesystem refuses it, so
+/// the problem shows at open rather than as a failed read or flush later.
+fn check_direct_io(fs: &Arc<dyn crate::fs::FileSystem>, dir: &Path, opts: &Options) -> Result<()> {
+    let refused = |option: &str, e: std::io::Error| {
+        Error::InvalidArgument(format!(
+            "{option} is set, but direct IO is not available for {}: {e}",
+            dir.display()
+        ))
+    };
+    if opts.use_direct_reads {
+        fs.open_random_access_direct(&filename::lock_file(dir))
+            .map_err(|e| refused("use_direct_reads", e))?;
+    }
+    if opts.use_direct_io_for_flush_and_compaction {
+        let probe = dir.join("DIRECT_IO_PROBE");
+        fs.create_direct(&probe)
+            .map_err(|e| refused("use_direct_io_for_flush_and_compaction", e))?;
+        fs.remove_file(&probe)
+            .map_err(|e| Error::io(format!("removing {}", probe.display()), e))?;
+    }
+    Ok(())
 }
 
 /// Checks the directory against the recovered MANIFEST and returns the WALs to replay,

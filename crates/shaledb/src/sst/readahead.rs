@@ -432,7 +432,7 @@ mod tests {
                     verify_checksums: true,
                     fill_cache: false,
                 })
-                .with_compaction_readahead();
+                .with_compaction_readahead(COMPACTION_READAHEAD);
             assert_eq!(scan(&mut it, true), entries);
             // The whole data area (< 2 MiB) in one read.
             assert_eq!(file.reads.load(Ordering::Relaxed) - before, 1);
@@ -476,7 +476,7 @@ mod tests {
                     fill_cache: false,
                 });
                 if compaction {
-                    it = it.with_compaction_readahead();
+                    it = it.with_compaction_readahead(COMPACTION_READAHEAD);
                 }
                 it.seek_to_first();
                 let mut n = 0;

@@ -625,10 +625,10 @@ pub struct TableIterator {
 }
 
 impl TableIterator {
-    /// Reads blocks with the fixed compaction readahead ([`crate::sst::COMPACTION_READAHEAD`])
-    /// instead of the automatic one: a compaction reads every block of its inputs in order.
-    pub fn with_compaction_readahead(mut self) -> Self {
-        self.readahead = Readahead::fixed(super::COMPACTION_READAHEAD);
+    /// Reads blocks `bytes` at a time (`Options::compaction_readahead_size`) instead of with
+    /// the automatic readahead: a compaction reads every block of its inputs in order.
+    pub fn with_compaction_readahead(mut self, bytes: usize) -> Self {
+        self.readahead = Readahead::fixed(bytes);
         self
     }
 

@@ -30,8 +30,8 @@ pub struct LevelIterator {
     files: LevelFiles,
     tables: Arc<TableCache>,
     opts: BlockReadOptions,
-    /// Read each table with the fixed compaction readahead.
-    compaction_readahead: bool,
+    /// Read each table this many bytes at a time (compaction inputs).
+    compaction_readahead: Option<usize>,
     index: usize,
     current: Option<TableIterator>,
     error: Option<Error>,
@@ -62,16 +62,16 @@ impl LevelIterator {
             files,
             tables,
             opts,
-            compaction_readahead: false,
+            compaction_readahead: None,
             index: 0,
             current: None,
             error: None,
         }
     }
 
-    /// Reads every table with the fixed compaction readahead (see `sst/readahead.rs`).
-    pub fn with_compaction_readahead(mut self) -> Self {
-        self.compaction_readahead = true;
+    /// Reads every table `bytes` at a time (see `sst/readahead.rs`).
+    pub fn with_compaction_readahead(mut self, bytes: usize) -> Self {
+        self.compaction_readahead = Some(bytes);
         self
     }
 
@@ -91,10 +91,9 @@ impl LevelIterator {
         match self.tables.get(f.number, f.file_size) {
             Ok(t) => {
                 let it = t.iter(self.opts);
-                self.current = Some(if self.compaction_readahead {
-                    it.with_compaction_readahead()
-                } else {
-                    it
+                self.current = Some(match self.compaction_readahead {
+                    Some(bytes) => it.with_compaction_readahead(bytes),
+                    None => it,
                 });
                 true
             }
