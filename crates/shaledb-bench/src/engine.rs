@@ -50,6 +50,8 @@ pub struct CommonOptions {
     pub verify_checksums: bool,
     /// Use O_DIRECT reads where the engine supports it.
     pub use_direct_reads: bool,
+    /// Write flush and compaction outputs with O_DIRECT where the engine supports it.
+    pub use_direct_io_for_flush_and_compaction: bool,
     /// Open an existing database instead of creating a fresh one.
     pub use_existing_db: bool,
     /// db_bench's `--merge_operator`: "" (none) or "uint64add".
@@ -89,6 +91,7 @@ impl Default for CommonOptions {
             sync: false,
             verify_checksums: true,
             use_direct_reads: false,
+            use_direct_io_for_flush_and_compaction: false,
             use_existing_db: false,
             merge_operator: String::new(),
             prefix_size: 0,

@@ -235,15 +235,6 @@ pub const SUBSTITUTIONS: &[Substitution] = &[
         why: "fjall 3 has lz4 and none, no snappy; lz4 is the nearest codec in speed and ratio",
     },
     Substitution {
-        engine: "shaledb",
-        flag: "--use_direct_reads",
-        when: &["1", "true"],
-        default: "0",
-        with: "0",
-        label: "buffered reads",
-        why: "ShaleDB has no O_DIRECT reads yet; its reads go through the page cache",
-    },
-    Substitution {
         engine: "leveldb",
         flag: "--use_direct_reads",
         when: &["1", "true"],
@@ -322,9 +313,12 @@ mod tests {
             let a = args("--disable_wal=1 --use_direct_reads=1");
             assert_eq!(substitute(e, &a), (a.clone(), Vec::new()));
         }
-        let (out, used) = substitute("shaledb", &args("--use_direct_reads=1"));
+        let (out, used) = substitute("leveldb", &args("--use_direct_reads=1"));
         assert_eq!(out, args("--use_direct_reads=0"));
         assert_eq!(used[0].label, "buffered reads");
+        // ShaleDB runs direct reads as written.
+        let a = args("--use_direct_reads=1");
+        assert_eq!(substitute("shaledb", &a), (a.clone(), Vec::new()));
         let (_, used) = substitute("leveldb", &args("--disable_wal=0 --use_direct_reads=0"));
         assert!(used.is_empty());
     }

@@ -139,7 +139,7 @@ pub const FLAGS: &[FlagSpec] = &[
     used(
         "use_direct_reads",
         true,
-        "O_DIRECT reads (peers that support it; ShaleDB reads buffered)",
+        "O_DIRECT reads of table files (LevelDB and fjall have none)",
     ),
     used(
         "use_existing_db",
@@ -293,10 +293,10 @@ pub const FLAGS: &[FlagSpec] = &[
         true,
         "ShaleDB's memtable always takes concurrent writes",
     ),
-    ignored(
+    used(
         "use_direct_io_for_flush_and_compaction",
         true,
-        "ShaleDB writes buffered",
+        "O_DIRECT writes of flush and compaction outputs (ShaleDB and RocksDB)",
     ),
     ignored(
         "compressed_cache_size",
@@ -553,6 +553,11 @@ impl Flags {
             sync: get_bool(m, "sync", d.sync)?,
             verify_checksums: get_bool(m, "verify_checksum", d.verify_checksums)?,
             use_direct_reads: get_bool(m, "use_direct_reads", d.use_direct_reads)?,
+            use_direct_io_for_flush_and_compaction: get_bool(
+                m,
+                "use_direct_io_for_flush_and_compaction",
+                d.use_direct_io_for_flush_and_compaction,
+            )?,
             use_existing_db: get_bool(m, "use_existing_db", d.use_existing_db)?,
             merge_operator: merge_operator_flag(m)?,
             prefix_size: get(m, "prefix_size", d.prefix_size)?,

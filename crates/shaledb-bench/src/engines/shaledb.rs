@@ -45,6 +45,8 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     }
     o.memtable_prefix_bloom_size_ratio = c.memtable_bloom_size_ratio;
     o.memtable_whole_key_filtering = c.memtable_whole_key_filtering;
+    o.use_direct_reads = c.use_direct_reads;
+    o.use_direct_io_for_flush_and_compaction = c.use_direct_io_for_flush_and_compaction;
     Ok(o)
 }
 

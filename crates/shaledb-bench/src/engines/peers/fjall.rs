@@ -71,8 +71,8 @@ impl FjallEngine {
                     .into(),
             );
         }
-        if c.use_direct_reads {
-            return Err("fjall: fjall has no direct (O_DIRECT) reads".into());
+        if c.use_direct_reads || c.use_direct_io_for_flush_and_compaction {
+            return Err("fjall: fjall has no direct (O_DIRECT) IO".into());
         }
         let ks_opts = keyspace_options(c)?;
         prepare_dir(NAME, path, c)?;

@@ -164,8 +164,8 @@ impl LevelEngine {
                     .into(),
             );
         }
-        if c.use_direct_reads {
-            return Err("leveldb: LevelDB has no direct (O_DIRECT) reads".into());
+        if c.use_direct_reads || c.use_direct_io_for_flush_and_compaction {
+            return Err("leveldb: LevelDB has no direct (O_DIRECT) IO".into());
         }
         prepare_dir(NAME, path, c)?;
         let cpath = c_path(NAME, path)?;

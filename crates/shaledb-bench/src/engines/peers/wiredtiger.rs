@@ -185,7 +185,8 @@ pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
     if !c.use_existing_db {
         conn.push_str(",create");
     }
-    if c.use_direct_reads {
+    // WiredTiger has one switch for all IO on data files.
+    if c.use_direct_reads || c.use_direct_io_for_flush_and_compaction {
         conn.push_str(",direct_io=[data]");
     }
     if let Some((_, lib)) = &codec {
