@@ -52,6 +52,8 @@ pub struct CommonOptions {
     pub use_direct_reads: bool,
     /// Write flush and compaction outputs with O_DIRECT where the engine supports it.
     pub use_direct_io_for_flush_and_compaction: bool,
+    /// Dynamic level sizes (RocksDB's `level_compaction_dynamic_level_bytes`).
+    pub level_compaction_dynamic_level_bytes: bool,
     /// Open an existing database instead of creating a fresh one.
     pub use_existing_db: bool,
     /// db_bench's `--merge_operator`: "" (none) or "uint64add".
@@ -92,6 +94,7 @@ impl Default for CommonOptions {
             verify_checksums: true,
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
+            level_compaction_dynamic_level_bytes: false,
             use_existing_db: false,
             merge_operator: String::new(),
             prefix_size: 0,

@@ -43,6 +43,7 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
     // Each open picks anew, so a database written one way is also recovered the other way.
     o.use_direct_reads = rng.gen_bool(0.5);
     o.use_direct_io_for_flush_and_compaction = rng.gen_bool(0.5);
+    o.level_compaction_dynamic_level_bytes = rng.gen_bool(0.5);
     o
 }
 

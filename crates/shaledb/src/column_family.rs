@@ -70,6 +70,7 @@ family_options! {
     level0_stop_writes_trigger: usize,
     max_bytes_for_level_base: u64,
     max_bytes_for_level_multiplier: f64,
+    level_compaction_dynamic_level_bytes: bool,
     target_file_size_base: u64,
     target_file_size_multiplier: u64,
     soft_pending_compaction_bytes_limit: u64,

@@ -129,6 +129,16 @@ pub struct Options {
     pub max_bytes_for_level_base: u64,
     /// Each level's target is this times the one above. Default 10.
     pub max_bytes_for_level_multiplier: f64,
+    /// Size the levels from the data down (RocksDB's `level_compaction_dynamic_level_bytes`):
+    /// the last level holds most of the data, each level above it targets a multiplier-th of
+    /// the one below, and L0 compacts straight into the highest level the data needs (the
+    /// levels above it stay empty). Space amplification then stays near 1.1 at every data
+    /// size, where static targets leave it large until the last level fills. Default false.
+    ///
+    /// With it, `compression_per_level[i]` for i > 0 applies to the i-th level from the base
+    /// level down, as in RocksDB. A database written without it keeps the upper levels it has
+    /// (the base level is never above the first level holding data).
+    pub level_compaction_dynamic_level_bytes: bool,
     /// Size at which compaction output files are cut, at L1. Default 64 MiB.
     pub target_file_size_base: u64,
     /// Each level's file size is this times the one above. Default 1.
@@ -224,6 +234,7 @@ impl Default for Options {
             level0_stop_writes_trigger: 36,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,
+            level_compaction_dynamic_level_bytes: false,
             target_file_size_base: 64 << 20,
             target_file_size_multiplier: 1,
             soft_pending_compaction_bytes_limit: 64 << 30,
@@ -278,6 +289,7 @@ impl std::fmt::Debug for Options {
             level0_stop_writes_trigger,
             max_bytes_for_level_base,
             max_bytes_for_level_multiplier,
+            level_compaction_dynamic_level_bytes,
             target_file_size_base,
             target_file_size_multiplier,
             soft_pending_compaction_bytes_limit,
@@ -341,6 +353,10 @@ impl std::fmt::Debug for Options {
             .field(
                 "max_bytes_for_level_multiplier",
                 max_bytes_for_level_multiplier,
+            )
+            .field(
+                "level_compaction_dynamic_level_bytes",
+                level_compaction_dynamic_level_bytes,
             )
             .field("target_file_size_base", target_file_size_base)
             .field("target_file_size_multiplier", target_file_size_multiplier)
@@ -410,6 +426,7 @@ impl Options {
         with_level0_stop_writes_trigger => level0_stop_writes_trigger: usize,
         with_max_bytes_for_level_base => max_bytes_for_level_base: u64,
         with_max_bytes_for_level_multiplier => max_bytes_for_level_multiplier: f64,
+        with_level_compaction_dynamic_level_bytes => level_compaction_dynamic_level_bytes: bool,
         with_target_file_size_base => target_file_size_base: u64,
         with_target_file_size_multiplier => target_file_size_multiplier: u64,
         with_soft_pending_compaction_bytes_limit => soft_pending_compaction_bytes_limit: u64,
@@ -442,7 +459,26 @@ impl Options {
 
     /// The codec for tables written to `level`.
     pub fn compression_for_level(&self, level: usize) -> CompressionType {
-        match self.compression_per_level.get(level) {
+        self.compression_at(level)
+    }
+
+    /// The codec of an output at `level` when L0 compacts into `base_level`: entry 0 for L0,
+    /// else entry `level - base_level + 1` (the last entry past the end), as RocksDB maps
+    /// `compression_per_level` (with static level sizes the base level is 1, so entry `level`).
+    pub(crate) fn compression_for_output(
+        &self,
+        level: usize,
+        base_level: usize,
+    ) -> CompressionType {
+        let index = match level {
+            0 => 0,
+            _ => (level + 1).saturating_sub(base_level).max(1),
+        };
+        self.compression_at(index)
+    }
+
+    fn compression_at(&self, index: usize) -> CompressionType {
+        match self.compression_per_level.get(index) {
             Some(c) => *c,
             None => self
                 .compression_per_level
@@ -710,5 +746,41 @@ impl ReadOptions {
     pub fn with_tailing(mut self, tailing: bool) -> Self {
         self.tailing = tailing;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compression_per_level_counts_from_the_base_level() {
+        use CompressionType::{Lz4, Snappy, Zstd};
+        let o = Options {
+            compression_per_level: vec![CompressionType::None, Snappy, Lz4, Zstd],
+            ..Options::default()
+        };
+        // Static level sizes: the base level is 1, entry i is level i, the last entry repeats.
+        let static_codecs: Vec<_> = (0..6).map(|l| o.compression_for_output(l, 1)).collect();
+        assert_eq!(
+            static_codecs,
+            [CompressionType::None, Snappy, Lz4, Zstd, Zstd, Zstd]
+        );
+        assert_eq!(o.compression_for_level(2), Lz4);
+        // L0 compacting into L3: L3 takes entry 1, L4 entry 2, L5 entry 3; a level above
+        // the base (left from static sizes) takes entry 1.
+        let dynamic: Vec<_> = (0..7).map(|l| o.compression_for_output(l, 3)).collect();
+        assert_eq!(
+            dynamic,
+            [
+                CompressionType::None,
+                Snappy,
+                Snappy,
+                Snappy,
+                Lz4,
+                Zstd,
+                Zstd
+            ]
+        );
     }
 }

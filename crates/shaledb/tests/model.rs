@@ -332,3 +332,15 @@ fn model_per_level_compression_default_shape() {
     o.compression_per_level[1] = CompressionType::Zlib;
     run_model(5, o, ops_count(), dir.path());
 }
+
+/// Dynamic level sizes: L0 compacts into the level the data needs, and that level moves up as
+/// the data grows; per-level codecs count from it.
+#[test]
+fn model_dynamic_level_sizes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options(CompressionType::None, 10, 512);
+    o.level_compaction_dynamic_level_bytes = true;
+    o.max_bytes_for_level_base = 8 << 10;
+    o.compression_per_level = Options::default().compression_per_level;
+    run_model(7, o, ops_count(), dir.path());
+}

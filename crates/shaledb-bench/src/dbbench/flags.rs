@@ -294,6 +294,11 @@ pub const FLAGS: &[FlagSpec] = &[
         "ShaleDB's memtable always takes concurrent writes",
     ),
     used(
+        "level_compaction_dynamic_level_bytes",
+        true,
+        "dynamic level sizes (ShaleDB and RocksDB)",
+    ),
+    used(
         "use_direct_io_for_flush_and_compaction",
         true,
         "O_DIRECT writes of flush and compaction outputs (ShaleDB and RocksDB)",
@@ -553,6 +558,11 @@ impl Flags {
             sync: get_bool(m, "sync", d.sync)?,
             verify_checksums: get_bool(m, "verify_checksum", d.verify_checksums)?,
             use_direct_reads: get_bool(m, "use_direct_reads", d.use_direct_reads)?,
+            level_compaction_dynamic_level_bytes: get_bool(
+                m,
+                "level_compaction_dynamic_level_bytes",
+                d.level_compaction_dynamic_level_bytes,
+            )?,
             use_direct_io_for_flush_and_compaction: get_bool(
                 m,
                 "use_direct_io_for_flush_and_compaction",

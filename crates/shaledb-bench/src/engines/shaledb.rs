@@ -46,6 +46,7 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     o.memtable_prefix_bloom_size_ratio = c.memtable_bloom_size_ratio;
     o.memtable_whole_key_filtering = c.memtable_whole_key_filtering;
     o.use_direct_reads = c.use_direct_reads;
+    o.level_compaction_dynamic_level_bytes = c.level_compaction_dynamic_level_bytes;
     o.use_direct_io_for_flush_and_compaction = c.use_direct_io_for_flush_and_compaction;
     Ok(o)
 }

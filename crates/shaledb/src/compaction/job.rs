@@ -51,6 +51,8 @@ pub struct OutputSpec<'a> {
     pub tables: &'a TableCache,
     /// The level the outputs go to (chooses the codec).
     pub level: usize,
+    /// The level L0 compacts into (chooses the codec with dynamic level sizes).
+    pub base_level: usize,
     /// Files are cut once they pass this many bytes, at a user-key boundary.
     pub max_file_size: u64,
 }
@@ -534,7 +536,9 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
         block_size: spec.opts.block_size,
         restart_interval: spec.opts.block_restart_interval,
         bloom_bits_per_key: spec.opts.bloom_bits_per_key,
-        compression: spec.opts.compression_for_level(spec.level),
+        compression: spec
+            .opts
+            .compression_for_output(spec.level, spec.base_level),
         prefix_extractor: spec.opts.prefix_extractor.clone(),
     };
     Ok(Output {
@@ -783,6 +787,7 @@ mod tests {
             opts: &opts,
             tables: &tables,
             level: policy.output_level,
+            base_level: 1,
             max_file_size: u64::MAX,
         };
         let mut next = 10;

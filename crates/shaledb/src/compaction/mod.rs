@@ -27,6 +27,9 @@ pub struct Compaction {
     pub smallest_user_key: Vec<u8>,
     /// Largest user key of all inputs.
     pub largest_user_key: Vec<u8>,
+    /// The level L0 compacted into when this compaction was picked (chooses the codec with
+    /// dynamic level sizes). 1 unless set.
+    pub base_level: usize,
 }
 
 impl Compaction {
@@ -56,6 +59,7 @@ impl Compaction {
             inputs: [inputs0, inputs1],
             smallest_user_key: smallest,
             largest_user_key: largest,
+            base_level: 1,
         }
     }
 

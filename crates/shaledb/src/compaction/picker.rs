@@ -69,6 +69,8 @@ pub struct ScoreTargets {
     pub max_bytes_for_level_base: u64,
     /// `Options::max_bytes_for_level_multiplier`.
     pub max_bytes_for_level_multiplier: f64,
+    /// `Options::level_compaction_dynamic_level_bytes`.
+    pub dynamic_level_bytes: bool,
 }
 
 impl ScoreTargets {
@@ -78,10 +80,11 @@ impl ScoreTargets {
             level0_file_num_compaction_trigger: opts.level0_file_num_compaction_trigger,
             max_bytes_for_level_base: opts.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: opts.max_bytes_for_level_multiplier,
+            dynamic_level_bytes: opts.level_compaction_dynamic_level_bytes,
         }
     }
 
-    /// Target size of `level` (L1 and deeper).
+    /// Static target size of `level` (L1 and deeper): base times multiplier^(level - 1).
     pub fn max_bytes_for_level(&self, level: usize) -> u64 {
         let mut bytes = self.max_bytes_for_level_base as f64;
         for _ in 1..level {
@@ -91,17 +94,128 @@ impl ScoreTargets {
     }
 }
 
+/// Where L0 compacts to and the target size of every level (`u64::MAX`: no target, for L0
+/// and for the empty levels above the base level).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelTargets {
+    /// The level L0 compacts into: 1, or with dynamic level sizes the highest level the data
+    /// needs.
+    pub base_level: usize,
+    /// Target bytes of each level.
+    pub bytes: Vec<u64>,
+}
+
+/// The level targets of `v`. Static: L1 is the base level and level n's target is
+/// `max_bytes_for_level_base * multiplier^(n-1)`. Dynamic (RocksDB's
+/// `level_compaction_dynamic_level_bytes`, same rules as its `CalculateBaseBytes`): the largest
+/// level's size is the last level's target, each level above it targets a multiplier-th of the
+/// one below, and the first level whose target would fall to `max_bytes_for_level_base` or
+/// less becomes the base level; levels above it stay empty. Space amplification then stays
+/// near 1 + 1/multiplier at every data size, not only when the last level is full.
+pub fn level_targets(v: &Version, t: &ScoreTargets) -> LevelTargets {
+    let n = v.num_levels();
+    if !t.dynamic_level_bytes || n < 2 {
+        let mut bytes = vec![u64::MAX; n];
+        for (level, b) in bytes.iter_mut().enumerate().skip(1) {
+            *b = t.max_bytes_for_level(level);
+        }
+        return LevelTargets {
+            base_level: 1,
+            bytes,
+        };
+    }
+    dynamic_level_targets(v, t)
+}
+
+fn dynamic_level_targets(v: &Version, t: &ScoreTargets) -> LevelTargets {
+    let n = v.num_levels();
+    let multiplier = t.max_bytes_for_level_multiplier.max(1.0);
+    let mut bytes = vec![u64::MAX; n];
+    let first_non_empty = (1..n).find(|&l| v.level_bytes(l) > 0);
+    let largest = (1..n).map(|l| v.level_bytes(l)).max().unwrap_or(0);
+    let Some(first_non_empty) = first_non_empty else {
+        // Nothing below L0 yet: L0 compacts straight into the last level.
+        return LevelTargets {
+            base_level: n - 1,
+            bytes,
+        };
+    };
+    let l0_bytes = v.level_bytes(0);
+    let base_max = t.max_bytes_for_level_base.max(l0_bytes);
+    let base_min = (base_max as f64 / multiplier) as u64;
+    // The size the first non-empty level would target if the last level targeted `largest`.
+    let mut size = largest as f64;
+    for _ in first_non_empty..n - 1 {
+        size /= multiplier;
+    }
+    let mut base_level = first_non_empty;
+    let mut base_size = if size as u64 <= base_min {
+        // Levels already exist above where the data needs them: keep them, their targets small.
+        base_min + 1
+    } else {
+        while base_level > 1 && size as u64 > base_max {
+            base_level -= 1;
+            size /= multiplier;
+        }
+        (size as u64).clamp(1, base_max)
+    };
+    let mut level_multiplier = multiplier;
+    let l0_files = v.level_files(0).len();
+    if l0_bytes > base_size
+        && (l0_bytes > t.max_bytes_for_level_base
+            || l0_files / 2 >= t.level0_file_num_compaction_trigger)
+    {
+        // A large L0 (a write burst): size the base level for it and spread the growth to the
+        // largest level over the levels in between.
+        base_size = l0_bytes;
+        level_multiplier = if base_level == n - 1 {
+            1.0
+        } else {
+            (largest as f64 / base_size as f64).powf(1.0 / (n - base_level - 1) as f64)
+        };
+    }
+    let mut size = base_size as f64;
+    for (level, b) in bytes.iter_mut().enumerate().skip(base_level) {
+        if level > base_level {
+            size *= level_multiplier;
+        }
+        // Never below the base target: an hourglass shape would starve L0 of compactions.
+        *b = (size.min(u64::MAX as f64) as u64).max(base_max);
+    }
+    LevelTargets { base_level, bytes }
+}
+
+/// L0's score: its file count over the trigger; with dynamic level sizes also its bytes (as
+/// RocksDB: past `max_bytes_for_level_base` it qualifies, past the base level's target it
+/// scores by the ratio).
+fn level0_score(v: &Version, t: &ScoreTargets, targets: &LevelTargets) -> f64 {
+    let mut score = v.level_files(0).len() as f64 / t.level0_file_num_compaction_trigger as f64;
+    if t.dynamic_level_bytes {
+        let bytes = v.level_bytes(0);
+        if bytes >= t.max_bytes_for_level_base {
+            score = score.max(1.01);
+        }
+        let base_target = targets
+            .bytes
+            .get(targets.base_level)
+            .copied()
+            .unwrap_or(u64::MAX);
+        if bytes > base_target {
+            score = score.max(bytes as f64 / base_target as f64);
+        }
+    }
+    score
+}
+
 /// Computes a version's compaction scores and pending bytes; the version set stores the result
 /// in each version it builds.
 pub fn score_version(v: &Version, t: &ScoreTargets) -> VersionScores {
     let n = v.num_levels();
+    let targets = level_targets(v, t);
     let level_scores = (0..n.saturating_sub(1))
-        .map(|level| {
-            if level == 0 {
-                v.level_files(0).len() as f64 / t.level0_file_num_compaction_trigger as f64
-            } else {
-                v.level_bytes(level) as f64 / t.max_bytes_for_level(level) as f64
-            }
+        .map(|level| match level {
+            0 => level0_score(v, t, &targets),
+            _ => v.level_bytes(level) as f64 / targets.bytes[level] as f64,
         })
         .collect();
     let mut pending = 0u64;
@@ -110,7 +224,7 @@ pub fn score_version(v: &Version, t: &ScoreTargets) -> VersionScores {
     }
     for level in 1..n.saturating_sub(1) {
         let size = v.level_bytes(level);
-        let target = t.max_bytes_for_level(level);
+        let target = targets.bytes[level];
         if size > target {
             let excess = size - target;
             pending = pending
@@ -120,6 +234,15 @@ pub fn score_version(v: &Version, t: &ScoreTargets) -> VersionScores {
     VersionScores {
         level_scores,
         pending_compaction_bytes: pending,
+        base_level: targets.base_level,
+    }
+}
+
+/// The level L0 compacts into (see [`level_targets`]).
+pub fn base_level(v: &Version, opts: &Options) -> usize {
+    match &v.scores {
+        Some(s) => s.base_level,
+        None => level_targets(v, &ScoreTargets::from_options(opts)).base_level,
     }
 }
 
@@ -165,6 +288,7 @@ pub fn pick(
             &computed
         }
     };
+    let base = base_level(v, opts);
     let mut scored: Vec<(usize, f64)> = scores.iter().copied().enumerate().collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
     for (level, score) in scored {
@@ -172,7 +296,7 @@ pub fn pick(
             break;
         }
         let c = if level == 0 {
-            pick_level0(v, busy)
+            pick_level0(v, base, busy)
         } else {
             pick_level(
                 v,
@@ -181,16 +305,18 @@ pub fn pick(
                 compact_pointers.get(level).map(|p| p.as_slice()),
             )
         };
-        if c.is_some() {
-            return c;
+        if let Some(mut c) = c {
+            c.base_level = base;
+            return Some(c);
         }
     }
     None
 }
 
-/// All L0 files plus the overlapping L1 files: taking every L0 file keeps L0's newest-first
-/// invariant simple (newer flushes always hold newer data than L1).
-fn pick_level0(v: &Version, busy: &Busy) -> Option<Compaction> {
+/// All L0 files plus the overlapping files of the base level: taking every L0 file keeps
+/// L0's newest-first invariant simple (newer flushes always hold newer data than the levels
+/// below).
+fn pick_level0(v: &Version, base_level: usize, busy: &Busy) -> Option<Compaction> {
     if busy.l0_running {
         return None;
     }
@@ -199,7 +325,7 @@ fn pick_level0(v: &Version, busy: &Busy) -> Option<Compaction> {
         return None;
     }
     let (s, l) = user_range(&inputs0)?;
-    compaction_with_overlap(v, 0, inputs0, &s, &l, busy)
+    compaction_with_overlap(v, 0, base_level, inputs0, &s, &l, busy)
 }
 
 fn pick_level(
@@ -227,7 +353,8 @@ fn pick_level(
         }
         let s = f.smallest.user_key().to_vec();
         let l = f.largest.user_key().to_vec();
-        if let Some(c) = compaction_with_overlap(v, level, vec![f.clone()], &s, &l, busy) {
+        let c = compaction_with_overlap(v, level, level + 1, vec![f.clone()], &s, &l, busy);
+        if let Some(c) = c {
             return Some(c);
         }
     }
@@ -237,16 +364,17 @@ fn pick_level(
 fn compaction_with_overlap(
     v: &Version,
     level: usize,
+    output_level: usize,
     inputs0: Vec<Arc<FileMetaData>>,
     smallest: &[u8],
     largest: &[u8],
     busy: &Busy,
 ) -> Option<Compaction> {
-    let inputs1 = v.overlapping_files(level + 1, Some(smallest), Some(largest));
+    let inputs1 = v.overlapping_files(output_level, Some(smallest), Some(largest));
     if busy.any_busy(&inputs1) {
         return None;
     }
-    let c = Compaction::new(level, level + 1, inputs0, inputs1);
+    let c = Compaction::new(level, output_level, inputs0, inputs1);
     if busy.range_busy(c.output_level, &c.smallest_user_key, &c.largest_user_key) {
         return None;
     }
@@ -263,8 +391,9 @@ pub fn user_range(files: &[Arc<FileMetaData>]) -> Option<(Vec<u8>, Vec<u8>)> {
 /// Golden tests: a version described in text, what the picker chooses. Files are
 /// `number:smallest-largest[:bytes]` (bytes default 1000; at L0 a higher number is a newer
 /// flush). Other lines: `busy: <file numbers>`, `busy-l0`, `busy-range: L<n> <a>-<b>`,
-/// `pointer L<n>: <user key>`. Inputs and outputs only, so the tests hold whether scores are
-/// computed per call or once per version.
+/// `pointer L<n>: <user key>`, `dynamic:` (dynamic level sizes; the result then also names the
+/// base level and the level targets). Inputs and outputs only, so the tests hold whether
+/// scores are computed per call or once per version.
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,13 +411,14 @@ mod tests {
     }
 
     struct Case {
+        opts: Options,
         version: Version,
         busy: Busy,
         pointers: Vec<Vec<u8>>,
     }
 
     fn parse(desc: &str) -> Case {
-        let o = opts();
+        let mut o = opts();
         let mut edit = VersionEdit::default();
         let mut busy = Busy::default();
         let mut pointers = vec![Vec::new(); o.num_levels];
@@ -323,6 +453,8 @@ mod tests {
                     rest.split_whitespace()
                         .map(|n| n.parse::<u64>().expect("n")),
                 );
+            } else if head == "dynamic" {
+                o.level_compaction_dynamic_level_bytes = true;
             } else if head == "busy-l0" {
                 busy.l0_running = true;
             } else if head == "busy-range" {
@@ -340,6 +472,7 @@ mod tests {
         }
         let version = apply_for_tests(&Version::empty(o.num_levels), &edit).expect("version");
         Case {
+            opts: o,
             version,
             busy,
             pointers,
@@ -354,13 +487,13 @@ mod tests {
     /// "scores: ..." and "pick: ..." for the described version.
     fn run(desc: &str) -> String {
         let case = parse(desc);
-        let o = opts();
-        let scores: Vec<String> = level_scores(&case.version, &o)
+        let o = &case.opts;
+        let scores: Vec<String> = level_scores(&case.version, o)
             .iter()
             .enumerate()
             .map(|(l, s)| format!("L{l}={s:.2}"))
             .collect();
-        let pick = match pick(&case.version, &o, &case.busy, &case.pointers) {
+        let pick = match pick(&case.version, o, &case.busy, &case.pointers) {
             None => "none".to_string(),
             Some(c) => format!(
                 "L{}->L{} {} + {} range {}-{} {}",
@@ -377,7 +510,18 @@ mod tests {
                 },
             ),
         };
-        format!("scores: {}\npick: {pick}", scores.join(" "))
+        let mut out = format!("scores: {}\npick: {pick}", scores.join(" "));
+        if o.level_compaction_dynamic_level_bytes {
+            let t = level_targets(&case.version, &ScoreTargets::from_options(o));
+            let targets: Vec<String> = (1..o.num_levels)
+                .map(|l| match t.bytes[l] {
+                    u64::MAX => format!("L{l}=-"),
+                    b => format!("L{l}={b}"),
+                })
+                .collect();
+            out += &format!("\nbase: L{} targets: {}", t.base_level, targets.join(" "));
+        }
+        out
     }
 
     fn check(cases: &[(&str, &str)]) {
@@ -468,6 +612,52 @@ mod tests {
             (
                 "L0: 1:a-b 2:b-d 3:e-f 4:g-h",
                 "scores: L0=1.00 L1=0.00 L2=0.00\npick: L0->L1 [4 3 2 1] + [] range a-h rewrite",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn dynamic_level_sizes_compact_l0_into_the_level_the_data_needs() {
+        check(&[
+            // Nothing below L0: L0 goes straight to the last level.
+            (
+                "dynamic:\nL0: 1:a-a 2:b-b 3:c-c 4:d-d",
+                "scores: L0=1.00 L1=0.00 L2=0.00\npick: L0->L3 [4 3 2 1] + [] range a-d move\n\
+                 base: L3 targets: L1=- L2=- L3=-",
+            ),
+            // 50,000 bytes in the last level: L2 targets a tenth (below the 10,000 base,
+            // so 10,000), L1 would target 500 and is not needed, so L0 goes to L2.
+            (
+                "dynamic:\nL0: 1:a-a 2:b-b 3:c-c 4:d-d\nL3: 5:a-z:50000",
+                "scores: L0=1.00 L1=0.00 L2=0.00\npick: L0->L2 [4 3 2 1] + [] range a-d move\n\
+                 base: L2 targets: L1=- L2=10000 L3=50000",
+            ),
+            // The same version with static targets goes to L1.
+            (
+                "L0: 1:a-a 2:b-b 3:c-c 4:d-d\nL3: 5:a-z:50000",
+                "scores: L0=1.00 L1=0.00 L2=0.00\npick: L0->L1 [4 3 2 1] + [] range a-d move",
+            ),
+            // L2 over its dynamic target compacts into L3 (statically its target would be
+            // 100,000 and it would wait).
+            (
+                "dynamic:\nL2: 1:a-m:30000\nL3: 2:a-z:50000",
+                "scores: L0=0.00 L1=0.00 L2=3.00\npick: L2->L3 [1] + [2] range a-z rewrite\n\
+                 base: L2 targets: L1=- L2=10000 L3=50000",
+            ),
+            // A write burst: L0 holds 24,000 bytes in 3 files (under the file trigger). Its
+            // bytes pass the base size, so it qualifies (1.01), and the base level is sized
+            // for it, the growth to L3 spread over the levels between.
+            (
+                "dynamic:\nL0: 1:a-b:8000 2:c-d:8000 3:e-f:8000\nL3: 4:a-z:100000",
+                "scores: L0=1.01 L1=0.00 L2=0.00\npick: L0->L2 [3 2 1] + [] range a-f move\n\
+                 base: L2 targets: L1=- L2=24000 L3=100000",
+            ),
+            // Upper levels holding data (written with static targets) are kept: the base
+            // level is never above the first non-empty level.
+            (
+                "dynamic:\nL0: 1:a-a 2:b-b 3:c-c 4:d-d\nL1: 5:a-z:3000\nL3: 6:a-z:50000",
+                "scores: L0=1.00 L1=0.30 L2=0.00\npick: L0->L1 [4 3 2 1] + [5] range a-z rewrite\n\
+                 base: L1 targets: L1=10000 L2=10010 L3=100100",
             ),
         ]);
     }

@@ -191,6 +191,7 @@ impl DbInner {
                 opts: &opts,
                 tables: &self.tables,
                 level: 0,
+                base_level: 1,
                 max_file_size: u64::MAX,
             };
             job::write_tables(
@@ -265,6 +266,7 @@ impl DbInner {
                     opts,
                     tables: &self.tables,
                     level: 0,
+                    base_level: 1,
                     max_file_size: u64::MAX,
                 };
                 let metas = job::write_tables(
@@ -681,6 +683,7 @@ impl DbInner {
             opts: family_opts,
             tables: &self.tables,
             level: c.output_level,
+            base_level: c.base_level,
             max_file_size: picker::target_file_size(family_opts, c.output_level),
         };
         let policy = DropPolicy {
@@ -837,6 +840,9 @@ impl DbInner {
             };
             let mut c = Compaction::new(level, output, inputs0, inputs1);
             c.manual = true;
+            if let Some(f) = st.family(cf) {
+                c.base_level = picker::base_level(&v, &f.data.opts);
+            }
             let res = self.run_busy_compaction(st, cf, &c);
             if let Err(e) = &res {
                 self.record_bg_result(st, Err(e.duplicate()));

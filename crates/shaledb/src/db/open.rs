@@ -501,6 +501,7 @@ impl WalReplay<'_> {
             opts,
             tables: self.tables,
             level: 0,
+            base_level: 1,
             max_file_size: u64::MAX,
         };
         let versions = &mut *self.versions;

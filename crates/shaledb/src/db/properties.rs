@@ -47,6 +47,10 @@ impl DbInner {
             }
             "num-immutable-mem-table" => Some(cf.super_version.load().imms.len().to_string()),
             "num-snapshots" => Some(self.snapshots.count().to_string()),
+            "base-level" => {
+                let v = cf.super_version.load().version.clone();
+                Some(picker::base_level(&v, &cf.opts).to_string())
+            }
             "estimate-pending-compaction-bytes" => {
                 let v = cf.super_version.load().version.clone();
                 Some(picker::pending_compaction_bytes(&v, &cf.opts).to_string())

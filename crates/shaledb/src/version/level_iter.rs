@@ -256,6 +256,7 @@ mod tests {
             opts: &opts,
             tables: &tables,
             level: 1,
+            base_level: 1,
             max_file_size: 2048,
         };
         let mut number = 10;

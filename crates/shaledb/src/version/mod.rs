@@ -75,6 +75,8 @@ pub struct VersionScores {
     pub level_scores: Vec<f64>,
     /// Bytes compaction must still rewrite to bring every level to its target.
     pub pending_compaction_bytes: u64,
+    /// The level L0 compacts into (1 unless level sizes are dynamic).
+    pub base_level: usize,
 }
 
 impl Version {

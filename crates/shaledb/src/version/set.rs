@@ -1050,6 +1050,7 @@ mod tests {
             Some(crate::version::VersionScores {
                 level_scores: vec![0.0, 0.0],
                 pending_compaction_bytes: 0,
+                base_level: 1,
             })
         );
         let mut edit = VersionEdit::default();
@@ -1064,6 +1065,7 @@ mod tests {
             Some(crate::version::VersionScores {
                 level_scores: vec![1.0, 1.5],
                 pending_compaction_bytes: 500 + 500 * 10 + 500,
+                base_level: 1,
             })
         );
     }

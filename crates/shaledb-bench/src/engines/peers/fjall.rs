@@ -74,6 +74,9 @@ impl FjallEngine {
         if c.use_direct_reads || c.use_direct_io_for_flush_and_compaction {
             return Err("fjall: fjall has no direct (O_DIRECT) IO".into());
         }
+        if c.level_compaction_dynamic_level_bytes {
+            return Err("fjall: fjall has no dynamic level sizes".into());
+        }
         let ks_opts = keyspace_options(c)?;
         prepare_dir(NAME, path, c)?;
         let files = (c.open_files > 0).then(|| usize::try_from(c.open_files).unwrap_or(usize::MAX));

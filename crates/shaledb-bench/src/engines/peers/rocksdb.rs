@@ -99,6 +99,10 @@ mod ffi {
         pub fn rocksdb_options_set_max_background_jobs(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_disable_auto_compactions(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_use_direct_reads(o: *mut rocksdb_options_t, v: c_uchar);
+        pub fn rocksdb_options_set_level_compaction_dynamic_level_bytes(
+            o: *mut rocksdb_options_t,
+            v: c_uchar,
+        );
         pub fn rocksdb_options_set_use_direct_io_for_flush_and_compaction(
             o: *mut rocksdb_options_t,
             v: c_uchar,
@@ -261,6 +265,10 @@ fn db_options(
             c_int::from(c.disable_auto_compactions),
         );
         ffi::rocksdb_options_set_use_direct_reads(o, c_uchar::from(c.use_direct_reads));
+        ffi::rocksdb_options_set_level_compaction_dynamic_level_bytes(
+            o,
+            c_uchar::from(c.level_compaction_dynamic_level_bytes),
+        );
         ffi::rocksdb_options_set_use_direct_io_for_flush_and_compaction(
             o,
             c_uchar::from(c.use_direct_io_for_flush_and_compaction),
