@@ -64,6 +64,8 @@ family_options! {
     block_restart_interval: usize,
     bloom_bits_per_key: usize,
     compression_per_level: Vec<CompressionType>,
+    bottommost_compression: Option<CompressionType>,
+    compression_level: Option<i32>,
     num_levels: usize,
     level0_file_num_compaction_trigger: usize,
     level0_slowdown_writes_trigger: usize,

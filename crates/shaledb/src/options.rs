@@ -110,6 +110,15 @@ pub struct Options {
     /// Default: none on L0 and L1 (rewritten soon, so compressing them spends CPU on bytes that
     /// do not stay), LZ4 on L2 to L4, Zstd from L5 on, where most of the data comes to rest.
     pub compression_per_level: Vec<CompressionType>,
+    /// The codec for tables compaction writes to the bottommost level (no data below it),
+    /// which holds most of the data: e.g. zstd there and a fast codec above (RocksDB's
+    /// `bottommost_compression`). `None`: `compression_per_level` decides. Default `None`.
+    pub bottommost_compression: Option<CompressionType>,
+    /// The codecs' level (RocksDB's `compression_opts.level`): zstd 1 to 22 (higher packs
+    /// tighter and compresses slower; negative levels are faster still), zlib 0 to 9; snappy
+    /// and lz4 have none. Decompression speed barely depends on it. `None`: each codec's
+    /// default (zstd 3, zlib 6). Default `None`.
+    pub compression_level: Option<i32>,
     /// Capacity of the shared block cache in bytes. Default 32 MiB.
     pub block_cache_size: usize,
     /// The block cache is split into 2^bits shards. Default 4.
@@ -225,6 +234,8 @@ impl Default for Options {
                 CompressionType::Lz4,
                 CompressionType::Zstd,
             ],
+            bottommost_compression: None,
+            compression_level: None,
             block_cache_size: 32 << 20,
             block_cache_shard_bits: 4,
             max_open_files: 5000,
@@ -280,6 +291,8 @@ impl std::fmt::Debug for Options {
             block_restart_interval,
             bloom_bits_per_key,
             compression_per_level,
+            bottommost_compression,
+            compression_level,
             block_cache_size,
             block_cache_shard_bits,
             max_open_files,
@@ -336,6 +349,8 @@ impl std::fmt::Debug for Options {
             .field("block_restart_interval", block_restart_interval)
             .field("bloom_bits_per_key", bloom_bits_per_key)
             .field("compression_per_level", compression_per_level)
+            .field("bottommost_compression", bottommost_compression)
+            .field("compression_level", compression_level)
             .field("block_cache_size", block_cache_size)
             .field("block_cache_shard_bits", block_cache_shard_bits)
             .field("max_open_files", max_open_files)
@@ -417,6 +432,8 @@ impl Options {
         with_block_restart_interval => block_restart_interval: usize,
         with_bloom_bits_per_key => bloom_bits_per_key: usize,
         with_compression_per_level => compression_per_level: Vec<CompressionType>,
+        with_bottommost_compression => bottommost_compression: Option<CompressionType>,
+        with_compression_level => compression_level: Option<i32>,
         with_block_cache_size => block_cache_size: usize,
         with_block_cache_shard_bits => block_cache_shard_bits: u32,
         with_max_open_files => max_open_files: usize,
@@ -475,6 +492,20 @@ impl Options {
             _ => (level + 1).saturating_sub(base_level).max(1),
         };
         self.compression_at(index)
+    }
+
+    /// The codec of an output at `level`, with `bottommost_compression` where nothing lies
+    /// below it.
+    pub(crate) fn codec_for_output(
+        &self,
+        level: usize,
+        base_level: usize,
+        bottommost: bool,
+    ) -> CompressionType {
+        match (bottommost, self.bottommost_compression) {
+            (true, Some(c)) => c,
+            _ => self.compression_for_output(level, base_level),
+        }
     }
 
     fn compression_at(&self, index: usize) -> CompressionType {

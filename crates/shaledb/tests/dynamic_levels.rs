@@ -118,3 +118,51 @@ fn dynamic_targets_keep_less_garbage_than_static_ones() {
         sizes[1]
     );
 }
+
+/// `bottommost_compression` applies to what compaction writes where nothing lies below;
+/// flushes and upper levels keep `compression_per_level`.
+#[test]
+fn bottommost_compression_applies_to_the_last_level_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = options(false)
+        .with_bottommost_compression(Some(shaledb::CompressionType::Zstd))
+        .with_compression_level(Some(9))
+        // Everything stays in L0 until compact_range.
+        .with_disable_auto_compactions(true);
+    let db = Db::open(dir.path(), opts).expect("open");
+    // Compressible values: 40 distinct 8-byte words repeated.
+    for i in 0..2000u32 {
+        let v: Vec<u8> = (0..400u32)
+            .map(|j| b"shaledb-"[(j % 8) as usize] ^ (i % 40) as u8)
+            .collect();
+        db.put(format!("key{i:06}"), v).expect("put");
+    }
+    db.flush().expect("flush");
+    // Before compaction the flushed tables hold the values as written (no codec at L0).
+    let flushed = number(&db, "shaledb.total-sst-files-size");
+    assert!(flushed > 2000 * 400, "flushed {flushed}");
+    db.compact_range(None::<&[u8]>, None::<&[u8]>)
+        .expect("compact");
+    // Everything in one level, nothing below it.
+    let files = level_files(&db);
+    assert_eq!(
+        files.iter().filter(|&&n| n > 0).count(),
+        1,
+        "levels: {files:?}"
+    );
+    assert_eq!(files[0], 0, "levels: {files:?}");
+    let compacted = number(&db, "shaledb.total-sst-files-size");
+    assert!(
+        compacted * 10 < flushed,
+        "compacted {compacted} of {flushed}"
+    );
+    for i in (0..2000u32).step_by(97) {
+        let v: Vec<u8> = (0..400u32)
+            .map(|j| b"shaledb-"[(j % 8) as usize] ^ (i % 40) as u8)
+            .collect();
+        assert_eq!(
+            db.get(format!("key{i:06}")).expect("get").as_deref(),
+            Some(&v[..])
+        );
+    }
+}

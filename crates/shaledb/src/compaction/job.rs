@@ -53,6 +53,8 @@ pub struct OutputSpec<'a> {
     pub level: usize,
     /// The level L0 compacts into (chooses the codec with dynamic level sizes).
     pub base_level: usize,
+    /// Nothing lies below `level`: `Options::bottommost_compression` applies.
+    pub bottommost: bool,
     /// Files are cut once they pass this many bytes, at a user-key boundary.
     pub max_file_size: u64,
 }
@@ -538,7 +540,8 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
         bloom_bits_per_key: spec.opts.bloom_bits_per_key,
         compression: spec
             .opts
-            .compression_for_output(spec.level, spec.base_level),
+            .codec_for_output(spec.level, spec.base_level, spec.bottommost),
+        compression_level: spec.opts.compression_level,
         prefix_extractor: spec.opts.prefix_extractor.clone(),
     };
     Ok(Output {
@@ -788,6 +791,7 @@ mod tests {
             tables: &tables,
             level: policy.output_level,
             base_level: 1,
+            bottommost: false,
             max_file_size: u64::MAX,
         };
         let mut next = 10;

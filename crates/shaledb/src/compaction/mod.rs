@@ -30,6 +30,10 @@ pub struct Compaction {
     /// The level L0 compacted into when this compaction was picked (chooses the codec with
     /// dynamic level sizes). 1 unless set.
     pub base_level: usize,
+    /// The output level's codec is the one the input level is written with, so moving the
+    /// files down keeps them as that level would write them (RocksDB's
+    /// `InputCompressionMatchesOutput`). True unless set.
+    pub codecs_match: bool,
 }
 
 impl Compaction {
@@ -60,6 +64,7 @@ impl Compaction {
             smallest_user_key: smallest,
             largest_user_key: largest,
             base_level: 1,
+            codecs_match: true,
         }
     }
 
@@ -69,6 +74,7 @@ impl Compaction {
     /// in LevelDB and RocksDB, instead of once more per L0 compaction.
     pub fn is_trivial_move(&self) -> bool {
         !self.manual
+            && self.codecs_match
             && self.output_level != self.level
             && !self.inputs[0].is_empty()
             && self.inputs[1].is_empty()

@@ -307,6 +307,10 @@ pub fn pick(
         };
         if let Some(mut c) = c {
             c.base_level = base;
+            let n = v.num_levels();
+            let bottommost = (c.output_level + 1..n).all(|l| v.level_files(l).is_empty());
+            c.codecs_match = opts.codec_for_output(c.level, base, false)
+                == opts.codec_for_output(c.output_level, base, bottommost);
             return Some(c);
         }
     }
@@ -391,7 +395,8 @@ pub fn user_range(files: &[Arc<FileMetaData>]) -> Option<(Vec<u8>, Vec<u8>)> {
 /// Golden tests: a version described in text, what the picker chooses. Files are
 /// `number:smallest-largest[:bytes]` (bytes default 1000; at L0 a higher number is a newer
 /// flush). Other lines: `busy: <file numbers>`, `busy-l0`, `busy-range: L<n> <a>-<b>`,
-/// `pointer L<n>: <user key>`, `dynamic:` (dynamic level sizes; the result then also names the
+/// `pointer L<n>: <user key>`, `bottommost-zstd:` (zstd where nothing lies below),
+/// `dynamic:` (dynamic level sizes; the result then also names the
 /// base level and the level targets). Inputs and outputs only, so the tests hold whether
 /// scores are computed per call or once per version.
 #[cfg(test)]
@@ -406,6 +411,9 @@ mod tests {
             max_bytes_for_level_base: 10_000,
             max_bytes_for_level_multiplier: 10.0,
             num_levels: 4,
+            // One codec on every level, so moves are decided by overlaps alone (except in
+            // the tests that set a bottommost codec).
+            compression_per_level: vec![crate::CompressionType::None],
             ..Options::default()
         }
     }
@@ -455,6 +463,8 @@ mod tests {
                 );
             } else if head == "dynamic" {
                 o.level_compaction_dynamic_level_bytes = true;
+            } else if head == "bottommost-zstd" {
+                o.bottommost_compression = Some(crate::CompressionType::Zstd);
             } else if head == "busy-l0" {
                 busy.l0_running = true;
             } else if head == "busy-range" {
@@ -658,6 +668,23 @@ mod tests {
                 "dynamic:\nL0: 1:a-a 2:b-b 3:c-c 4:d-d\nL1: 5:a-z:3000\nL3: 6:a-z:50000",
                 "scores: L0=1.00 L1=0.30 L2=0.00\npick: L0->L1 [4 3 2 1] + [5] range a-z rewrite\n\
                  base: L1 targets: L1=10000 L2=10010 L3=100100",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn files_move_down_only_to_a_level_written_with_their_codec() {
+        check(&[
+            // L1 over target, nothing below: the bottommost codec differs from L1's, so the
+            // file is rewritten rather than moved.
+            (
+                "bottommost-zstd:\nL1: 1:a-c:11000",
+                "scores: L0=0.00 L1=1.10 L2=0.00\npick: L1->L2 [1] + [] range a-c rewrite",
+            ),
+            // With a level below the output, the output is not bottommost: moved.
+            (
+                "bottommost-zstd:\nL1: 1:a-c:11000\nL3: 2:x-z",
+                "scores: L0=0.00 L1=1.10 L2=0.00\npick: L1->L2 [1] + [] range a-c move",
             ),
         ]);
     }

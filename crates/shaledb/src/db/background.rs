@@ -192,6 +192,7 @@ impl DbInner {
                 tables: &self.tables,
                 level: 0,
                 base_level: 1,
+                bottommost: false,
                 max_file_size: u64::MAX,
             };
             job::write_tables(
@@ -267,6 +268,7 @@ impl DbInner {
                     tables: &self.tables,
                     level: 0,
                     base_level: 1,
+                    bottommost: false,
                     max_file_size: u64::MAX,
                 };
                 let metas = job::write_tables(
@@ -684,6 +686,8 @@ impl DbInner {
             tables: &self.tables,
             level: c.output_level,
             base_level: c.base_level,
+            bottommost: (c.output_level + 1..version.num_levels())
+                .all(|l| version.level_files(l).is_empty()),
             max_file_size: picker::target_file_size(family_opts, c.output_level),
         };
         let policy = DropPolicy {

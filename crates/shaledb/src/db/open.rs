@@ -502,6 +502,7 @@ impl WalReplay<'_> {
             tables: self.tables,
             level: 0,
             base_level: 1,
+            bottommost: false,
             max_file_size: u64::MAX,
         };
         let versions = &mut *self.versions;

@@ -3,7 +3,7 @@
 use super::block::BlockBuilder;
 use super::format::{append_block_trailer, maybe_compress, Footer, BLOCK_TRAILER_LEN};
 use super::{filter, properties, BlockHandle, TableBuilderOptions, TableProperties};
-use crate::compression::CompressionType;
+use crate::compression::{CompressionType, Compressor};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::key::{self, KIND_FOR_SEEK, MAX_SEQUENCE};
@@ -40,6 +40,8 @@ pub struct TableBuilder {
     failed: bool,
     scratch: Vec<u8>,
     stored: Vec<u8>,
+    /// Compresses data and index blocks (keeps zstd's context from block to block).
+    compressor: Compressor,
     /// The table's range tombstones, written as one block by `finish`.
     range_dels: Option<FragmentedRangeTombstones>,
 }
@@ -54,6 +56,7 @@ impl TableBuilder {
         file_number: u64,
     ) -> Self {
         let data_block = BlockBuilder::new(opts.restart_interval);
+        let compressor = Compressor::new(opts.compression, opts.compression_level);
         let props = TableProperties {
             compression: opts.compression.name().to_string(),
             prefix_extractor: match (&opts.prefix_extractor, opts.bloom_bits_per_key) {
@@ -78,6 +81,7 @@ impl TableBuilder {
             failed: false,
             scratch: Vec::new(),
             stored: Vec::new(),
+            compressor,
             range_dels: None,
         }
     }
@@ -201,7 +205,7 @@ impl TableBuilder {
         let index_raw = self.index_block.finish();
         let index_kind = maybe_compress(
             &index_raw,
-            self.opts.compression,
+            &mut self.compressor,
             &mut self.scratch,
             &mut self.stored,
         );
@@ -277,7 +281,12 @@ impl TableBuilder {
             // Stored as is: no need to copy it into `stored` first.
             return self.write_stored(raw, kind);
         }
-        let kind = maybe_compress(raw, kind, &mut self.scratch, &mut self.stored);
+        let kind = maybe_compress(
+            raw,
+            &mut self.compressor,
+            &mut self.scratch,
+            &mut self.stored,
+        );
         let stored = std::mem::take(&mut self.stored);
         let h = self.write_stored(&stored, kind);
         self.stored = stored;

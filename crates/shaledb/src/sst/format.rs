@@ -6,7 +6,7 @@ use super::readahead::Readahead;
 use super::BlockHandle;
 use crate::checksum;
 use crate::coding::{get_varint64, put_fixed32, put_fixed64, put_varint64};
-use crate::compression::{self, CompressionType};
+use crate::compression::{self, CompressionType, Compressor};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use std::path::Path;
@@ -82,12 +82,13 @@ fn block_crc(contents: &[u8], kind: u8, offset: u64) -> u32 {
 /// prefix) if that saves at least 12.5%, else the raw bytes. Returns the type actually used.
 pub(crate) fn maybe_compress(
     raw: &[u8],
-    kind: CompressionType,
+    compressor: &mut Compressor,
     scratch: &mut Vec<u8>,
     out: &mut Vec<u8>,
 ) -> CompressionType {
     out.clear();
-    if kind != CompressionType::None && compression::compress(kind, raw, scratch) {
+    let kind = compressor.kind();
+    if kind != CompressionType::None && compressor.compress(raw, scratch) {
         put_varint64(out, raw.len() as u64);
         out.extend_from_slice(scratch);
         if out.len() <= raw.len() - raw.len() / 8 {

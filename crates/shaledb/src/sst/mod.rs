@@ -67,6 +67,8 @@ pub struct TableBuilderOptions {
     pub bloom_bits_per_key: usize,
     /// Codec for data and index blocks (a block is stored raw if compression saves < 12.5%).
     pub compression: CompressionType,
+    /// The codec's level; `None`: its default.
+    pub compression_level: Option<i32>,
     /// The family's prefix extractor: the bloom filter also holds every key's prefix.
     pub prefix_extractor: Option<std::sync::Arc<dyn crate::PrefixExtractor>>,
 }

@@ -350,6 +350,7 @@ mod tests {
                 restart_interval: 16,
                 bloom_bits_per_key: 10,
                 compression: CompressionType::None,
+                compression_level: None,
                 prefix_extractor: None,
             };
             let mut b = TableBuilder::new(opts, file, path.to_path_buf(), 7);

@@ -118,6 +118,7 @@ fn opts(compression: CompressionType) -> TableBuilderOptions {
         restart_interval: 4,
         bloom_bits_per_key: 10,
         compression,
+        compression_level: None,
         prefix_extractor: None,
     }
 }

@@ -257,6 +257,7 @@ mod tests {
             tables: &tables,
             level: 1,
             base_level: 1,
+            bottommost: false,
             max_file_size: 2048,
         };
         let mut number = 10;

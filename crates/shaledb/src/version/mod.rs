@@ -554,6 +554,7 @@ mod tests {
             restart_interval: 4,
             bloom_bits_per_key: 10,
             compression: CompressionType::None,
+            compression_level: None,
             prefix_extractor: None,
         };
         let mut b = TableBuilder::new(opts, file, path, number);
