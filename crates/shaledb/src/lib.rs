@@ -44,7 +44,10 @@ pub use compression::CompressionType;
 pub use db::{Db, DbIterator, KeyRange, RangeIter};
 pub use error::{Error, Result};
 pub use merge::{merge_operators, MergeOperator};
-pub use options::{Options, ReadOptions, WalRecoveryMode, WriteOptions};
+pub use options::{
+    BottommostLevelCompaction, CompactRangeOptions, Options, ReadOptions, WalRecoveryMode,
+    WriteOptions,
+};
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use snapshot::Snapshot;
 pub use value::Value;

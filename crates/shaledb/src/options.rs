@@ -780,6 +780,39 @@ impl ReadOptions {
     }
 }
 
+/// What [`Db::compact_range_opt`](crate::Db::compact_range_opt) does with the deepest level
+/// holding data in the range (RocksDB's `BottommostLevelCompaction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BottommostLevelCompaction {
+    /// Data above moves down into it; its own files are not rewritten.
+    Skip,
+    /// Its files are rewritten only if the family has a compaction filter (RocksDB's default).
+    IfHaveCompactionFilter,
+    /// All its files in the range are rewritten, also those the step above just wrote.
+    Force,
+    /// Its files in the range are rewritten, except those this compaction just wrote into it
+    /// (they hold no garbage). ShaleDB's default, as db_bench's `compact`: a full compaction
+    /// then leaves no overwritten version or deletable tombstone anywhere.
+    #[default]
+    ForceOptimized,
+}
+
+/// Options of [`Db::compact_range_opt`](crate::Db::compact_range_opt) (RocksDB's
+/// `CompactRangeOptions`).
+///
+/// ```
+/// use shaledb::{BottommostLevelCompaction, CompactRangeOptions};
+/// let o = CompactRangeOptions {
+///     bottommost_level_compaction: BottommostLevelCompaction::Skip,
+/// };
+/// assert_ne!(o.bottommost_level_compaction, CompactRangeOptions::default().bottommost_level_compaction);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct CompactRangeOptions {
+    /// What happens to the deepest level holding data in the range.
+    pub bottommost_level_compaction: BottommostLevelCompaction,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,12 +16,13 @@ use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
 use crate::key;
 use crate::memtable::MemTable;
-use crate::options::Options;
+use crate::options::{BottommostLevelCompaction, CompactRangeOptions, Options};
 use crate::range_del::FragmentedRangeTombstones;
 use crate::sst::BlockReadOptions;
 use crate::version::filename::FileKind;
 use crate::version::{FileMetaData, LevelIterator, ObsoleteFile, Version, VersionEdit};
 use parking_lot::MutexGuard;
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -762,6 +763,7 @@ impl DbInner {
     pub(crate) fn compact_range(
         &self,
         cf: u32,
+        opts: &CompactRangeOptions,
         begin: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
@@ -774,7 +776,7 @@ impl DbInner {
             return Ok(());
         };
         f.manual_compaction = true;
-        let res = self.compact_range_locked(&mut st, cf, begin, end);
+        let res = self.compact_range_locked(&mut st, cf, opts, begin, end);
         if let Some(f) = st.families.get_mut(&cf) {
             f.manual_compaction = false;
         }
@@ -790,6 +792,7 @@ impl DbInner {
         &self,
         st: &mut MutexGuard<'_, DbState>,
         cf: u32,
+        opts: &CompactRangeOptions,
         begin: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
@@ -808,55 +811,106 @@ impl DbInner {
             .find(|&l| !v.overlapping_files(l, begin, end).is_empty())
             .unwrap_or(0);
         let target = deepest.max(1).min(v.num_levels() - 1);
-        let mut wrote_target = false;
+        // Files of the target level from before this compaction (ForceOptimized rewrites
+        // only those).
+        let old_at_target: HashSet<u64> = v.level_files(target).iter().map(|f| f.number).collect();
+        let has_filter = st
+            .family(cf)
+            .is_some_and(|f| f.data.opts.compaction_filter.is_some());
+        let rewrite_target = match opts.bottommost_level_compaction {
+            BottommostLevelCompaction::Skip => false,
+            BottommostLevelCompaction::IfHaveCompactionFilter => has_filter,
+            BottommostLevelCompaction::Force | BottommostLevelCompaction::ForceOptimized => true,
+        };
         for level in 0..=target {
-            if let Some(e) = &st.bg_error {
-                return Err(e.duplicate());
-            }
-            if self.shutting_down.load(Ordering::Acquire) {
-                return Err(Error::Closed);
-            }
-            if level == target && wrote_target {
+            if level == target && !rewrite_target {
                 break;
             }
-            let output = (level + 1).min(target);
-            // Automatic compactions are off while the manual one runs, but a file drop
-            // started after a flush may still be installing: its files must not be inputs.
-            while st.family(cf).is_some_and(|f| !f.busy.files.is_empty()) {
-                if let Some(e) = &st.bg_error {
-                    return Err(e.duplicate());
-                }
-                self.done_cv.wait(st);
-            }
+            self.wait_for_manual_step(st, cf)?;
             let v = st.versions.current(cf);
             let inputs0 = if level == 0 {
                 v.level_files(0).to_vec()
             } else {
                 v.overlapping_files(level, begin, end)
             };
-            let Some((s, l)) = picker::user_range(&inputs0) else {
+            if level < target {
+                self.run_manual_step(st, cf, level, (level + 1).min(target), inputs0)?;
                 continue;
-            };
-            let inputs1 = if output == level {
-                Vec::new()
-            } else {
-                v.overlapping_files(output, Some(&s), Some(&l))
-            };
-            let mut c = Compaction::new(level, output, inputs0, inputs1);
-            c.manual = true;
-            if let Some(f) = st.family(cf) {
-                c.base_level = picker::base_level(&v, &f.data.opts);
             }
-            let res = self.run_busy_compaction(st, cf, &c);
-            if let Err(e) = &res {
-                self.record_bg_result(st, Err(e.duplicate()));
+            // The target level is rewritten in place, in runs of adjacent files, so that no
+            // output spans a file left out (which would make the level's files overlap).
+            let optimized =
+                opts.bottommost_level_compaction == BottommostLevelCompaction::ForceOptimized;
+            for run in adjacent_runs(inputs0, |f| !optimized || old_at_target.contains(&f.number)) {
+                self.run_manual_step(st, cf, level, level, run)?;
             }
-            self.notify_state_changed();
-            res?;
-            wrote_target |= output == target;
         }
         Ok(())
     }
+    /// Waits until a manual compaction may take its next step: no error, not closing, and no
+    /// file drop of the family still installing (its files must not be inputs). Automatic
+    /// compactions of the family are off meanwhile.
+    fn wait_for_manual_step(&self, st: &mut MutexGuard<'_, DbState>, cf: u32) -> Result<()> {
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(e.duplicate());
+            }
+            if self.shutting_down.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
+            if st.family(cf).is_none_or(|f| f.busy.files.is_empty()) {
+                return Ok(());
+            }
+            self.done_cv.wait(st);
+        }
+    }
+
+    /// Compacts `inputs0` (at `level`) with what they overlap at `output` into `output`.
+    fn run_manual_step(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        cf: u32,
+        level: usize,
+        output: usize,
+        inputs0: Vec<Arc<FileMetaData>>,
+    ) -> Result<()> {
+        let Some((s, l)) = picker::user_range(&inputs0) else {
+            return Ok(());
+        };
+        let v = st.versions.current(cf);
+        let inputs1 = if output == level {
+            Vec::new()
+        } else {
+            v.overlapping_files(output, Some(&s), Some(&l))
+        };
+        let mut c = Compaction::new(level, output, inputs0, inputs1);
+        c.manual = true;
+        if let Some(f) = st.family(cf) {
+            c.base_level = picker::base_level(&v, &f.data.opts);
+        }
+        let res = self.run_busy_compaction(st, cf, &c);
+        if let Err(e) = &res {
+            self.record_bg_result(st, Err(e.duplicate()));
+        }
+        self.notify_state_changed();
+        res
+    }
+}
+
+/// Splits `files` (one level's, in key order) into runs of adjacent files that `keep` accepts.
+fn adjacent_runs(
+    files: Vec<Arc<FileMetaData>>,
+    keep: impl Fn(&FileMetaData) -> bool,
+) -> Vec<Vec<Arc<FileMetaData>>> {
+    let mut runs = vec![Vec::new()];
+    for f in files {
+        match keep(&f) {
+            true => runs.last_mut().map_or((), |r| r.push(f)),
+            false => runs.push(Vec::new()),
+        }
+    }
+    runs.retain(|r| !r.is_empty());
+    runs
 }
 
 /// The oldest frozen memtable of the first family that has one and no flush running.

@@ -20,6 +20,7 @@ mod write;
 mod write_delay;
 
 pub use crate::iter::db_iter::DbIterator;
+use crate::options::CompactRangeOptions;
 pub use crate::snapshot::Snapshot;
 pub use range::{KeyRange, RangeIter};
 
@@ -699,7 +700,30 @@ impl Db {
     /// The bounds stay `Option<&[u8]>` (not generic) so that `compact_range(None, None)` needs
     /// no type annotation; pass `Some(key.as_ref())` for a `Vec<u8>`.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.inner.compact_range(DEFAULT_FAMILY, begin, end)
+        self.compact_range_opt(&CompactRangeOptions::default(), begin, end)
+    }
+
+    /// [`compact_range`](Self::compact_range) with options: what happens to the deepest
+    /// level (see [`BottommostLevelCompaction`](crate::BottommostLevelCompaction)).
+    ///
+    /// ```
+    /// use shaledb::{BottommostLevelCompaction, CompactRangeOptions, Db, Options};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options::default()).unwrap();
+    /// db.put(b"k", b"v").unwrap();
+    /// let skip = CompactRangeOptions {
+    ///     bottommost_level_compaction: BottommostLevelCompaction::Skip,
+    /// };
+    /// db.compact_range_opt(&skip, None, None).unwrap();
+    /// assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    /// ```
+    pub fn compact_range_opt(
+        &self,
+        opts: &CompactRangeOptions,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        self.inner.compact_range(DEFAULT_FAMILY, opts, begin, end)
     }
 
     /// [`compact_range`](Self::compact_range) in column family `cf`.
@@ -709,8 +733,19 @@ impl Db {
         begin: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
+        self.compact_range_cf_opt(&CompactRangeOptions::default(), cf, begin, end)
+    }
+
+    /// [`compact_range_opt`](Self::compact_range_opt) in column family `cf`.
+    pub fn compact_range_cf_opt(
+        &self,
+        opts: &CompactRangeOptions,
+        cf: &ColumnFamily,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
         let id = self.inner.check_handle(cf)?.id;
-        self.inner.compact_range(id, begin, end)
+        self.inner.compact_range(id, opts, begin, end)
     }
 
     /// Waits until no flush or compaction is pending or running, and the files they replaced

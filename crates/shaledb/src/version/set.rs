@@ -515,7 +515,9 @@ impl VersionSet {
         };
         let mut levels = levels;
         apply_edit(&mut levels, edit, num_levels).map_err(Error::InvalidArgument)?;
-        Ok(Some(build_version(levels)))
+        let version = build_version(levels);
+        check_levels_disjoint(&version).map_err(Error::InvalidArgument)?;
+        Ok(Some(version))
     }
 
     /// Last step of [`log_and_apply`](Self::log_and_apply): given the result of
@@ -862,6 +864,24 @@ fn own_files(
         .collect()
 }
 
+/// Refuses a version in which two files of a level below L0 overlap: reads would find only
+/// one of them. Checked before an edit is written, so a compaction bug cannot reach the
+/// MANIFEST.
+fn check_levels_disjoint(v: &Version) -> std::result::Result<(), String> {
+    for level in 1..v.num_levels() {
+        for pair in v.level_files(level).windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            if key::compare_internal(a.largest.encoded(), b.smallest.encoded()).is_ge() {
+                return Err(format!(
+                    "edit makes files {} and {} overlap at level {level}",
+                    a.number, b.number
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Sorts each level: L0 newest first, deeper levels by smallest key.
 fn build_version(mut levels: Vec<Vec<Arc<FileMetaData>>>) -> Version {
     for (level, files) in levels.iter_mut().enumerate() {
@@ -1068,6 +1088,27 @@ mod tests {
                 base_level: 1,
             })
         );
+    }
+
+    #[test]
+    fn an_edit_making_files_of_a_level_overlap_is_refused() {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let mut vs = open_set(&fs);
+        let mut edit = VersionEdit::default();
+        edit.add_file(1, meta(10, 300, b"a", b"m"));
+        edit.add_file(1, meta(11, 300, b"k", b"z"));
+        let e = vs.log_and_apply(&mut edit).expect_err("overlap");
+        assert!(
+            e.to_string().contains("files 10 and 11 overlap at level 1"),
+            "{e}"
+        );
+        // Disjoint files and overlapping L0 files are fine.
+        let mut edit = VersionEdit::default();
+        edit.add_file(1, meta(12, 300, b"a", b"j"));
+        edit.add_file(1, meta(13, 300, b"k", b"z"));
+        edit.add_file(0, meta(14, 300, b"a", b"z"));
+        edit.add_file(0, meta(15, 300, b"b", b"y"));
+        vs.log_and_apply(&mut edit).expect("disjoint");
     }
 
     #[test]

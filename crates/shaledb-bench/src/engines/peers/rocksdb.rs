@@ -21,8 +21,12 @@ mod ffi {
         rocksdb_cache_t,
         rocksdb_filterpolicy_t,
         rocksdb_flushoptions_t,
+        rocksdb_compactoptions_t,
         rocksdb_slicetransform_t
     );
+
+    /// `BottommostLevelCompaction::kForceOptimized` (rocksdb/options.h).
+    pub const FORCE_OPTIMIZED: c_uchar = 3;
 
     pub const NO_COMPRESSION: c_int = 0;
     pub const SNAPPY_COMPRESSION: c_int = 1;
@@ -161,6 +165,20 @@ mod ffi {
         pub fn rocksdb_flushoptions_create() -> *mut rocksdb_flushoptions_t;
         pub fn rocksdb_flushoptions_destroy(o: *mut rocksdb_flushoptions_t);
         pub fn rocksdb_flushoptions_set_wait(o: *mut rocksdb_flushoptions_t, v: c_uchar);
+        pub fn rocksdb_compactoptions_create() -> *mut rocksdb_compactoptions_t;
+        pub fn rocksdb_compactoptions_destroy(o: *mut rocksdb_compactoptions_t);
+        pub fn rocksdb_compactoptions_set_bottommost_level_compaction(
+            o: *mut rocksdb_compactoptions_t,
+            v: c_uchar,
+        );
+        pub fn rocksdb_compact_range_opt(
+            db: *mut rocksdb_t,
+            o: *mut rocksdb_compactoptions_t,
+            start_key: *const c_char,
+            start_key_len: usize,
+            limit_key: *const c_char,
+            limit_key_len: usize,
+        );
     }
 }
 
@@ -483,8 +501,24 @@ impl Engine for RocksEngine {
 
     fn compact(&self) -> EngineResult<()> {
         self.flush()?;
-        // The whole key range; blocks until done. The C API reports no error for this call.
-        self.db.compact_range(None, None);
+        // The whole key range, the last level rewritten except files this call just wrote
+        // (kForceOptimized, ShaleDB's default): both engines end a full compaction with no
+        // garbage left. Blocks until done; the C API reports no error for this call.
+        // SAFETY: compact options are created, used for one blocking call on the open
+        // database with NULL (open) bounds, and destroyed once.
+        unsafe {
+            let co = ffi::rocksdb_compactoptions_create();
+            ffi::rocksdb_compactoptions_set_bottommost_level_compaction(co, ffi::FORCE_OPTIMIZED);
+            ffi::rocksdb_compact_range_opt(
+                self.db.raw(),
+                co,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                0,
+            );
+            ffi::rocksdb_compactoptions_destroy(co);
+        }
         Ok(())
     }
 

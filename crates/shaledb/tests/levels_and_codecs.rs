@@ -1,6 +1,6 @@
-//! `level_compaction_dynamic_level_bytes`: L0 compacts into the level the data needs (the
-//! last level while the database is small), the levels above it stay empty, and space
-//! amplification under overwrites stays lower than with static level targets.
+//! Level shapes and codecs: `level_compaction_dynamic_level_bytes` (L0 compacts into the level
+//! the data needs, the levels above stay empty, less garbage under overwrites than static
+//! targets), `bottommost_compression`, and `CompactRangeOptions::bottommost_level_compaction`.
 
 use shaledb::{Db, Options};
 use std::path::Path;
@@ -164,5 +164,54 @@ fn bottommost_compression_applies_to_the_last_level_only() {
             db.get(format!("key{i:06}")).expect("get").as_deref(),
             Some(&v[..])
         );
+    }
+}
+
+/// `CompactRangeOptions::bottommost_level_compaction`: the deepest level holds two versions
+/// of every key (a snapshot kept both when they were compacted); once the snapshot is gone,
+/// only the modes that rewrite that level drop the old versions.
+#[test]
+fn bottommost_level_compaction_modes() {
+    use shaledb::{BottommostLevelCompaction as B, CompactRangeOptions};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(
+        dir.path(),
+        options(false).with_disable_auto_compactions(true),
+    )
+    .expect("open");
+    let compact = |mode| {
+        let o = CompactRangeOptions {
+            bottommost_level_compaction: mode,
+        };
+        db.compact_range_opt(&o, None, None).expect("compact");
+        number(&db, "shaledb.total-sst-files-size")
+    };
+    for i in 0..1000u64 {
+        db.put(format!("key{i:06}"), value(i)).expect("put");
+    }
+    let snapshot = db.snapshot();
+    for i in 0..1000u64 {
+        db.put(format!("key{i:06}"), value(i + 1000)).expect("put");
+    }
+    db.flush().expect("flush");
+    let both = compact(B::ForceOptimized);
+    assert!(both > 2 * 1000 * 200, "both versions kept: {both}");
+    drop(snapshot);
+    // Skip, and IfHaveCompactionFilter without a filter, leave the last level alone.
+    assert_eq!(compact(B::Skip), both);
+    assert_eq!(compact(B::IfHaveCompactionFilter), both);
+    let one = compact(B::Force);
+    assert!(one < both * 6 / 10, "old versions dropped: {one} of {both}");
+    let files = level_files(&db);
+    assert_eq!(
+        files.iter().filter(|&&n| n > 0).count(),
+        1,
+        "one level: {files:?}"
+    );
+    // Nothing left to drop: rewriting again changes nothing.
+    assert_eq!(compact(B::ForceOptimized), one);
+    for i in (0..1000u64).step_by(37) {
+        let got = db.get(format!("key{i:06}")).expect("get");
+        assert_eq!(got.as_deref(), Some(&value(i + 1000)[..]));
     }
 }
