@@ -182,7 +182,9 @@ fn write_inner(
                 }
             }
         }
-        if !drop {
+        if !drop && keys.zero_sequence(&p, policy) {
+            out.add(&keys.zeroed_key, input.value(), 0, p.kind)?;
+        } else if !drop {
             out.add(ikey, input.value(), p.sequence, p.kind)?;
         }
         input.next();
@@ -368,6 +370,10 @@ struct KeyTracker<'r> {
     /// Sequence number of the newest put or delete of the current user key seen so far (MAX
     /// at a new key). Merge operands do not count: they need what is below them.
     last_sequence_for_key: SequenceNumber,
+    /// Nothing lies below the output level (decided at the first entry that asks).
+    bottommost: Option<bool>,
+    /// The key `zero_sequence` approved, with sequence number 0.
+    zeroed_key: Vec<u8>,
 }
 
 impl KeyTracker<'_> {
@@ -383,6 +389,36 @@ impl KeyTracker<'_> {
             }
             _ => false,
         }
+    }
+
+    /// True if the put `p`, about to be written, can be written with sequence number 0 (left
+    /// in `zeroed_key`), as RocksDB does at the bottommost level: identical trailers compress
+    /// better. That needs every reader to see `p` (at or below the oldest snapshot; then every
+    /// older version of its key is dropped after it, so it is the key's last entry), nothing
+    /// below the output level, and no range tombstone in the inputs covering the key (one
+    /// older than `p` would cover it once its number is 0; tombstones elsewhere that cover
+    /// the key are newer than `p`, since a key never moves below an older tombstone over it).
+    fn zero_sequence(&mut self, p: &ParsedInternalKey<'_>, policy: Option<&DropPolicy>) -> bool {
+        let Some(policy) = policy else {
+            return false;
+        };
+        if p.kind != ValueKind::Put || p.sequence == 0 || p.sequence > policy.smallest_snapshot {
+            return false;
+        }
+        let bottommost = *self.bottommost.get_or_insert_with(|| {
+            let v = &policy.version;
+            (policy.output_level + 1..v.num_levels()).all(|l| v.level_files(l).is_empty())
+        });
+        if !bottommost
+            || self
+                .range_dels
+                .is_some_and(|t| t.max_covering_seq(p.user_key, key::MAX_SEQUENCE) > 0)
+        {
+            return false;
+        }
+        self.zeroed_key.clear();
+        key::append_internal_key(&mut self.zeroed_key, p.user_key, 0, ValueKind::Put);
+        true
     }
 
     /// Returns (this entry starts a new user key, the output drops this entry).
@@ -643,6 +679,7 @@ fn finish_output(
 mod tests {
     use super::*;
     use crate::key::{make_internal_key, parse_internal_key};
+    use crate::range_del::RangeTombstone;
     use crate::version::{set::apply_for_tests, VersionEdit};
 
     /// A version whose level `level` holds one file covering `small`..=`large`.
@@ -852,7 +889,8 @@ mod tests {
             output_level: 3,
             ..deeper
         };
-        assert_eq!(compacted("k@8-sd m@5", &base), "m@5");
+        // (At the bottom, a put every reader sees is written with sequence number 0.)
+        assert_eq!(compacted("k@8-sd m@5", &base), "m@0");
         // A snapshot at 7 still needs the put and does not see the single delete: both stay.
         let snapshot = DropPolicy {
             smallest_snapshot: 7,
@@ -864,5 +902,54 @@ mod tests {
             expiry: None,
         };
         assert_eq!(compacted("k@8-sd k@7 k@3", &snapshot), "k@8-sd k@7");
+    }
+
+    #[test]
+    fn puts_every_reader_sees_get_sequence_zero_at_the_bottom() {
+        let bottom = DropPolicy {
+            smallest_snapshot: 7,
+            version: Arc::new(Version::empty(4)),
+            output_level: 1,
+            filter: None,
+            newest_snapshot: None,
+            merge_operator: None,
+            expiry: None,
+        };
+        // a@9 and c's tombstone are newer than the snapshot at 7 and keep their numbers; the
+        // next version of each key is what every reader at or below it sees: zeroed (and the
+        // older ones dropped, so the zeroed entry is the key's last).
+        assert_eq!(
+            compacted("a@9 a@5 a@3 b@6 c@8-del c@2", &bottom),
+            "a@9 a@0 b@0 c@8-del c@0"
+        );
+        // Something below the output level: numbers stay.
+        let above = DropPolicy {
+            version: version_with(3, "a", "z"),
+            ..bottom
+        };
+        assert_eq!(
+            compacted("a@9 a@5 a@3 b@6 c@8-del c@2", &above),
+            "a@9 a@5 b@6 c@8-del c@2"
+        );
+        // A range tombstone in the inputs over the key (here older than the put): zeroing
+        // would put the put under it, so its number stays.
+        let tombstones = FragmentedRangeTombstones::new([RangeTombstone {
+            start: b"b".to_vec(),
+            end: b"c".to_vec(),
+            seq: 4,
+        }]);
+        let mut t = KeyTracker {
+            range_dels: Some(&tombstones),
+            ..KeyTracker::default()
+        };
+        let policy = DropPolicy {
+            version: Arc::new(Version::empty(4)),
+            ..above
+        };
+        for (k, zeroed) in [("a", true), ("b", false), ("c", true)] {
+            let ikey = make_internal_key(k.as_bytes(), 6, ValueKind::Put);
+            let p = parse_internal_key(&ikey).expect("key");
+            assert_eq!(t.zero_sequence(&p, Some(&policy)), zeroed, "{k}");
+        }
     }
 }
