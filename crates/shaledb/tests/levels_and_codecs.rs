@@ -208,8 +208,10 @@ fn bottommost_level_compaction_modes() {
         1,
         "one level: {files:?}"
     );
-    // Nothing left to drop: rewriting again changes nothing.
+    // Nothing left to drop: rewriting again changes nothing, and the live-data estimate is
+    // the whole size.
     assert_eq!(compact(B::ForceOptimized), one);
+    assert_eq!(number(&db, "shaledb.estimate-live-data-size"), one);
     for i in (0..1000u64).step_by(37) {
         let got = db.get(format!("key{i:06}")).expect("get");
         assert_eq!(got.as_deref(), Some(&value(i + 1000)[..]));

@@ -757,8 +757,9 @@ impl Db {
 
     /// A named property: `shaledb.stats`,
     /// `shaledb.num-files-at-level<N>`, `shaledb.estimate-num-keys`,
-    /// `shaledb.total-sst-files-size`, `shaledb.block-cache-usage`,
-    /// `shaledb.cur-size-all-mem-tables`, and more.
+    /// `shaledb.total-sst-files-size`, `shaledb.estimate-live-data-size` (their ratio is the
+    /// space amplification), `shaledb.base-level`, `shaledb.block-cache-usage`,
+    /// `shaledb.cur-size-all-mem-tables`, and more (`rocksdb.` works as the prefix too).
     pub fn property(&self, name: &str) -> Option<String> {
         self.inner.property(&self.inner.default_cf, name)
     }

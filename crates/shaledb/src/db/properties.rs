@@ -47,6 +47,13 @@ impl DbInner {
             }
             "num-immutable-mem-table" => Some(cf.super_version.load().imms.len().to_string()),
             "num-snapshots" => Some(self.snapshots.count().to_string()),
+            "estimate-live-data-size" => Some(
+                cf.super_version
+                    .load()
+                    .version
+                    .estimate_live_data_size()
+                    .to_string(),
+            ),
             "base-level" => {
                 let v = cf.super_version.load().version.clone();
                 Some(picker::base_level(&v, &cf.opts).to_string())
