@@ -18,6 +18,8 @@ pub struct CommonOptions {
     pub bloom_bits: u32,
     /// Codec name: none, snappy, lz4, zstd, zlib.
     pub compression: String,
+    /// The codec's level (db_bench's `--compression_level`); `None`: the codec's default.
+    pub compression_level: Option<i32>,
     /// Data block size in bytes.
     pub block_size: u64,
     /// Max open files.
@@ -77,6 +79,7 @@ impl Default for CommonOptions {
             max_write_buffer_number: 2,
             bloom_bits: 10,
             compression: "snappy".into(),
+            compression_level: None,
             block_size: 4096,
             open_files: 5000,
             target_file_size_base: 64 << 20,

@@ -80,6 +80,11 @@ pub const FLAGS: &[FlagSpec] = &[
         "fraction of a value a codec keeps",
     ),
     used("compression_type", false, "none|snappy|lz4|zstd|zlib"),
+    used(
+        "compression_level",
+        false,
+        "codec level: zstd 1-22, zlib 0-9 (32767 or -1: the codec's default; ShaleDB and RocksDB)",
+    ),
     used("block_size", false, "data block bytes"),
     used("cache_size", false, "block cache bytes"),
     used(
@@ -514,6 +519,10 @@ impl Flags {
             max_write_buffer_number: get(m, "max_write_buffer_number", d.max_write_buffer_number)?,
             bloom_bits: bloom.max(0) as u32,
             compression,
+            compression_level: match get::<i32>(m, "compression_level", 32767)? {
+                32767 | -1 => None,
+                level => Some(level),
+            },
             block_size: get(m, "block_size", d.block_size)?,
             open_files: get(m, "open_files", d.open_files)?,
             target_file_size_base: get(m, "target_file_size_base", d.target_file_size_base)?,

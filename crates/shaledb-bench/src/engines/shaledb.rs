@@ -23,6 +23,7 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     let codec = CompressionType::from_name(&c.compression)
         .ok_or_else(|| format!("unknown compression type {:?}", c.compression))?;
     o.set_compression(codec);
+    o.compression_level = c.compression_level;
     o.block_size = c.block_size as usize;
     if c.open_files > 0 {
         o.max_open_files = c.open_files as usize;

@@ -74,6 +74,9 @@ impl FjallEngine {
         if c.use_direct_reads || c.use_direct_io_for_flush_and_compaction {
             return Err("fjall: fjall has no direct (O_DIRECT) IO".into());
         }
+        if c.compression_level.is_some() {
+            return Err("fjall: the benchmark does not set fjall compression levels".into());
+        }
         if c.level_compaction_dynamic_level_bytes {
             return Err("fjall: fjall has no dynamic level sizes".into());
         }

@@ -83,6 +83,13 @@ mod ffi {
         pub fn rocksdb_options_set_max_write_buffer_number(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_max_open_files(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_compression(o: *mut rocksdb_options_t, v: c_int);
+        pub fn rocksdb_options_set_compression_options(
+            o: *mut rocksdb_options_t,
+            w_bits: c_int,
+            level: c_int,
+            strategy: c_int,
+            max_dict_bytes: c_int,
+        );
         pub fn rocksdb_options_set_num_levels(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_level0_file_num_compaction_trigger(
             o: *mut rocksdb_options_t,
@@ -251,6 +258,11 @@ fn db_options(
             },
         );
         ffi::rocksdb_options_set_compression(o, compression);
+        if let Some(level) = c.compression_level {
+            // RocksDB's defaults for the other fields (window bits -14, strategy 0, no
+            // dictionary).
+            ffi::rocksdb_options_set_compression_options(o, -14, level, 0, 0);
+        }
         ffi::rocksdb_options_set_num_levels(o, clamp_int(u64::from(c.num_levels.max(1))));
         ffi::rocksdb_options_set_level0_file_num_compaction_trigger(
             o,

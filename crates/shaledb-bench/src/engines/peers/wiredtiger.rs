@@ -167,6 +167,9 @@ fn compressor(name: &str) -> EngineResult<Option<(&'static str, String)>> {
 /// The `wiredtiger_open` and table configuration strings for the common options.
 pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
     let codec = compressor(&c.compression)?;
+    if c.compression_level.is_some() {
+        return Err("wiredtiger: the benchmark does not set WiredTiger compression levels".into());
+    }
     if c.disable_wal && c.sync {
         return Err("wiredtiger: sync writes need the log; --sync=1 with --disable_wal=1".into());
     }
