@@ -192,55 +192,101 @@ pub(crate) fn read_block_contents_with(
     }
     // Bounded by data_end <= file size, so this allocation is no larger than the file.
     let len = usize::try_from(handle.size).map_err(|_| corrupt(format!("{what} too large")))?;
-    let mut buf = match readahead {
-        Some(ra) => ra.read(
-            file,
-            path,
-            handle.offset,
-            len + BLOCK_TRAILER_LEN,
-            data_end,
-            what,
-        )?,
-        None => {
-            let mut buf = vec![0u8; len + BLOCK_TRAILER_LEN];
-            read_at(file, path, handle.offset, &mut buf, what)?;
-            buf
+    let stored_len = len + BLOCK_TRAILER_LEN;
+    if let Some(ra) = readahead {
+        let mut buf = ra.read(file, path, handle.offset, stored_len, data_end, what)?;
+        return match check_trailer(&buf, len, handle.offset, verify_checksum, &corrupt, what)? {
+            CompressionType::None => {
+                buf.truncate(len);
+                Ok(buf)
+            }
+            kind => decompress_block(&buf[..len], kind, &corrupt, what),
+        };
+    }
+    STORED_BLOCK.with(|cell| {
+        let mut buf = cell.borrow_mut();
+        if buf.len() < stored_len {
+            buf.resize(stored_len, 0);
         }
-    };
-    let kind_byte = buf[len];
+        read_at(file, path, handle.offset, &mut buf[..stored_len], what)?;
+        let stored = &buf[..stored_len];
+        match check_trailer(stored, len, handle.offset, verify_checksum, &corrupt, what)? {
+            CompressionType::None => {
+                // The block keeps the buffer; the next read starts a new one.
+                let mut owned = std::mem::take(&mut *buf);
+                owned.truncate(len);
+                Ok(owned)
+            }
+            kind => {
+                let out = decompress_block(&buf[..len], kind, &corrupt, what);
+                if buf.capacity() > KEPT_STORED_BLOCK {
+                    *buf = Vec::new();
+                }
+                out
+            }
+        }
+    })
+}
+
+/// A read buffer larger than this is not kept for the thread's next read.
+const KEPT_STORED_BLOCK: usize = 4 << 20;
+
+thread_local! {
+    /// Each thread's buffer for a block's stored bytes (no readahead): a compressed block is
+    /// decompressed out of it, so a read allocates (and zeroes) only the decompressed block.
+    static STORED_BLOCK: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Checks the trailer of a stored block (`stored[..len]` plus trailer): the checksum if
+/// asked, and the codec id, which it returns.
+fn check_trailer(
+    stored: &[u8],
+    len: usize,
+    offset: u64,
+    verify_checksum: bool,
+    corrupt: &dyn Fn(String) -> Error,
+    what: &str,
+) -> Result<CompressionType> {
+    let kind_byte = *stored
+        .get(len)
+        .ok_or_else(|| corrupt(format!("{what} trailer truncated")))?;
     if verify_checksum {
-        let stored = buf
+        let stored_crc = stored
             .get(len + 1..)
             .and_then(crate::coding::decode_fixed32)
             .ok_or_else(|| corrupt(format!("{what} trailer truncated")))?;
-        let actual = block_crc(&buf[..len], kind_byte, handle.offset);
-        if checksum::unmask(stored) != actual {
+        let actual = block_crc(&stored[..len], kind_byte, offset);
+        if checksum::unmask(stored_crc) != actual {
             return Err(corrupt(format!("{what} checksum mismatch")));
         }
     }
-    let kind = CompressionType::from_u8(kind_byte)
-        .ok_or_else(|| corrupt(format!("{what} has unknown compression type {kind_byte}")))?;
-    buf.truncate(len);
-    if kind == CompressionType::None {
-        Ok(buf)
-    } else {
-        let (raw_len, n) =
-            get_varint64(&buf).ok_or_else(|| corrupt(format!("{what} bad length prefix")))?;
-        let raw_len = Some(raw_len)
-            .filter(|&l| l <= MAX_DECODED_BLOCK)
-            .and_then(|l| usize::try_from(l).ok())
-            .ok_or_else(|| corrupt(format!("{what} claims {raw_len} decoded bytes")))?;
-        let body = buf.get(n..).unwrap_or(&[]);
-        let out = compression::decompress(kind, body, raw_len)
-            .map_err(|e| corrupt(format!("{what} does not decompress: {e}")))?;
-        if out.len() != raw_len {
-            return Err(corrupt(format!(
-                "{what} decompressed to {} bytes, expected {raw_len}",
-                out.len()
-            )));
-        }
-        Ok(out)
+    CompressionType::from_u8(kind_byte)
+        .ok_or_else(|| corrupt(format!("{what} has unknown compression type {kind_byte}")))
+}
+
+/// Decodes a compressed block's contents (varint decoded length, then the codec's bytes).
+fn decompress_block(
+    contents: &[u8],
+    kind: CompressionType,
+    corrupt: &dyn Fn(String) -> Error,
+    what: &str,
+) -> Result<Vec<u8>> {
+    let (raw_len, n) =
+        get_varint64(contents).ok_or_else(|| corrupt(format!("{what} bad length prefix")))?;
+    let raw_len = Some(raw_len)
+        .filter(|&l| l <= MAX_DECODED_BLOCK)
+        .and_then(|l| usize::try_from(l).ok())
+        .ok_or_else(|| corrupt(format!("{what} claims {raw_len} decoded bytes")))?;
+    let body = contents.get(n..).unwrap_or(&[]);
+    let out = compression::decompress(kind, body, raw_len)
+        .map_err(|e| corrupt(format!("{what} does not decompress: {e}")))?;
+    if out.len() != raw_len {
+        return Err(corrupt(format!(
+            "{what} decompressed to {} bytes, expected {raw_len}",
+            out.len()
+        )));
     }
+    Ok(out)
 }
 
 /// The decoded footer.
