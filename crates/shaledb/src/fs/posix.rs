@@ -465,7 +465,10 @@ mod tests {
         if !shm.is_dir() {
             return;
         }
-        let dir = tempfile::tempdir_in(shm).unwrap();
+        // A container may give no writable /dev/shm: nothing to test then.
+        let Ok(dir) = tempfile::tempdir_in(shm) else {
+            return;
+        };
         let path = dir.path().join("000001.sst");
         match PosixFileSystem::new().create_direct(&path) {
             Ok(mut f) => {
