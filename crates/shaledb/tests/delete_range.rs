@@ -2,6 +2,8 @@
 //! snapshots, merges, flush, compaction and recovery, in families; and a model test with range
 //! deletes overlapping everything.
 
+mod common;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shaledb::fs::MemFileSystem;
@@ -209,17 +211,7 @@ fn compaction_drops_what_a_range_delete_covers() {
     let opts = small_opts();
     let db = Db::open(Path::new("/dr-space"), opts).expect("open");
     // Incompressible values: the sizes compared are data, whichever codec a level uses.
-    let value = |i: u32| -> Vec<u8> {
-        let mut x = u64::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..200)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    };
+    let value = |i: u32| common::incompressible(u64::from(i), 200);
     for i in 0..2000 {
         db.put(key(i), value(i)).expect("put");
     }

@@ -2,6 +2,8 @@
 //! the data needs, the levels above stay empty, less garbage under overwrites than static
 //! targets), `bottommost_compression`, and `CompactRangeOptions::bottommost_level_compaction`.
 
+mod common;
+
 use shaledb::{Db, Options};
 use std::path::Path;
 
@@ -18,17 +20,9 @@ fn options(dynamic: bool) -> Options {
         .with_compression(shaledb::CompressionType::None)
 }
 
-/// 200 pseudo-random bytes (xorshift), different for every `seed`.
+/// 200 incompressible bytes, different for every `seed`.
 fn value(seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..200)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    common::incompressible(seed, 200)
 }
 
 fn level_files(db: &Db) -> Vec<usize> {
