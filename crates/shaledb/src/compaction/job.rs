@@ -405,10 +405,9 @@ impl KeyTracker<'_> {
         if p.kind != ValueKind::Put || p.sequence == 0 || p.sequence > policy.smallest_snapshot {
             return false;
         }
-        let bottommost = *self.bottommost.get_or_insert_with(|| {
-            let v = &policy.version;
-            (policy.output_level + 1..v.num_levels()).all(|l| v.level_files(l).is_empty())
-        });
+        let bottommost = *self
+            .bottommost
+            .get_or_insert_with(|| policy.version.nothing_below(policy.output_level));
         if !bottommost
             || self
                 .range_dels

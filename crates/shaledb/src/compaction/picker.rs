@@ -307,8 +307,7 @@ pub fn pick(
         };
         if let Some(mut c) = c {
             c.base_level = base;
-            let n = v.num_levels();
-            let bottommost = (c.output_level + 1..n).all(|l| v.level_files(l).is_empty());
+            let bottommost = v.nothing_below(c.output_level);
             c.codecs_match = opts.codec_for_output(c.level, base, false)
                 == opts.codec_for_output(c.output_level, base, bottommost);
             return Some(c);

@@ -687,8 +687,7 @@ impl DbInner {
             tables: &self.tables,
             level: c.output_level,
             base_level: c.base_level,
-            bottommost: (c.output_level + 1..version.num_levels())
-                .all(|l| version.level_files(l).is_empty()),
+            bottommost: version.nothing_below(c.output_level),
             max_file_size: picker::target_file_size(family_opts, c.output_level),
         };
         let policy = DropPolicy {

@@ -499,6 +499,12 @@ impl Version {
             .collect()
     }
 
+    /// True if every level deeper than `level` is empty: an output written to `level` is at
+    /// the bottom (`bottommost_compression`, sequence-number zeroing).
+    pub fn nothing_below(&self, level: usize) -> bool {
+        (level + 1..self.num_levels()).all(|l| self.level_files(l).is_empty())
+    }
+
     /// True if no file at a level deeper than `level` may hold `user_key`: a tombstone for it
     /// compacted into `level` hides nothing below and may be dropped.
     pub fn is_base_level_for_key(&self, level: usize, user_key: &[u8]) -> bool {
