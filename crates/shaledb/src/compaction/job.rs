@@ -681,6 +681,19 @@ mod tests {
     use crate::range_del::RangeTombstone;
     use crate::version::{set::apply_for_tests, VersionEdit};
 
+    /// A drop policy with no filter, merge operator or TTL.
+    fn policy(smallest_snapshot: u64, version: Arc<Version>, output_level: usize) -> DropPolicy {
+        DropPolicy {
+            smallest_snapshot,
+            version,
+            output_level,
+            filter: None,
+            newest_snapshot: None,
+            merge_operator: None,
+            expiry: None,
+        }
+    }
+
     /// A version whose level `level` holds one file covering `small`..=`large`.
     fn version_with(level: usize, small: &str, large: &str) -> Arc<Version> {
         let mut e = VersionEdit::default();
@@ -733,15 +746,7 @@ mod tests {
     fn versions_hidden_from_every_snapshot_are_dropped() {
         // Oldest snapshot at 100: only the newest version of each key is visible to anyone;
         // nothing below the output level, so tombstones hiding nothing go too.
-        let p = DropPolicy {
-            smallest_snapshot: 100,
-            version: Arc::new(Version::empty(4)),
-            output_level: 1,
-            filter: None,
-            newest_snapshot: None,
-            merge_operator: None,
-            expiry: None,
-        };
+        let p = policy(100, Arc::new(Version::empty(4)), 1);
         assert_eq!(kept(INPUT, Some(&p)), "a@9 e@5");
         // A snapshot at 7 still sees a@7 (a@9 is too new for it) but not a@3; b's tombstone
         // at 8 is newer than the snapshot, so it and b@4 (what the snapshot sees) stay.
@@ -761,15 +766,7 @@ mod tests {
     #[test]
     fn tombstones_stay_while_a_deeper_level_may_hold_the_key() {
         // L3 holds c..d: the tombstones of c and d still hide something there, e's does not.
-        let p = DropPolicy {
-            smallest_snapshot: 100,
-            version: version_with(3, "c", "d"),
-            output_level: 1,
-            filter: None,
-            newest_snapshot: None,
-            merge_operator: None,
-            expiry: None,
-        };
+        let p = policy(100, version_with(3, "c", "d"), 1);
         assert_eq!(kept(INPUT, Some(&p)), "a@9 c@6-del d@2-del e@5");
         // Writing into L3 itself: nothing deeper, so they go.
         let p = DropPolicy {
@@ -778,15 +775,7 @@ mod tests {
         };
         assert_eq!(kept(INPUT, Some(&p)), "a@9 e@5");
         // A file at a shallower level than the output does not count.
-        let p = DropPolicy {
-            smallest_snapshot: 100,
-            version: version_with(1, "a", "z"),
-            output_level: 2,
-            filter: None,
-            newest_snapshot: None,
-            merge_operator: None,
-            expiry: None,
-        };
+        let p = policy(100, version_with(1, "a", "z"), 2);
         assert_eq!(kept(INPUT, Some(&p)), "a@9 e@5");
     }
 
@@ -870,15 +859,7 @@ mod tests {
     fn a_single_delete_vanishes_with_its_put_even_above_the_base_level() {
         // L3 holds a..z, so ordinary tombstones must stay; the single delete and its put go
         // together, and the put still hides the older version below it.
-        let deeper = DropPolicy {
-            smallest_snapshot: 100,
-            version: version_with(3, "a", "z"),
-            output_level: 1,
-            filter: None,
-            newest_snapshot: None,
-            merge_operator: None,
-            expiry: None,
-        };
+        let deeper = policy(100, version_with(3, "a", "z"), 1);
         assert_eq!(compacted("b@9 k@8-sd k@7 k@3 z@1", &deeper), "b@9 z@1");
         assert_eq!(compacted("k@8-del k@7 k@3", &deeper), "k@8-del");
         // With no put right below, the single delete stays while a deeper level may hold the
@@ -891,29 +872,13 @@ mod tests {
         // (At the bottom, a put every reader sees is written with sequence number 0.)
         assert_eq!(compacted("k@8-sd m@5", &base), "m@0");
         // A snapshot at 7 still needs the put and does not see the single delete: both stay.
-        let snapshot = DropPolicy {
-            smallest_snapshot: 7,
-            version: version_with(3, "a", "z"),
-            output_level: 1,
-            filter: None,
-            newest_snapshot: None,
-            merge_operator: None,
-            expiry: None,
-        };
+        let snapshot = policy(7, version_with(3, "a", "z"), 1);
         assert_eq!(compacted("k@8-sd k@7 k@3", &snapshot), "k@8-sd k@7");
     }
 
     #[test]
     fn puts_every_reader_sees_get_sequence_zero_at_the_bottom() {
-        let bottom = DropPolicy {
-            smallest_snapshot: 7,
-            version: Arc::new(Version::empty(4)),
-            output_level: 1,
-            filter: None,
-            newest_snapshot: None,
-            merge_operator: None,
-            expiry: None,
-        };
+        let bottom = policy(7, Arc::new(Version::empty(4)), 1);
         // a@9 and c's tombstone are newer than the snapshot at 7 and keep their numbers; the
         // next version of each key is what every reader at or below it sees: zeroed (and the
         // older ones dropped, so the zeroed entry is the key's last).
