@@ -4,9 +4,7 @@
 //! and a filesystem without direct IO is refused at open with a sentence naming the option.
 //! The crash, power-loss and IO-error suites in shaledb-testkit run in direct mode too.
 
-use shaledb::fs::{
-    FileLock, FileSystem, MemFileSystem, RandomAccessFile, SequentialFile, WritableFile,
-};
+use shaledb::fs::{FileSystem, FsCall, FsHook, HookedFileSystem, MemFileSystem};
 use shaledb::{Db, Error, Options};
 use std::collections::BTreeMap;
 use std::io;
@@ -14,10 +12,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Forwards to a MemFileSystem, counting how table files are opened; `direct: false` hides
-/// the direct calls (the trait's defaults then refuse them, as for a filesystem without).
+/// Counts how table files are opened; `direct: false` refuses the direct calls, as a
+/// filesystem without O_DIRECT does.
+#[derive(Default)]
 struct TableCounting {
-    inner: MemFileSystem,
     direct: bool,
     buffered_table_reads: AtomicUsize,
     buffered_table_writes: AtomicUsize,
@@ -26,82 +24,38 @@ struct TableCounting {
 }
 
 impl TableCounting {
-    fn new(direct: bool) -> Arc<TableCounting> {
-        Arc::new(TableCounting {
-            inner: MemFileSystem::new(),
+    fn new(direct: bool) -> Arc<HookedFileSystem<TableCounting>> {
+        let hook = TableCounting {
             direct,
-            buffered_table_reads: AtomicUsize::new(0),
-            buffered_table_writes: AtomicUsize::new(0),
-            direct_table_reads: AtomicUsize::new(0),
-            direct_table_writes: AtomicUsize::new(0),
-        })
-    }
-
-    fn count(counter: &AtomicUsize, path: &Path) {
-        if path.extension().is_some_and(|e| e == "sst") {
-            counter.fetch_add(1, Ordering::SeqCst);
-        }
+            ..TableCounting::default()
+        };
+        Arc::new(HookedFileSystem::new(Arc::new(MemFileSystem::new()), hook))
     }
 }
 
-impl FileSystem for TableCounting {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        Self::count(&self.buffered_table_writes, path);
-        self.inner.create(path)
-    }
-    fn open_random_access(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        Self::count(&self.buffered_table_reads, path);
-        self.inner.open_random_access(path)
-    }
-    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        if !self.direct {
+impl FsHook for TableCounting {
+    fn before(&self, call: FsCall<'_>) -> io::Result<()> {
+        let direct = matches!(
+            call,
+            FsCall::CreateDirect(_) | FsCall::OpenRandomAccessDirect(_)
+        );
+        if direct && !self.direct {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "no O_DIRECT here",
             ));
         }
-        Self::count(&self.direct_table_writes, path);
-        self.inner.create_direct(path)
-    }
-    fn open_random_access_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        if !self.direct {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "no O_DIRECT here",
-            ));
+        let counter = match call {
+            FsCall::Create(_) => &self.buffered_table_writes,
+            FsCall::OpenRandomAccess(_) => &self.buffered_table_reads,
+            FsCall::CreateDirect(_) => &self.direct_table_writes,
+            FsCall::OpenRandomAccessDirect(_) => &self.direct_table_reads,
+            _ => return Ok(()),
+        };
+        if call.is_table() {
+            counter.fetch_add(1, Ordering::SeqCst);
         }
-        Self::count(&self.direct_table_reads, path);
-        self.inner.open_random_access_direct(path)
-    }
-    fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn SequentialFile>> {
-        self.inner.open_sequential(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> io::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list_dir(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove_file(path)
-    }
-    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.remove_dir(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
+        Ok(())
     }
 }
 
@@ -167,10 +121,10 @@ fn tables_go_through_direct_io_only_and_read_back_after_reopen() {
     drop(db);
     let db = Db::open(dir, small(fs.clone())).expect("reopen");
     check(&db, &model);
-    assert!(fs.direct_table_writes.load(Ordering::SeqCst) > 2);
-    assert!(fs.direct_table_reads.load(Ordering::SeqCst) > 2);
-    assert_eq!(fs.buffered_table_writes.load(Ordering::SeqCst), 0);
-    assert_eq!(fs.buffered_table_reads.load(Ordering::SeqCst), 0);
+    assert!(fs.hook().direct_table_writes.load(Ordering::SeqCst) > 2);
+    assert!(fs.hook().direct_table_reads.load(Ordering::SeqCst) > 2);
+    assert_eq!(fs.hook().buffered_table_writes.load(Ordering::SeqCst), 0);
+    assert_eq!(fs.hook().buffered_table_reads.load(Ordering::SeqCst), 0);
     drop(db);
 
     // Written directly, read buffered: the files are the same files.
@@ -179,7 +133,7 @@ fn tables_go_through_direct_io_only_and_read_back_after_reopen() {
         .with_use_direct_io_for_flush_and_compaction(false);
     let db = Db::open(dir, buffered).expect("reopen buffered");
     check(&db, &model);
-    assert!(fs.buffered_table_reads.load(Ordering::SeqCst) > 0);
+    assert!(fs.hook().buffered_table_reads.load(Ordering::SeqCst) > 0);
 }
 
 #[test]

@@ -1056,9 +1056,7 @@ fn files_under_tombstones(
 
 #[cfg(test)]
 mod tests {
-    use crate::fs::{
-        FileLock, FileSystem, MemFileSystem, RandomAccessFile, SequentialFile, WritableFile,
-    };
+    use crate::fs::{FsHook, HookedFileSystem, MemFileSystem, WritableFile};
     use crate::{Db, Options};
     use parking_lot::{Condvar, Mutex};
     use std::io;
@@ -1116,68 +1114,31 @@ mod tests {
         }
     }
 
-    /// A filesystem whose MANIFEST syncs pass through a gate.
-    struct GatedFs {
-        inner: MemFileSystem,
-        gate: Arc<Gate>,
-    }
+    /// MANIFEST syncs pass through the gate.
+    struct GateManifestSyncs(Arc<Gate>);
 
-    impl FileSystem for GatedFs {
-        fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-            let f = self.inner.create(path)?;
+    impl FsHook for GateManifestSyncs {
+        fn writable(&self, path: &Path, file: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
             let manifest = path
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST"));
-            if manifest {
-                return Ok(Box::new(GatedFile {
-                    inner: f,
-                    gate: self.gate.clone(),
-                }));
+            if !manifest {
+                return file;
             }
-            Ok(f)
-        }
-        fn open_random_access(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-            self.inner.open_random_access(path)
-        }
-        fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn SequentialFile>> {
-            self.inner.open_sequential(path)
-        }
-        fn exists(&self, path: &Path) -> bool {
-            self.inner.exists(path)
-        }
-        fn file_size(&self, path: &Path) -> io::Result<u64> {
-            self.inner.file_size(path)
-        }
-        fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
-            self.inner.list_dir(dir)
-        }
-        fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-            self.inner.create_dir_all(dir)
-        }
-        fn remove_file(&self, path: &Path) -> io::Result<()> {
-            self.inner.remove_file(path)
-        }
-        fn remove_dir(&self, dir: &Path) -> io::Result<()> {
-            self.inner.remove_dir(dir)
-        }
-        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-            self.inner.rename(from, to)
-        }
-        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-            self.inner.sync_dir(dir)
-        }
-        fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-            self.inner.lock(path)
+            Box::new(GatedFile {
+                inner: file,
+                gate: self.0.clone(),
+            })
         }
     }
 
     #[test]
     fn writes_go_on_while_a_manifest_sync_is_slow() {
         let gate = Arc::new(Gate::default());
-        let fs = Arc::new(GatedFs {
-            inner: MemFileSystem::new(),
-            gate: gate.clone(),
-        });
+        let fs = Arc::new(HookedFileSystem::new(
+            Arc::new(MemFileSystem::new()),
+            GateManifestSyncs(gate.clone()),
+        ));
         let opts = Options {
             fs,
             ..Default::default()

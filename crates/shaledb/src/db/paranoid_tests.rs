@@ -3,61 +3,24 @@
 //! neither happens (damage then shows when a read reaches the table).
 
 use crate::error::Error;
-use crate::fs::{
-    FileLock, FileSystem, MemFileSystem, RandomAccessFile, SequentialFile, WritableFile,
-};
+use crate::fs::{FileSystem, FsCall, FsHook, HookedFileSystem, MemFileSystem};
 use crate::options::Options;
 use crate::Db;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// A MemFileSystem that counts how often table files are opened for reading.
-struct CountingFs {
-    inner: MemFileSystem,
-    table_opens: AtomicUsize,
-}
+/// Counts how often table files are opened for reading.
+#[derive(Default)]
+struct CountTableOpens(AtomicUsize);
 
-impl FileSystem for CountingFs {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.inner.create(path)
-    }
-    fn open_random_access(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        if path.extension().is_some_and(|e| e == "sst") {
-            self.table_opens.fetch_add(1, Ordering::SeqCst);
+impl FsHook for CountTableOpens {
+    fn before(&self, call: FsCall<'_>) -> io::Result<()> {
+        if matches!(call, FsCall::OpenRandomAccess(_)) && call.is_table() {
+            self.0.fetch_add(1, Ordering::SeqCst);
         }
-        self.inner.open_random_access(path)
-    }
-    fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn SequentialFile>> {
-        self.inner.open_sequential(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> io::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list_dir(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove_file(path)
-    }
-    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.remove_dir(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
+        Ok(())
     }
 }
 
@@ -73,21 +36,21 @@ fn options(fs: Arc<dyn FileSystem>, paranoid_checks: bool) -> Options {
 #[test]
 fn flush_outputs_are_read_back_only_with_paranoid_checks() {
     for (paranoid, opens_after_flush) in [(true, 1), (false, 0)] {
-        let fs = Arc::new(CountingFs {
-            inner: MemFileSystem::new(),
-            table_opens: AtomicUsize::new(0),
-        });
+        let fs = Arc::new(HookedFileSystem::new(
+            Arc::new(MemFileSystem::new()),
+            CountTableOpens::default(),
+        ));
         let db = Db::open("/db", options(fs.clone(), paranoid)).expect("open");
         db.put(b"k", b"v").expect("put");
         db.flush().expect("flush");
         assert_eq!(
-            fs.table_opens.load(Ordering::SeqCst),
+            fs.hook().0.load(Ordering::SeqCst),
             opens_after_flush,
             "paranoid_checks = {paranoid}"
         );
         // Either way the table is readable (opened now if the flush did not).
         assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
-        assert_eq!(fs.table_opens.load(Ordering::SeqCst), 1);
+        assert_eq!(fs.hook().0.load(Ordering::SeqCst), 1);
         db.close().expect("close");
     }
 }

@@ -13,10 +13,12 @@
 //!   a filesystem that cannot do that returns an error of kind `Unsupported`.
 
 mod direct;
+mod hooked;
 mod mem;
 mod posix;
 
 pub use direct::DIRECT_IO_ALIGNMENT;
+pub use hooked::{FsCall, FsHook, HookedFileSystem};
 pub use mem::MemFileSystem;
 pub use posix::PosixFileSystem;
 
