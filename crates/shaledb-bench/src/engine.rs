@@ -56,6 +56,9 @@ pub struct CommonOptions {
     pub use_direct_io_for_flush_and_compaction: bool,
     /// Dynamic level sizes (RocksDB's `level_compaction_dynamic_level_bytes`).
     pub level_compaction_dynamic_level_bytes: bool,
+    /// Put the data blocks flushes write into the block cache (RocksDB's
+    /// `prepopulate_block_cache=kFlushOnly`).
+    pub prepopulate_block_cache: bool,
     /// Open an existing database instead of creating a fresh one.
     pub use_existing_db: bool,
     /// db_bench's `--merge_operator`: "" (none) or "uint64add".
@@ -98,6 +101,7 @@ impl Default for CommonOptions {
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
             level_compaction_dynamic_level_bytes: false,
+            prepopulate_block_cache: false,
             use_existing_db: false,
             merge_operator: String::new(),
             prefix_size: 0,

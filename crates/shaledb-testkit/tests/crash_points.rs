@@ -26,6 +26,11 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
     o.fs = fs.as_dyn();
     o.use_direct_reads = direct;
     o.use_direct_io_for_flush_and_compaction = direct;
+    // The direct run also puts flushed blocks into the block cache as they are written: the
+    // blocks of a flush that failed must never be read.
+    if direct {
+        o.prepopulate_block_cache = shaledb::PrepopulateBlockCache::FlushOnly;
+    }
     o.write_buffer_size = 4096;
     o.block_size = 256;
     o.max_background_jobs = 1;

@@ -44,6 +44,9 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
     o.use_direct_reads = rng.gen_bool(0.5);
     o.use_direct_io_for_flush_and_compaction = rng.gen_bool(0.5);
     o.level_compaction_dynamic_level_bytes = rng.gen_bool(0.5);
+    if rng.gen_bool(0.5) {
+        o.prepopulate_block_cache = shaledb::PrepopulateBlockCache::FlushOnly;
+    }
     o
 }
 

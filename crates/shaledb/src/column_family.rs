@@ -66,6 +66,7 @@ family_options! {
     compression_per_level: Vec<CompressionType>,
     bottommost_compression: Option<CompressionType>,
     compression_level: Option<i32>,
+    prepopulate_block_cache: crate::options::PrepopulateBlockCache,
     num_levels: usize,
     level0_file_num_compaction_trigger: usize,
     level0_slowdown_writes_trigger: usize,

@@ -119,6 +119,12 @@ pub struct Options {
     /// and lz4 have none. Decompression speed barely depends on it. `None`: each codec's
     /// default (zstd 3, zlib 6). Default `None`.
     pub compression_level: Option<i32>,
+    /// Puts the data blocks a flush writes into the block cache as it writes them (RocksDB's
+    /// `prepopulate_block_cache`), so data read soon after it is written is served without a
+    /// file read or decompression. Pays when recent writes are read soon and the cache holds
+    /// several memtables' worth of data; otherwise flushed blocks push out what readers use.
+    /// Default [`PrepopulateBlockCache::Disable`], as in RocksDB.
+    pub prepopulate_block_cache: PrepopulateBlockCache,
     /// Capacity of the shared block cache in bytes. Default 32 MiB.
     pub block_cache_size: usize,
     /// The block cache is split into 2^bits shards. Default 4.
@@ -236,6 +242,7 @@ impl Default for Options {
             ],
             bottommost_compression: None,
             compression_level: None,
+            prepopulate_block_cache: PrepopulateBlockCache::Disable,
             block_cache_size: 32 << 20,
             block_cache_shard_bits: 4,
             max_open_files: 5000,
@@ -293,6 +300,7 @@ impl std::fmt::Debug for Options {
             compression_per_level,
             bottommost_compression,
             compression_level,
+            prepopulate_block_cache,
             block_cache_size,
             block_cache_shard_bits,
             max_open_files,
@@ -351,6 +359,7 @@ impl std::fmt::Debug for Options {
             .field("compression_per_level", compression_per_level)
             .field("bottommost_compression", bottommost_compression)
             .field("compression_level", compression_level)
+            .field("prepopulate_block_cache", prepopulate_block_cache)
             .field("block_cache_size", block_cache_size)
             .field("block_cache_shard_bits", block_cache_shard_bits)
             .field("max_open_files", max_open_files)
@@ -434,6 +443,7 @@ impl Options {
         with_compression_per_level => compression_per_level: Vec<CompressionType>,
         with_bottommost_compression => bottommost_compression: Option<CompressionType>,
         with_compression_level => compression_level: Option<i32>,
+        with_prepopulate_block_cache => prepopulate_block_cache: PrepopulateBlockCache,
         with_block_cache_size => block_cache_size: usize,
         with_block_cache_shard_bits => block_cache_shard_bits: u32,
         with_max_open_files => max_open_files: usize,
@@ -778,6 +788,17 @@ impl ReadOptions {
         self.tailing = tailing;
         self
     }
+}
+
+/// Which written blocks go into the block cache as they are written
+/// ([`Options::prepopulate_block_cache`], RocksDB's `PrepopulateBlockCache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PrepopulateBlockCache {
+    /// None: blocks enter the cache when a read misses them.
+    #[default]
+    Disable,
+    /// The data blocks of every flush (not of compactions, whose outputs are read less soon).
+    FlushOnly,
 }
 
 /// What [`Db::compact_range_opt`](crate::Db::compact_range_opt) does with the deepest level

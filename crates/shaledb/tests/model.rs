@@ -344,3 +344,14 @@ fn model_dynamic_level_sizes() {
     o.compression_per_level = Options::default().compression_per_level;
     run_model(7, o, ops_count(), dir.path());
 }
+
+/// Flushed blocks put into the block cache as they are written (`prepopulate_block_cache`),
+/// in a cache small enough that they push each other out: reads mix prepopulated blocks,
+/// blocks read from files and blocks of tables compacted away.
+#[test]
+fn model_prepopulated_block_cache() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options(CompressionType::Snappy, 10, 512);
+    o.prepopulate_block_cache = shaledb::PrepopulateBlockCache::FlushOnly;
+    run_model(8, o, ops_count(), dir.path());
+}

@@ -304,6 +304,11 @@ pub const FLAGS: &[FlagSpec] = &[
         "dynamic level sizes (ShaleDB and RocksDB)",
     ),
     used(
+        "prepopulate_block_cache",
+        true,
+        "1: flushed data blocks go into the block cache as they are written (ShaleDB and RocksDB)",
+    ),
+    used(
         "use_direct_io_for_flush_and_compaction",
         true,
         "O_DIRECT writes of flush and compaction outputs (ShaleDB and RocksDB)",
@@ -577,6 +582,15 @@ impl Flags {
                 "use_direct_io_for_flush_and_compaction",
                 d.use_direct_io_for_flush_and_compaction,
             )?,
+            prepopulate_block_cache: match get::<u32>(m, "prepopulate_block_cache", 0)? {
+                0 => false,
+                1 => true,
+                other => {
+                    return Err(format!(
+                        "flag --prepopulate_block_cache: {other} is not 0 (off) or 1 (flush only)"
+                    ))
+                }
+            },
             use_existing_db: get_bool(m, "use_existing_db", d.use_existing_db)?,
             merge_operator: merge_operator_flag(m)?,
             prefix_size: get(m, "prefix_size", d.prefix_size)?,

@@ -48,6 +48,9 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     o.memtable_whole_key_filtering = c.memtable_whole_key_filtering;
     o.use_direct_reads = c.use_direct_reads;
     o.level_compaction_dynamic_level_bytes = c.level_compaction_dynamic_level_bytes;
+    if c.prepopulate_block_cache {
+        o.prepopulate_block_cache = shaledb::PrepopulateBlockCache::FlushOnly;
+    }
     o.use_direct_io_for_flush_and_compaction = c.use_direct_io_for_flush_and_compaction;
     Ok(o)
 }

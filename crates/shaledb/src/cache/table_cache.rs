@@ -7,6 +7,8 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::sst::Table;
 use crate::version::filename;
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -18,6 +20,9 @@ pub struct TableCache {
     block_cache: Arc<BlockCache>,
     /// Open table files with direct IO (`Options::use_direct_reads`).
     direct_reads: bool,
+    /// Block-cache ids of tables written with their blocks put into the block cache
+    /// (`prepopulate_block_cache`), by file number: the file's first open reads under it.
+    reserved_cache_ids: Mutex<HashMap<u64, u64>>,
 }
 
 impl TableCache {
@@ -34,6 +39,7 @@ impl TableCache {
             tables: ShardedCache::new(capacity, 4),
             block_cache,
             direct_reads: false,
+            reserved_cache_ids: Mutex::new(HashMap::new()),
         }
     }
 
@@ -54,12 +60,18 @@ impl TableCache {
             false => self.fs.open_random_access(&path),
         }
         .map_err(|e| Error::io(format!("opening table {}", path.display()), e))?;
-        let table = Arc::new(Table::open(
+        let cache_id = self
+            .reserved_cache_ids
+            .lock()
+            .remove(&number)
+            .unwrap_or_else(Table::new_cache_id);
+        let table = Arc::new(Table::open_with_cache_id(
             file,
             path,
             number,
             file_size,
             Some(self.block_cache.clone()),
+            cache_id,
         )?);
         self.tables.insert(number, table.clone(), 1);
         Ok(table)
@@ -68,6 +80,15 @@ impl TableCache {
     /// Forgets a table (its file is being deleted).
     pub fn evict(&self, number: u64) {
         self.tables.erase(&number);
+        self.reserved_cache_ids.lock().remove(&number);
+    }
+
+    /// The block cache and the cache id file `number` (being written) will be read under
+    /// once opened: its writer puts blocks there (see `sst::TableBuilder::warm_cache`).
+    pub fn reserve_cache_id(&self, number: u64) -> (Arc<BlockCache>, u64) {
+        let id = Table::new_cache_id();
+        self.reserved_cache_ids.lock().insert(number, id);
+        (self.block_cache.clone(), id)
     }
 
     /// How many tables the cache keeps open (`max_open_files`).

@@ -13,7 +13,7 @@ use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::key::{self, InternalKey, ParsedInternalKey, SequenceNumber, ValueKind};
 use crate::merge::MergeOperator;
-use crate::options::Options;
+use crate::options::{Options, PrepopulateBlockCache};
 use crate::range_del::FragmentedRangeTombstones;
 use crate::sst::{TableBuilder, TableBuilderOptions};
 use crate::version::{filename, FileMetaData, Version};
@@ -57,6 +57,8 @@ pub struct OutputSpec<'a> {
     pub bottommost: bool,
     /// Files are cut once they pass this many bytes, at a user-key boundary.
     pub max_file_size: u64,
+    /// A flush (not a compaction): `Options::prepopulate_block_cache` may apply.
+    pub flush: bool,
 }
 
 struct Output {
@@ -95,6 +97,7 @@ pub fn write_tables(
     if let Err(e) = res {
         if let Some(o) = current.take() {
             o.builder.abandon();
+            spec.tables.evict(o.meta.number);
             let _ = spec
                 .fs
                 .remove_file(&filename::table_file(spec.dir, o.meta.number));
@@ -579,8 +582,13 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
         compression_level: spec.opts.compression_level,
         prefix_extractor: spec.opts.prefix_extractor.clone(),
     };
+    let mut builder = TableBuilder::new(opts, file, path, number);
+    if spec.flush && spec.opts.prepopulate_block_cache == PrepopulateBlockCache::FlushOnly {
+        let (cache, cache_id) = spec.tables.reserve_cache_id(number);
+        builder = builder.warm_cache(cache, cache_id);
+    }
     Ok(Output {
-        builder: TableBuilder::new(opts, file, path, number),
+        builder,
         meta: FileMetaData {
             number,
             file_size: 0,
@@ -818,6 +826,7 @@ mod tests {
             base_level: 1,
             bottommost: false,
             max_file_size: u64::MAX,
+            flush: false,
         };
         let mut next = 10;
         let metas = write_tables(

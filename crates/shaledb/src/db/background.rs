@@ -195,6 +195,7 @@ impl DbInner {
                 base_level: 1,
                 bottommost: false,
                 max_file_size: u64::MAX,
+                flush: true,
             };
             job::write_tables(
                 &spec,
@@ -271,6 +272,7 @@ impl DbInner {
                     base_level: 1,
                     bottommost: false,
                     max_file_size: u64::MAX,
+                    flush: true,
                 };
                 let metas = job::write_tables(
                     &spec,
@@ -689,6 +691,7 @@ impl DbInner {
             base_level: c.base_level,
             bottommost: version.nothing_below(c.output_level),
             max_file_size: picker::target_file_size(family_opts, c.output_level),
+            flush: false,
         };
         let policy = DropPolicy {
             smallest_snapshot,

@@ -504,6 +504,7 @@ impl WalReplay<'_> {
             base_level: 1,
             bottommost: false,
             max_file_size: u64::MAX,
+            flush: true,
         };
         let versions = &mut *self.versions;
         let metas = job::write_tables(

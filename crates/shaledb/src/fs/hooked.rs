@@ -230,9 +230,7 @@ mod tests {
         f.append(b"abc").expect("append");
         f.sync().expect("sync");
         assert_eq!(fs.file_size(Path::new("/d/1.sst")).expect("size"), 3);
-        let r = fs
-            .open_random_access(Path::new("/d/1.sst"))
-            .expect("open");
+        let r = fs.open_random_access(Path::new("/d/1.sst")).expect("open");
         let mut buf = [0u8; 2];
         r.read_exact_at(1, &mut buf).expect("read");
         assert_eq!(&buf, b"bc");
@@ -240,7 +238,10 @@ mod tests {
             .remove_file(Path::new("/d/1.sst"))
             .expect_err("the hook refuses removals");
         assert_eq!(err.to_string(), "refused by the hook");
-        assert!(mem.exists(Path::new("/d/1.sst")), "the refused call never ran");
+        assert!(
+            mem.exists(Path::new("/d/1.sst")),
+            "the refused call never ran"
+        );
         assert_eq!(
             *fs.hook().0.lock(),
             [

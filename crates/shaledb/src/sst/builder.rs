@@ -1,14 +1,16 @@
 //! Writes a table file from entries in internal-key order.
 
-use super::block::BlockBuilder;
+use super::block::{Block, BlockBuilder};
 use super::format::{append_block_trailer, maybe_compress, Footer, BLOCK_TRAILER_LEN};
 use super::{filter, properties, BlockHandle, TableBuilderOptions, TableProperties};
+use crate::cache::BlockCache;
 use crate::compression::{CompressionType, Compressor};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::key::{self, KIND_FOR_SEEK, MAX_SEQUENCE};
 use crate::range_del::FragmentedRangeTombstones;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Metaindex key of the whole-table bloom filter block.
 pub(crate) const FILTER_META_KEY: &str = "filter.shaledb.bloom";
@@ -44,6 +46,9 @@ pub struct TableBuilder {
     compressor: Compressor,
     /// The table's range tombstones, written as one block by `finish`.
     range_dels: Option<FragmentedRangeTombstones>,
+    /// Where each data block goes as it is written, under the cache id the table will be
+    /// opened with (`prepopulate_block_cache`).
+    warm_cache: Option<(Arc<BlockCache>, u64)>,
 }
 
 impl TableBuilder {
@@ -83,7 +88,15 @@ impl TableBuilder {
             stored: Vec::new(),
             compressor,
             range_dels: None,
+            warm_cache: None,
         }
+    }
+
+    /// Inserts every data block into `cache` as it is written, keyed as a
+    /// [`super::Table`] opened with `cache_id` reads them (see `TableCache::reserve_cache_id`).
+    pub fn warm_cache(mut self, cache: Arc<BlockCache>, cache_id: u64) -> Self {
+        self.warm_cache = Some((cache, cache_id));
+        self
     }
 
     /// Records the newest write time of the table's values (a family with a TTL).
@@ -267,6 +280,13 @@ impl TableBuilder {
         }
         let raw = self.data_block.finish();
         let h = self.write_block(&raw, self.opts.compression);
+        if let (Ok(h), Some((cache, cache_id))) = (&h, &self.warm_cache) {
+            // What a read of the block would produce: its uncompressed contents, validated.
+            if let Ok(block) = Block::new(raw.clone()) {
+                let charge = block.size();
+                cache.insert((*cache_id, h.offset), Arc::new(block), charge);
+            }
+        }
         // The next block grows into the same buffer instead of a fresh one.
         self.data_block.reuse_buffer(raw);
         let h = h?;

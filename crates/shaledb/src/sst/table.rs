@@ -92,6 +92,27 @@ impl Table {
         file_size: u64,
         block_cache: Option<Arc<BlockCache>>,
     ) -> Result<Table> {
+        let cache_id = Table::new_cache_id();
+        Table::open_with_cache_id(file, path, file_number, file_size, block_cache, cache_id)
+    }
+
+    /// A block-cache id no table has used: a table writer given it (see
+    /// [`super::TableBuilder::warm_cache`]) puts blocks where the table opened with it by
+    /// [`Table::open_with_cache_id`] finds them.
+    pub fn new_cache_id() -> u64 {
+        NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// [`Table::open`], reading its blocks from the block cache under `cache_id` (from
+    /// [`Table::new_cache_id`], used by no other open table).
+    pub fn open_with_cache_id(
+        file: Arc<dyn RandomAccessFile>,
+        path: PathBuf,
+        file_number: u64,
+        file_size: u64,
+        block_cache: Option<Arc<BlockCache>>,
+        cache_id: u64,
+    ) -> Result<Table> {
         let path: Arc<Path> = Arc::from(path);
         let footer_len = FOOTER_LEN as u64;
         if file_size < footer_len {
@@ -166,7 +187,6 @@ impl Table {
             None => None,
         };
         let index = Arc::new(index);
-        let cache_id = NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed);
         if let Some(cache) = &block_cache {
             let charge = index.size() + filter.as_ref().map_or(0, |f| f.size());
             cache.insert_pinned((cache_id, RESERVATION_OFFSET), Arc::new(()), charge);

@@ -259,6 +259,7 @@ mod tests {
             base_level: 1,
             bottommost: false,
             max_file_size: 2048,
+            flush: false,
         };
         let mut number = 10;
         let files = write_tables(

@@ -122,6 +122,12 @@ mod ffi {
             o: *mut rocksdb_options_t,
             t: *mut rocksdb_block_based_table_options_t,
         );
+        pub fn rocksdb_get_options_from_string(
+            base: *const rocksdb_options_t,
+            opts: *const c_char,
+            new_options: *mut rocksdb_options_t,
+            errptr: *mut *mut c_char,
+        );
 
         pub fn rocksdb_block_based_options_create() -> *mut rocksdb_block_based_table_options_t;
         pub fn rocksdb_block_based_options_destroy(t: *mut rocksdb_block_based_table_options_t);
@@ -233,7 +239,7 @@ unsafe impl Sync for RocksEngine {}
 fn db_options(
     c: &CommonOptions,
     compression: c_int,
-) -> (Handle<ffi::rocksdb_options_t>, Handle<ffi::rocksdb_cache_t>) {
+) -> EngineResult<(Handle<ffi::rocksdb_options_t>, Handle<ffi::rocksdb_cache_t>)> {
     // SAFETY: every create function returns a fresh, owned object (never NULL: they abort on
     // allocation failure), handed to a Handle where the engine keeps it; every setter gets a
     // live object from just above. The filter policy's ownership passes to the table options;
@@ -330,7 +336,29 @@ fn db_options(
         }
         ffi::rocksdb_options_set_block_based_table_factory(o, t);
         ffi::rocksdb_block_based_options_destroy(t);
-        (options, cache)
+        if c.prepopulate_block_cache {
+            return Ok((with_prepopulated_block_cache(&options)?, cache));
+        }
+        Ok((options, cache))
+    }
+}
+
+/// `options` with `prepopulate_block_cache=kFlushOnly`, which RocksDB's C API has no setter for:
+/// set through an options string, which copies the table factory's other options (the block
+/// cache included) into the new factory.
+fn with_prepopulated_block_cache(
+    options: &Handle<ffi::rocksdb_options_t>,
+) -> EngineResult<Handle<ffi::rocksdb_options_t>> {
+    let setting = c"block_based_table_factory={prepopulate_block_cache=kFlushOnly}";
+    // SAFETY: a fresh owned options object handed to a Handle; the call reads live `options`
+    // and a NUL-terminated string and writes only `new` and `err`; `err` is NULL or a message
+    // the library allocated, freed by take_err.
+    unsafe {
+        let new = Handle::new(ffi::rocksdb_options_create(), ffi::rocksdb_options_destroy);
+        let mut err: *mut c_char = std::ptr::null_mut();
+        ffi::rocksdb_get_options_from_string(options.ptr(), setting.as_ptr(), new.ptr(), &mut err);
+        take_err(NAME, err, RocksApi::FREE)?;
+        Ok(new)
     }
 }
 
@@ -364,7 +392,7 @@ impl RocksEngine {
         let compression = codec(&c.compression)?;
         prepare_dir(NAME, path, c)?;
         let cpath = c_path(NAME, path)?;
-        let (options, cache) = db_options(c, compression);
+        let (options, cache) = db_options(c, compression)?;
         let (ro, wo) = read_write_options(c);
         let db = CDb::open(&options, &cpath, ro, wo)?;
         Ok(RocksEngine {

@@ -170,6 +170,13 @@ pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
     if c.compression_level.is_some() {
         return Err("wiredtiger: the benchmark does not set WiredTiger compression levels".into());
     }
+    if c.prepopulate_block_cache {
+        return Err(
+            "wiredtiger: WiredTiger has no prepopulate_block_cache (its cache keeps the pages it \
+             writes anyway)"
+                .into(),
+        );
+    }
     if c.disable_wal && c.sync {
         return Err("wiredtiger: sync writes need the log; --sync=1 with --disable_wal=1".into());
     }

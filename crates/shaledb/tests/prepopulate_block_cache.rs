@@ -1,0 +1,166 @@
+//! `Options::prepopulate_block_cache`: with `FlushOnly` the data blocks a flush writes are in
+//! the block cache when the flush returns, so reading what was just flushed reads no table
+//! file; compaction outputs are not put there; without the option reads go to the files. The
+//! data read is the data written in every case (model check, reopen).
+
+use shaledb::fs::{FileSystem, FsHook, HookedFileSystem, MemFileSystem, RandomAccessFile};
+use shaledb::{Db, Options, PrepopulateBlockCache};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Counts positional reads of table files.
+#[derive(Default)]
+struct CountTableReads(Arc<AtomicUsize>);
+
+struct CountedFile {
+    inner: Arc<dyn RandomAccessFile>,
+    reads: Arc<AtomicUsize>,
+}
+
+impl RandomAccessFile for CountedFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.read_exact_at(offset, buf)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+}
+
+impl FsHook for CountTableReads {
+    fn random_access(
+        &self,
+        path: &Path,
+        file: Arc<dyn RandomAccessFile>,
+    ) -> Arc<dyn RandomAccessFile> {
+        if path.extension().is_none_or(|e| e != "sst") {
+            return file;
+        }
+        Arc::new(CountedFile {
+            inner: file,
+            reads: self.0.clone(),
+        })
+    }
+}
+
+fn options(fs: Arc<dyn FileSystem>, prepopulate: PrepopulateBlockCache) -> Options {
+    Options {
+        fs,
+        // Flushed tables are opened (and their index read) before the flush returns, so the
+        // reads counted afterwards are data-block reads.
+        paranoid_checks: true,
+        disable_auto_compactions: true,
+        ..Options::default()
+    }
+    .with_prepopulate_block_cache(prepopulate)
+    .with_block_size(1024)
+    .with_block_cache_size(64 << 20)
+}
+
+/// Puts, overwrites and deletes over `rounds` flushes; returns the model.
+fn load(db: &Db, rounds: u32) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut model = BTreeMap::new();
+    for round in 0..rounds {
+        for i in 0..3000u32 {
+            let key = format!("key{:05}", (i * 7919 + round) % 4000).into_bytes();
+            if i % 13 == 0 {
+                db.delete(&key).expect("delete");
+                model.remove(&key);
+            } else {
+                let value = format!("value-{round}-{i}-{}", "x".repeat((i % 61) as usize));
+                db.put(&key, value.as_bytes()).expect("put");
+                model.insert(key, value.into_bytes());
+            }
+        }
+        db.flush().expect("flush");
+    }
+    model
+}
+
+fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    for i in 0..4000u32 {
+        let key = format!("key{i:05}").into_bytes();
+        let got = db.get(&key).expect("get").map(|v| v.to_vec());
+        assert_eq!(got.as_ref(), model.get(&key), "key {i}");
+    }
+    let all: Vec<(Vec<u8>, Vec<u8>)> = db
+        .range(..)
+        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
+        .collect::<Result<_, _>>()
+        .expect("iterate");
+    let expected: Vec<(Vec<u8>, Vec<u8>)> =
+        model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(all, expected);
+}
+
+/// Loads a database with `prepopulate`, then returns the model and the table reads that
+/// reading everything back took.
+fn reads_after_flushes(prepopulate: PrepopulateBlockCache) -> usize {
+    let fs = Arc::new(HookedFileSystem::new(
+        Arc::new(MemFileSystem::new()),
+        CountTableReads::default(),
+    ));
+    let db = Db::open("/db", options(fs.clone(), prepopulate)).expect("open");
+    let model = load(&db, 3);
+    assert_eq!(
+        db.property("shaledb.num-files-at-level0").as_deref(),
+        Some("3")
+    );
+    let before = fs.hook().0.load(Ordering::SeqCst);
+    check(&db, &model);
+    let reads = fs.hook().0.load(Ordering::SeqCst) - before;
+
+    // A compaction's outputs are not put into the cache: reading them reads the files.
+    db.compact_range(None::<&[u8]>, None::<&[u8]>)
+        .expect("compact");
+    let before = fs.hook().0.load(Ordering::SeqCst);
+    check(&db, &model);
+    assert!(
+        fs.hook().0.load(Ordering::SeqCst) > before,
+        "compaction outputs read from their files"
+    );
+    drop(db);
+
+    // A reopened database starts with an empty cache and reads the same data.
+    let db = Db::open("/db", options(fs.clone(), prepopulate)).expect("reopen");
+    check(&db, &model);
+    reads
+}
+
+#[test]
+fn flushed_blocks_are_read_from_the_cache_only_with_flush_only() {
+    assert_eq!(
+        reads_after_flushes(PrepopulateBlockCache::FlushOnly),
+        0,
+        "every block of the three flushed tables was in the cache"
+    );
+    assert!(reads_after_flushes(PrepopulateBlockCache::Disable) > 10);
+}
+
+#[test]
+fn cache_usage_grows_by_the_flushed_blocks() {
+    let usage = |prepopulate| {
+        let fs = Arc::new(MemFileSystem::new());
+        let db = Db::open("/db", options(fs, prepopulate)).expect("open");
+        load(&db, 1);
+        let usage: u64 = db
+            .property("shaledb.block-cache-usage")
+            .expect("usage")
+            .parse()
+            .expect("number");
+        let data: u64 = db
+            .property("shaledb.total-sst-files-size")
+            .expect("size")
+            .parse()
+            .expect("number");
+        (usage, data)
+    };
+    let (with, data) = usage(PrepopulateBlockCache::FlushOnly);
+    let (without, _) = usage(PrepopulateBlockCache::Disable);
+    // Blocks are cached uncompressed and this data barely compresses: the flushed blocks
+    // weigh about what the table's data blocks weigh.
+    assert!(with - without > data / 2, "{with} - {without} vs {data}");
+}
