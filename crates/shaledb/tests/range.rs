@@ -290,3 +290,36 @@ fn an_error_is_an_item_that_ends_the_range_from_either_end() {
     );
     assert!(rev.next().is_none(), "the error ends the sequence");
 }
+
+/// Backward over a table, a value of 128 bytes or more shares its cached block instead of
+/// being copied (shorter ones are copied); both read back exactly, in a TTL family too (whose
+/// stored values end in a write time that must not show).
+#[test]
+fn reverse_iteration_shares_blocks_for_long_values() {
+    for ttl in [None, Some(std::time::Duration::from_secs(3600))] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(
+            dir.path(),
+            Options {
+                ttl,
+                ..small_options()
+            },
+        )
+        .expect("open");
+        let value = |i: usize| vec![b'a' + (i % 26) as u8; [20, 127, 128, 700][i % 4]];
+        for i in 0..200 {
+            db.put(format!("k{i:04}"), value(i)).expect("put");
+        }
+        db.flush().expect("flush");
+        let mut seen = 0;
+        for (n, item) in db.range(..).rev().enumerate() {
+            let (key, v) = item.expect("item");
+            let i = 199 - n;
+            assert_eq!(key, format!("k{i:04}").into_bytes());
+            assert_eq!(v.as_slice(), value(i).as_slice(), "key {i}");
+            assert_eq!(v.is_pinned(), value(i).len() >= 128, "key {i}, ttl {ttl:?}");
+            seen += 1;
+        }
+        assert_eq!(seen, 200);
+    }
+}

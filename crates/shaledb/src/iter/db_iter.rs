@@ -4,7 +4,8 @@
 //!
 //! Moving forward, the inner iterator sits on the entry that yields the current key. Moving
 //! backward, the inner iterator sits just before all entries of the current key, whose value is
-//! held in `saved_value` (the same scheme as LevelDB's DBIter).
+//! held in `saved_value` (the same scheme as LevelDB's DBIter), sharing its table block where
+//! it can rather than copied.
 
 use crate::clock::{self, Clock, Expiry};
 use crate::error::{Error, Result};
@@ -64,7 +65,7 @@ pub struct DbIterator {
     direction: Direction,
     valid: bool,
     saved_key: Vec<u8>,
-    saved_value: Vec<u8>,
+    saved_value: SavedValue,
     /// An entry the inner iterator produced that is not an internal key; ends iteration.
     error: Option<Error>,
     /// The internal key a seek positions the inner iterator at; reused across seeks.
@@ -120,7 +121,7 @@ impl DbIterator {
             direction: Direction::Forward,
             valid: false,
             saved_key: Vec::new(),
-            saved_value: Vec::new(),
+            saved_value: SavedValue::default(),
             error: None,
             lookup: Vec::new(),
             merge_operator: None,
@@ -343,7 +344,7 @@ impl DbIterator {
         }
         match self.direction {
             Direction::Forward if !self.merged => self.user_value(self.inner.value()),
-            _ => &self.saved_value,
+            _ => self.saved_value.as_slice(),
         }
     }
 
@@ -356,6 +357,9 @@ impl DbIterator {
                 let len = self.user_value(v.as_slice()).len();
                 return v.truncated(len);
             }
+        }
+        if self.valid && self.direction == Direction::Reverse {
+            return self.saved_value.to_value();
         }
         crate::Value::from(self.value())
     }
@@ -628,7 +632,7 @@ impl DbIterator {
         let op = self.merge_operator.as_deref();
         match merge::merge_newest_first(op, &self.saved_key, base.as_deref(), &self.operands) {
             Ok(v) => {
-                self.saved_value = v;
+                self.saved_value.set_owned(v);
                 self.valid = true;
                 self.merged = true;
             }
@@ -691,9 +695,14 @@ impl DbIterator {
                     ValueKind::Put => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
-                        self.saved_value.clear();
                         let v = self.user_value(self.inner.value());
-                        self.saved_value.extend_from_slice(v);
+                        let pinned = (v.len() >= PIN_SAVED_VALUE_MIN)
+                            .then(|| self.inner.pinned_value())
+                            .flatten();
+                        match pinned {
+                            Some(p) => self.saved_value.set_pinned(p.truncated(v.len())),
+                            None => self.saved_value.set_copy(v),
+                        }
                         self.operands.clear();
                         has_base = true;
                     }
@@ -728,13 +737,62 @@ impl DbIterator {
         let base = has_base.then_some(self.saved_value.as_slice());
         match merge::merge_oldest_first(op, &self.saved_key, base, &operands) {
             Ok(v) => {
-                self.saved_value = v;
+                self.saved_value.set_owned(v);
                 self.valid = true;
             }
             Err(e) => {
                 self.fail(e);
                 self.direction = Direction::Forward;
             }
+        }
+    }
+}
+
+/// Values at least this long are kept backward by sharing their block (one reference-count
+/// update) rather than copied; shorter ones copy faster than the count is updated and dropped.
+const PIN_SAVED_VALUE_MIN: usize = 128;
+
+/// The current value when the inner iterator is no longer on it: a merge result, or, moving
+/// backward, the newest version of the key before the inner iterator moved past it.
+#[derive(Default)]
+struct SavedValue {
+    bytes: Vec<u8>,
+    /// Set instead of `bytes` when the value lies in a shared table block.
+    pinned: Option<crate::Value>,
+}
+
+impl SavedValue {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.pinned = None;
+    }
+
+    fn set_copy(&mut self, v: &[u8]) {
+        self.clear();
+        self.bytes.extend_from_slice(v);
+    }
+
+    fn set_owned(&mut self, v: Vec<u8>) {
+        self.bytes = v;
+        self.pinned = None;
+    }
+
+    fn set_pinned(&mut self, v: crate::Value) {
+        self.bytes.clear();
+        self.pinned = Some(v);
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match &self.pinned {
+            Some(v) => v.as_slice(),
+            None => &self.bytes,
+        }
+    }
+
+    fn to_value(&self) -> crate::Value {
+        match &self.pinned {
+            Some(v) => v.clone(),
+            None => crate::Value::from(self.bytes.as_slice()),
         }
     }
 }
