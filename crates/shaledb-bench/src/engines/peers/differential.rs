@@ -2,12 +2,17 @@
 //! puts, deletes, single deletes, uint64add merges and cross-family batches over three column
 //! families, with flushes and compactions, runs on ShaleDB and on RocksDB, and every read must
 //! be equal. RocksDB's column-family and merge-operator C API is declared here, for this test
-//! only.
+//! only. It runs in two configurations ([`Config`]), set the same way on both engines: each
+//! engine's defaults, and dynamic level sizes with a bottommost codec, small levels and
+//! manual compactions that force the bottommost level.
 
 use shaledb::merge_operators::UInt64Add;
-use shaledb::{CfOptions, ColumnFamily, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use shaledb::{
+    BottommostLevelCompaction, CfOptions, ColumnFamily, CompactRangeOptions, CompressionType, Db,
+    Options, ReadOptions, WriteBatch, WriteOptions,
+};
 use std::collections::BTreeMap;
-use std::ffi::{c_char, c_int, CString};
+use std::ffi::{c_char, c_int, c_uchar, CString};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -23,7 +28,8 @@ mod ffi {
         rocksdb_flushoptions_t,
         rocksdb_writebatch_t,
         rocksdb_iterator_t,
-        rocksdb_snapshot_t
+        rocksdb_snapshot_t,
+        rocksdb_compactoptions_t
     );
     pub type ErrPtr = *mut *mut c_char;
 
@@ -36,6 +42,43 @@ mod ffi {
             v: c_uchar,
         );
         pub fn rocksdb_options_set_write_buffer_size(o: *mut rocksdb_options_t, v: usize);
+        pub fn rocksdb_options_set_level_compaction_dynamic_level_bytes(
+            o: *mut rocksdb_options_t,
+            v: c_uchar,
+        );
+        pub fn rocksdb_options_set_compression(o: *mut rocksdb_options_t, v: c_int);
+        pub fn rocksdb_options_set_bottommost_compression(o: *mut rocksdb_options_t, v: c_int);
+        pub fn rocksdb_options_set_max_bytes_for_level_base(o: *mut rocksdb_options_t, v: u64);
+        pub fn rocksdb_options_set_max_bytes_for_level_multiplier(
+            o: *mut rocksdb_options_t,
+            v: f64,
+        );
+        pub fn rocksdb_options_set_target_file_size_base(o: *mut rocksdb_options_t, v: u64);
+        pub fn rocksdb_options_set_level0_file_num_compaction_trigger(
+            o: *mut rocksdb_options_t,
+            v: c_int,
+        );
+        pub fn rocksdb_compactoptions_create() -> *mut rocksdb_compactoptions_t;
+        pub fn rocksdb_compactoptions_destroy(o: *mut rocksdb_compactoptions_t);
+        pub fn rocksdb_compactoptions_set_bottommost_level_compaction(
+            o: *mut rocksdb_compactoptions_t,
+            v: c_uchar,
+        );
+        pub fn rocksdb_compact_range_cf_opt(
+            db: *mut rocksdb_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            o: *mut rocksdb_compactoptions_t,
+            start: *const c_char,
+            start_len: usize,
+            limit: *const c_char,
+            limit_len: usize,
+        );
+        /// NULL for an unknown property, else a malloc'ed NUL-terminated string.
+        pub fn rocksdb_property_value_cf(
+            db: *mut rocksdb_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            name: *const c_char,
+        ) -> *mut c_char;
         pub fn rocksdb_open_column_families(
             options: *const rocksdb_options_t,
             name: *const c_char,
@@ -149,6 +192,88 @@ mod ffi {
 /// "log" with string append (',').
 const FAMILIES: [&str; 4] = ["default", "counters", "plain", "log"];
 
+/// Bytes every family's memtable holds before it is flushed: RocksDB's smallest.
+const WRITE_BUFFER_SIZE: usize = 64 << 10;
+
+/// What a run sets on both engines (and how it generates values). `None` fields keep each
+/// engine's defaults.
+#[derive(Clone, Copy)]
+struct Config {
+    /// `level_compaction_dynamic_level_bytes`.
+    dynamic_level_bytes: bool,
+    /// The codec of every level but the bottommost, and the bottommost level's
+    /// (`bottommost_compression`).
+    codecs: Option<(CompressionType, CompressionType)>,
+    /// Level and file sizes.
+    levels: Option<Levels>,
+    /// The bottommost-level mode of the manual compactions; `None`: each engine's plain
+    /// `compact_range` (RocksDB's kIfHaveCompactionFilter, ShaleDB's ForceOptimized).
+    bottommost: Option<BottommostLevelCompaction>,
+    /// Filler bytes appended to put values (not to the 8-byte uint64add ones), so that
+    /// memtables fill between the explicit flushes and blocks have bytes to compress.
+    value_pad: usize,
+    /// Non-empty levels (L0 included) some family must have had at once in each engine
+    /// (sampled every 10 writes): checks that the sizes spread the data as intended.
+    min_levels: usize,
+}
+
+/// Level and file sizes (the RocksDB options of the same names).
+#[derive(Clone, Copy)]
+struct Levels {
+    max_bytes_for_level_base: u64,
+    max_bytes_for_level_multiplier: f64,
+    target_file_size_base: u64,
+    level0_file_num_compaction_trigger: usize,
+}
+
+/// Both engines' defaults.
+const DEFAULTS: Config = Config {
+    dynamic_level_bytes: false,
+    codecs: None,
+    levels: None,
+    bottommost: None,
+    value_pad: 0,
+    min_levels: 1,
+};
+
+/// Dynamic level sizes, LZ4 above the bottommost level and Zstd on it, levels of a few KiB
+/// (the live data of a family is tens of KiB) and forced bottommost compactions.
+const DYNAMIC_LEVELS_BOTTOMMOST_CODEC: Config = Config {
+    dynamic_level_bytes: true,
+    codecs: Some((CompressionType::Lz4, CompressionType::Zstd)),
+    levels: Some(Levels {
+        max_bytes_for_level_base: 2 << 10,
+        max_bytes_for_level_multiplier: 2.0,
+        target_file_size_base: 2 << 10,
+        level0_file_num_compaction_trigger: 2,
+    }),
+    bottommost: Some(BottommostLevelCompaction::Force),
+    value_pad: 300,
+    min_levels: 3,
+};
+
+/// RocksDB's id of a codec (`rocksdb_*_compression`, as in its C API).
+fn rocks_codec(c: CompressionType) -> c_int {
+    match c {
+        CompressionType::None => 0,
+        CompressionType::Snappy => 1,
+        CompressionType::Zlib => 2,
+        CompressionType::Lz4 => 4,
+        CompressionType::Zstd => 7,
+    }
+}
+
+/// RocksDB's `BottommostLevelCompaction` value (kSkip 0, kIfHaveCompactionFilter 1, kForce 2,
+/// kForceOptimized 3), which its C API takes as an unsigned char.
+fn rocks_bottommost(b: BottommostLevelCompaction) -> c_uchar {
+    match b {
+        BottommostLevelCompaction::Skip => 0,
+        BottommostLevelCompaction::IfHaveCompactionFilter => 1,
+        BottommostLevelCompaction::Force => 2,
+        BottommostLevelCompaction::ForceOptimized => 3,
+    }
+}
+
 /// RocksDB opened with the three families.
 struct Rocks {
     db: *mut ffi::rocksdb_t,
@@ -171,7 +296,7 @@ fn check_err(err: *mut c_char, what: &str) {
 }
 
 impl Rocks {
-    fn open(dir: &Path) -> Rocks {
+    fn open(dir: &Path, cfg: &Config) -> Rocks {
         let path = CString::new(dir.to_string_lossy().as_bytes()).expect("path");
         let names: Vec<CString> = FAMILIES
             .iter()
@@ -187,7 +312,30 @@ impl Rocks {
                     let o = ffi::rocksdb_options_create();
                     ffi::rocksdb_options_set_create_if_missing(o, 1);
                     ffi::rocksdb_options_set_create_missing_column_families(o, 1);
-                    ffi::rocksdb_options_set_write_buffer_size(o, 64 << 10);
+                    ffi::rocksdb_options_set_write_buffer_size(o, WRITE_BUFFER_SIZE);
+                    ffi::rocksdb_options_set_level_compaction_dynamic_level_bytes(
+                        o,
+                        c_uchar::from(cfg.dynamic_level_bytes),
+                    );
+                    if let Some((above, bottommost)) = cfg.codecs {
+                        ffi::rocksdb_options_set_compression(o, rocks_codec(above));
+                        ffi::rocksdb_options_set_bottommost_compression(o, rocks_codec(bottommost));
+                    }
+                    if let Some(l) = cfg.levels {
+                        ffi::rocksdb_options_set_max_bytes_for_level_base(
+                            o,
+                            l.max_bytes_for_level_base,
+                        );
+                        ffi::rocksdb_options_set_max_bytes_for_level_multiplier(
+                            o,
+                            l.max_bytes_for_level_multiplier,
+                        );
+                        ffi::rocksdb_options_set_target_file_size_base(o, l.target_file_size_base);
+                        ffi::rocksdb_options_set_level0_file_num_compaction_trigger(
+                            o,
+                            l.level0_file_num_compaction_trigger as c_int,
+                        );
+                    }
                     if *name == "counters" {
                         super::uint64add::set_on(o.cast());
                     }
@@ -350,18 +498,49 @@ impl Rocks {
         }
     }
 
-    fn compact(&self, family: usize) {
-        // SAFETY: null bounds mean the whole key space.
+    /// Compacts the whole of `family`, with the bottommost-level mode `bottommost` if given.
+    fn compact(&self, family: usize, bottommost: Option<BottommostLevelCompaction>) {
+        // SAFETY: null bounds mean the whole key space; the compaction options are created
+        // and destroyed here.
         unsafe {
-            ffi::rocksdb_compact_range_cf(
+            let Some(b) = bottommost else {
+                ffi::rocksdb_compact_range_cf(
+                    self.db,
+                    self.cfs[family],
+                    std::ptr::null(),
+                    0,
+                    std::ptr::null(),
+                    0,
+                );
+                return;
+            };
+            let co = ffi::rocksdb_compactoptions_create();
+            ffi::rocksdb_compactoptions_set_bottommost_level_compaction(co, rocks_bottommost(b));
+            ffi::rocksdb_compact_range_cf_opt(
                 self.db,
                 self.cfs[family],
+                co,
                 std::ptr::null(),
                 0,
                 std::ptr::null(),
                 0,
             );
+            ffi::rocksdb_compactoptions_destroy(co);
         }
+    }
+
+    /// The number of table files at `level` of `family`.
+    fn files_at_level(&self, family: usize, level: usize) -> usize {
+        let name = CString::new(format!("rocksdb.num-files-at-level{level}")).expect("name");
+        // SAFETY: the returned string is NUL-terminated, copied, then freed with rocksdb_free.
+        let value = unsafe {
+            let v = ffi::rocksdb_property_value_cf(self.db, self.cfs[family], name.as_ptr());
+            assert!(!v.is_null(), "RocksDB has no property {name:?}");
+            let s = std::ffi::CStr::from_ptr(v).to_string_lossy().into_owned();
+            ffi::rocksdb_free(v.cast());
+            s
+        };
+        value.trim().parse().expect("file count")
     }
 }
 
@@ -400,34 +579,66 @@ struct Op {
     kind: Kind,
 }
 
-fn shale_open(dir: &Path) -> (Db, Vec<ColumnFamily>) {
+fn shale_open(dir: &Path, cfg: &Config) -> (Db, Vec<ColumnFamily>) {
     let opts = Options {
         create_missing_column_families: true,
-        write_buffer_size: 64 << 10,
         ..Default::default()
     };
-    let counters = CfOptions {
-        write_buffer_size: 64 << 10,
-        merge_operator: Some(Arc::new(UInt64Add)),
-        ..Default::default()
-    };
-    let plain = CfOptions {
-        write_buffer_size: 64 << 10,
-        ..Default::default()
-    };
-    let log = CfOptions {
-        write_buffer_size: 64 << 10,
-        merge_operator: Some(Arc::new(shaledb::merge_operators::StringAppend::new(","))),
-        ..Default::default()
-    };
-    let db = Db::open_cf(
-        dir,
-        opts,
-        [("counters", counters), ("plain", plain), ("log", log)],
-    )
-    .expect("open");
+    let families = FAMILIES.map(|name| {
+        let mut o = CfOptions {
+            write_buffer_size: WRITE_BUFFER_SIZE,
+            level_compaction_dynamic_level_bytes: cfg.dynamic_level_bytes,
+            ..Default::default()
+        };
+        match name {
+            "counters" => o.merge_operator = Some(Arc::new(UInt64Add)),
+            "log" => {
+                o.merge_operator = Some(Arc::new(shaledb::merge_operators::StringAppend::new(",")))
+            }
+            _ => {}
+        }
+        if let Some((above, bottommost)) = cfg.codecs {
+            o.compression_per_level = vec![above];
+            o.bottommost_compression = Some(bottommost);
+        }
+        if let Some(l) = cfg.levels {
+            o.max_bytes_for_level_base = l.max_bytes_for_level_base;
+            o.max_bytes_for_level_multiplier = l.max_bytes_for_level_multiplier;
+            o.target_file_size_base = l.target_file_size_base;
+            o.level0_file_num_compaction_trigger = l.level0_file_num_compaction_trigger;
+        }
+        (name, o)
+    });
+    let db = Db::open_cf(dir, opts, families).expect("open");
     let cfs = FAMILIES.iter().map(|n| db.cf(n).expect("family")).collect();
     (db, cfs)
+}
+
+/// Compacts the whole of `cf`, with the bottommost-level mode `bottommost` if given.
+fn shale_compact(db: &Db, cf: &ColumnFamily, bottommost: Option<BottommostLevelCompaction>) {
+    match bottommost {
+        None => db.compact_range_cf(cf, None, None),
+        Some(b) => {
+            // Spelled so that a field added to CompactRangeOptions keeps its default.
+            #[allow(clippy::needless_update)]
+            let o = CompactRangeOptions {
+                bottommost_level_compaction: b,
+                ..Default::default()
+            };
+            db.compact_range_cf_opt(&o, cf, None, None)
+        }
+    }
+    .expect("compact");
+}
+
+/// The number of table files at `level` of `cf`.
+fn shale_files_at_level(db: &Db, cf: &ColumnFamily, level: usize) -> usize {
+    let name = format!("shaledb.num-files-at-level{level}");
+    db.property_cf(cf, &name)
+        .unwrap_or_else(|| panic!("ShaleDB has no property {name}"))
+        .trim()
+        .parse()
+        .expect("file count")
 }
 
 fn shale_write(db: &Db, cfs: &[ColumnFamily], ops: &[Op]) {
@@ -481,8 +692,10 @@ fn shale_scan(
 /// only ever put and single-deleted, alternately (one put since the previous single delete;
 /// never deleted or merged: RocksDB refuses a single delete mixed with a delete), tracked in
 /// `puts`; keys k000..k059 get puts, deletes, range deletes (of up to 15 keys, never reaching
-/// k060) and (in "counters") merges.
-fn gen_op(rng: &mut u64, puts: &mut BTreeMap<(usize, Vec<u8>), u32>) -> Op {
+/// k060) and (in "counters") merges. Put values outside "counters" get `pad` filler bytes
+/// (derived from the value's number, drawing no random number: the sequence of operations is
+/// the same for every `pad`).
+fn gen_op(rng: &mut u64, puts: &mut BTreeMap<(usize, Vec<u8>), u32>, pad: usize) -> Op {
     let mut next = |n: u64| {
         *rng ^= *rng << 13;
         *rng ^= *rng >> 7;
@@ -497,7 +710,18 @@ fn gen_op(rng: &mut u64, puts: &mut BTreeMap<(usize, Vec<u8>), u32>) -> Op {
         if family == 1 {
             next(1000).to_le_bytes().to_vec()
         } else {
-            format!("v{}", next(1_000_000)).into_bytes()
+            let n = next(1_000_000);
+            let mut v = format!("v{n}").into_bytes();
+            // Letters a..p (4 bits of entropy a byte) from a generator seeded with `n`: blocks
+            // compress, but not to nothing as a repeated pattern would.
+            let mut x = n;
+            v.extend((0..pad).map(|_| {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                b'a' + (x >> 60) as u8
+            }));
+            v
         }
     };
     let kind = if index >= 60 {
@@ -524,14 +748,59 @@ fn gen_op(rng: &mut u64, puts: &mut BTreeMap<(usize, Vec<u8>), u32>) -> Op {
     Op { family, key, kind }
 }
 
-static LOG: std::sync::Mutex<Vec<Op>> = std::sync::Mutex::new(Vec::new());
-
 #[test]
 fn shaledb_and_rocksdb_agree_on_families_merges_single_deletes_and_range_deletes() {
+    run(&DEFAULTS);
+}
+
+#[test]
+#[ignore = "ShaleDB bug: a compaction that drops a single delete together with its put also drops the key's older single delete, so a put below the output level reappears (compaction/job.rs)"]
+fn shaledb_and_rocksdb_agree_with_dynamic_levels_bottommost_codec_and_forced_compactions() {
+    run(&DYNAMIC_LEVELS_BOTTOMMOST_CODEC);
+}
+
+/// Prints the entries of a scan of `family` only one engine returned, and the operations on
+/// the first such key (numbered from the first of the run), when the scans differ.
+fn explain(want: &[(Vec<u8>, Vec<u8>)], got: &[(Vec<u8>, Vec<u8>)], family: usize, log: &[Op]) {
+    if want == got {
+        return;
+    }
+    let only_rocks: Vec<_> = want.iter().filter(|e| !got.contains(e)).collect();
+    let only_shale: Vec<_> = got.iter().filter(|e| !want.contains(e)).collect();
+    eprintln!("only in RocksDB: {only_rocks:?}\nonly in ShaleDB: {only_shale:?}");
+    if let Some((k, _)) = only_rocks.first().or(only_shale.first()) {
+        eprintln!("history of {:?}:", String::from_utf8_lossy(k));
+        for (n, op) in log.iter().enumerate() {
+            if op.family == family && &op.key == k {
+                eprintln!("  #{n} {:?}", op.kind);
+            }
+        }
+    }
+}
+
+/// The most non-empty levels (L0 included) of any family, in RocksDB and in ShaleDB.
+fn level_counts(rocks: &Rocks, db: &Db, cfs: &[ColumnFamily]) -> (usize, usize) {
+    let levels = Options::default().num_levels;
+    let count = |files: &dyn Fn(usize, usize) -> usize| {
+        (0..cfs.len())
+            .map(|f| (0..levels).filter(|&l| files(f, l) > 0).count())
+            .max()
+            .unwrap_or(0)
+    };
+    (
+        count(&|f, l| rocks.files_at_level(f, l)),
+        count(&|f, l| shale_files_at_level(db, &cfs[f], l)),
+    )
+}
+
+/// Runs the random sequence on both engines configured by `cfg`, comparing every read.
+fn run(cfg: &Config) {
     let rocks_dir = tempfile::tempdir().expect("tempdir");
     let shale_dir = tempfile::tempdir().expect("tempdir");
-    let rocks = Rocks::open(rocks_dir.path());
-    let (db, cfs) = shale_open(shale_dir.path());
+    let rocks = Rocks::open(rocks_dir.path(), cfg);
+    let (db, cfs) = shale_open(shale_dir.path(), cfg);
+    let mut log: Vec<Op> = Vec::new();
+    let mut most_levels = (0, 0);
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;
     let mut history = BTreeMap::new();
     let mut step = 0u64;
@@ -539,15 +808,22 @@ fn shaledb_and_rocksdb_agree_on_families_merges_single_deletes_and_range_deletes
     let mut snapshots: Vec<(*const ffi::rocksdb_snapshot_t, shaledb::Snapshot)> = Vec::new();
     for round in 0..40 {
         if round % 10 == 5 {
+            eprintln!("snapshot {} taken after op #{}", snapshots.len(), log.len());
             snapshots.push((rocks.snapshot(), db.snapshot()));
         }
         for _ in 0..150 {
             step += 1;
             let n = 1 + (step % 4) as usize;
-            let ops: Vec<Op> = (0..n).map(|_| gen_op(&mut rng, &mut history)).collect();
+            let ops: Vec<Op> = (0..n)
+                .map(|_| gen_op(&mut rng, &mut history, cfg.value_pad))
+                .collect();
             rocks.write(&ops);
             shale_write(&db, &cfs, &ops);
-            LOG.lock().expect("log").extend(ops.iter().cloned());
+            log.extend(ops.iter().cloned());
+            if step.is_multiple_of(10) {
+                let (r, s) = level_counts(&rocks, &db, &cfs);
+                most_levels = (most_levels.0.max(r), most_levels.1.max(s));
+            }
         }
         let family = round % FAMILIES.len();
         match round % 5 {
@@ -556,9 +832,8 @@ fn shaledb_and_rocksdb_agree_on_families_merges_single_deletes_and_range_deletes
                 db.flush_cf(&cfs[family]).expect("flush");
             }
             3 => {
-                rocks.compact(family);
-                db.compact_range_cf(&cfs[family], None, None)
-                    .expect("compact");
+                rocks.compact(family, cfg.bottommost);
+                shale_compact(&db, &cfs[family], cfg.bottommost);
             }
             _ => {}
         }
@@ -567,6 +842,7 @@ fn shaledb_and_rocksdb_agree_on_families_merges_single_deletes_and_range_deletes
                 let reverse = round % 2 == 1;
                 let want = rocks.scan(i, reverse, Some(*rs));
                 let got = shale_scan(&db, cf, reverse, Some(ss));
+                explain(&want, &got, i, &log);
                 assert!(
                     want == got,
                     "round {round}: snapshot scan of {}",
@@ -575,6 +851,7 @@ fn shaledb_and_rocksdb_agree_on_families_merges_single_deletes_and_range_deletes
             }
             let want_rev = rocks.scan(i, true, None);
             let got_rev = shale_scan(&db, cf, true, None);
+            explain(&want_rev, &got_rev, i, &log);
             assert!(
                 want_rev == got_rev,
                 "round {round}: reverse scan of {}",
@@ -582,20 +859,7 @@ fn shaledb_and_rocksdb_agree_on_families_merges_single_deletes_and_range_deletes
             );
             let want = rocks.scan(i, false, None);
             let got = shale_scan(&db, cf, false, None);
-            if want != got {
-                let only_rocks: Vec<_> = want.iter().filter(|e| !got.contains(e)).collect();
-                let only_shale: Vec<_> = got.iter().filter(|e| !want.contains(e)).collect();
-                eprintln!("only in RocksDB: {only_rocks:?}\nonly in ShaleDB: {only_shale:?}");
-                if let Some((k, _)) = only_rocks.first().or(only_shale.first()) {
-                    let fam = i;
-                    eprintln!("history of {:?}:", String::from_utf8_lossy(k));
-                    for (n, op) in LOG.lock().expect("log").iter().enumerate() {
-                        if op.family == fam && &op.key == k {
-                            eprintln!("  #{n} {:?}", op.kind);
-                        }
-                    }
-                }
-            }
+            explain(&want, &got, i, &log);
             assert!(
                 want == got,
                 "round {round}, family {}: RocksDB has {} entries, ShaleDB {}; first \
@@ -619,5 +883,74 @@ fn shaledb_and_rocksdb_agree_on_families_merges_single_deletes_and_range_deletes
     }
     for (rs, _) in snapshots {
         rocks.release(rs);
+    }
+    eprintln!(
+        "most non-empty levels of a family: RocksDB {}, ShaleDB {}",
+        most_levels.0, most_levels.1
+    );
+    assert!(
+        most_levels.0 >= cfg.min_levels && most_levels.1 >= cfg.min_levels,
+        "the data reached at most {} levels in RocksDB and {} in ShaleDB, expected {}",
+        most_levels.0,
+        most_levels.1,
+        cfg.min_levels
+    );
+}
+
+/// The smallest sequence behind the disagreement the random run finds in the second
+/// configuration: a put compacted into the last level, then a single delete, a put and a
+/// single delete of its key, and a full compaction. RocksDB then reads the key as deleted;
+/// ShaleDB reads the first put back.
+#[test]
+#[ignore = "ShaleDB bug: a compaction that drops a single delete together with its put also drops the key's older single delete, so a put below the output level reappears (compaction/job.rs)"]
+fn shaledb_and_rocksdb_agree_on_a_single_delete_pair_over_a_put_in_the_last_level() {
+    let cfg = &DYNAMIC_LEVELS_BOTTOMMOST_CODEC;
+    let rocks_dir = tempfile::tempdir().expect("tempdir");
+    let shale_dir = tempfile::tempdir().expect("tempdir");
+    let rocks = Rocks::open(rocks_dir.path(), cfg);
+    let (db, cfs) = shale_open(shale_dir.path(), cfg);
+    let plain = 2;
+    let write = |key: &[u8], kind: Kind| {
+        let ops = [Op {
+            family: plain,
+            key: key.to_vec(),
+            kind,
+        }];
+        rocks.write(&ops);
+        shale_write(&db, &cfs, &ops);
+    };
+    let flush = || {
+        rocks.flush(plain);
+        db.flush_cf(&cfs[plain]).expect("flush");
+    };
+    // Two L0 files (the compaction trigger): compacted into the base level, the last one
+    // while the data is this small.
+    write(b"k", Kind::Put(b"A".to_vec()));
+    flush();
+    write(b"j", Kind::Put(b"J".to_vec()));
+    flush();
+    db.wait_for_compactions().expect("wait");
+    let last = Options::default().num_levels - 1;
+    assert_eq!(
+        shale_files_at_level(&db, &cfs[plain], last),
+        1,
+        "ShaleDB's layout"
+    );
+    write(b"k", Kind::SingleDelete);
+    write(b"k", Kind::Put(b"B".to_vec()));
+    write(b"k", Kind::SingleDelete);
+    rocks.compact(plain, cfg.bottommost);
+    shale_compact(&db, &cfs[plain], cfg.bottommost);
+    for key in [&b"j"[..], b"k"] {
+        let got = db
+            .get_cf(&cfs[plain], key)
+            .expect("get")
+            .map(|v| v.to_vec());
+        assert_eq!(
+            got,
+            rocks.get(plain, key),
+            "get {:?}",
+            String::from_utf8_lossy(key)
+        );
     }
 }
