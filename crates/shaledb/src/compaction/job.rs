@@ -435,7 +435,13 @@ impl KeyTracker<'_> {
         let Some(policy) = policy else {
             return (new_user_key, false);
         };
-        let drop = if self.last_sequence_for_key <= policy.smallest_snapshot {
+        let drop = if p.kind == ValueKind::SingleDelete && p.sequence <= policy.smallest_snapshot {
+            // Never dropped as hidden, as in RocksDB: it pairs with one put, which may lie
+            // below the output level, while the newer version that hides it here may be a
+            // put its own single delete takes away (now or in a later compaction), which would
+            // bring the older put back. `single_delete_vanishes` decides.
+            false
+        } else if self.last_sequence_for_key <= policy.smallest_snapshot {
             // A newer version of this key is visible to every reader.
             true
         } else {
@@ -883,6 +889,26 @@ mod tests {
         // A snapshot at 7 still needs the put and does not see the single delete: both stay.
         let snapshot = policy(7, version_with(3, "a", "z"), 1);
         assert_eq!(compacted("k@8-sd k@7 k@3", &snapshot), "k@8-sd k@7");
+    }
+
+    #[test]
+    fn an_older_single_delete_stays_while_its_put_may_lie_below() {
+        // Put k@3 in L3 (not an input), then single delete k@5, put k@7, single delete k@8:
+        // the newest pair vanishes, and the single delete of the put below must stay, or k@3
+        // would be read again (found by the differential test against RocksDB).
+        let deeper = policy(100, version_with(3, "a", "z"), 1);
+        assert_eq!(compacted("k@8-sd k@7 k@5-sd", &deeper), "k@5-sd");
+        // Hidden by a newer put, it still stays: that put's own single delete may take the
+        // put away in a later compaction.
+        assert_eq!(compacted("k@8 k@5-sd", &deeper), "k@8 k@5-sd");
+        // With its put in the input, it vanishes with it.
+        assert_eq!(compacted("k@8 k@5-sd k@3", &deeper), "k@8");
+        // At the base level nothing below can hold the key: everything goes.
+        let base = DropPolicy {
+            output_level: 3,
+            ..policy(100, version_with(3, "a", "z"), 1)
+        };
+        assert_eq!(compacted("k@8-sd k@7 k@5-sd", &base), "");
     }
 
     #[test]

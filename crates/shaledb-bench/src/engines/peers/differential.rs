@@ -754,7 +754,6 @@ fn shaledb_and_rocksdb_agree_on_families_merges_single_deletes_and_range_deletes
 }
 
 #[test]
-#[ignore = "ShaleDB bug: a compaction that drops a single delete together with its put also drops the key's older single delete, so a put below the output level reappears (compaction/job.rs)"]
 fn shaledb_and_rocksdb_agree_with_dynamic_levels_bottommost_codec_and_forced_compactions() {
     run(&DYNAMIC_LEVELS_BOTTOMMOST_CODEC);
 }
@@ -902,7 +901,6 @@ fn run(cfg: &Config) {
 /// single delete of its key, and a full compaction. RocksDB then reads the key as deleted;
 /// ShaleDB reads the first put back.
 #[test]
-#[ignore = "ShaleDB bug: a compaction that drops a single delete together with its put also drops the key's older single delete, so a put below the output level reappears (compaction/job.rs)"]
 fn shaledb_and_rocksdb_agree_on_a_single_delete_pair_over_a_put_in_the_last_level() {
     let cfg = &DYNAMIC_LEVELS_BOTTOMMOST_CODEC;
     let rocks_dir = tempfile::tempdir().expect("tempdir");
