@@ -20,6 +20,10 @@ pub struct CommonOptions {
     pub compression: String,
     /// The codec's level (db_bench's `--compression_level`); `None`: the codec's default.
     pub compression_level: Option<i32>,
+    /// Largest zstd dictionary per table (db_bench's `--compression_max_dict_bytes`; 0: none).
+    pub max_dict_bytes: u64,
+    /// Bytes a zstd dictionary is trained on (`--compression_zstd_max_train_bytes`).
+    pub zstd_max_train_bytes: u64,
     /// Data block size in bytes.
     pub block_size: u64,
     /// Max open files.
@@ -83,6 +87,8 @@ impl Default for CommonOptions {
             bloom_bits: 10,
             compression: "snappy".into(),
             compression_level: None,
+            max_dict_bytes: 0,
+            zstd_max_train_bytes: 0,
             block_size: 4096,
             open_files: 5000,
             target_file_size_base: 64 << 20,

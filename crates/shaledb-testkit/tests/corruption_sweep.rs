@@ -67,10 +67,23 @@ fn is_corruption_of(e: &Error, file: &Path) -> bool {
     matches!(e, Error::Corruption { file: f, .. } if f == file)
 }
 
+/// Tables compressed with zstd and a dictionary (format version 2).
+fn dictionary_options(fs: &MemFileSystem) -> Options {
+    let mut o = options(fs);
+    o.compression_per_level = vec![shaledb::CompressionType::Zstd];
+    o.max_dict_bytes = 512;
+    o
+}
+
 /// Keys 0..n in tables (two flushes), then keys n..n+m as synced WAL records.
 fn build(n: usize, m: usize) -> MemFileSystem {
+    build_with(n, m, options)
+}
+
+/// [`build`] with the options `opts` makes.
+fn build_with(n: usize, m: usize, opts: fn(&MemFileSystem) -> Options) -> MemFileSystem {
     let fs = MemFileSystem::new();
-    let db = Db::open(DIR, options(&fs)).expect("open");
+    let db = Db::open(DIR, opts(&fs)).expect("open");
     for i in 0..n {
         db.put(&key(i), &value(i)).expect("put");
         if i == n / 2 {
@@ -106,8 +119,26 @@ fn present_prefix(db: &Db, total: usize, what: &str) -> Result<usize, Error> {
 
 #[test]
 fn verify_checksums_catches_every_byte_change_in_every_table() {
-    let fs = build(120, 0);
+    sweep_every_table_byte(options, 1);
+}
+
+/// The same with zstd dictionaries: the dictionary block and the blocks compressed with it.
+#[test]
+fn verify_checksums_catches_every_byte_change_in_tables_with_a_dictionary() {
+    sweep_every_table_byte(dictionary_options, 2);
+}
+
+/// Damages every byte of every table (written with `options`, table format `version`).
+fn sweep_every_table_byte(options: fn(&MemFileSystem) -> Options, version: u32) {
+    let fs = build_with(120, 0, options);
     let tables = files_with(&fs, |n| n.ends_with(".sst"));
+    for t in &tables {
+        let bytes = fs.read_file_bytes(t).expect("bytes");
+        // The footer's format version: 12 bytes before the 8-byte magic (docs/format).
+        let at = bytes.len() - 16;
+        let v = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+        assert_eq!(v, version, "{}", t.display());
+    }
     assert_eq!(tables.len(), 2, "{tables:?}");
     {
         let db = Db::open(DIR, options(&copy(&fs))).expect("open");

@@ -74,6 +74,33 @@ fn write_seeds(dir: &Path) {
             }
         }
     }
+    // A table with a zstd dictionary (format version 2, a compression-dictionary block).
+    let dict_fs = MemFileSystem::new();
+    let mut o = Options {
+        fs: Arc::new(dict_fs.clone()),
+        block_size: 128,
+        max_dict_bytes: 256,
+        ..Default::default()
+    };
+    o.set_compression(CompressionType::Zstd);
+    let db = Db::open(db_dir, o).expect("open");
+    for i in 0..30u32 {
+        db.put(
+            format!("key{i:03}"),
+            format!("row {i} | TRUCK | DELIVER IN PERSON"),
+        )
+        .expect("put");
+    }
+    db.flush().expect("flush");
+    for p in dict_fs.file_names() {
+        if p.extension().is_some_and(|e| e == "sst") {
+            save(
+                "sst",
+                "seed-table-dict",
+                &dict_fs.read_file_bytes(&p).expect("bytes"),
+            );
+        }
+    }
     save(
         "api",
         "seed-ops",

@@ -66,6 +66,8 @@ family_options! {
     compression_per_level: Vec<CompressionType>,
     bottommost_compression: Option<CompressionType>,
     compression_level: Option<i32>,
+    max_dict_bytes: usize,
+    zstd_max_train_bytes: usize,
     prepopulate_block_cache: crate::options::PrepopulateBlockCache,
     num_levels: usize,
     level0_file_num_compaction_trigger: usize,

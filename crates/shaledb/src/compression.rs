@@ -64,6 +64,8 @@ pub(crate) struct Compressor {
     /// The codec's level (`Options::compression_level`); `None`: the codec's default.
     level: Option<i32>,
     zstd: Option<zstd::bulk::Compressor<'static>>,
+    /// The zstd dictionary blocks are compressed with (`Options::max_dict_bytes`).
+    dictionary: Option<Vec<u8>>,
 }
 
 /// zstd's level when none is set (the zstd library's own default).
@@ -75,7 +77,14 @@ impl Compressor {
             kind,
             level,
             zstd: None,
+            dictionary: None,
         }
+    }
+
+    /// Compresses the next blocks with `dictionary` (zstd only; other codecs ignore it).
+    pub(crate) fn set_dictionary(&mut self, dictionary: Vec<u8>) {
+        self.zstd = None;
+        self.dictionary = Some(dictionary);
     }
 
     pub(crate) fn kind(&self) -> CompressionType {
@@ -90,7 +99,11 @@ impl Compressor {
                 out.clear();
                 if self.zstd.is_none() {
                     let level = self.level.unwrap_or(ZSTD_DEFAULT_LEVEL);
-                    match zstd::bulk::Compressor::new(level) {
+                    let made = match &self.dictionary {
+                        Some(d) => zstd::bulk::Compressor::with_dictionary(level, d),
+                        None => zstd::bulk::Compressor::new(level),
+                    };
+                    match made {
                         Ok(c) => self.zstd = Some(c),
                         Err(_) => return false,
                     }
@@ -169,6 +182,51 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
+thread_local! {
+    /// Each thread's zstd context for blocks compressed with a table's dictionary.
+    static ZSTD_DICT_CONTEXT: std::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A table's zstd dictionary, prepared once for decompression (`Options::max_dict_bytes`).
+pub(crate) struct ZstdDictionary(zstd::zstd_safe::DDict<'static>);
+
+impl ZstdDictionary {
+    /// Prepares `bytes` (a trained zstd dictionary or raw content; zstd takes either).
+    pub(crate) fn new(bytes: &[u8]) -> Option<ZstdDictionary> {
+        zstd::zstd_safe::DDict::try_create(bytes).map(ZstdDictionary)
+    }
+}
+
+impl std::fmt::Debug for ZstdDictionary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ZstdDictionary")
+    }
+}
+
+/// Trains a zstd dictionary of at most `max_bytes` on `samples` (RocksDB's
+/// `zstd_max_train_bytes`); `None` where zstd cannot (too few or too uniform samples).
+pub(crate) fn train_zstd_dictionary(samples: &[&[u8]], max_bytes: usize) -> Option<Vec<u8>> {
+    zstd::dict::from_samples(samples, max_bytes)
+        .ok()
+        .filter(|d| !d.is_empty())
+}
+
+fn zstd_decompress_with(
+    input: &[u8],
+    limit: usize,
+    dict: &ZstdDictionary,
+) -> Result<Vec<u8>, String> {
+    ZSTD_DICT_CONTEXT.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let ctx = slot.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+        let mut out = Vec::with_capacity(limit);
+        ctx.decompress_using_ddict(&mut out, input, &dict.0)
+            .map_err(|code| format!("zstd: {}", zstd::zstd_safe::get_error_name(code)))?;
+        Ok(out)
+    })
+}
+
 fn zstd_decompress(input: &[u8], limit: usize) -> Result<Vec<u8>, String> {
     ZSTD_DECOMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
@@ -182,9 +240,21 @@ fn zstd_decompress(input: &[u8], limit: usize) -> Result<Vec<u8>, String> {
     })
 }
 
-/// Decompresses `input`. `limit` bounds the output size so a corrupt length cannot make us
-/// allocate without bound. Errors are returned as a message; the caller adds file and offset.
+/// Decompresses `input` (a block of a table without a dictionary).
+#[cfg(test)]
 pub fn decompress(kind: CompressionType, input: &[u8], limit: usize) -> Result<Vec<u8>, String> {
+    decompress_with(kind, input, limit, None)
+}
+
+/// Decompresses `input`, with the zstd dictionary of the table the block comes from if it has
+/// one. `limit` bounds the output size so a corrupt length cannot make us allocate without
+/// bound. Errors are returned as a message; the caller adds file and offset.
+pub fn decompress_with(
+    kind: CompressionType,
+    input: &[u8],
+    limit: usize,
+    dict: Option<&ZstdDictionary>,
+) -> Result<Vec<u8>, String> {
     match kind {
         CompressionType::None => Ok(input.to_vec()),
         CompressionType::Snappy => {
@@ -230,7 +300,10 @@ pub fn decompress(kind: CompressionType, input: &[u8], limit: usize) -> Result<V
                     ));
                 }
             }
-            zstd_decompress(input, limit)
+            match dict {
+                Some(d) => zstd_decompress_with(input, limit, d),
+                None => zstd_decompress(input, limit),
+            }
         }
     }
 }

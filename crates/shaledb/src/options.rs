@@ -119,6 +119,16 @@ pub struct Options {
     /// and lz4 have none. Decompression speed barely depends on it. `None`: each codec's
     /// default (zstd 3, zlib 6). Default `None`.
     pub compression_level: Option<i32>,
+    /// Largest zstd dictionary per table file (RocksDB's `compression_opts.max_dict_bytes`): a
+    /// table written with zstd first collects its first blocks, builds a dictionary from them
+    /// and compresses every block with it, so small blocks of similar records share what they
+    /// have in common. The dictionary is stored in the file (docs/format/sstable.md). Other
+    /// codecs ignore it. 0 (the default): no dictionary. 16 KiB is a common choice.
+    pub max_dict_bytes: usize,
+    /// Bytes of blocks a dictionary is trained on (RocksDB's `zstd_max_train_bytes`; about 100
+    /// times `max_dict_bytes` is zstd's advice). 0 (the default): no training, the dictionary
+    /// is the first `max_dict_bytes` of the table's blocks as they are.
+    pub zstd_max_train_bytes: usize,
     /// Puts the data blocks a flush writes into the block cache as it writes them (RocksDB's
     /// `prepopulate_block_cache`), so data read soon after it is written is served without a
     /// file read or decompression. Pays when recent writes are read soon and the cache holds
@@ -242,6 +252,8 @@ impl Default for Options {
             ],
             bottommost_compression: None,
             compression_level: None,
+            max_dict_bytes: 0,
+            zstd_max_train_bytes: 0,
             prepopulate_block_cache: PrepopulateBlockCache::Disable,
             block_cache_size: 32 << 20,
             block_cache_shard_bits: 4,
@@ -300,6 +312,8 @@ impl std::fmt::Debug for Options {
             compression_per_level,
             bottommost_compression,
             compression_level,
+            max_dict_bytes,
+            zstd_max_train_bytes,
             prepopulate_block_cache,
             block_cache_size,
             block_cache_shard_bits,
@@ -359,6 +373,8 @@ impl std::fmt::Debug for Options {
             .field("compression_per_level", compression_per_level)
             .field("bottommost_compression", bottommost_compression)
             .field("compression_level", compression_level)
+            .field("max_dict_bytes", max_dict_bytes)
+            .field("zstd_max_train_bytes", zstd_max_train_bytes)
             .field("prepopulate_block_cache", prepopulate_block_cache)
             .field("block_cache_size", block_cache_size)
             .field("block_cache_shard_bits", block_cache_shard_bits)
@@ -443,6 +459,8 @@ impl Options {
         with_compression_per_level => compression_per_level: Vec<CompressionType>,
         with_bottommost_compression => bottommost_compression: Option<CompressionType>,
         with_compression_level => compression_level: Option<i32>,
+        with_max_dict_bytes => max_dict_bytes: usize,
+        with_zstd_max_train_bytes => zstd_max_train_bytes: usize,
         with_prepopulate_block_cache => prepopulate_block_cache: PrepopulateBlockCache,
         with_block_cache_size => block_cache_size: usize,
         with_block_cache_shard_bits => block_cache_shard_bits: u32,
@@ -552,6 +570,17 @@ impl Options {
         }
         if self.max_write_buffer_number < 2 {
             return bad("max_write_buffer_number must be at least 2 (one active memtable plus one being flushed)");
+        }
+        if self.max_dict_bytes > MAX_DICT_BYTES {
+            return bad("max_dict_bytes must be at most 1 MiB");
+        }
+        if self.zstd_max_train_bytes > MAX_TRAIN_BYTES {
+            return bad(
+                "zstd_max_train_bytes must be at most 256 MiB (the samples are held in memory)",
+            );
+        }
+        if self.zstd_max_train_bytes > 0 && self.zstd_max_train_bytes < self.max_dict_bytes {
+            return bad("zstd_max_train_bytes must be 0 or at least max_dict_bytes (zstd trains a dictionary on about 100 times its size)");
         }
         if self.block_size < 64 || self.block_size > (256 << 20) {
             return bad("block_size must be between 64 bytes and 256 MiB");
@@ -789,6 +818,11 @@ impl ReadOptions {
         self
     }
 }
+
+/// Bound on `Options::max_dict_bytes`.
+const MAX_DICT_BYTES: usize = 1 << 20;
+/// Bound on `Options::zstd_max_train_bytes`.
+const MAX_TRAIN_BYTES: usize = 256 << 20;
 
 /// Which written blocks go into the block cache as they are written
 /// ([`Options::prepopulate_block_cache`], RocksDB's `PrepopulateBlockCache`).

@@ -355,3 +355,16 @@ fn model_prepopulated_block_cache() {
     o.prepopulate_block_cache = shaledb::PrepopulateBlockCache::FlushOnly;
     run_model(8, o, ops_count(), dir.path());
 }
+
+/// Zstd with dictionaries: raw-content dictionaries on small blocks and trained ones, so
+/// every table read goes through its dictionary (format version 2).
+#[test]
+fn model_zstd_dictionaries() {
+    for (seed, train) in [(9, 0), (10, 64 << 10)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut o = small_options(CompressionType::Zstd, 10, 256);
+        o.max_dict_bytes = 2048;
+        o.zstd_max_train_bytes = train;
+        run_model(seed, o, ops_count(), dir.path());
+    }
+}

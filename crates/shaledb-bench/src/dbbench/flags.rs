@@ -85,6 +85,16 @@ pub const FLAGS: &[FlagSpec] = &[
         false,
         "codec level: zstd 1-22, zlib 0-9 (32767 or -1: the codec's default; ShaleDB and RocksDB)",
     ),
+    used(
+        "compression_max_dict_bytes",
+        false,
+        "largest zstd dictionary per table, 0: none (ShaleDB and RocksDB)",
+    ),
+    used(
+        "compression_zstd_max_train_bytes",
+        false,
+        "bytes a zstd dictionary is trained on, 0: raw samples (ShaleDB and RocksDB)",
+    ),
     used("block_size", false, "data block bytes"),
     used("cache_size", false, "block cache bytes"),
     used(
@@ -528,6 +538,12 @@ impl Flags {
                 32767 | -1 => None,
                 level => Some(level),
             },
+            max_dict_bytes: get(m, "compression_max_dict_bytes", d.max_dict_bytes)?,
+            zstd_max_train_bytes: get(
+                m,
+                "compression_zstd_max_train_bytes",
+                d.zstd_max_train_bytes,
+            )?,
             block_size: get(m, "block_size", d.block_size)?,
             open_files: get(m, "open_files", d.open_files)?,
             target_file_size_base: get(m, "target_file_size_base", d.target_file_size_base)?,

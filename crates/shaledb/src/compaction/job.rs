@@ -588,7 +588,8 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
         compression_level: spec.opts.compression_level,
         prefix_extractor: spec.opts.prefix_extractor.clone(),
     };
-    let mut builder = TableBuilder::new(opts, file, path, number);
+    let mut builder = TableBuilder::new(opts, file, path, number)
+        .with_dictionary(spec.opts.max_dict_bytes, spec.opts.zstd_max_train_bytes);
     if spec.flush && spec.opts.prepopulate_block_cache == PrepopulateBlockCache::FlushOnly {
         let (cache, cache_id) = spec.tables.reserve_cache_id(number);
         builder = builder.warm_cache(cache, cache_id);

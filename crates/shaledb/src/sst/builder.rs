@@ -18,6 +18,8 @@ pub(crate) const FILTER_META_KEY: &str = "filter.shaledb.bloom";
 pub(crate) const PROPERTIES_META_KEY: &str = "shaledb.properties";
 /// Metaindex key of the range-deletion block (RocksDB's name for it).
 pub(crate) const RANGE_DEL_META_KEY: &str = "rocksdb.range_del";
+/// Metaindex key of the zstd dictionary block (RocksDB's name for it).
+pub(crate) const COMPRESSION_DICT_META_KEY: &str = "rocksdb.compression_dict";
 
 /// Builds one table file. Entries must be added in strictly increasing internal-key order;
 /// then `finish` writes the metadata and footer and syncs the file.
@@ -49,6 +51,28 @@ pub struct TableBuilder {
     /// Where each data block goes as it is written, under the cache id the table will be
     /// opened with (`prepopulate_block_cache`).
     warm_cache: Option<(Arc<BlockCache>, u64)>,
+    /// Data blocks held back until the zstd dictionary is built from them (`with_dictionary`).
+    dict_samples: Option<DictionarySamples>,
+    /// The dictionary the data blocks were compressed with, written by `finish`.
+    dictionary: Option<Vec<u8>>,
+}
+
+/// The first data blocks of a table that builds a zstd dictionary: held uncompressed (with
+/// their index separators once known) until there are enough to build it from.
+struct DictionarySamples {
+    blocks: Vec<HeldBlock>,
+    bytes: usize,
+    /// Build the dictionary once this many bytes are held (or at `finish`).
+    target: usize,
+    max_dict_bytes: usize,
+    /// Train (zstd's trainer) rather than use the blocks' bytes as they are.
+    train: bool,
+}
+
+struct HeldBlock {
+    raw: Vec<u8>,
+    /// The index separator after this block; `None` until the next block's first key is added.
+    separator: Option<Vec<u8>>,
 }
 
 impl TableBuilder {
@@ -89,7 +113,26 @@ impl TableBuilder {
             compressor,
             range_dels: None,
             warm_cache: None,
+            dict_samples: None,
+            dictionary: None,
         }
+    }
+
+    /// Compresses the data blocks (zstd only) with a dictionary of at most `max_dict_bytes`
+    /// built from the table's first blocks: trained on `train_bytes` of them, or, with
+    /// `train_bytes` 0, their first `max_dict_bytes` as they are (`Options::max_dict_bytes`,
+    /// `zstd_max_train_bytes`). Without zstd, or with `max_dict_bytes` 0, nothing changes.
+    pub fn with_dictionary(mut self, max_dict_bytes: usize, train_bytes: usize) -> Self {
+        if self.opts.compression == CompressionType::Zstd && max_dict_bytes > 0 {
+            self.dict_samples = Some(DictionarySamples {
+                blocks: Vec::new(),
+                bytes: 0,
+                target: train_bytes.max(max_dict_bytes),
+                max_dict_bytes,
+                train: train_bytes > 0,
+            });
+        }
+        self
     }
 
     /// Inserts every data block into `cache` as it is written, keyed as a
@@ -122,6 +165,11 @@ impl TableBuilder {
         if let Some(handle) = self.pending_index.take() {
             let sep = separator(&self.last_key, ikey);
             self.add_index_entry(&sep, handle);
+        }
+        if let Some(held) = self.dict_samples.as_mut().and_then(|d| d.blocks.last_mut()) {
+            if held.separator.is_none() {
+                held.separator = Some(separator(&self.last_key, ikey));
+            }
         }
         if self.opts.bloom_bits_per_key > 0
             && (self.props.num_entries == 0 || key::user_key(&self.last_key) != user_key)
@@ -182,7 +230,8 @@ impl TableBuilder {
         } else {
             self.data_block.size_estimate() as u64
         };
-        self.offset + pending
+        let held = self.dict_samples.as_ref().map_or(0, |d| d.bytes as u64);
+        self.offset + pending + held
     }
 
     /// Writes the last data block, the filter, properties, metaindex, index and footer, then
@@ -190,6 +239,7 @@ impl TableBuilder {
     pub fn finish(mut self) -> Result<TableProperties> {
         self.check_ok()?;
         self.flush_data_block()?;
+        self.write_held_blocks()?;
         if let Some(handle) = self.pending_index.take() {
             let sep = successor(&self.last_key);
             self.add_index_entry(&sep, handle);
@@ -202,6 +252,11 @@ impl TableBuilder {
             let h = self.write_block(&f, CompressionType::None)?;
             self.props.filter_size = h.size + BLOCK_TRAILER_LEN as u64;
             meta.push((FILTER_META_KEY, h));
+        }
+
+        if let Some(dict) = self.dictionary.take() {
+            let h = self.write_block(&dict, CompressionType::None)?;
+            meta.push((COMPRESSION_DICT_META_KEY, h));
         }
 
         if let Some(t) = self.range_dels.take() {
@@ -244,6 +299,7 @@ impl TableBuilder {
             metaindex: metaindex_handle,
             index: index_handle,
             file_number: self.file_number,
+            has_dictionary: meta.iter().any(|(k, _)| *k == COMPRESSION_DICT_META_KEY),
         }
         .encode();
         self.append(&footer)?;
@@ -279,21 +335,59 @@ impl TableBuilder {
             return Ok(());
         }
         let raw = self.data_block.finish();
-        let h = self.write_block(&raw, self.opts.compression);
-        if let (Ok(h), Some((cache, cache_id))) = (&h, &self.warm_cache) {
+        if let Some(samples) = self.dict_samples.as_mut() {
+            samples.bytes += raw.len();
+            samples.blocks.push(HeldBlock {
+                raw: raw.clone(),
+                separator: None,
+            });
+            let full = samples.bytes >= samples.target;
+            self.data_block.reuse_buffer(raw);
+            if full {
+                self.write_held_blocks()?;
+            }
+            return Ok(());
+        }
+        let h = self.write_data_block(&raw);
+        // The next block grows into the same buffer instead of a fresh one.
+        self.data_block.reuse_buffer(raw);
+        self.pending_index = Some(h?);
+        Ok(())
+    }
+
+    /// Builds the dictionary from the held blocks, then writes them with it (and their index
+    /// entries, but the last one's if its separator is not known yet). Nothing if none held.
+    fn write_held_blocks(&mut self) -> Result<()> {
+        let Some(samples) = self.dict_samples.take() else {
+            return Ok(());
+        };
+        if let Some(dict) = build_dictionary(&samples) {
+            self.compressor.set_dictionary(dict.clone());
+            self.dictionary = Some(dict);
+        }
+        for held in samples.blocks {
+            let h = self.write_data_block(&held.raw)?;
+            match held.separator {
+                Some(sep) => self.add_index_entry(&sep, h),
+                None => self.pending_index = Some(h),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes one data block (and puts it into the block cache if asked).
+    fn write_data_block(&mut self, raw: &[u8]) -> Result<BlockHandle> {
+        let h = self.write_block(raw, self.opts.compression)?;
+        if let Some((cache, cache_id)) = &self.warm_cache {
             // What a read of the block would produce: its uncompressed contents, validated.
-            if let Ok(block) = Block::new(raw.clone()) {
+            if let Ok(block) = Block::new(raw.to_vec()) {
                 let charge = block.size();
                 cache.insert((*cache_id, h.offset), Arc::new(block), charge);
             }
         }
-        // The next block grows into the same buffer instead of a fresh one.
-        self.data_block.reuse_buffer(raw);
-        let h = h?;
         self.props.num_data_blocks += 1;
         self.props.data_size += h.size + BLOCK_TRAILER_LEN as u64;
-        self.pending_index = Some(h);
-        Ok(())
+        Ok(h)
     }
 
     fn write_block(&mut self, raw: &[u8], kind: CompressionType) -> Result<BlockHandle> {
@@ -362,6 +456,24 @@ fn with_seek_trailer(mut short_user: Vec<u8>, last_user: &[u8], last: &[u8]) -> 
     } else {
         last.to_vec()
     }
+}
+
+/// The dictionary for `samples`: trained by zstd, or their first bytes as they are; `None`
+/// if training fails (the table is then compressed without one).
+fn build_dictionary(samples: &DictionarySamples) -> Option<Vec<u8>> {
+    let raws: Vec<&[u8]> = samples.blocks.iter().map(|b| b.raw.as_slice()).collect();
+    if samples.train {
+        return crate::compression::train_zstd_dictionary(&raws, samples.max_dict_bytes);
+    }
+    let mut dict = Vec::with_capacity(samples.max_dict_bytes);
+    for raw in raws {
+        let room = samples.max_dict_bytes - dict.len();
+        dict.extend_from_slice(&raw[..raw.len().min(room)]);
+        if dict.len() == samples.max_dict_bytes {
+            break;
+        }
+    }
+    (!dict.is_empty()).then_some(dict)
 }
 
 #[cfg(test)]

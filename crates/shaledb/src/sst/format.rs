@@ -6,7 +6,7 @@ use super::readahead::Readahead;
 use super::BlockHandle;
 use crate::checksum;
 use crate::coding::{get_varint64, put_fixed32, put_fixed64, put_varint64};
-use crate::compression::{self, CompressionType, Compressor};
+use crate::compression::{self, CompressionType, Compressor, ZstdDictionary};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use std::path::Path;
@@ -23,8 +23,11 @@ const FOOTER_HANDLES_LEN: usize = 40;
 /// The footer's last 8 bytes.
 pub(crate) const TABLE_MAGIC: [u8; 8] = *b"shaleSST";
 
-/// The one table format version this code reads and writes.
+/// The table format version of tables without a zstd dictionary.
 pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The version of tables with a zstd dictionary block (docs/format/sstable.md); otherwise
+/// the same layout.
+pub(crate) const FORMAT_VERSION_DICTIONARY: u32 = 2;
 
 /// Upper bound on a decoded block. A block is cut once it reaches `block_size` (at most 256 MiB),
 /// so it holds at most that plus one entry: an 8 MiB key and a value under 4 GiB
@@ -127,10 +130,21 @@ pub(crate) fn read_block(
     verify_checksum: bool,
     what: &str,
 ) -> Result<Block> {
-    read_block_with(file, path, handle, data_end, verify_checksum, what, None)
+    read_block_with(
+        file,
+        path,
+        handle,
+        data_end,
+        verify_checksum,
+        what,
+        None,
+        None,
+    )
 }
 
-/// [`read_block`], reading through `readahead` if given.
+/// [`read_block`], reading through `readahead` if given, decompressing zstd blocks with the
+/// table's dictionary if it has one.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn read_block_with(
     file: &dyn RandomAccessFile,
     path: &Path,
@@ -139,6 +153,7 @@ pub(crate) fn read_block_with(
     verify_checksum: bool,
     what: &str,
     readahead: Option<&mut Readahead>,
+    dict: Option<&ZstdDictionary>,
 ) -> Result<Block> {
     let data = read_block_contents_with(
         file,
@@ -148,6 +163,7 @@ pub(crate) fn read_block_with(
         verify_checksum,
         what,
         readahead,
+        dict,
     )?;
     Block::new(data).map_err(|e| Error::corruption(path, handle.offset, format!("{what}: {e}")))
 }
@@ -162,11 +178,21 @@ pub(crate) fn read_block_contents(
     verify_checksum: bool,
     what: &str,
 ) -> Result<Vec<u8>> {
-    read_block_contents_with(file, path, handle, data_end, verify_checksum, what, None)
+    read_block_contents_with(
+        file,
+        path,
+        handle,
+        data_end,
+        verify_checksum,
+        what,
+        None,
+        None,
+    )
 }
 
-/// [`read_block_contents`], reading the stored bytes through `readahead` if given; the checks
-/// are the same either way.
+/// [`read_block_contents`], reading the stored bytes through `readahead` if given (the checks
+/// are the same either way), with the table's zstd dictionary if it has one.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn read_block_contents_with(
     file: &dyn RandomAccessFile,
     path: &Path,
@@ -175,6 +201,7 @@ pub(crate) fn read_block_contents_with(
     verify_checksum: bool,
     what: &str,
     readahead: Option<&mut Readahead>,
+    dict: Option<&ZstdDictionary>,
 ) -> Result<Vec<u8>> {
     let corrupt = |detail: String| Error::corruption(path, handle.offset, detail);
     let end = handle
@@ -200,7 +227,7 @@ pub(crate) fn read_block_contents_with(
                 buf.truncate(len);
                 Ok(buf)
             }
-            kind => decompress_block(&buf[..len], kind, &corrupt, what),
+            kind => decompress_block(&buf[..len], kind, dict, &corrupt, what),
         };
     }
     STORED_BLOCK.with(|cell| {
@@ -218,7 +245,7 @@ pub(crate) fn read_block_contents_with(
                 Ok(owned)
             }
             kind => {
-                let out = decompress_block(&buf[..len], kind, &corrupt, what);
+                let out = decompress_block(&buf[..len], kind, dict, &corrupt, what);
                 if buf.capacity() > KEPT_STORED_BLOCK {
                     *buf = Vec::new();
                 }
@@ -268,6 +295,7 @@ fn check_trailer(
 fn decompress_block(
     contents: &[u8],
     kind: CompressionType,
+    dict: Option<&ZstdDictionary>,
     corrupt: &dyn Fn(String) -> Error,
     what: &str,
 ) -> Result<Vec<u8>> {
@@ -278,7 +306,7 @@ fn decompress_block(
         .and_then(|l| usize::try_from(l).ok())
         .ok_or_else(|| corrupt(format!("{what} claims {raw_len} decoded bytes")))?;
     let body = contents.get(n..).unwrap_or(&[]);
-    let out = compression::decompress(kind, body, raw_len)
+    let out = compression::decompress_with(kind, body, raw_len, dict)
         .map_err(|e| corrupt(format!("{what} does not decompress: {e}")))?;
     if out.len() != raw_len {
         return Err(corrupt(format!(
@@ -295,6 +323,9 @@ pub(crate) struct Footer {
     pub(crate) metaindex: BlockHandle,
     pub(crate) index: BlockHandle,
     pub(crate) file_number: u64,
+    /// The table's zstd blocks need its dictionary block: written as format version 2, which
+    /// readers before it refuse rather than misread.
+    pub(crate) has_dictionary: bool,
 }
 
 impl Footer {
@@ -305,7 +336,11 @@ impl Footer {
         self.index.encode_to(&mut out);
         out.resize(FOOTER_HANDLES_LEN, 0);
         put_fixed64(&mut out, self.file_number);
-        put_fixed32(&mut out, FORMAT_VERSION);
+        let version = match self.has_dictionary {
+            true => FORMAT_VERSION_DICTIONARY,
+            false => FORMAT_VERSION,
+        };
+        put_fixed32(&mut out, version);
         let crc = checksum::mask(checksum::crc32c(&out));
         put_fixed32(&mut out, crc);
         out.extend_from_slice(&TABLE_MAGIC);
@@ -336,12 +371,16 @@ impl Footer {
             return Err(corrupt(52, "footer checksum mismatch".into()));
         }
         let version = buf.get(48..).and_then(crate::coding::decode_fixed32);
-        if version != Some(FORMAT_VERSION) {
-            return Err(corrupt(
-                48,
-                format!("unsupported table format version {version:?}"),
-            ));
-        }
+        let has_dictionary = match version {
+            Some(FORMAT_VERSION) => false,
+            Some(FORMAT_VERSION_DICTIONARY) => true,
+            _ => {
+                return Err(corrupt(
+                    48,
+                    format!("unsupported table format version {version:?}"),
+                ))
+            }
+        };
         let file_number = buf
             .get(40..)
             .and_then(crate::coding::decode_fixed64)
@@ -367,6 +406,7 @@ impl Footer {
             metaindex,
             index,
             file_number,
+            has_dictionary,
         })
     }
 }

@@ -2,15 +2,18 @@
 //! two-level iterator (index block -> data block).
 
 use super::block::{Block, BlockIter};
-use super::builder::{FILTER_META_KEY, PROPERTIES_META_KEY, RANGE_DEL_META_KEY};
+use super::builder::{
+    COMPRESSION_DICT_META_KEY, FILTER_META_KEY, PROPERTIES_META_KEY, RANGE_DEL_META_KEY,
+};
 use super::filter::{self, BloomFilter};
 use super::format::{
-    decode_handle_value, read_at, read_block, read_block_contents, read_block_with, Footer,
-    FOOTER_LEN,
+    decode_handle_value, read_at, read_block, read_block_contents, read_block_contents_with,
+    read_block_with, Footer, FOOTER_LEN,
 };
 use super::readahead::Readahead;
 use super::{properties, BlockHandle, BlockReadOptions, TableProperties};
 use crate::cache::BlockCache;
+use crate::compression::ZstdDictionary;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
@@ -50,6 +53,9 @@ pub struct Table {
     /// which costs a get one branch).
     range_dels: Option<Arc<FragmentedRangeTombstones>>,
     range_del_handle: Option<BlockHandle>,
+    /// The zstd dictionary the table's blocks were compressed with, if any.
+    dictionary: Option<ZstdDictionary>,
+    dict_handle: Option<BlockHandle>,
 }
 
 thread_local! {
@@ -127,7 +133,6 @@ impl Table {
         read_at(&*file, &path, data_end, &mut buf, "footer")?;
         let footer = Footer::decode(&buf, &path, data_end, file_number)?;
 
-        let index = read_block(&*file, &path, footer.index, data_end, true, "index block")?;
         let metaindex = read_block(
             &*file,
             &path,
@@ -140,6 +145,7 @@ impl Table {
         let mut filter_handle = None;
         let mut properties_handle = None;
         let mut range_del_handle = None;
+        let mut dict_handle = None;
         let mut it = BlockIter::new_bytewise(Arc::new(metaindex))
             .with_origin(path.clone(), footer.metaindex.offset);
         it.seek_to_first();
@@ -150,6 +156,8 @@ impl Table {
                 &mut properties_handle
             } else if it.key() == RANGE_DEL_META_KEY.as_bytes() {
                 &mut range_del_handle
+            } else if it.key() == COMPRESSION_DICT_META_KEY.as_bytes() {
+                &mut dict_handle
             } else {
                 it.next();
                 continue;
@@ -160,6 +168,17 @@ impl Table {
             it.next();
         }
         it.status()?;
+        let dictionary = read_dictionary(&*file, &path, &footer, dict_handle, data_end)?;
+        let index = read_block_with(
+            &*file,
+            &path,
+            footer.index,
+            data_end,
+            true,
+            "index block",
+            None,
+            dictionary.as_ref(),
+        )?;
         let properties_handle =
             properties_handle.ok_or_else(|| meta_corrupt("metaindex lists no properties block"))?;
         let props_block = read_block(
@@ -208,6 +227,8 @@ impl Table {
             props,
             range_dels,
             range_del_handle,
+            dictionary,
+            dict_handle,
         })
     }
 
@@ -495,8 +516,12 @@ impl Table {
         if let Some(h) = self.range_del_handle {
             metas.push((h, "range-deletion block"));
         }
+        if let Some(h) = self.dict_handle {
+            metas.push((h, "compression dictionary block"));
+        }
         for (h, what) in metas {
-            read_block_contents(file, &self.path, h, self.data_end, true, what)?;
+            let dict = self.dictionary.as_ref();
+            read_block_contents_with(file, &self.path, h, self.data_end, true, what, None, dict)?;
         }
         let mut index = self.index_iter()?;
         index.seek_to_first();
@@ -504,7 +529,16 @@ impl Table {
         let mut first = true;
         while index.valid() {
             let h = self.index_value_handle(index.value())?;
-            let block = read_block(file, &self.path, h, self.data_end, true, "data block")?;
+            let block = read_block_with(
+                file,
+                &self.path,
+                h,
+                self.data_end,
+                true,
+                "data block",
+                None,
+                self.dictionary.as_ref(),
+            )?;
             let mut it = BlockIter::new(Arc::new(block)).with_origin(self.path.clone(), h.offset);
             it.seek_to_first();
             while it.valid() {
@@ -619,6 +653,7 @@ impl Table {
             opts.verify_checksums,
             "data block",
             readahead,
+            self.dictionary.as_ref(),
         )?);
         let mut cached = false;
         if opts.fill_cache {
@@ -862,6 +897,44 @@ impl InternalIterator for TableIterator {
 }
 
 /// Reads and validates a filter block.
+/// The table's zstd dictionary: required by (and only in) a format-2 table.
+fn read_dictionary(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    footer: &Footer,
+    handle: Option<BlockHandle>,
+    data_end: u64,
+) -> Result<Option<ZstdDictionary>> {
+    let corrupt = |offset: u64, d: &str| Error::corruption(path, offset, d);
+    let h = match (footer.has_dictionary, handle) {
+        (false, None) => return Ok(None),
+        (true, Some(h)) => h,
+        (true, None) => {
+            return Err(corrupt(
+                footer.metaindex.offset,
+                "format-2 table lists no compression dictionary",
+            ))
+        }
+        (false, Some(h)) => {
+            return Err(corrupt(
+                h.offset,
+                "format-1 table lists a compression dictionary",
+            ))
+        }
+    };
+    let bytes = read_block_contents(
+        file,
+        path,
+        h,
+        data_end,
+        true,
+        "compression dictionary block",
+    )?;
+    ZstdDictionary::new(&bytes)
+        .map(Some)
+        .ok_or_else(|| corrupt(h.offset, "compression dictionary is not usable by zstd"))
+}
+
 fn read_filter(
     file: &dyn RandomAccessFile,
     path: &Path,

@@ -851,3 +851,114 @@ fn multi_get_reads_each_data_block_once_and_agrees_with_get() {
     assert_eq!(batch_reads, want, "each block once, in order");
     assert_eq!(batched, singles);
 }
+
+/// Builds with zstd and a dictionary of `max_dict` bytes (`train` bytes of samples, 0: raw).
+fn build_with_dictionary(
+    o: TableBuilderOptions,
+    entries: &[(Vec<u8>, Vec<u8>)],
+    max_dict: usize,
+    train: usize,
+) -> (Vec<u8>, TableProperties) {
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let mut b = TableBuilder::new(o, Box::new(MemWritable(buf.clone())), path(), FILE_NUMBER)
+        .with_dictionary(max_dict, train);
+    for (k, v) in entries {
+        b.add(k, v).expect("add");
+    }
+    let props = b.finish().expect("finish");
+    let bytes = buf.lock().clone();
+    assert_eq!(props.file_size, bytes.len() as u64);
+    (bytes, props)
+}
+
+/// Rows that look alike (as a table of records does) but differ: what dictionaries are for.
+fn rows(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..n)
+        .map(|i| {
+            let row = format!(
+                "{i}|{}|{}|DELIVER IN PERSON|TRUCK|1996-0{}-1{}|regular deposits {} haggle",
+                i * 7 % 1000,
+                i * 13 % 97,
+                i % 9 + 1,
+                i % 10,
+                ["furiously", "quickly", "slyly", "carefully"][i % 4]
+            );
+            (ikey(i, 1), row.into_bytes())
+        })
+        .collect()
+}
+
+fn footer_version(bytes: &[u8]) -> u32 {
+    let at = bytes.len() - FOOTER_LEN + 48;
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+#[test]
+fn zstd_dictionaries_shrink_small_blocks_and_read_back() {
+    let e = rows(3000);
+    let mut o = opts(CompressionType::Zstd);
+    o.block_size = 1024;
+    let (plain, plain_props) = build(o.clone(), &e);
+    assert_eq!(footer_version(&plain), 1);
+    for (max_dict, train) in [(4096, 0), (4096, 100 * 1024)] {
+        let (bytes, props) = build_with_dictionary(o.clone(), &e, max_dict, train);
+        assert_eq!(footer_version(&bytes), 2, "dict {max_dict}, train {train}");
+        assert!(
+            props.data_size * 10 < plain_props.data_size * 9,
+            "dict {max_dict}, train {train}: {} vs {} bytes of data blocks",
+            props.data_size,
+            plain_props.data_size
+        );
+        read_all(bytes.clone(), &e)
+            .unwrap_or_else(|err| panic!("dict {max_dict}, train {train}: {err:?}"));
+        // Reads through the block cache and readahead use the dictionary too.
+        let t = open_bytes(bytes, Some(Arc::new(BlockCache::new(1 << 20, 0)))).expect("open");
+        assert_eq!(collect(&mut t.iter(ro(true, true))), e);
+        assert_eq!(collect(&mut t.iter(ro(true, true))), e);
+    }
+}
+
+#[test]
+fn dictionaries_apply_to_zstd_only_and_survive_failed_training() {
+    // Another codec ignores the dictionary option: format 1, as before.
+    let e = rows(500);
+    let (bytes, _) = build_with_dictionary(opts(CompressionType::Lz4), &e, 4096, 0);
+    assert_eq!(footer_version(&bytes), 1);
+    read_all(bytes, &e).expect("lz4");
+    // Three entries are too few samples for zstd's trainer: no dictionary, still readable.
+    let few = rows(3);
+    let (bytes, _) = build_with_dictionary(opts(CompressionType::Zstd), &few, 4096, 8192);
+    assert_eq!(footer_version(&bytes), 1);
+    read_all(bytes, &few).expect("few");
+    // An empty table with a dictionary option is an empty table.
+    let (bytes, _) = build_with_dictionary(opts(CompressionType::Zstd), &[], 4096, 0);
+    read_all(bytes, &[]).expect("empty");
+}
+
+#[test]
+fn every_byte_flip_of_a_dictionary_table_is_detected() {
+    let e = rows(60);
+    let (bytes, _) = build_with_dictionary(opts(CompressionType::Zstd), &e, 1024, 0);
+    assert_eq!(footer_version(&bytes), 2);
+    for pos in 0..bytes.len() {
+        let mut b = bytes.clone();
+        b[pos] ^= 0x01;
+        assert_corruption(read_all(b, &e), &format!("flip at {pos}"));
+    }
+}
+
+#[test]
+fn a_footer_and_metaindex_that_disagree_about_the_dictionary_are_corruption() {
+    let e = rows(200);
+    let (with, _) = build_with_dictionary(opts(CompressionType::Zstd), &e, 1024, 0);
+    // Format 2 claimed by a table without a dictionary block, and format 1 by one with it:
+    // rewrite the version and reseal the footer's checksum.
+    let (without, _) = build(opts(CompressionType::Zstd), &e);
+    for (mut bytes, version) in [(without, 2u32), (with, 1u32)] {
+        let f = bytes.len() - FOOTER_LEN;
+        bytes[f + 48..f + 52].copy_from_slice(&version.to_le_bytes());
+        let crc = crate::checksum::mask(crate::checksum::crc32c(&bytes[f..f + 52]));
+        bytes[f + 52..f + 56].copy_from_slice(&crc.to_le_bytes());
+        assert_corruption(open_bytes(bytes, None), &format!("version {version}"));
+    }
+}

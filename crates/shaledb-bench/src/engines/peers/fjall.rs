@@ -77,6 +77,9 @@ impl FjallEngine {
         if c.compression_level.is_some() {
             return Err("fjall: the benchmark does not set fjall compression levels".into());
         }
+        if c.max_dict_bytes > 0 {
+            return Err("fjall: fjall has no compression dictionaries".into());
+        }
         if c.prepopulate_block_cache {
             return Err("fjall: fjall cannot put flushed blocks into its cache".into());
         }

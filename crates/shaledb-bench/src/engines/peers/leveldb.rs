@@ -170,6 +170,9 @@ impl LevelEngine {
         if c.compression_level.is_some() {
             return Err("leveldb: LevelDB has no compression levels".into());
         }
+        if c.max_dict_bytes > 0 {
+            return Err("leveldb: LevelDB has no compression dictionaries".into());
+        }
         if c.prepopulate_block_cache {
             return Err("leveldb: LevelDB cannot put flushed blocks into its cache".into());
         }

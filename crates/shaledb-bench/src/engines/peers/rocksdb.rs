@@ -90,6 +90,10 @@ mod ffi {
             strategy: c_int,
             max_dict_bytes: c_int,
         );
+        pub fn rocksdb_options_set_compression_options_zstd_max_train_bytes(
+            o: *mut rocksdb_options_t,
+            v: c_int,
+        );
         pub fn rocksdb_options_set_num_levels(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_level0_file_num_compaction_trigger(
             o: *mut rocksdb_options_t,
@@ -264,10 +268,16 @@ fn db_options(
             },
         );
         ffi::rocksdb_options_set_compression(o, compression);
-        if let Some(level) = c.compression_level {
-            // RocksDB's defaults for the other fields (window bits -14, strategy 0, no
-            // dictionary).
-            ffi::rocksdb_options_set_compression_options(o, -14, level, 0, 0);
+        if c.compression_level.is_some() || c.max_dict_bytes > 0 {
+            // RocksDB's defaults for the other fields (window bits -14, strategy 0); 32767 is
+            // its "the codec's default level".
+            let level = c.compression_level.unwrap_or(32767);
+            let dict = clamp_int(c.max_dict_bytes);
+            ffi::rocksdb_options_set_compression_options(o, -14, level, 0, dict);
+            ffi::rocksdb_options_set_compression_options_zstd_max_train_bytes(
+                o,
+                clamp_int(c.zstd_max_train_bytes),
+            );
         }
         ffi::rocksdb_options_set_num_levels(o, clamp_int(u64::from(c.num_levels.max(1))));
         ffi::rocksdb_options_set_level0_file_num_compaction_trigger(

@@ -170,6 +170,11 @@ pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
     if c.compression_level.is_some() {
         return Err("wiredtiger: the benchmark does not set WiredTiger compression levels".into());
     }
+    if c.max_dict_bytes > 0 {
+        return Err(
+            "wiredtiger: the benchmark does not set WiredTiger compression dictionaries".into(),
+        );
+    }
     if c.prepopulate_block_cache {
         return Err(
             "wiredtiger: WiredTiger has no prepopulate_block_cache (its cache keeps the pages it \
