@@ -48,6 +48,13 @@ mod ffi {
         );
         pub fn rocksdb_options_set_compression(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_bottommost_compression(o: *mut rocksdb_options_t, v: c_int);
+        pub fn rocksdb_options_set_compression_options(
+            o: *mut rocksdb_options_t,
+            w_bits: c_int,
+            level: c_int,
+            strategy: c_int,
+            max_dict_bytes: c_int,
+        );
         pub fn rocksdb_options_set_max_bytes_for_level_base(o: *mut rocksdb_options_t, v: u64);
         pub fn rocksdb_options_set_max_bytes_for_level_multiplier(
             o: *mut rocksdb_options_t,
@@ -204,6 +211,9 @@ struct Config {
     /// The codec of every level but the bottommost, and the bottommost level's
     /// (`bottommost_compression`).
     codecs: Option<(CompressionType, CompressionType)>,
+    /// Largest zstd dictionary per table (`compression_opts.max_dict_bytes`; 0: none), raw
+    /// content (no training) on both.
+    max_dict_bytes: usize,
     /// Level and file sizes.
     levels: Option<Levels>,
     /// The bottommost-level mode of the manual compactions; `None`: each engine's plain
@@ -230,17 +240,20 @@ struct Levels {
 const DEFAULTS: Config = Config {
     dynamic_level_bytes: false,
     codecs: None,
+    max_dict_bytes: 0,
     levels: None,
     bottommost: None,
     value_pad: 0,
     min_levels: 1,
 };
 
-/// Dynamic level sizes, LZ4 above the bottommost level and Zstd on it, levels of a few KiB
-/// (the live data of a family is tens of KiB) and forced bottommost compactions.
+/// Dynamic level sizes, LZ4 above the bottommost level and Zstd with a dictionary on it,
+/// levels of a few KiB (the live data of a family is tens of KiB) and forced bottommost
+/// compactions.
 const DYNAMIC_LEVELS_BOTTOMMOST_CODEC: Config = Config {
     dynamic_level_bytes: true,
     codecs: Some((CompressionType::Lz4, CompressionType::Zstd)),
+    max_dict_bytes: 1024,
     levels: Some(Levels {
         max_bytes_for_level_base: 2 << 10,
         max_bytes_for_level_multiplier: 2.0,
@@ -320,6 +333,11 @@ impl Rocks {
                     if let Some((above, bottommost)) = cfg.codecs {
                         ffi::rocksdb_options_set_compression(o, rocks_codec(above));
                         ffi::rocksdb_options_set_bottommost_compression(o, rocks_codec(bottommost));
+                    }
+                    if cfg.max_dict_bytes > 0 {
+                        // No bottommost options of its own: the bottommost level uses these.
+                        let dict = c_int::try_from(cfg.max_dict_bytes).unwrap_or(c_int::MAX);
+                        ffi::rocksdb_options_set_compression_options(o, -14, 32767, 0, dict);
                     }
                     if let Some(l) = cfg.levels {
                         ffi::rocksdb_options_set_max_bytes_for_level_base(
@@ -601,6 +619,7 @@ fn shale_open(dir: &Path, cfg: &Config) -> (Db, Vec<ColumnFamily>) {
             o.compression_per_level = vec![above];
             o.bottommost_compression = Some(bottommost);
         }
+        o.max_dict_bytes = cfg.max_dict_bytes;
         if let Some(l) = cfg.levels {
             o.max_bytes_for_level_base = l.max_bytes_for_level_base;
             o.max_bytes_for_level_multiplier = l.max_bytes_for_level_multiplier;
