@@ -2,6 +2,7 @@
 
 pub mod flags;
 pub mod keys;
+pub mod live;
 pub mod report;
 pub mod runner;
 

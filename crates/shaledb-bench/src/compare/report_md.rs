@@ -96,9 +96,10 @@ fn workload_md(s: &mut String, wl: &Workload, cells: &[Cell]) {
                 notes.push(format!("- † {b} on {}: {n}", c.label()));
             }
             if let (Some(sz), Some(wa)) = (r.size_on_disk, r.write_amp) {
+                let space = r.space_amp.map_or(String::new(), |a| format!("{a:.2}x"));
                 let _ = writeln!(
                     s,
-                    "| {b} size / write-amp | {} | {:.1} MB | {wa:.2}x | | | | |",
+                    "| {b} size / write-amp / space-amp | {} | {:.1} MB | {wa:.2}x | {space} | | | |",
                     c.label(),
                     sz as f64 / 1048576.0
                 );

@@ -740,6 +740,11 @@ pub struct RangeTombstoneFlags {
 }
 
 impl RangeTombstoneFlags {
+    /// Whether write benchmarks issue range deletes at all.
+    pub fn enabled(&self) -> bool {
+        self.every > 0
+    }
+
     /// True if a range delete follows write number `written` (1-based) of a thread that has
     /// issued `issued` so far (db_bench's rule).
     pub fn due(&self, written: u64, issued: u64) -> bool {

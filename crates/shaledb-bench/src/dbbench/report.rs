@@ -154,6 +154,11 @@ pub struct BenchResult {
     /// compaction_bytes_written / user_bytes_written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_amp: Option<f64>,
+    /// size_on_disk / key and value bytes of the distinct live keys (space amplification;
+    /// below 1 where compression saves more than the garbage costs). Only where the run wrote
+    /// every key the database holds (a fresh database, no deletes or merges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub space_amp: Option<f64>,
     /// Why this figure is not like for like with the others (a phase stopped at its time
     /// limit, or ran on fewer records); the report lists it under the table.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -2,6 +2,7 @@
 
 use super::flags::Flags;
 use super::keys::{make_key, Mt64, RandomGenerator};
+use super::live::LiveKeys;
 use super::report::{write_results_json, BenchResult, Hist};
 use crate::engine::{size_on_disk, BatchOp, CommonOptions, Engine};
 use crate::engines::open_engine;
@@ -138,6 +139,9 @@ pub struct Runner {
     /// threads get fresh seeds (`seed + threads_so_far + tid + 1`), so readrandom does not
     /// replay the exact key sequence fillrandom wrote.
     threads_started: AtomicU64,
+    /// The keys the database holds, while every write to it came from this run's write
+    /// benchmarks (`None` once something else changed it, or with `--use_existing_db`).
+    live: Option<LiveKeys>,
 }
 
 fn is_fill(name: &str) -> bool {
@@ -206,6 +210,7 @@ impl Runner {
             results: Vec::new(),
             verbose: true,
             threads_started: AtomicU64::new(0),
+            live: None,
         })
     }
 
@@ -233,6 +238,7 @@ impl Runner {
     fn fresh(&mut self, opts: &CommonOptions) -> Result<(), String> {
         self.engine = None;
         destroy_dir(&self.path)?;
+        self.live = Some(LiveKeys::new());
         let mut create = opts.clone();
         create.use_existing_db = false;
         self.open(&create)
@@ -319,6 +325,9 @@ impl Runner {
             }));
         }
         let bench = bench_fn(name).ok_or_else(|| format!("unknown benchmark {name:?}"))?;
+        if changes_live_keys_untracked(name) {
+            self.live = None;
+        }
         let r = bench(self, name)?;
         if let Some(r) = &r {
             self.print_result(name, r);
@@ -761,9 +770,22 @@ impl Runner {
         let num = f.num.max(1);
         let batch = f.batch_size;
         let tombstones = f.range_tombstones;
+        let max_key = match order {
+            Order::Seq => n.max(num),
+            _ => num,
+        };
+        let tracked = match self.live.as_mut() {
+            Some(l) => l.prepare(max_key, (ks + vsize) as u64) && !tombstones.enabled(),
+            None => false,
+        };
+        if !tracked {
+            self.live = None;
+        }
+        let live = self.live.take();
         let e = self.engine()?;
         let cb0 = e.compaction_bytes_written();
-        let (mut r, _) = self.run_threads(name, threads, n, e, move |c, e| {
+        let live_ref = live.as_ref();
+        let run = self.run_threads(name, threads, n, e, move |c, e| {
             let perm: Vec<u64> = if order == Order::Unique {
                 let mut v: Vec<u64> = (0..num).collect();
                 for i in (1..v.len()).rev() {
@@ -789,6 +811,9 @@ impl Runner {
                         Order::Unique => perm[(idx % num) as usize],
                     };
                     make_key(k, ks, &mut c.key);
+                    if let Some(l) = live_ref {
+                        l.insert(k);
+                    }
                     bytes += (ks + vsize) as u64;
                     if batch > 1 {
                         ops.push(BatchOp::Put(c.key.clone(), c.gen.generate(vsize).to_vec()));
@@ -814,13 +839,21 @@ impl Runner {
                 i += this as u64;
             }
             Ok(())
-        })?;
+        });
+        self.live = live;
+        let (mut r, _) = run?;
         // Untimed: settle the engine, then report size on disk and write amplification.
         let e = self.engine()?;
         e.flush()?;
         e.wait_for_compactions()?;
         let size = size_on_disk(&self.path);
         r.size_on_disk = Some(size);
+        r.space_amp = self
+            .live
+            .as_ref()
+            .map(LiveKeys::bytes)
+            .filter(|&b| b > 0)
+            .map(|b| size as f64 / b as f64);
         r.user_bytes_written = Some(r.bytes);
         if let (Some(a), Some(b)) = (cb0, e.compaction_bytes_written()) {
             let cb = b.saturating_sub(a);
@@ -834,12 +867,13 @@ impl Runner {
 
     fn size_line(&self, r: &BenchResult) {
         self.say(&format!(
-            "{:<12} : size on disk {:.1} MB; write-amp {} (flush+compaction {:.1} MB / user {:.1} MB; measured after flush + wait, untimed)",
+            "{:<12} : size on disk {:.1} MB; write-amp {} (flush+compaction {:.1} MB / user {:.1} MB); space-amp {} (size on disk / live keys x entry bytes); measured after flush + wait, untimed",
             r.benchmark,
             r.size_on_disk.unwrap_or(0) as f64 / 1048576.0,
             r.write_amp.map_or("n/a".to_string(), |w| format!("{w:.2}")),
             r.compaction_bytes_written.unwrap_or(0) as f64 / 1048576.0,
-            r.bytes as f64 / 1048576.0
+            r.bytes as f64 / 1048576.0,
+            r.space_amp.map_or("n/a".to_string(), |s| format!("{s:.2}")),
         ));
     }
 
@@ -1009,6 +1043,20 @@ fn bench_fn(name: &str) -> Option<BenchFn> {
         "sstables" => Runner::print_sstables,
         _ => return None,
     })
+}
+
+/// Benchmarks that change which keys the database holds in ways `LiveKeys` does not follow
+/// (deletes, merges, writers running beside reads): after one, fills report no space-amp.
+fn changes_live_keys_untracked(name: &str) -> bool {
+    matches!(
+        name,
+        "deleteseq"
+            | "deleterandom"
+            | "readwhilewriting"
+            | "readrandomwriterandom"
+            | "mergerandom"
+            | "readrandommergerandom"
+    )
 }
 
 /// The operation word of a benchmark's `--histogram` block, as db_bench prints it.
