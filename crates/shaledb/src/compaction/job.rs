@@ -37,6 +37,50 @@ pub struct DropPolicy {
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
     /// The family's TTL as of the compaction's start: expired values are removed.
     pub expiry: Option<Expiry>,
+    /// A flush: the family's other L0 files may hold older versions of any key, so nothing
+    /// that relies on the absence of older data is dropped (see [`DropPolicy::for_flush`]).
+    pub flush: bool,
+}
+
+impl DropPolicy {
+    /// What a flush may drop, as RocksDB's flush does: versions of a key that every reader
+    /// sees a newer version of, a single delete with the put it deletes, and entries under a
+    /// range tombstone every reader sees. No tombstone goes (older L0 files may hold what it
+    /// deletes) and no sequence number is zeroed; merge operands, compaction filters and TTL
+    /// expiry are left to compactions.
+    pub fn for_flush(smallest_snapshot: SequenceNumber, version: Arc<Version>) -> DropPolicy {
+        DropPolicy {
+            smallest_snapshot,
+            version,
+            output_level: 0,
+            filter: None,
+            newest_snapshot: None,
+            merge_operator: None,
+            expiry: None,
+            flush: true,
+        }
+    }
+
+    /// No level below the output can hold `user_key` (never true for a flush).
+    fn is_base_level_for_key(&self, user_key: &[u8]) -> bool {
+        !self.flush
+            && self
+                .version
+                .is_base_level_for_key(self.output_level, user_key)
+    }
+
+    /// No level below the output can hold a key of `[start, end)` (never true for a flush).
+    fn is_base_level_for_range(&self, start: &[u8], end: &[u8]) -> bool {
+        !self.flush
+            && self
+                .version
+                .is_base_level_for_range(self.output_level, start, end)
+    }
+
+    /// Nothing lies below the output level (never true for a flush).
+    fn nothing_below(&self) -> bool {
+        !self.flush && self.version.nothing_below(self.output_level)
+    }
 }
 
 /// Where and how output tables are written.
@@ -274,10 +318,7 @@ fn remove_value(
     p: &ParsedInternalKey<'_>,
     out: &mut Outputs<'_, '_>,
 ) -> Result<()> {
-    let base = p.sequence <= policy.smallest_snapshot
-        && policy
-            .version
-            .is_base_level_for_key(policy.output_level, p.user_key);
+    let base = p.sequence <= policy.smallest_snapshot && policy.is_base_level_for_key(p.user_key);
     if !base {
         let ikey = key::make_internal_key(p.user_key, p.sequence, ValueKind::Delete);
         out.add(&ikey, &[], p.sequence, ValueKind::Delete)?;
@@ -410,7 +451,7 @@ impl KeyTracker<'_> {
         }
         let bottommost = *self
             .bottommost
-            .get_or_insert_with(|| policy.version.nothing_below(policy.output_level));
+            .get_or_insert_with(|| policy.nothing_below());
         if !bottommost
             || self
                 .range_dels
@@ -449,9 +490,7 @@ impl KeyTracker<'_> {
             // delete every reader sees is decided by `single_delete_vanishes`.)
             p.kind == ValueKind::Delete
                 && p.sequence <= policy.smallest_snapshot
-                && policy
-                    .version
-                    .is_base_level_for_key(policy.output_level, p.user_key)
+                && policy.is_base_level_for_key(p.user_key)
         };
         if p.kind != ValueKind::Merge {
             self.last_sequence_for_key = p.sequence;
@@ -515,12 +554,7 @@ impl KeyTracker<'_> {
             .collect();
         let base = match base {
             Some(b) => Some(b),
-            None if policy
-                .version
-                .is_base_level_for_key(policy.output_level, user_key) =>
-            {
-                Some(None)
-            }
+            None if policy.is_base_level_for_key(user_key) => Some(None),
             None => None,
         };
         if let Some(base) = base {
@@ -565,9 +599,7 @@ impl KeyTracker<'_> {
             input.next();
             return true;
         }
-        policy
-            .version
-            .is_base_level_for_key(policy.output_level, &self.current_user_key)
+        policy.is_base_level_for_key(&self.current_user_key)
     }
 }
 
@@ -629,10 +661,7 @@ fn tombstones_to_keep(
             }
             // Seen by every reader: an older one under it hides nothing more.
             let newest_seen_by_all = f.seqs.iter().copied().find(|&s| s <= oldest);
-            newest_seen_by_all == Some(seq)
-                && !policy
-                    .version
-                    .is_base_level_for_range(policy.output_level, &f.start, &f.end)
+            newest_seen_by_all == Some(seq) && !policy.is_base_level_for_range(&f.start, &f.end)
         });
     }
     t
@@ -706,6 +735,7 @@ mod tests {
             newest_snapshot: None,
             merge_operator: None,
             expiry: None,
+            flush: false,
         }
     }
 
@@ -890,6 +920,27 @@ mod tests {
         // A snapshot at 7 still needs the put and does not see the single delete: both stay.
         let snapshot = policy(7, version_with(3, "a", "z"), 1);
         assert_eq!(compacted("k@8-sd k@7 k@3", &snapshot), "k@8-sd k@7");
+    }
+
+    #[test]
+    fn a_flush_drops_hidden_versions_but_nothing_older_data_may_need() {
+        // Nothing below L0 here, and still: no tombstone goes (older L0 files may hold what
+        // it deletes) and no sequence number is zeroed.
+        let empty = Arc::new(Version::empty(4));
+        let flush = DropPolicy::for_flush(100, empty.clone());
+        assert_eq!(
+            compacted("a@2 k@9 k@8 k@7-del m@5-sd m@4 n@3-del x@6-sd", &flush),
+            "a@2 k@9 n@3-del x@6-sd"
+        );
+        // A snapshot at 8 still sees k@8 (and k@9 is newer than it): only k@7 goes.
+        let snapshot = DropPolicy::for_flush(8, empty);
+        assert_eq!(compacted("k@9 k@8 k@7-del", &snapshot), "k@9 k@8");
+        // The same input compacted at the bottom drops the tombstones and zeroes a@2.
+        let bottom = policy(100, Arc::new(Version::empty(4)), 1);
+        assert_eq!(
+            compacted("a@2 k@9 k@8 k@7-del m@5-sd m@4 n@3-del x@6-sd", &bottom),
+            "a@0 k@0"
+        );
     }
 
     #[test]

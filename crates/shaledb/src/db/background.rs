@@ -183,6 +183,7 @@ impl DbInner {
         let Some(opts) = st.family(cf).map(|f| f.data.opts.clone()) else {
             return Ok(());
         };
+        let policy = DropPolicy::for_flush(self.smallest_snapshot(), st.versions.current(cf));
         let metas = MutexGuard::unlocked(st, || {
             let mut it = mem.iter();
             let range_dels = mem.range_tombstones();
@@ -201,7 +202,7 @@ impl DbInner {
                 &spec,
                 &mut it,
                 range_dels.as_deref(),
-                None,
+                Some(&policy),
                 &mut || self.state_new_file_number(),
                 &self.shutting_down,
             )
@@ -260,9 +261,15 @@ impl DbInner {
             .iter()
             .filter_map(|(cf, m)| Some((*cf, m.clone(), st.family(*cf)?.data.opts.clone())))
             .collect();
+        let smallest_snapshot = self.smallest_snapshot();
+        let versions: Vec<Arc<Version>> = jobs
+            .iter()
+            .map(|(cf, ..)| st.versions.current(*cf))
+            .collect();
         let outputs = MutexGuard::unlocked(st, || -> Result<Vec<(u32, Vec<FileMetaData>)>> {
             let mut out = Vec::with_capacity(jobs.len());
-            for (cf, mem, opts) in &jobs {
+            for ((cf, mem, opts), version) in jobs.iter().zip(versions) {
+                let policy = DropPolicy::for_flush(smallest_snapshot, version);
                 let spec = OutputSpec {
                     fs: &self.fs,
                     dir: &self.dir,
@@ -278,7 +285,7 @@ impl DbInner {
                     &spec,
                     &mut mem.iter(),
                     mem.range_tombstones().as_deref(),
-                    None,
+                    Some(&policy),
                     &mut || self.state_new_file_number(),
                     &self.shutting_down,
                 )?;
@@ -356,6 +363,13 @@ impl DbInner {
     fn discard_outputs_of(&self, edit: &VersionEdit) {
         let metas: Vec<FileMetaData> = edit.new_files.iter().map(|(_, m)| m.clone()).collect();
         self.discard_outputs(&metas);
+    }
+
+    /// The oldest sequence number any reader can still ask for: the oldest snapshot's, or
+    /// the last one written if there is none.
+    fn smallest_snapshot(&self) -> u64 {
+        self.snapshots
+            .oldest_or(|| self.last_sequence.load(Ordering::Acquire))
     }
 
     fn state_new_file_number(&self) -> u64 {
@@ -462,9 +476,7 @@ impl DbInner {
             return Ok(());
         }
         let version = st.versions.current(cf);
-        let smallest_snapshot = self
-            .snapshots
-            .oldest_or(|| self.last_sequence.load(Ordering::Acquire));
+        let smallest_snapshot = self.smallest_snapshot();
         let outputs = MutexGuard::unlocked(st, || {
             self.merge_inputs(c, version, smallest_snapshot, &opts)
         })?;
@@ -704,6 +716,7 @@ impl DbInner {
                 ttl_secs: t.as_secs().max(1),
                 now: self.opts.clock.now_secs(),
             }),
+            flush: false,
         };
         job::write_tables(
             &spec,

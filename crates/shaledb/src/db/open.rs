@@ -8,7 +8,7 @@ use super::{CfState, Db, DbInner, DbState, SuperVersion};
 use crate::cache::BlockCache;
 use crate::cache::TableCache;
 use crate::column_family::{CfData, CfOptions, DEFAULT_FAMILY, DEFAULT_FAMILY_NAME};
-use crate::compaction::job::{self, OutputSpec};
+use crate::compaction::job::{self, DropPolicy, OutputSpec};
 use crate::error::{Error, Result};
 use crate::fs::FileLock;
 use crate::log::{replay_records, LogReader, LogWriter, RecordCheck, ReplayEnd, TailPolicy};
@@ -506,12 +506,14 @@ impl WalReplay<'_> {
             max_file_size: u64::MAX,
             flush: true,
         };
+        // No reader exists yet: every version a newer one hides can go.
+        let policy = DropPolicy::for_flush(crate::key::MAX_SEQUENCE, self.versions.current(cf));
         let versions = &mut *self.versions;
         let metas = job::write_tables(
             &spec,
             &mut mem.iter(),
             mem.range_tombstones().as_deref(),
-            None,
+            Some(&policy),
             &mut || versions.new_file_number(),
             self.shutting_down,
         )?;
