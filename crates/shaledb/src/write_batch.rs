@@ -82,6 +82,14 @@ impl WriteBatch {
         WriteBatch::default()
     }
 
+    /// An empty batch with room for one entry of `key_and_value` bytes (tag, family id and
+    /// lengths included), so a single write allocates its batch once.
+    pub(crate) fn for_one_entry(key_and_value: usize) -> Self {
+        let mut rep = Vec::with_capacity(BATCH_HEADER_SIZE + 1 + 5 + 2 * 5 + key_and_value);
+        rep.resize(BATCH_HEADER_SIZE, 0);
+        WriteBatch { rep: Rep(rep) }
+    }
+
     /// Adds "set `key` to `value`".
     ///
     /// # Panics

@@ -357,7 +357,7 @@ impl Db {
     // The generic entry points above convert and call these, so the write path is compiled
     // once, not once per caller's key type.
     fn put_slices(&self, wo: &WriteOptions, cf: u32, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::for_one_entry(key.len() + value.len());
         b.put_in(cf, key, value);
         self.inner.write_owned(wo, b)
     }
@@ -389,7 +389,7 @@ impl Db {
     }
 
     fn delete_slice(&self, wo: &WriteOptions, cf: u32, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::for_one_entry(key.len());
         b.delete_in(cf, key);
         self.inner.write_owned(wo, b)
     }
@@ -500,7 +500,7 @@ impl Db {
     }
 
     fn single_delete_slice(&self, wo: &WriteOptions, cf: u32, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::for_one_entry(key.len());
         b.single_delete_in(cf, key);
         self.inner.write_owned(wo, b)
     }
@@ -550,7 +550,7 @@ impl Db {
     }
 
     fn merge_slices(&self, wo: &WriteOptions, cf: u32, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::for_one_entry(key.len() + value.len());
         b.merge_in(cf, key, value);
         self.inner.write_owned(wo, b)
     }
