@@ -72,7 +72,7 @@ pub(crate) struct Expiry {
 impl Expiry {
     /// True if a value written at `write_time` has expired: at least `ttl_secs` old.
     #[inline]
-    pub fn expired(&self, write_time: u64) -> bool {
+    pub(crate) fn expired(&self, write_time: u64) -> bool {
         self.now.saturating_sub(write_time) >= self.ttl_secs
     }
 }

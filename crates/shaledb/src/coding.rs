@@ -4,34 +4,34 @@
 //! the caller turns that into `Error::Corruption` with its file and offset.
 
 /// Appends `v` as 4 little-endian bytes.
-pub fn put_fixed32(dst: &mut Vec<u8>, v: u32) {
+pub(crate) fn put_fixed32(dst: &mut Vec<u8>, v: u32) {
     dst.extend_from_slice(&v.to_le_bytes());
 }
 
 /// Appends `v` as 8 little-endian bytes.
-pub fn put_fixed64(dst: &mut Vec<u8>, v: u64) {
+pub(crate) fn put_fixed64(dst: &mut Vec<u8>, v: u64) {
     dst.extend_from_slice(&v.to_le_bytes());
 }
 
 /// Reads 4 little-endian bytes at the start of `src`.
-pub fn decode_fixed32(src: &[u8]) -> Option<u32> {
+pub(crate) fn decode_fixed32(src: &[u8]) -> Option<u32> {
     let b: [u8; 4] = src.get(..4)?.try_into().ok()?;
     Some(u32::from_le_bytes(b))
 }
 
 /// Reads 8 little-endian bytes at the start of `src`.
-pub fn decode_fixed64(src: &[u8]) -> Option<u64> {
+pub(crate) fn decode_fixed64(src: &[u8]) -> Option<u64> {
     let b: [u8; 8] = src.get(..8)?.try_into().ok()?;
     Some(u64::from_le_bytes(b))
 }
 
 /// Appends `v` as a LEB128 varint (1 to 5 bytes).
-pub fn put_varint32(dst: &mut Vec<u8>, v: u32) {
+pub(crate) fn put_varint32(dst: &mut Vec<u8>, v: u32) {
     put_varint64(dst, u64::from(v));
 }
 
 /// Appends `v` as a LEB128 varint (1 to 10 bytes).
-pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         dst.push((v as u8) | 0x80);
         v >>= 7;
@@ -40,7 +40,7 @@ pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Number of bytes `put_varint64(v)` writes.
-pub fn varint_length(mut v: u64) -> usize {
+pub(crate) fn varint_length(mut v: u64) -> usize {
     let mut n = 1;
     while v >= 0x80 {
         v >>= 7;
@@ -50,7 +50,7 @@ pub fn varint_length(mut v: u64) -> usize {
 }
 
 /// Decodes a varint32 from the start of `src`; returns the value and the bytes consumed.
-pub fn get_varint32(src: &[u8]) -> Option<(u32, usize)> {
+pub(crate) fn get_varint32(src: &[u8]) -> Option<(u32, usize)> {
     // Fast path: one byte.
     if let Some(&b) = src.first() {
         if b < 0x80 {
@@ -63,7 +63,7 @@ pub fn get_varint32(src: &[u8]) -> Option<(u32, usize)> {
 }
 
 /// Decodes a varint64 from the start of `src`; returns the value and the bytes consumed.
-pub fn get_varint64(src: &[u8]) -> Option<(u64, usize)> {
+pub(crate) fn get_varint64(src: &[u8]) -> Option<(u64, usize)> {
     get_varint_limited(src, 10)
 }
 
@@ -84,7 +84,7 @@ fn get_varint_limited(src: &[u8], max_bytes: usize) -> Option<(u64, usize)> {
 }
 
 /// Appends a varint length followed by the bytes.
-pub fn put_length_prefixed(dst: &mut Vec<u8>, bytes: &[u8]) {
+pub(crate) fn put_length_prefixed(dst: &mut Vec<u8>, bytes: &[u8]) {
     put_varint64(dst, bytes.len() as u64);
     dst.extend_from_slice(bytes);
 }
@@ -92,69 +92,69 @@ pub fn put_length_prefixed(dst: &mut Vec<u8>, bytes: &[u8]) {
 /// A cursor over untrusted bytes: each getter returns `None` when the input is too short or
 /// malformed, never panics.
 #[derive(Debug, Clone)]
-pub struct Decoder<'a> {
+pub(crate) struct Decoder<'a> {
     buf: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Decoder<'a> {
     /// Starts decoding at the beginning of `buf`.
-    pub fn new(buf: &'a [u8]) -> Self {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
         Decoder { buf, pos: 0 }
     }
     /// Bytes consumed so far.
-    pub fn position(&self) -> usize {
+    pub(crate) fn position(&self) -> usize {
         self.pos
     }
     /// Bytes left.
-    pub fn remaining(&self) -> &'a [u8] {
+    pub(crate) fn remaining(&self) -> &'a [u8] {
         self.buf.get(self.pos..).unwrap_or(&[])
     }
     /// True when all bytes were consumed.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.pos >= self.buf.len()
     }
     /// Reads one byte.
-    pub fn u8(&mut self) -> Option<u8> {
+    pub(crate) fn u8(&mut self) -> Option<u8> {
         let b = *self.buf.get(self.pos)?;
         self.pos += 1;
         Some(b)
     }
     /// Reads a fixed32.
     #[cfg(test)]
-    pub fn fixed32(&mut self) -> Option<u32> {
+    pub(crate) fn fixed32(&mut self) -> Option<u32> {
         let v = decode_fixed32(self.remaining())?;
         self.pos += 4;
         Some(v)
     }
     /// Reads a fixed64.
     #[cfg(test)]
-    pub fn fixed64(&mut self) -> Option<u64> {
+    pub(crate) fn fixed64(&mut self) -> Option<u64> {
         let v = decode_fixed64(self.remaining())?;
         self.pos += 8;
         Some(v)
     }
     /// Reads a varint32.
-    pub fn varint32(&mut self) -> Option<u32> {
+    pub(crate) fn varint32(&mut self) -> Option<u32> {
         let (v, n) = get_varint32(self.remaining())?;
         self.pos += n;
         Some(v)
     }
     /// Reads a varint64.
-    pub fn varint64(&mut self) -> Option<u64> {
+    pub(crate) fn varint64(&mut self) -> Option<u64> {
         let (v, n) = get_varint64(self.remaining())?;
         self.pos += n;
         Some(v)
     }
     /// Reads `n` raw bytes.
-    pub fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub(crate) fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
         let end = self.pos.checked_add(n)?;
         let s = self.buf.get(self.pos..end)?;
         self.pos = end;
         Some(s)
     }
     /// Reads a varint length and that many bytes.
-    pub fn length_prefixed(&mut self) -> Option<&'a [u8]> {
+    pub(crate) fn length_prefixed(&mut self) -> Option<&'a [u8]> {
         let n = usize::try_from(self.varint64()?).ok()?;
         self.bytes(n)
     }

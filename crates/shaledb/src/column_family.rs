@@ -16,7 +16,7 @@ use arc_swap::ArcSwap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
-pub use crate::version::set::{DEFAULT_FAMILY, DEFAULT_FAMILY_NAME};
+pub(crate) use crate::version::set::{DEFAULT_FAMILY, DEFAULT_FAMILY_NAME};
 
 /// Declares [`CfOptions`] and the conversions between it and [`Options`] from one list, so a
 /// per-family option cannot be added to one and forgotten in the other.

@@ -242,14 +242,18 @@ fn zstd_decompress(input: &[u8], limit: usize) -> Result<Vec<u8>, String> {
 
 /// Decompresses `input` (a block of a table without a dictionary).
 #[cfg(test)]
-pub fn decompress(kind: CompressionType, input: &[u8], limit: usize) -> Result<Vec<u8>, String> {
+pub(crate) fn decompress(
+    kind: CompressionType,
+    input: &[u8],
+    limit: usize,
+) -> Result<Vec<u8>, String> {
     decompress_with(kind, input, limit, None)
 }
 
 /// Decompresses `input`, with the zstd dictionary of the table the block comes from if it has
 /// one. `limit` bounds the output size so a corrupt length cannot make us allocate without
 /// bound. Errors are returned as a message; the caller adds file and offset.
-pub fn decompress_with(
+pub(crate) fn decompress_with(
     kind: CompressionType,
     input: &[u8],
     limit: usize,

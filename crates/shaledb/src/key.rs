@@ -8,13 +8,13 @@
 use std::cmp::Ordering;
 
 /// A sequence number: every write gets the next one; snapshots pin one.
-pub type SequenceNumber = u64;
+pub(crate) type SequenceNumber = u64;
 
 /// The largest sequence number that fits in the trailer.
 pub const MAX_SEQUENCE: SequenceNumber = (1 << 56) - 1;
 
 /// Bytes of the trailer after the user key.
-pub const TRAILER_LEN: usize = 8;
+pub(crate) const TRAILER_LEN: usize = 8;
 
 /// What an internal key records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -39,7 +39,7 @@ pub enum ValueKind {
 /// lands on the first entry with sequence <= `s`. (Index separators written before merge
 /// operands existed carry kind 1 with the largest sequence number; they still sort after
 /// every entry of their user key, so old tables read the same.)
-pub const KIND_FOR_SEEK: ValueKind = ValueKind::SingleDelete;
+pub(crate) const KIND_FOR_SEEK: ValueKind = ValueKind::SingleDelete;
 
 impl ValueKind {
     /// Decodes a kind byte; `None` for unknown kinds (corruption).
@@ -62,13 +62,13 @@ impl ValueKind {
 
 /// Packs a sequence number and a kind into the trailer value.
 #[inline]
-pub fn pack_trailer(seq: SequenceNumber, kind: ValueKind) -> u64 {
+pub(crate) fn pack_trailer(seq: SequenceNumber, kind: ValueKind) -> u64 {
     debug_assert!(seq <= MAX_SEQUENCE);
     (seq << 8) | kind as u64
 }
 
 /// Appends the internal key for (`user_key`, `seq`, `kind`) to `dst`.
-pub fn append_internal_key(
+pub(crate) fn append_internal_key(
     dst: &mut Vec<u8>,
     user_key: &[u8],
     seq: SequenceNumber,
@@ -88,7 +88,7 @@ pub fn make_internal_key(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) 
 
 /// Inline capacity of a [`LookupKey`]: user keys up to `LOOKUP_KEY_INLINE - TRAILER_LEN` bytes
 /// are built on the stack; longer ones allocate once.
-pub const LOOKUP_KEY_INLINE: usize = 128;
+pub(crate) const LOOKUP_KEY_INLINE: usize = 128;
 
 /// The internal key a point read searches for: (`user_key`, read sequence, `KIND_FOR_SEEK`).
 /// Built on the stack for short keys, so a `get` allocates nothing to search memtables and
@@ -187,7 +187,7 @@ pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedInternalKey<'_>> {
 /// The user-key part of an internal key. Keys shorter than the trailer (only possible from
 /// corrupt input, which parsing rejects elsewhere) yield the whole slice.
 #[inline]
-pub fn user_key(ikey: &[u8]) -> &[u8] {
+pub(crate) fn user_key(ikey: &[u8]) -> &[u8] {
     match ikey.len().checked_sub(TRAILER_LEN) {
         Some(n) => &ikey[..n],
         None => ikey,
@@ -196,7 +196,7 @@ pub fn user_key(ikey: &[u8]) -> &[u8] {
 
 /// The trailer of an internal key (0 if too short).
 #[inline]
-pub fn trailer(ikey: &[u8]) -> u64 {
+pub(crate) fn trailer(ikey: &[u8]) -> u64 {
     match ikey.len().checked_sub(TRAILER_LEN) {
         Some(n) => {
             let mut b = [0u8; 8];
@@ -209,7 +209,7 @@ pub fn trailer(ikey: &[u8]) -> u64 {
 
 /// Orders two encoded internal keys: user key ascending, then trailer descending.
 #[inline]
-pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
+pub(crate) fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
     match user_key(a).cmp(user_key(b)) {
         Ordering::Equal => trailer(b).cmp(&trailer(a)),
         o => o,
@@ -265,7 +265,7 @@ impl std::fmt::Debug for InternalKey {
 
 /// Returns a short key `k` with `start <= k < limit` (by user key), used for index separators.
 /// Works on user keys; the caller appends a trailer.
-pub fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
+pub(crate) fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
     let min_len = start.len().min(limit.len());
     let mut diff = 0;
     while diff < min_len && start[diff] == limit[diff] {
@@ -283,7 +283,7 @@ pub fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
 }
 
 /// Returns a short key `k >= key`, used for the last index entry of a table.
-pub fn short_successor(key: &[u8]) -> Vec<u8> {
+pub(crate) fn short_successor(key: &[u8]) -> Vec<u8> {
     for (i, &b) in key.iter().enumerate() {
         if b != 0xff {
             let mut out = key[..=i].to_vec();

@@ -10,6 +10,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub(crate) mod cache;
 pub(crate) mod checksum;

@@ -19,15 +19,15 @@ use crate::key::ValueKind;
 
 /// Record tags of entries in a column family other than the default (RocksDB's numbers).
 mod cf_tag {
-    pub const DELETE: u8 = 4;
-    pub const PUT: u8 = 5;
-    pub const MERGE: u8 = 6;
-    pub const SINGLE_DELETE: u8 = 8;
-    pub const DELETE_RANGE: u8 = 0xE;
+    pub(super) const DELETE: u8 = 4;
+    pub(super) const PUT: u8 = 5;
+    pub(super) const MERGE: u8 = 6;
+    pub(super) const SINGLE_DELETE: u8 = 8;
+    pub(super) const DELETE_RANGE: u8 = 0xE;
 }
 
 /// Bytes of the batch header: fixed64 sequence, fixed32 count.
-pub const BATCH_HEADER_SIZE: usize = 12;
+pub(crate) const BATCH_HEADER_SIZE: usize = 12;
 
 /// The encoded batch. A newtype so `Default` yields a valid empty encoding (a header of zeros)
 /// while `WriteBatch` keeps its derived `Default`.

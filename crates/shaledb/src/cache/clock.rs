@@ -19,7 +19,7 @@ use std::sync::Arc;
 /// numbers (table ids, offsets, file numbers), never attacker-chosen, so SipHash's flooding
 /// resistance buys nothing here and its cost showed up in read profiles.
 #[derive(Default, Clone, Copy)]
-pub struct FxHasher {
+pub(super) struct FxHasher {
     hash: u64,
 }
 

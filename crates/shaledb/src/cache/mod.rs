@@ -4,13 +4,13 @@
 mod clock;
 mod table_cache;
 
-pub use clock::ShardedCache;
-pub use table_cache::{OpenTable, TableCache};
+pub(crate) use clock::ShardedCache;
+pub(crate) use table_cache::{OpenTable, TableCache};
 
 /// Key of a block in the block cache: (the table's cache id, the block's offset in the file).
-pub type BlockCacheKey = (u64, u64);
+pub(crate) type BlockCacheKey = (u64, u64);
 
 /// The shared block cache: decoded (uncompressed) data blocks charged by their decoded size,
 /// plus pinned reservations charging each open table's index and filter. Values are
 /// type-erased so both kinds share one byte budget; readers downcast to the type they stored.
-pub type BlockCache = ShardedCache<BlockCacheKey, dyn std::any::Any + Send + Sync>;
+pub(crate) type BlockCache = ShardedCache<BlockCacheKey, dyn std::any::Any + Send + Sync>;

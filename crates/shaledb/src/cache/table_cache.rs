@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 /// Open tables by file number.
-pub struct TableCache {
+pub(crate) struct TableCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     tables: ShardedCache<u64, Table>,
@@ -27,7 +27,7 @@ pub struct TableCache {
 
 impl TableCache {
     /// A cache keeping at most `capacity` tables open.
-    pub fn new(
+    pub(crate) fn new(
         fs: Arc<dyn FileSystem>,
         dir: PathBuf,
         capacity: usize,
@@ -44,13 +44,13 @@ impl TableCache {
     }
 
     /// Opens table files with direct IO from now on.
-    pub fn with_direct_reads(mut self, direct_reads: bool) -> Self {
+    pub(crate) fn with_direct_reads(mut self, direct_reads: bool) -> Self {
         self.direct_reads = direct_reads;
         self
     }
 
     /// The table for file `number` of `file_size` bytes, opened if needed.
-    pub fn get(&self, number: u64, file_size: u64) -> Result<Arc<Table>> {
+    pub(crate) fn get(&self, number: u64, file_size: u64) -> Result<Arc<Table>> {
         if let Some(t) = self.tables.get(&number) {
             return Ok(t);
         }
@@ -78,21 +78,21 @@ impl TableCache {
     }
 
     /// Forgets a table (its file is being deleted).
-    pub fn evict(&self, number: u64) {
+    pub(crate) fn evict(&self, number: u64) {
         self.tables.erase(&number);
         self.reserved_cache_ids.lock().remove(&number);
     }
 
     /// The block cache and the cache id file `number` (being written) will be read under
     /// once opened: its writer puts blocks there (see `sst::TableBuilder::warm_cache`).
-    pub fn reserve_cache_id(&self, number: u64) -> (Arc<BlockCache>, u64) {
+    pub(crate) fn reserve_cache_id(&self, number: u64) -> (Arc<BlockCache>, u64) {
         let id = Table::new_cache_id();
         self.reserved_cache_ids.lock().insert(number, id);
         (self.block_cache.clone(), id)
     }
 
     /// How many tables the cache keeps open (`max_open_files`).
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.tables.capacity()
     }
 }

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// What a compaction may drop.
-pub struct DropPolicy {
+pub(crate) struct DropPolicy {
     /// The oldest sequence number any reader can still ask for.
     pub smallest_snapshot: SequenceNumber,
     /// The version the inputs come from (to tell whether a tombstone still hides anything).
@@ -48,7 +48,10 @@ impl DropPolicy {
     /// range tombstone every reader sees. No tombstone goes (older L0 files may hold what it
     /// deletes) and no sequence number is zeroed; merge operands, compaction filters and TTL
     /// expiry are left to compactions.
-    pub fn for_flush(smallest_snapshot: SequenceNumber, version: Arc<Version>) -> DropPolicy {
+    pub(crate) fn for_flush(
+        smallest_snapshot: SequenceNumber,
+        version: Arc<Version>,
+    ) -> DropPolicy {
         DropPolicy {
             smallest_snapshot,
             version,
@@ -84,7 +87,7 @@ impl DropPolicy {
 }
 
 /// Where and how output tables are written.
-pub struct OutputSpec<'a> {
+pub(crate) struct OutputSpec<'a> {
     /// The filesystem.
     pub fs: &'a Arc<dyn FileSystem>,
     /// The database directory.
@@ -118,7 +121,7 @@ struct Output {
 /// Writes the entries of `input` (positioned by this function) and the range tombstones
 /// `range_dels` into new tables. Returns the new files' metadata. On error every output file
 /// written is removed.
-pub fn write_tables(
+pub(crate) fn write_tables(
     spec: &OutputSpec<'_>,
     input: &mut dyn InternalIterator,
     range_dels: Option<&FragmentedRangeTombstones>,

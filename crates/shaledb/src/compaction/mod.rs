@@ -5,15 +5,15 @@
 //! above. A compaction merges files of level n with the overlapping files of level n+1,
 //! dropping versions no snapshot can see and tombstones that hide nothing below.
 
-pub mod job;
-pub mod picker;
+pub(crate) mod job;
+pub(crate) mod picker;
 
 use crate::version::FileMetaData;
 use std::sync::Arc;
 
 /// One unit of compaction work.
 #[derive(Debug, Clone)]
-pub struct Compaction {
+pub(crate) struct Compaction {
     /// The source level.
     pub level: usize,
     /// The level outputs go to: `level + 1`, or `level` itself for a manual compaction of
@@ -38,7 +38,7 @@ pub struct Compaction {
 
 impl Compaction {
     /// Builds a compaction and computes its key range.
-    pub fn new(
+    pub(crate) fn new(
         level: usize,
         output_level: usize,
         inputs0: Vec<Arc<FileMetaData>>,
@@ -72,7 +72,7 @@ impl Compaction {
     /// output level overlaps their range, and no two of them share a user key (at L0 a
     /// flush's file may overlap another's). Sequential loads then write each byte once, as
     /// in LevelDB and RocksDB, instead of once more per L0 compaction.
-    pub fn is_trivial_move(&self) -> bool {
+    pub(crate) fn is_trivial_move(&self) -> bool {
         !self.manual
             && self.codecs_match
             && self.output_level != self.level
@@ -82,12 +82,12 @@ impl Compaction {
     }
 
     /// Every input file number.
-    pub fn input_numbers(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn input_numbers(&self) -> impl Iterator<Item = u64> + '_ {
         self.inputs.iter().flatten().map(|f| f.number)
     }
 
     /// Total bytes of the input files.
-    pub fn input_bytes(&self) -> [u64; 2] {
+    pub(crate) fn input_bytes(&self) -> [u64; 2] {
         [
             self.inputs[0].iter().map(|f| f.file_size).sum(),
             self.inputs[1].iter().map(|f| f.file_size).sum(),
@@ -108,7 +108,7 @@ fn disjoint_by_user_key(files: &[Arc<FileMetaData>]) -> bool {
 
 /// Per-level counters shown by the `shaledb.stats` property.
 #[derive(Debug, Clone, Default)]
-pub struct LevelStats {
+pub(crate) struct LevelStats {
     /// Compactions (or flushes, at L0) that wrote into this level.
     pub count: u64,
     /// Bytes read from this level's and the level above's files by those compactions.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// What is already running, which a new compaction must not touch.
 #[derive(Debug, Default)]
-pub struct Busy {
+pub(crate) struct Busy {
     /// Input files of running compactions.
     pub files: HashSet<u64>,
     /// (output level, smallest user key, largest user key) of running compactions.
@@ -32,7 +32,7 @@ impl Busy {
     }
 
     /// Marks a compaction's inputs and output range as taken.
-    pub fn add(&mut self, c: &Compaction) {
+    pub(crate) fn add(&mut self, c: &Compaction) {
         self.files.extend(c.input_numbers());
         self.output_ranges.push((
             c.output_level,
@@ -45,7 +45,7 @@ impl Busy {
     }
 
     /// Releases what `add` took.
-    pub fn remove(&mut self, c: &Compaction) {
+    pub(crate) fn remove(&mut self, c: &Compaction) {
         for n in c.input_numbers() {
             self.files.remove(&n);
         }
@@ -62,7 +62,7 @@ impl Busy {
 
 /// The options the compaction scores depend on.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ScoreTargets {
+pub(crate) struct ScoreTargets {
     /// `Options::level0_file_num_compaction_trigger`.
     pub level0_file_num_compaction_trigger: usize,
     /// `Options::max_bytes_for_level_base`.
@@ -75,7 +75,7 @@ pub struct ScoreTargets {
 
 impl ScoreTargets {
     /// The targets `opts` sets.
-    pub fn from_options(opts: &Options) -> Self {
+    pub(crate) fn from_options(opts: &Options) -> Self {
         ScoreTargets {
             level0_file_num_compaction_trigger: opts.level0_file_num_compaction_trigger,
             max_bytes_for_level_base: opts.max_bytes_for_level_base,
@@ -85,7 +85,7 @@ impl ScoreTargets {
     }
 
     /// Static target size of `level` (L1 and deeper): base times multiplier^(level - 1).
-    pub fn max_bytes_for_level(&self, level: usize) -> u64 {
+    pub(crate) fn max_bytes_for_level(&self, level: usize) -> u64 {
         let mut bytes = self.max_bytes_for_level_base as f64;
         for _ in 1..level {
             bytes *= self.max_bytes_for_level_multiplier;
@@ -97,7 +97,7 @@ impl ScoreTargets {
 /// Where L0 compacts to and the target size of every level (`u64::MAX`: no target, for L0
 /// and for the empty levels above the base level).
 #[derive(Debug, Clone, PartialEq)]
-pub struct LevelTargets {
+pub(crate) struct LevelTargets {
     /// The level L0 compacts into: 1, or with dynamic level sizes the highest level the data
     /// needs.
     pub base_level: usize,
@@ -112,7 +112,7 @@ pub struct LevelTargets {
 /// one below, and the first level whose target would fall to `max_bytes_for_level_base` or
 /// less becomes the base level; levels above it stay empty. Space amplification then stays
 /// near 1 + 1/multiplier at every data size, not only when the last level is full.
-pub fn level_targets(v: &Version, t: &ScoreTargets) -> LevelTargets {
+pub(crate) fn level_targets(v: &Version, t: &ScoreTargets) -> LevelTargets {
     let n = v.num_levels();
     if !t.dynamic_level_bytes || n < 2 {
         let mut bytes = vec![u64::MAX; n];
@@ -209,7 +209,7 @@ fn level0_score(v: &Version, t: &ScoreTargets, targets: &LevelTargets) -> f64 {
 
 /// Computes a version's compaction scores and pending bytes; the version set stores the result
 /// in each version it builds.
-pub fn score_version(v: &Version, t: &ScoreTargets) -> VersionScores {
+pub(crate) fn score_version(v: &Version, t: &ScoreTargets) -> VersionScores {
     let n = v.num_levels();
     let targets = level_targets(v, t);
     let level_scores = (0..n.saturating_sub(1))
@@ -239,7 +239,7 @@ pub fn score_version(v: &Version, t: &ScoreTargets) -> VersionScores {
 }
 
 /// The level L0 compacts into (see [`level_targets`]).
-pub fn base_level(v: &Version, opts: &Options) -> usize {
+pub(crate) fn base_level(v: &Version, opts: &Options) -> usize {
     match &v.scores {
         Some(s) => s.base_level,
         None => level_targets(v, &ScoreTargets::from_options(opts)).base_level,
@@ -247,7 +247,7 @@ pub fn base_level(v: &Version, opts: &Options) -> usize {
 }
 
 /// Output file size for `level`.
-pub fn target_file_size(opts: &Options, level: usize) -> u64 {
+pub(crate) fn target_file_size(opts: &Options, level: usize) -> u64 {
     let mut size = opts.target_file_size_base.max(1);
     for _ in 1..level {
         size = size.saturating_mul(opts.target_file_size_multiplier.max(1));
@@ -257,7 +257,7 @@ pub fn target_file_size(opts: &Options, level: usize) -> u64 {
 
 /// Compaction score of each level but the last: >= 1 means the level needs compaction. The
 /// version's stored scores when the version set built it, else computed from `opts`.
-pub fn level_scores(v: &Version, opts: &Options) -> Vec<f64> {
+pub(crate) fn level_scores(v: &Version, opts: &Options) -> Vec<f64> {
     match &v.scores {
         Some(s) => s.level_scores.clone(),
         None => score_version(v, &ScoreTargets::from_options(opts)).level_scores,
@@ -266,7 +266,7 @@ pub fn level_scores(v: &Version, opts: &Options) -> Vec<f64> {
 
 /// Bytes that compaction must still rewrite to bring every level to its target (an estimate
 /// used for write stalls). Stored in the version like the scores.
-pub fn pending_compaction_bytes(v: &Version, opts: &Options) -> u64 {
+pub(crate) fn pending_compaction_bytes(v: &Version, opts: &Options) -> u64 {
     match &v.scores {
         Some(s) => s.pending_compaction_bytes,
         None => score_version(v, &ScoreTargets::from_options(opts)).pending_compaction_bytes,
@@ -274,7 +274,7 @@ pub fn pending_compaction_bytes(v: &Version, opts: &Options) -> u64 {
 }
 
 /// Picks the most urgent compaction that does not conflict with running ones.
-pub fn pick(
+pub(crate) fn pick(
     v: &Version,
     opts: &Options,
     busy: &Busy,
@@ -385,7 +385,7 @@ fn compaction_with_overlap(
 }
 
 /// Smallest and largest user keys of `files`.
-pub fn user_range(files: &[Arc<FileMetaData>]) -> Option<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn user_range(files: &[Arc<FileMetaData>]) -> Option<(Vec<u8>, Vec<u8>)> {
     let s = files.iter().map(|f| f.smallest.user_key()).min()?;
     let l = files.iter().map(|f| f.largest.user_key()).max()?;
     Some((s.to_vec(), l.to_vec()))

@@ -21,7 +21,7 @@ mod write_delay;
 
 pub use crate::iter::db_iter::DbIterator;
 use crate::options::CompactRangeOptions;
-pub use crate::snapshot::Snapshot;
+pub(crate) use crate::snapshot::Snapshot;
 pub use range::{KeyRange, RangeIter};
 
 use crate::cache::BlockCache;

@@ -29,7 +29,7 @@ enum Direction {
 }
 
 /// An iterator over the union of its children, in internal-key order.
-pub struct MergingIterator {
+pub(crate) struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
     /// Indexes of the valid children, heap-ordered for `direction`; `heap[0]` is current.
     heap: Vec<usize>,
@@ -41,7 +41,7 @@ pub struct MergingIterator {
 
 impl MergingIterator {
     /// Merges `children`. Entries with equal internal keys come out in child order (forward).
-    pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
+    pub(crate) fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
         let heap = Vec::with_capacity(children.len());
         MergingIterator {
             children,
@@ -270,7 +270,7 @@ impl InternalIterator for MergingIterator {
 
 /// An iterator over a sorted in-memory list of entries, for tests.
 #[cfg(test)]
-pub struct VecIterator {
+pub(crate) struct VecIterator {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     pos: Option<usize>,
 }
@@ -278,7 +278,7 @@ pub struct VecIterator {
 #[cfg(test)]
 impl VecIterator {
     /// `entries` must be sorted by internal key.
-    pub fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+    pub(crate) fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
         VecIterator { entries, pos: None }
     }
 }

@@ -3,8 +3,8 @@
 //! Every source of entries (memtable, block, table, level, merge) implements
 //! [`InternalIterator`]. Keys are encoded internal keys (see `key.rs`).
 
-pub mod db_iter;
-pub mod merging;
+pub(crate) mod db_iter;
+pub(crate) mod merging;
 
 use crate::error::Result;
 
@@ -40,17 +40,17 @@ pub trait InternalIterator: Send {
 }
 
 /// An iterator over nothing, or over an error.
-pub struct EmptyIterator {
+pub(crate) struct EmptyIterator {
     error: Option<crate::error::Error>,
 }
 
 impl EmptyIterator {
     /// An iterator with no entries and no error.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         EmptyIterator { error: None }
     }
     /// An iterator with no entries whose status is `err`.
-    pub fn with_error(err: crate::error::Error) -> Self {
+    pub(crate) fn with_error(err: crate::error::Error) -> Self {
         EmptyIterator { error: Some(err) }
     }
 }

@@ -10,27 +10,27 @@ mod replay;
 mod writer;
 
 pub use reader::{LogRead, LogReader};
-pub use replay::{replay_records, RecordCheck, ReplayEnd, TailPolicy};
-pub use writer::LogWriter;
+pub(crate) use replay::{replay_records, RecordCheck, ReplayEnd, TailPolicy};
+pub(crate) use writer::LogWriter;
 
 /// Size of a log block. Fragments never straddle a block boundary.
-pub const BLOCK_SIZE: usize = 32768;
+pub(crate) const BLOCK_SIZE: usize = 32768;
 
 /// Bytes of a fragment header: fixed32 masked CRC, fixed16 length, 1 type byte.
-pub const HEADER_SIZE: usize = 7;
+pub(crate) const HEADER_SIZE: usize = 7;
 
 /// Fragment type byte values.
 pub(crate) mod record_type {
     /// Reserved: what preallocated or never-written (zeroed) space looks like.
-    pub const ZERO: u8 = 0;
+    pub(crate) const ZERO: u8 = 0;
     /// A whole logical record in one fragment.
-    pub const FULL: u8 = 1;
+    pub(crate) const FULL: u8 = 1;
     /// The first fragment of a multi-fragment record.
-    pub const FIRST: u8 = 2;
+    pub(crate) const FIRST: u8 = 2;
     /// A fragment that is neither first nor last.
-    pub const MIDDLE: u8 = 3;
+    pub(crate) const MIDDLE: u8 = 3;
     /// The last fragment of a multi-fragment record.
-    pub const LAST: u8 = 4;
+    pub(crate) const LAST: u8 = 4;
 }
 
 #[cfg(test)]

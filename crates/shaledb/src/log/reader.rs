@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// Largest logical record the reader will reassemble. Larger fragment chains are reported as
 /// damage, which bounds memory use on arbitrary input.
-pub const MAX_RECORD_SIZE: usize = 3 << 29; // 1.5 GiB
+pub(super) const MAX_RECORD_SIZE: usize = 3 << 29; // 1.5 GiB
 
 /// One result of [`LogReader::read`].
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use crate::options::WalRecoveryMode;
 
 /// What to do with damaged bytes and with records whose contents the caller rejects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TailPolicy {
+pub(crate) enum TailPolicy {
     /// Any damage or rejected record is corruption.
     Strict,
     /// Only damage at the very end (a torn final write) is tolerated; damage followed by an
@@ -22,7 +22,7 @@ pub enum TailPolicy {
 
 impl TailPolicy {
     /// The policy a WAL is replayed with under `mode`.
-    pub fn for_wal(mode: WalRecoveryMode) -> Self {
+    pub(crate) fn for_wal(mode: WalRecoveryMode) -> Self {
         match mode {
             WalRecoveryMode::AbsoluteConsistency => TailPolicy::Strict,
             WalRecoveryMode::TolerateCorruptedTailRecords => TailPolicy::TornTailOnly,
@@ -34,7 +34,7 @@ impl TailPolicy {
 
 /// What the caller made of one record's contents.
 #[derive(Debug)]
-pub enum RecordCheck {
+pub(crate) enum RecordCheck {
     /// The record was applied.
     Applied,
     /// The record's bytes were intact but its contents are invalid; the policy decides. The
@@ -44,7 +44,7 @@ pub enum RecordCheck {
 
 /// How a replay ended (errors are returned as `Err` instead).
 #[derive(Debug, PartialEq, Eq)]
-pub enum ReplayEnd {
+pub(crate) enum ReplayEnd {
     /// The end of the file was reached. `torn_tail` is the damage found at the end (only with
     /// [`TailPolicy::TornTailOnly`]): offset and detail of its first damaged byte range.
     Eof {
@@ -58,7 +58,7 @@ pub enum ReplayEnd {
 /// Reads every record of `reader` and hands it to `apply` with its file offset, deciding
 /// about damage by `policy`. `io_context` names the read in IO errors ("reading WAL ...").
 /// Errors `apply` returns end the replay unchanged.
-pub fn replay_records(
+pub(crate) fn replay_records(
     reader: &mut LogReader,
     policy: TailPolicy,
     io_context: &str,

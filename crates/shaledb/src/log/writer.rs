@@ -9,7 +9,7 @@ use crate::fs::WritableFile;
 /// If any call returns an error the file's tail is in an unknown state (a record may be partly
 /// written); the caller must stop using this writer (the engine poisons itself). Readers treat
 /// such a partial tail as damage, never as a wrong record.
-pub struct LogWriter {
+pub(crate) struct LogWriter {
     file: Box<dyn WritableFile>,
     /// Offset of the next write inside the current block.
     block_offset: usize,
@@ -20,7 +20,7 @@ pub struct LogWriter {
 impl LogWriter {
     /// Starts writing at the current end of `file`. A non-empty file is continued at its
     /// current position within the block layout (the length is taken from `file.len()`).
-    pub fn new(file: Box<dyn WritableFile>) -> Self {
+    pub(crate) fn new(file: Box<dyn WritableFile>) -> Self {
         let block_offset = (file.len() % BLOCK_SIZE as u64) as usize;
         let mut type_crc = [0u32; 5];
         for (t, c) in type_crc.iter_mut().enumerate() {
@@ -35,7 +35,7 @@ impl LogWriter {
 
     /// Appends one logical record (possibly empty), fragmenting it as needed. The bytes may
     /// stay buffered in user space until [`flush`](Self::flush) or [`sync`](Self::sync).
-    pub fn add_record(&mut self, data: &[u8]) -> std::io::Result<()> {
+    pub(crate) fn add_record(&mut self, data: &[u8]) -> std::io::Result<()> {
         let mut left = data;
         let mut begin = true;
         // Loop at least once so an empty record still emits a (zero-length) Full fragment.
@@ -85,17 +85,17 @@ impl LogWriter {
     }
 
     /// Hands buffered bytes to the operating system (survives a process crash).
-    pub fn flush(&mut self) -> std::io::Result<()> {
+    pub(crate) fn flush(&mut self) -> std::io::Result<()> {
         self.file.flush()
     }
 
     /// Makes everything appended so far durable (survives a power loss).
-    pub fn sync(&mut self) -> std::io::Result<()> {
+    pub(crate) fn sync(&mut self) -> std::io::Result<()> {
         self.file.sync()
     }
 
     /// Bytes appended to the file so far, including headers and block padding.
-    pub fn file_len(&self) -> u64 {
+    pub(crate) fn file_len(&self) -> u64 {
         self.file.len()
     }
 }

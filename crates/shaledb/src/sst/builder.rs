@@ -23,7 +23,7 @@ pub(crate) const COMPRESSION_DICT_META_KEY: &str = "rocksdb.compression_dict";
 
 /// Builds one table file. Entries must be added in strictly increasing internal-key order;
 /// then `finish` writes the metadata and footer and syncs the file.
-pub struct TableBuilder {
+pub(crate) struct TableBuilder {
     opts: TableBuilderOptions,
     file: Box<dyn WritableFile>,
     path: PathBuf,
@@ -78,7 +78,7 @@ struct HeldBlock {
 impl TableBuilder {
     /// Starts a table written to `file` (already created at `path`); `file_number` is recorded
     /// in the footer and checked by [`super::Table::open`].
-    pub fn new(
+    pub(crate) fn new(
         opts: TableBuilderOptions,
         file: Box<dyn WritableFile>,
         path: PathBuf,
@@ -122,7 +122,7 @@ impl TableBuilder {
     /// built from the table's first blocks: trained on `train_bytes` of them, or, with
     /// `train_bytes` 0, their first `max_dict_bytes` as they are (`Options::max_dict_bytes`,
     /// `zstd_max_train_bytes`). Without zstd, or with `max_dict_bytes` 0, nothing changes.
-    pub fn with_dictionary(mut self, max_dict_bytes: usize, train_bytes: usize) -> Self {
+    pub(crate) fn with_dictionary(mut self, max_dict_bytes: usize, train_bytes: usize) -> Self {
         if self.opts.compression == CompressionType::Zstd && max_dict_bytes > 0 {
             self.dict_samples = Some(DictionarySamples {
                 blocks: Vec::new(),
@@ -137,23 +137,23 @@ impl TableBuilder {
 
     /// Inserts every data block into `cache` as it is written, keyed as a
     /// [`super::Table`] opened with `cache_id` reads them (see `TableCache::reserve_cache_id`).
-    pub fn warm_cache(mut self, cache: Arc<BlockCache>, cache_id: u64) -> Self {
+    pub(crate) fn warm_cache(mut self, cache: Arc<BlockCache>, cache_id: u64) -> Self {
         self.warm_cache = Some((cache, cache_id));
         self
     }
 
     /// Records the newest write time of the table's values (a family with a TTL).
-    pub fn set_newest_write_time(&mut self, t: u64) {
+    pub(crate) fn set_newest_write_time(&mut self, t: u64) {
         self.props.newest_write_time = t;
     }
 
     /// Sets the table's range tombstones (already clipped to the table's key range).
-    pub fn set_range_tombstones(&mut self, t: FragmentedRangeTombstones) {
+    pub(crate) fn set_range_tombstones(&mut self, t: FragmentedRangeTombstones) {
         self.range_dels = (!t.is_empty()).then_some(t);
     }
 
     /// Adds an entry. REQUIRES: `ikey` sorts strictly after every key added before.
-    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+    pub(crate) fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         self.check_ok()?;
         debug_assert!(
             self.props.num_entries == 0
@@ -218,13 +218,13 @@ impl TableBuilder {
 
     /// Entries added so far.
     #[cfg(test)]
-    pub fn num_entries(&self) -> u64 {
+    pub(crate) fn num_entries(&self) -> u64 {
         self.props.num_entries
     }
 
     /// Bytes written so far plus the size of the block being built: what the file would
     /// roughly be if finished now (used to cut compaction outputs).
-    pub fn file_size(&self) -> u64 {
+    pub(crate) fn file_size(&self) -> u64 {
         let pending = if self.data_block.is_empty() {
             0
         } else {
@@ -236,7 +236,7 @@ impl TableBuilder {
 
     /// Writes the last data block, the filter, properties, metaindex, index and footer, then
     /// syncs the file. Returns the table's properties (with `file_size` set).
-    pub fn finish(mut self) -> Result<TableProperties> {
+    pub(crate) fn finish(mut self) -> Result<TableProperties> {
         self.check_ok()?;
         self.flush_data_block()?;
         self.write_held_blocks()?;
@@ -312,7 +312,7 @@ impl TableBuilder {
     }
 
     /// Drops the builder without finishing the file; the caller deletes it.
-    pub fn abandon(self) {}
+    pub(crate) fn abandon(self) {}
 
     fn check_ok(&self) -> Result<()> {
         if self.failed {

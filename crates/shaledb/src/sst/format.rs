@@ -36,16 +36,16 @@ pub(crate) const MAX_DECODED_BLOCK: u64 = (4 << 30) + (512 << 20);
 
 impl BlockHandle {
     /// Most bytes an encoded handle takes (two varint64s).
-    pub const MAX_ENCODED_LEN: usize = 20;
+    pub(crate) const MAX_ENCODED_LEN: usize = 20;
 
     /// Appends the handle as varint64 offset, varint64 size.
-    pub fn encode_to(&self, dst: &mut Vec<u8>) {
+    pub(crate) fn encode_to(&self, dst: &mut Vec<u8>) {
         put_varint64(dst, self.offset);
         put_varint64(dst, self.size);
     }
 
     /// Decodes a handle from the start of `src`; returns it and the bytes consumed.
-    pub fn decode_from(src: &[u8]) -> Option<(BlockHandle, usize)> {
+    pub(crate) fn decode_from(src: &[u8]) -> Option<(BlockHandle, usize)> {
         let (offset, n1) = get_varint64(src)?;
         let (size, n2) = get_varint64(src.get(n1..)?)?;
         Some((BlockHandle { offset, size }, n1 + n2))

@@ -18,9 +18,10 @@ mod tests;
 #[cfg(test)]
 pub(crate) use block::BlockBuilder;
 pub use block::{Block, BlockIter};
-pub use builder::TableBuilder;
-pub use readahead::COMPACTION_READAHEAD;
-pub use table::{Table, TableIterator};
+pub(crate) use builder::TableBuilder;
+pub(crate) use readahead::COMPACTION_READAHEAD;
+pub use table::Table;
+pub(crate) use table::TableIterator;
 
 #[cfg(test)]
 pub(crate) use format::reseal_block_for_tests;
@@ -49,7 +50,7 @@ impl Default for BlockReadOptions {
 /// Where a block lives in a table file: its offset and the size of its stored contents,
 /// excluding the 5-byte trailer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct BlockHandle {
+pub(crate) struct BlockHandle {
     /// Byte offset of the block in the file.
     pub offset: u64,
     /// Bytes of stored (possibly compressed) contents, trailer not included.
@@ -58,7 +59,7 @@ pub struct BlockHandle {
 
 /// How a [`TableBuilder`] lays out a table.
 #[derive(Debug, Clone)]
-pub struct TableBuilderOptions {
+pub(crate) struct TableBuilderOptions {
     /// Approximate uncompressed size at which a data block is cut.
     pub block_size: usize,
     /// Entries between restart points in data blocks (index blocks always use 1).

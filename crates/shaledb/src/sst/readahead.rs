@@ -25,7 +25,7 @@ pub(crate) const AUTO_READAHEAD_MAX: usize = 256 << 10;
 /// Sequential reads the automatic policy waits for before reading ahead.
 const AUTO_READAHEAD_AFTER: u32 = 2;
 /// Readahead of compaction inputs (RocksDB's `compaction_readahead_size` default).
-pub const COMPACTION_READAHEAD: usize = 2 << 20;
+pub(crate) const COMPACTION_READAHEAD: usize = 2 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Policy {
@@ -35,7 +35,7 @@ enum Policy {
 
 /// The readahead state of one reader of one file.
 #[derive(Debug)]
-pub struct Readahead {
+pub(super) struct Readahead {
     policy: Policy,
     /// Bytes of the file from `buf_offset`.
     buf: Vec<u8>,
@@ -50,12 +50,12 @@ pub struct Readahead {
 
 impl Readahead {
     /// The automatic policy: starts reading ahead once reads turn out sequential.
-    pub fn auto() -> Self {
+    pub(super) fn auto() -> Self {
         Self::with_policy(Policy::Auto)
     }
 
     /// Reads `size` bytes ahead from the first read on (at least the block asked for).
-    pub fn fixed(size: usize) -> Self {
+    pub(super) fn fixed(size: usize) -> Self {
         Self::with_policy(Policy::Fixed(size))
     }
 

@@ -13,35 +13,35 @@ use crate::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
 use crate::key::{parse_internal_key, InternalKey};
 
 /// Levels in an edit must be below this; larger values are treated as corruption.
-pub const MAX_LEVELS: usize = 64;
+pub(crate) const MAX_LEVELS: usize = 64;
 
 /// Field tags. Numbers are part of the on-disk format: never reuse or renumber.
 mod tag {
-    pub const LOG_NUMBER: u32 = 1;
-    pub const NEXT_FILE_NUMBER: u32 = 2;
-    pub const LAST_SEQUENCE: u32 = 3;
-    pub const COMPACT_POINTER: u32 = 4;
-    pub const DELETED_FILE: u32 = 5;
-    pub const NEW_FILE: u32 = 6;
-    pub const COLUMN_FAMILY: u32 = 7;
-    pub const COLUMN_FAMILY_ADD: u32 = 8;
-    pub const COLUMN_FAMILY_DROP: u32 = 9;
-    pub const MAX_COLUMN_FAMILY: u32 = 10;
-    pub const IN_ATOMIC_GROUP: u32 = 11;
-    pub const MERGE_OPERATOR: u32 = 12;
-    pub const NEW_FILE_WITH_RANGE_DELETIONS: u32 = 13;
-    pub const STORES_WRITE_TIMES: u32 = 14;
+    pub(super) const LOG_NUMBER: u32 = 1;
+    pub(super) const NEXT_FILE_NUMBER: u32 = 2;
+    pub(super) const LAST_SEQUENCE: u32 = 3;
+    pub(super) const COMPACT_POINTER: u32 = 4;
+    pub(super) const DELETED_FILE: u32 = 5;
+    pub(super) const NEW_FILE: u32 = 6;
+    pub(super) const COLUMN_FAMILY: u32 = 7;
+    pub(super) const COLUMN_FAMILY_ADD: u32 = 8;
+    pub(super) const COLUMN_FAMILY_DROP: u32 = 9;
+    pub(super) const MAX_COLUMN_FAMILY: u32 = 10;
+    pub(super) const IN_ATOMIC_GROUP: u32 = 11;
+    pub(super) const MERGE_OPERATOR: u32 = 12;
+    pub(super) const NEW_FILE_WITH_RANGE_DELETIONS: u32 = 13;
+    pub(super) const STORES_WRITE_TIMES: u32 = 14;
 }
 
 /// Column family ids must be below this (a larger id read from disk is corruption).
-pub const MAX_COLUMN_FAMILY_ID: u32 = 1 << 30;
+pub(crate) const MAX_COLUMN_FAMILY_ID: u32 = 1 << 30;
 
 /// The longest column family name, in bytes.
-pub const MAX_COLUMN_FAMILY_NAME: usize = 255;
+pub(crate) const MAX_COLUMN_FAMILY_NAME: usize = 255;
 
 /// Bit set in the tag of an optional field that readers which do not know it may skip. Such
 /// a field's payload is always a varint length followed by that many bytes.
-pub const TAG_SAFE_TO_IGNORE: u32 = 1 << 13;
+pub(crate) const TAG_SAFE_TO_IGNORE: u32 = 1 << 13;
 
 /// What the MANIFEST records about one table file.
 #[derive(Debug, Clone, PartialEq, Eq)]

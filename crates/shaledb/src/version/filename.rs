@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// The kinds of files the engine creates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// A write-ahead log.
     Log,
     /// A table.
@@ -24,42 +24,42 @@ pub enum FileKind {
 }
 
 /// Path of WAL `number`.
-pub fn log_file(dir: &Path, number: u64) -> PathBuf {
+pub(crate) fn log_file(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.log"))
 }
 
 /// Path of table `number`.
-pub fn table_file(dir: &Path, number: u64) -> PathBuf {
+pub(crate) fn table_file(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.sst"))
 }
 
 /// Path of MANIFEST `number`.
-pub fn manifest_file(dir: &Path, number: u64) -> PathBuf {
+pub(crate) fn manifest_file(dir: &Path, number: u64) -> PathBuf {
     dir.join(manifest_name(number))
 }
 
 /// File name (no directory) of MANIFEST `number`.
-pub fn manifest_name(number: u64) -> String {
+pub(crate) fn manifest_name(number: u64) -> String {
     format!("MANIFEST-{number:06}")
 }
 
 /// Path of temporary file `number`.
-pub fn temp_file(dir: &Path, number: u64) -> PathBuf {
+pub(crate) fn temp_file(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.dbtmp"))
 }
 
 /// Path of CURRENT.
-pub fn current_file(dir: &Path) -> PathBuf {
+pub(crate) fn current_file(dir: &Path) -> PathBuf {
     dir.join("CURRENT")
 }
 
 /// Path of LOCK.
-pub fn lock_file(dir: &Path) -> PathBuf {
+pub(crate) fn lock_file(dir: &Path) -> PathBuf {
     dir.join("LOCK")
 }
 
 /// Recognizes a file name; returns its kind and number (0 for CURRENT and LOCK).
-pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
+pub(crate) fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
     match name {
         "CURRENT" => return Some((FileKind::Current, 0)),
         "LOCK" => return Some((FileKind::Lock, 0)),

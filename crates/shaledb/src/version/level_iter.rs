@@ -26,7 +26,7 @@ impl LevelFiles {
 }
 
 /// A concatenation of the tables of one level (L1 and deeper).
-pub struct LevelIterator {
+pub(crate) struct LevelIterator {
     files: LevelFiles,
     tables: Arc<TableCache>,
     opts: BlockReadOptions,
@@ -39,7 +39,7 @@ pub struct LevelIterator {
 
 impl LevelIterator {
     /// Iterates `files`, which must be sorted and non-overlapping.
-    pub fn new(
+    pub(crate) fn new(
         files: Vec<Arc<FileMetaData>>,
         tables: Arc<TableCache>,
         opts: BlockReadOptions,
@@ -48,7 +48,7 @@ impl LevelIterator {
     }
 
     /// Iterates the files of `level` (1 or deeper) of `version`, which it keeps alive.
-    pub fn over_level(
+    pub(crate) fn over_level(
         version: Arc<Version>,
         level: usize,
         tables: Arc<TableCache>,
@@ -70,7 +70,7 @@ impl LevelIterator {
     }
 
     /// Reads every table `bytes` at a time (see `sst/readahead.rs`).
-    pub fn with_compaction_readahead(mut self, bytes: usize) -> Self {
+    pub(crate) fn with_compaction_readahead(mut self, bytes: usize) -> Self {
         self.compaction_readahead = Some(bytes);
         self
     }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 /// A file no version, pending output, or the current MANIFEST or WAL needs any more.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ObsoleteFile {
+pub(crate) struct ObsoleteFile {
     /// What kind of file (decides its name).
     pub kind: FileKind,
     /// Its number.
@@ -27,7 +27,7 @@ pub struct ObsoleteFile {
 
 impl ObsoleteFile {
     /// The file's path in `dir`; `None` for kinds that are never deleted this way.
-    pub fn path(&self, dir: &Path) -> Option<PathBuf> {
+    pub(crate) fn path(&self, dir: &Path) -> Option<PathBuf> {
         match self.kind {
             FileKind::Table => Some(filename::table_file(dir, self.number)),
             FileKind::Log => Some(filename::log_file(dir, self.number)),
@@ -49,7 +49,7 @@ struct QueueState {
 
 /// Files waiting to be deleted, and the signal that there are some or that a purge finished.
 #[derive(Debug, Default)]
-pub struct DeletionQueue {
+pub(crate) struct DeletionQueue {
     state: Mutex<QueueState>,
     /// Signalled when files are pushed, a purge finishes, or the queue is closed.
     changed: Condvar,
@@ -57,14 +57,14 @@ pub struct DeletionQueue {
 
 impl DeletionQueue {
     /// Queues `file` for deletion. No IO; never blocks on anything but the queue's own mutex.
-    pub fn push(&self, file: ObsoleteFile) {
+    pub(crate) fn push(&self, file: ObsoleteFile) {
         self.state.lock().files.push(file);
         self.changed.notify_all();
     }
 
     /// Takes every queued file and counts a purge as running (call [`purged`](Self::purged)
     /// after unlinking them). Empty if nothing is queued (then no purge is counted).
-    pub fn take(&self) -> Vec<ObsoleteFile> {
+    pub(crate) fn take(&self) -> Vec<ObsoleteFile> {
         let mut st = self.state.lock();
         let files = std::mem::take(&mut st.files);
         if !files.is_empty() {
@@ -75,7 +75,7 @@ impl DeletionQueue {
 
     /// Waits until files are queued and takes them like [`take`](Self::take), or returns
     /// `None` once the queue is closed.
-    pub fn wait_take(&self) -> Option<Vec<ObsoleteFile>> {
+    pub(crate) fn wait_take(&self) -> Option<Vec<ObsoleteFile>> {
         let mut st = self.state.lock();
         loop {
             if st.closed {
@@ -90,13 +90,13 @@ impl DeletionQueue {
     }
 
     /// Marks a purge started by a non-empty `take` as finished.
-    pub fn purged(&self) {
+    pub(crate) fn purged(&self) {
         self.state.lock().purging -= 1;
         self.changed.notify_all();
     }
 
     /// Waits until nothing is queued and no purge is running.
-    pub fn wait_idle(&self) {
+    pub(crate) fn wait_idle(&self) {
         let mut st = self.state.lock();
         while !st.files.is_empty() || st.purging > 0 {
             self.changed.wait(&mut st);
@@ -104,7 +104,7 @@ impl DeletionQueue {
     }
 
     /// Makes [`wait_take`](Self::wait_take) return `None` from now on.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.state.lock().closed = true;
         self.changed.notify_all();
     }
@@ -113,19 +113,19 @@ impl DeletionQueue {
 /// A table file's claim to exist: one per file, shared by every version listing it. Its drop
 /// queues the file for deletion.
 #[derive(Debug)]
-pub struct TableHandle {
+pub(crate) struct TableHandle {
     number: u64,
     queue: Arc<DeletionQueue>,
 }
 
 impl TableHandle {
     /// A handle for table `number` that queues it on `queue` when dropped.
-    pub fn new(number: u64, queue: Arc<DeletionQueue>) -> Arc<Self> {
+    pub(crate) fn new(number: u64, queue: Arc<DeletionQueue>) -> Arc<Self> {
         Arc::new(TableHandle { number, queue })
     }
 
     /// The table's file number.
-    pub fn number(&self) -> u64 {
+    pub(crate) fn number(&self) -> u64 {
         self.number
     }
 }

@@ -5,16 +5,17 @@
 //! from the current one plus a [`edit::VersionEdit`], log the edit to the MANIFEST, and only
 //! then make the new version current (see `set.rs`).
 
-pub mod edit;
-pub mod filename;
+pub(crate) mod edit;
+pub(crate) mod filename;
 mod level_iter;
-pub mod lifecycle;
-pub mod set;
+pub(crate) mod lifecycle;
+pub(crate) mod set;
 
-pub use edit::{FileMetaData, VersionEdit};
-pub use level_iter::LevelIterator;
-pub use lifecycle::{DeletionQueue, ObsoleteFile, TableHandle};
-pub use set::VersionSet;
+pub(crate) use edit::FileMetaData;
+pub use edit::VersionEdit;
+pub(crate) use level_iter::LevelIterator;
+pub(crate) use lifecycle::{DeletionQueue, ObsoleteFile, TableHandle};
+pub(crate) use set::VersionSet;
 
 use crate::cache::TableCache;
 use crate::error::Result;
@@ -53,7 +54,7 @@ fn get_in_table(
 
 /// The table files of every level at one moment.
 #[derive(Debug, Default)]
-pub struct Version {
+pub(crate) struct Version {
     /// `files[0]` (L0) is ordered newest first and its files may overlap; deeper levels are
     /// ordered by smallest key and their files never overlap.
     pub files: Vec<Vec<Arc<FileMetaData>>>,
@@ -70,7 +71,7 @@ pub struct Version {
 
 /// A version's compaction needs (see `compaction::picker::score_version`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct VersionScores {
+pub(crate) struct VersionScores {
     /// Score of each level but the last: >= 1 means the level needs compaction.
     pub level_scores: Vec<f64>,
     /// Bytes compaction must still rewrite to bring every level to its target.
@@ -91,22 +92,22 @@ impl Version {
     }
 
     /// Number of levels.
-    pub fn num_levels(&self) -> usize {
+    pub(crate) fn num_levels(&self) -> usize {
         self.files.len()
     }
 
     /// Files at `level`.
-    pub fn level_files(&self, level: usize) -> &[Arc<FileMetaData>] {
+    pub(crate) fn level_files(&self, level: usize) -> &[Arc<FileMetaData>] {
         self.files.get(level).map_or(&[], |v| v.as_slice())
     }
 
     /// Total bytes of the files at `level`.
-    pub fn level_bytes(&self, level: usize) -> u64 {
+    pub(crate) fn level_bytes(&self, level: usize) -> u64 {
         self.level_files(level).iter().map(|f| f.file_size).sum()
     }
 
     /// Total bytes of all table files.
-    pub fn total_bytes(&self) -> u64 {
+    pub(crate) fn total_bytes(&self) -> u64 {
         (0..self.num_levels()).map(|l| self.level_bytes(l)).sum()
     }
 
@@ -114,7 +115,7 @@ impl Version {
     /// `estimate-live-data-size`): from the last level up, the sizes of the files whose key
     /// ranges overlap no file already counted. Overwritten data in upper levels is then not
     /// counted; the less compacted the tree, the lower (more optimistic) the estimate.
-    pub fn estimate_live_data_size(&self) -> u64 {
+    pub(crate) fn estimate_live_data_size(&self) -> u64 {
         // Counted ranges: largest user key -> smallest user key (disjoint, so ordered by both).
         let mut counted: std::collections::BTreeMap<&[u8], &[u8]> =
             std::collections::BTreeMap::new();
@@ -140,7 +141,7 @@ impl Version {
     /// Looks `lookup`'s user key up as of its sequence number: L0 files newest first, then
     /// one file per deeper level. The first version found wins, unless a range tombstone seen
     /// on the way (`covering`: the newest so far, from newer sources too) is newer than it.
-    pub fn get(
+    pub(crate) fn get(
         &self,
         tables: &TableCache,
         opts: BlockReadOptions,
@@ -180,7 +181,7 @@ impl Version {
     /// key may be in is searched once for all such keys (see [`Table::multi_get_entries`]).
     /// `covering[i]` is lookup i's newest covering tombstone from newer sources; `results[i]`
     /// is set to what `get` would return (an error stays with the keys it concerns).
-    pub fn multi_get(
+    pub(crate) fn multi_get(
         &self,
         tables: &TableCache,
         opts: BlockReadOptions,
@@ -332,7 +333,7 @@ impl Version {
     }
 
     /// The range tombstones of every table that has any (the MANIFEST says which).
-    pub fn range_tombstones(
+    pub(crate) fn range_tombstones(
         &self,
         tables: &TableCache,
     ) -> Result<Vec<Arc<FragmentedRangeTombstones>>> {
@@ -350,7 +351,7 @@ impl Version {
     }
 
     /// True if some table has range tombstones.
-    pub fn has_range_tombstones(&self) -> bool {
+    pub(crate) fn has_range_tombstones(&self) -> bool {
         self.files
             .iter()
             .flatten()
@@ -358,13 +359,13 @@ impl Version {
     }
 
     /// Number of table files in all levels.
-    pub fn num_files(&self) -> usize {
+    pub(crate) fn num_files(&self) -> usize {
         self.files.iter().map(Vec::len).sum()
     }
 
     /// Appends one iterator per L0 file and one per deeper non-empty level. Level iterators
     /// share this version's file lists (they hold the `Arc`) instead of copying them.
-    pub fn add_iterators(
+    pub(crate) fn add_iterators(
         self: &Arc<Self>,
         tables: &Arc<TableCache>,
         opts: BlockReadOptions,
@@ -393,7 +394,7 @@ impl Version {
     /// `prefix` (`ReadOptions::prefix_same_as_start`): leaves out every table whose key range
     /// misses the prefix or whose bloom filter, built with the extractor `extractor_id`, says
     /// it holds no key with it.
-    pub fn add_prefix_iterators(
+    pub(crate) fn add_prefix_iterators(
         &self,
         tables: &Arc<TableCache>,
         opts: BlockReadOptions,
@@ -435,7 +436,7 @@ impl Version {
     }
 
     /// How many iterators `add_iterators` appends.
-    pub fn iterator_count(&self) -> usize {
+    pub(crate) fn iterator_count(&self) -> usize {
         let deeper = (1..self.num_levels())
             .filter(|&l| !self.level_files(l).is_empty())
             .count();
@@ -446,7 +447,7 @@ impl Version {
     /// About how many table bytes hold user keys in [`start`, `end`) (`None`: unbounded), from
     /// file sizes and index blocks only (no data block is read): whole files inside the range
     /// count fully, a file the range cuts counts between the index positions of its bounds.
-    pub fn approximate_size(
+    pub(crate) fn approximate_size(
         &self,
         tables: &TableCache,
         start: Option<&[u8]>,
@@ -482,7 +483,7 @@ impl Version {
         Ok(total)
     }
 
-    pub fn overlapping_files(
+    pub(crate) fn overlapping_files(
         &self,
         level: usize,
         begin: Option<&[u8]>,
@@ -501,13 +502,13 @@ impl Version {
 
     /// True if every level deeper than `level` is empty: an output written to `level` is at
     /// the bottom (`bottommost_compression`, sequence-number zeroing).
-    pub fn nothing_below(&self, level: usize) -> bool {
+    pub(crate) fn nothing_below(&self, level: usize) -> bool {
         (level + 1..self.num_levels()).all(|l| self.level_files(l).is_empty())
     }
 
     /// True if no file at a level deeper than `level` may hold `user_key`: a tombstone for it
     /// compacted into `level` hides nothing below and may be dropped.
-    pub fn is_base_level_for_key(&self, level: usize, user_key: &[u8]) -> bool {
+    pub(crate) fn is_base_level_for_key(&self, level: usize, user_key: &[u8]) -> bool {
         for l in (level + 1)..self.num_levels() {
             let files = self.level_files(l);
             let i = files.partition_point(|f| f.largest.user_key() < user_key);
@@ -522,7 +523,7 @@ impl Version {
 
     /// True if no file at a level deeper than `level` may hold a key in `[start, end)`: a
     /// range tombstone over it compacted into `level` hides nothing below.
-    pub fn is_base_level_for_range(&self, level: usize, start: &[u8], end: &[u8]) -> bool {
+    pub(crate) fn is_base_level_for_range(&self, level: usize, start: &[u8], end: &[u8]) -> bool {
         for l in (level + 1)..self.num_levels() {
             let files = self.level_files(l);
             let i = files.partition_point(|f| f.largest.user_key() < start);
@@ -534,7 +535,7 @@ impl Version {
     }
 
     /// True if no file at a level deeper than `level` holds a key in `[start, end]`.
-    pub fn is_base_level_for_range_inclusive(
+    pub(crate) fn is_base_level_for_range_inclusive(
         &self,
         level: usize,
         start: &[u8],
@@ -551,19 +552,19 @@ impl Version {
     }
 
     /// Total entries in all tables.
-    pub fn num_entries(&self) -> u64 {
+    pub(crate) fn num_entries(&self) -> u64 {
         self.files.iter().flatten().map(|f| f.num_entries).sum()
     }
 
     /// Total tombstones in all tables.
-    pub fn num_deletions(&self) -> u64 {
+    pub(crate) fn num_deletions(&self) -> u64 {
         self.files.iter().flatten().map(|f| f.num_deletions).sum()
     }
 }
 
 /// Index of the first file in a sorted, non-overlapping level whose largest key is >= `ikey`
 /// (`files.len()` if none).
-pub fn find_file(files: &[Arc<FileMetaData>], ikey: &[u8]) -> usize {
+pub(crate) fn find_file(files: &[Arc<FileMetaData>], ikey: &[u8]) -> usize {
     files.partition_point(|f| key::compare_internal(f.largest.encoded(), ikey) == Ordering::Less)
 }
 

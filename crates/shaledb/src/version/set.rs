@@ -24,21 +24,21 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The id of the default column family, which always exists.
-pub const DEFAULT_FAMILY: u32 = 0;
+pub(crate) const DEFAULT_FAMILY: u32 = 0;
 
 /// The name of the default column family.
-pub const DEFAULT_FAMILY_NAME: &str = "default";
+pub(crate) const DEFAULT_FAMILY_NAME: &str = "default";
 
 /// What the version set needs from a family's options.
 #[derive(Debug, Clone)]
-pub struct FamilyConfig {
+pub(crate) struct FamilyConfig {
     pub num_levels: usize,
     pub score_targets: ScoreTargets,
 }
 
 impl FamilyConfig {
     /// The parts of (a family's effective) `opts` versions depend on.
-    pub fn from_options(opts: &Options) -> Self {
+    pub(crate) fn from_options(opts: &Options) -> Self {
         FamilyConfig {
             num_levels: opts.num_levels,
             score_targets: ScoreTargets::from_options(opts),
@@ -47,7 +47,7 @@ impl FamilyConfig {
 }
 
 /// One column family's current version and the state persisted with it.
-pub struct FamilyVersions {
+pub(crate) struct FamilyVersions {
     /// The family's name (unique among live families).
     pub name: String,
     config: FamilyConfig,
@@ -65,18 +65,18 @@ pub struct FamilyVersions {
 
 impl FamilyVersions {
     /// The family's current version.
-    pub fn current(&self) -> Arc<Version> {
+    pub(crate) fn current(&self) -> Arc<Version> {
         self.current.clone()
     }
 
     /// WALs below this number hold nothing of this family that is not in tables.
-    pub fn log_number(&self) -> u64 {
+    pub(crate) fn log_number(&self) -> u64 {
         self.log_number
     }
 }
 
 /// The current version of every column family and the counters persisted with them.
-pub struct VersionSet {
+pub(crate) struct VersionSet {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     max_manifest_file_size: u64,
@@ -228,7 +228,7 @@ impl Replayed {
 impl VersionSet {
     /// Writes the MANIFEST and CURRENT of a new, empty database.
     /// `default_stores_write_times`: the default family has a TTL.
-    pub fn create_new(
+    pub(crate) fn create_new(
         fs: &Arc<dyn FileSystem>,
         dir: &Path,
         default_stores_write_times: bool,
@@ -256,14 +256,18 @@ impl VersionSet {
 
     /// Reads CURRENT and replays the MANIFEST it names, with the same options for every
     /// family (see [`recover_with`](Self::recover_with)).
-    pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path, opts: &Options) -> Result<VersionSet> {
+    pub(crate) fn recover(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        opts: &Options,
+    ) -> Result<VersionSet> {
         Self::recover_with(fs, dir, opts, &|_| opts.clone())
     }
 
     /// Reads CURRENT and replays the MANIFEST it names. `opts` gives the database-wide
     /// settings, `family_options(name)` each family's effective options (levels and the
     /// targets compaction scores are computed against).
-    pub fn recover_with(
+    pub(crate) fn recover_with(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         opts: &Options,
@@ -350,37 +354,37 @@ impl VersionSet {
     }
 
     /// The live families, by id.
-    pub fn families(&self) -> &BTreeMap<u32, FamilyVersions> {
+    pub(crate) fn families(&self) -> &BTreeMap<u32, FamilyVersions> {
         &self.families
     }
 
     /// One family, if it is live.
-    pub fn family(&self, id: u32) -> Option<&FamilyVersions> {
+    pub(crate) fn family(&self, id: u32) -> Option<&FamilyVersions> {
         self.families.get(&id)
     }
 
     /// The family's current version; an empty version if the family was dropped.
-    pub fn current(&self, id: u32) -> Arc<Version> {
+    pub(crate) fn current(&self, id: u32) -> Arc<Version> {
         self.families
             .get(&id)
             .map_or_else(|| Arc::new(Version::default()), |f| f.current.clone())
     }
 
     /// The family's compaction pointers (empty if it was dropped).
-    pub fn compact_pointers(&self, id: u32) -> &[Vec<u8>] {
+    pub(crate) fn compact_pointers(&self, id: u32) -> &[Vec<u8>] {
         self.families
             .get(&id)
             .map_or(&[], |f| f.compact_pointers.as_slice())
     }
 
     /// The largest column family id ever handed out.
-    pub fn max_column_family(&self) -> u32 {
+    pub(crate) fn max_column_family(&self) -> u32 {
         self.max_column_family
     }
 
     /// Allocates a column family id for a family about to be created, and records the
     /// configuration its versions will use.
-    pub fn allocate_family(&mut self, config: FamilyConfig) -> u32 {
+    pub(crate) fn allocate_family(&mut self, config: FamilyConfig) -> u32 {
         self.max_column_family += 1;
         let id = self.max_column_family;
         self.pending_configs.insert(id, config);
@@ -388,21 +392,21 @@ impl VersionSet {
     }
 
     /// Allocates a file number.
-    pub fn new_file_number(&mut self) -> u64 {
+    pub(crate) fn new_file_number(&mut self) -> u64 {
         let n = self.next_file_number;
         self.next_file_number += 1;
         n
     }
 
     /// Makes sure numbers up to `n` are never handed out again (files found on disk).
-    pub fn mark_file_number_used(&mut self, n: u64) {
+    pub(crate) fn mark_file_number_used(&mut self, n: u64) {
         if self.next_file_number <= n {
             self.next_file_number = n + 1;
         }
     }
 
     /// WALs below this number are obsolete: the smallest log number of any family.
-    pub fn log_number(&self) -> u64 {
+    pub(crate) fn log_number(&self) -> u64 {
         self.families
             .values()
             .map(|f| f.log_number)
@@ -411,12 +415,12 @@ impl VersionSet {
     }
 
     /// The last sequence number recorded in the MANIFEST.
-    pub fn last_sequence(&self) -> u64 {
+    pub(crate) fn last_sequence(&self) -> u64 {
         self.last_sequence
     }
 
     /// The live MANIFEST's number.
-    pub fn manifest_number(&self) -> u64 {
+    pub(crate) fn manifest_number(&self) -> u64 {
         self.manifest_number
     }
 
@@ -428,12 +432,12 @@ impl VersionSet {
     /// write ([`prepare_edits`](Self::prepare_edits), [`ManifestWrite::write`],
     /// [`finish_edits`](Self::finish_edits)).
     #[cfg(test)]
-    pub fn log_and_apply(&mut self, edit: &mut VersionEdit) -> Result<()> {
+    pub(crate) fn log_and_apply(&mut self, edit: &mut VersionEdit) -> Result<()> {
         self.log_and_apply_all(std::slice::from_mut(edit))
     }
 
     /// [`log_and_apply`](Self::log_and_apply) for several edits written together (one sync).
-    pub fn log_and_apply_all(&mut self, edits: &mut [VersionEdit]) -> Result<()> {
+    pub(crate) fn log_and_apply_all(&mut self, edits: &mut [VersionEdit]) -> Result<()> {
         let mut pending = self.prepare_edits(edits)?;
         let res = pending.write(&self.fs, &self.dir);
         self.finish_edits(pending, edits, res)
@@ -443,7 +447,7 @@ impl VersionSet {
     /// lead to and the MANIFEST records to write, and takes the MANIFEST writer out of the set.
     /// Until [`finish_edits`](Self::finish_edits) no other edit may be prepared (the database
     /// serializes MANIFEST writers); the current versions stay installed meanwhile.
-    pub fn prepare_edits(&mut self, edits: &mut [VersionEdit]) -> Result<ManifestWrite> {
+    pub(crate) fn prepare_edits(&mut self, edits: &mut [VersionEdit]) -> Result<ManifestWrite> {
         let mut versions: Vec<(u32, Option<Version>)> = Vec::with_capacity(edits.len());
         for edit in edits.iter() {
             versions.push((edit.column_family, self.edit_version(edit, &versions)?));
@@ -523,7 +527,7 @@ impl VersionSet {
     /// Last step of [`log_and_apply`](Self::log_and_apply): given the result of
     /// [`ManifestWrite::write`], installs the new versions and counters, or on failure leaves
     /// the current versions and drops the MANIFEST writer (a later edit starts a new MANIFEST).
-    pub fn finish_edits(
+    pub(crate) fn finish_edits(
         &mut self,
         written: ManifestWrite,
         edits: &[VersionEdit],
@@ -580,7 +584,7 @@ impl VersionSet {
     }
 
     /// The queue obsolete files go to; the database purges it.
-    pub fn deletion_queue(&self) -> &Arc<DeletionQueue> {
+    pub(crate) fn deletion_queue(&self) -> &Arc<DeletionQueue> {
         &self.obsolete
     }
 
@@ -671,7 +675,7 @@ impl VersionSet {
     }
 
     /// Numbers of every table file in any family's current version.
-    pub fn live_files(&self) -> HashSet<u64> {
+    pub(crate) fn live_files(&self) -> HashSet<u64> {
         self.families
             .values()
             .flat_map(|f| f.current.files.iter().flatten().map(|f| f.number))
@@ -767,7 +771,7 @@ fn install_version(
 
 /// A prepared MANIFEST write (see [`VersionSet::prepare_edit`]). Its `write` does the IO and
 /// touches nothing of the version set, so it runs without the database mutex.
-pub struct ManifestWrite {
+pub(crate) struct ManifestWrite {
     /// Per edit, its family and the version to install once the records are durable
     /// (`None`: the edit drops the family).
     versions: Vec<(u32, Option<Version>)>,
@@ -784,7 +788,7 @@ pub struct ManifestWrite {
 impl ManifestWrite {
     /// Appends and syncs the record; for a new MANIFEST, creates it and then points CURRENT
     /// at it (atomically and durably).
-    pub fn write(&mut self, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<()> {
+    pub(crate) fn write(&mut self, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<()> {
         let path = filename::manifest_file(dir, self.manifest_number);
         let writing = |e| Error::io(format!("writing {}", path.display()), e);
         match &mut self.writer {
@@ -908,7 +912,11 @@ fn build_version(mut levels: Vec<Vec<Arc<FileMetaData>>>) -> Version {
 }
 
 /// Points CURRENT at MANIFEST `manifest_number`, atomically and durably.
-pub fn set_current_file(fs: &Arc<dyn FileSystem>, dir: &Path, manifest_number: u64) -> Result<()> {
+pub(crate) fn set_current_file(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    manifest_number: u64,
+) -> Result<()> {
     let tmp = filename::temp_file(dir, manifest_number);
     let contents = format!("{}\n", filename::manifest_name(manifest_number));
     let res = (|| -> std::io::Result<()> {
