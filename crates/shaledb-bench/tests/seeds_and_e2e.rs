@@ -233,7 +233,8 @@ fn suites_are_defined() {
     for s in ["seed-small", "seed-full"] {
         let w = shaledb_bench::compare::suite(s).unwrap();
         for id in [
-            "R1", "R2", "R3", "R4-1t", "R4-io", "R5", "R6-1t", "R7", "K1-1MB", "T1", "Y1-8t",
+            "R1", "R2", "R3", "R4-1t", "R4-io", "R5", "R6-1t", "R7", "K1-1MB", "T1", "T1-dict",
+            "Y1-8t",
         ] {
             assert!(w.iter().any(|x| x.id == id), "{s} lacks {id}");
         }

@@ -136,6 +136,12 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
         Kind::Tpch,
         &format!("--rows={t1_rows} --readers=2 --cache_size=8388608 --use_direct_reads=1"),
     ));
+    v.push(w(
+        "T1-dict",
+        "T1 with zstd and a 16 KiB dictionary per table trained on 1.6 MB (RocksDB's max_dict_bytes, zstd_max_train_bytes; engines without dictionaries refuse it)",
+        Kind::Tpch,
+        &format!("--rows={t1_rows} --readers=2 --cache_size=8388608 --use_direct_reads=1 --compression_type=zstd --compression_max_dict_bytes=16384 --compression_zstd_max_train_bytes=1638400"),
+    ));
     // At seed-full, WiredTiger with 8 threads on 2 cores loads at a few thousand records a
     // second (50M would take hours): each phase stops after 30 minutes with what it did, and
     // the report marks such a figure (the seed itself ran WiredTiger on fewer records).
