@@ -60,6 +60,9 @@ pub struct CommonOptions {
     pub use_direct_io_for_flush_and_compaction: bool,
     /// Dynamic level sizes (RocksDB's `level_compaction_dynamic_level_bytes`).
     pub level_compaction_dynamic_level_bytes: bool,
+    /// Keep index and filter blocks in the block cache (RocksDB's
+    /// `cache_index_and_filter_blocks`, with high priority).
+    pub cache_index_and_filter_blocks: bool,
     /// Put the data blocks flushes write into the block cache (RocksDB's
     /// `prepopulate_block_cache=kFlushOnly`).
     pub prepopulate_block_cache: bool,
@@ -108,6 +111,7 @@ impl Default for CommonOptions {
             use_direct_io_for_flush_and_compaction: false,
             level_compaction_dynamic_level_bytes: false,
             prepopulate_block_cache: false,
+            cache_index_and_filter_blocks: false,
             use_existing_db: false,
             merge_operator: String::new(),
             prefix_size: 0,

@@ -38,6 +38,9 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
     // blocks of a flush that failed must never be read.
     if direct {
         o.prepopulate_block_cache = shaledb::PrepopulateBlockCache::FlushOnly;
+        // Indexes and filters read again from tables, under the same injected errors.
+        o.cache_index_and_filter_blocks = true;
+        o.block_cache_size = 16 << 10;
     }
     o.write_buffer_size = 4096;
     o.block_size = 256;

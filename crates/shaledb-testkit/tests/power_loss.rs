@@ -47,6 +47,7 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
     if rng.gen_bool(0.5) {
         o.prepopulate_block_cache = shaledb::PrepopulateBlockCache::FlushOnly;
     }
+    o.cache_index_and_filter_blocks = rng.gen_bool(0.5);
     o
 }
 

@@ -135,6 +135,14 @@ pub struct Options {
     /// several memtables' worth of data; otherwise flushed blocks push out what readers use.
     /// Default [`PrepopulateBlockCache::Disable`], as in RocksDB.
     pub prepopulate_block_cache: PrepopulateBlockCache,
+    /// Keeps every table's index and bloom filter in the block cache, where they compete with
+    /// data blocks and are read again when evicted, instead of in memory for as long as the
+    /// table is open (RocksDB's `cache_index_and_filter_blocks`, with its high-priority
+    /// insertion: they survive one CLOCK sweep more than a data block). Bounds the memory of
+    /// a database whose indexes and filters outgrow the cache, at the cost of a cache lookup
+    /// per table read and re-reads under pressure. Database-wide (RocksDB sets it per family).
+    /// Default false.
+    pub cache_index_and_filter_blocks: bool,
     /// Capacity of the shared block cache in bytes. Default 32 MiB.
     pub block_cache_size: usize,
     /// The block cache is split into 2^bits shards. Default 4.
@@ -255,6 +263,7 @@ impl Default for Options {
             max_dict_bytes: 0,
             zstd_max_train_bytes: 0,
             prepopulate_block_cache: PrepopulateBlockCache::Disable,
+            cache_index_and_filter_blocks: false,
             block_cache_size: 32 << 20,
             block_cache_shard_bits: 4,
             max_open_files: 5000,
@@ -315,6 +324,7 @@ impl std::fmt::Debug for Options {
             max_dict_bytes,
             zstd_max_train_bytes,
             prepopulate_block_cache,
+            cache_index_and_filter_blocks,
             block_cache_size,
             block_cache_shard_bits,
             max_open_files,
@@ -376,6 +386,10 @@ impl std::fmt::Debug for Options {
             .field("max_dict_bytes", max_dict_bytes)
             .field("zstd_max_train_bytes", zstd_max_train_bytes)
             .field("prepopulate_block_cache", prepopulate_block_cache)
+            .field(
+                "cache_index_and_filter_blocks",
+                cache_index_and_filter_blocks,
+            )
             .field("block_cache_size", block_cache_size)
             .field("block_cache_shard_bits", block_cache_shard_bits)
             .field("max_open_files", max_open_files)
@@ -462,6 +476,7 @@ impl Options {
         with_max_dict_bytes => max_dict_bytes: usize,
         with_zstd_max_train_bytes => zstd_max_train_bytes: usize,
         with_prepopulate_block_cache => prepopulate_block_cache: PrepopulateBlockCache,
+        with_cache_index_and_filter_blocks => cache_index_and_filter_blocks: bool,
         with_block_cache_size => block_cache_size: usize,
         with_block_cache_shard_bits => block_cache_shard_bits: u32,
         with_max_open_files => max_open_files: usize,

@@ -368,3 +368,12 @@ fn model_zstd_dictionaries() {
         run_model(seed, o, ops_count(), dir.path());
     }
 }
+
+/// Index and filter blocks in the (64 KiB) block cache, evicted and read again all the time.
+#[test]
+fn model_index_and_filter_in_the_block_cache() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options(CompressionType::Lz4, 10, 256);
+    o.cache_index_and_filter_blocks = true;
+    run_model(11, o, ops_count(), dir.path());
+}

@@ -314,6 +314,11 @@ pub const FLAGS: &[FlagSpec] = &[
         "dynamic level sizes (ShaleDB and RocksDB)",
     ),
     used(
+        "cache_index_and_filter_blocks",
+        true,
+        "index and filter blocks in the block cache, high priority (ShaleDB and RocksDB)",
+    ),
+    used(
         "prepopulate_block_cache",
         true,
         "1: flushed data blocks go into the block cache as they are written (ShaleDB and RocksDB)",
@@ -597,6 +602,11 @@ impl Flags {
                 m,
                 "use_direct_io_for_flush_and_compaction",
                 d.use_direct_io_for_flush_and_compaction,
+            )?,
+            cache_index_and_filter_blocks: get_bool(
+                m,
+                "cache_index_and_filter_blocks",
+                d.cache_index_and_filter_blocks,
             )?,
             prepopulate_block_cache: match get::<u32>(m, "prepopulate_block_cache", 0)? {
                 0 => false,

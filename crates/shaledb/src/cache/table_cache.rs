@@ -20,6 +20,8 @@ pub(crate) struct TableCache {
     block_cache: Arc<BlockCache>,
     /// Open table files with direct IO (`Options::use_direct_reads`).
     direct_reads: bool,
+    /// Index and filter blocks go into the block cache (`Options::cache_index_and_filter_blocks`).
+    meta_in_cache: bool,
     /// Block-cache ids of tables written with their blocks put into the block cache
     /// (`prepopulate_block_cache`), by file number: the file's first open reads under it.
     reserved_cache_ids: Mutex<HashMap<u64, u64>>,
@@ -39,6 +41,7 @@ impl TableCache {
             tables: ShardedCache::new(capacity, 4),
             block_cache,
             direct_reads: false,
+            meta_in_cache: false,
             reserved_cache_ids: Mutex::new(HashMap::new()),
         }
     }
@@ -46,6 +49,13 @@ impl TableCache {
     /// Opens table files with direct IO from now on.
     pub(crate) fn with_direct_reads(mut self, direct_reads: bool) -> Self {
         self.direct_reads = direct_reads;
+        self
+    }
+
+    /// Keeps the index and filter of tables opened from now on in the block cache rather
+    /// than in the tables (`Options::cache_index_and_filter_blocks`).
+    pub(crate) fn with_index_and_filter_in_cache(mut self, yes: bool) -> Self {
+        self.meta_in_cache = yes;
         self
     }
 
@@ -72,6 +82,7 @@ impl TableCache {
             file_size,
             Some(self.block_cache.clone()),
             cache_id,
+            self.meta_in_cache,
         )?);
         self.tables.insert(number, table.clone(), 1);
         Ok(table)

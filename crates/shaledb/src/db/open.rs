@@ -109,7 +109,8 @@ pub(super) fn open_with_families(
             opts.max_open_files,
             block_cache.clone(),
         )
-        .with_direct_reads(opts.use_direct_reads),
+        .with_direct_reads(opts.use_direct_reads)
+        .with_index_and_filter_in_cache(opts.cache_index_and_filter_blocks),
     );
     let shutting_down = AtomicBool::new(false);
     let family_opts: BTreeMap<u32, Arc<Options>> = versions

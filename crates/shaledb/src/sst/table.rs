@@ -41,8 +41,10 @@ pub struct Table {
     cache_id: u64,
     /// Held for as long as the table is open (bounded by the table cache) and charged to the
     /// block cache through a pinned reservation entry, so a small cache is never thrashed by
-    /// re-reading them on every lookup.
-    index: Arc<Block>,
+    /// re-reading them on every lookup. `None` with `cache_index_and_filter_blocks`: the index
+    /// (and the filter) live in the block cache under their offsets and are read again when
+    /// evicted (`cached_index`, `cached_filter`).
+    index: Option<Arc<Block>>,
     index_handle: BlockHandle,
     metaindex_handle: BlockHandle,
     filter: Option<Arc<BloomFilter>>,
@@ -99,7 +101,15 @@ impl Table {
         block_cache: Option<Arc<BlockCache>>,
     ) -> Result<Table> {
         let cache_id = Table::new_cache_id();
-        Table::open_with_cache_id(file, path, file_number, file_size, block_cache, cache_id)
+        Table::open_with_cache_id(
+            file,
+            path,
+            file_number,
+            file_size,
+            block_cache,
+            cache_id,
+            false,
+        )
     }
 
     /// A block-cache id no table has used: a table writer given it (see
@@ -110,7 +120,9 @@ impl Table {
     }
 
     /// [`Table::open`], reading its blocks from the block cache under `cache_id` (from
-    /// [`Table::new_cache_id`], used by no other open table).
+    /// [`Table::new_cache_id`], used by no other open table). With `meta_in_cache` (and a
+    /// block cache) the index and filter go into the block cache instead of staying in the
+    /// table (`Options::cache_index_and_filter_blocks`).
     pub fn open_with_cache_id(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
@@ -118,6 +130,7 @@ impl Table {
         file_size: u64,
         block_cache: Option<Arc<BlockCache>>,
         cache_id: u64,
+        meta_in_cache: bool,
     ) -> Result<Table> {
         let path: Arc<Path> = Arc::from(path);
         let footer_len = FOOTER_LEN as u64;
@@ -205,10 +218,23 @@ impl Table {
             }
             None => None,
         };
-        let index = Arc::new(index);
-        if let Some(cache) = &block_cache {
-            let charge = index.size() + filter.as_ref().map_or(0, |f| f.size());
-            cache.insert_pinned((cache_id, RESERVATION_OFFSET), Arc::new(()), charge);
+        let mut index = Some(Arc::new(index));
+        let mut filter = filter;
+        match &block_cache {
+            Some(cache) if meta_in_cache => {
+                if let Some(b) = index.take() {
+                    insert_high_priority(cache, (cache_id, footer.index.offset), b);
+                }
+                if let (Some(f), Some(h)) = (filter.take(), filter_handle) {
+                    insert_high_priority(cache, (cache_id, h.offset), f);
+                }
+            }
+            Some(cache) => {
+                let charge = index.as_ref().map_or(0, |i| i.size())
+                    + filter.as_ref().map_or(0, |f| f.size());
+                cache.insert_pinned((cache_id, RESERVATION_OFFSET), Arc::new(()), charge);
+            }
+            None => {}
         }
 
         Ok(Table {
@@ -328,7 +354,15 @@ impl Table {
     /// The handle of the only data block that can hold `lookup`'s newest visible version;
     /// `None` if every key of the table is before it.
     fn index_lookup(&self, lookup: &LookupKey, buf: &mut Vec<u8>) -> Result<Option<BlockHandle>> {
-        let mut index = BlockIter::new(&*self.index)
+        let loaded;
+        let block: &Block = match &self.index {
+            Some(b) => b,
+            None => {
+                loaded = self.cached_index()?;
+                &loaded
+            }
+        };
+        let mut index = BlockIter::new(block)
             .with_block_offset(self.index_handle.offset)
             .with_key_buffer(std::mem::take(buf));
         index.seek(lookup.internal_key());
@@ -481,24 +515,65 @@ impl Table {
     /// extractor with id `extractor_id` gives; true if the table's filter was not built with
     /// that extractor's prefixes.
     pub fn may_contain_prefix(&self, prefix: &[u8], extractor_id: &str) -> bool {
-        match &self.filter {
-            Some(f)
-                if !self.props.prefix_extractor.is_empty()
-                    && self.props.prefix_extractor == extractor_id =>
-            {
-                f.may_contain_hash(filter::key_hash(prefix))
-            }
-            _ => true,
+        if self.props.prefix_extractor.is_empty() || self.props.prefix_extractor != extractor_id {
+            return true;
         }
+        self.filter_may_contain(filter::key_hash(prefix))
     }
 
     /// False only if the table certainly holds no entry for `user_key` (bloom filter check);
     /// true if there is no filter.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        match &self.filter {
-            Some(f) => f.may_contain_hash(filter::key_hash(user_key)),
-            None => true,
+        self.filter_may_contain(filter::key_hash(user_key))
+    }
+
+    /// The filter's answer for `hash`; true without a filter, or when a filter evicted from
+    /// the block cache cannot be read again (the lookup then reads the data, which reports
+    /// the error if the file is damaged).
+    fn filter_may_contain(&self, hash: u64) -> bool {
+        match (&self.filter, self.filter_handle) {
+            (Some(f), _) => f.may_contain_hash(hash),
+            (None, Some(h)) if self.index.is_none() => self
+                .cached_filter(h)
+                .is_none_or(|f| f.may_contain_hash(hash)),
+            _ => true,
         }
+    }
+
+    /// The index from the block cache, read again (checksum verified) if it was evicted.
+    fn cached_index(&self) -> Result<Arc<Block>> {
+        let key = (self.cache_id, self.index_handle.offset);
+        if let Some(b) = self.cached::<Block>(&key) {
+            return Ok(b);
+        }
+        let block = Arc::new(read_block_with(
+            &*self.file,
+            &self.path,
+            self.index_handle,
+            self.data_end,
+            true,
+            "index block",
+            None,
+            self.dictionary.as_ref(),
+        )?);
+        if let Some(cache) = &self.cache {
+            insert_high_priority(cache, key, block.clone());
+        }
+        Ok(block)
+    }
+
+    /// The filter (at `h`) from the block cache, read again if it was evicted; `None` if that
+    /// read fails.
+    fn cached_filter(&self, h: BlockHandle) -> Option<Arc<BloomFilter>> {
+        let key = (self.cache_id, h.offset);
+        if let Some(f) = self.cached::<BloomFilter>(&key) {
+            return Some(f);
+        }
+        let f = Arc::new(read_filter(&*self.file, &self.path, h, self.data_end).ok()?);
+        if let Some(cache) = &self.cache {
+            insert_high_priority(cache, key, f.clone());
+        }
+        Some(f)
     }
 
     /// Reads every block from disk (bypassing the cache) with checksums verified and checks
@@ -605,8 +680,11 @@ impl Table {
     }
 
     fn index_iter(&self) -> Result<BlockIter> {
-        Ok(BlockIter::new(self.index.clone())
-            .with_origin(self.path.clone(), self.index_handle.offset))
+        let block = match &self.index {
+            Some(b) => b.clone(),
+            None => self.cached_index()?,
+        };
+        Ok(BlockIter::new(block).with_origin(self.path.clone(), self.index_handle.offset))
     }
 
     fn cached<T: Send + Sync + 'static>(&self, key: &(u64, u64)) -> Option<Arc<T>> {
@@ -897,6 +975,35 @@ impl InternalIterator for TableIterator {
 }
 
 /// Reads and validates a filter block.
+/// Inserts an index or filter block as RocksDB's high-priority pool would keep it: marked
+/// referenced, so the CLOCK sweep passes it over once before it can be evicted.
+fn insert_high_priority<T: MetaSize + Send + Sync + 'static>(
+    cache: &BlockCache,
+    key: (u64, u64),
+    v: Arc<T>,
+) {
+    let charge = v.heap_size();
+    cache.insert(key, v, charge);
+    let _ = cache.get(&key);
+}
+
+/// The bytes an index block or filter holds (what the block cache charges for it).
+trait MetaSize {
+    fn heap_size(&self) -> usize;
+}
+
+impl MetaSize for Block {
+    fn heap_size(&self) -> usize {
+        self.size()
+    }
+}
+
+impl MetaSize for BloomFilter {
+    fn heap_size(&self) -> usize {
+        self.size()
+    }
+}
+
 /// The table's zstd dictionary: required by (and only in) a format-2 table.
 fn read_dictionary(
     file: &dyn RandomAccessFile,

@@ -962,3 +962,59 @@ fn a_footer_and_metaindex_that_disagree_about_the_dictionary_are_corruption() {
         assert_corruption(open_bytes(bytes, None), &format!("version {version}"));
     }
 }
+
+/// Opens `bytes` with the index and filter kept in `cache` (`cache_index_and_filter_blocks`).
+fn open_meta_in_cache(bytes: Vec<u8>, cache: Arc<BlockCache>) -> Result<Arc<Table>> {
+    let len = bytes.len() as u64;
+    Table::open_with_cache_id(
+        Arc::new(MemRandom(bytes)),
+        path(),
+        FILE_NUMBER,
+        len,
+        Some(cache),
+        Table::new_cache_id(),
+        true,
+    )
+    .map(Arc::new)
+}
+
+#[test]
+fn index_and_filter_in_the_block_cache_are_charged_evicted_and_read_again() {
+    let e = entries(2000);
+    let (bytes, _) = build(opts(CompressionType::Snappy), &e);
+    // Kept in the table: charged to the cache through a pinned reservation.
+    let pinned = Arc::new(BlockCache::new(1 << 20, 0));
+    let t = open_bytes(bytes.clone(), Some(pinned.clone())).expect("open");
+    let reserved = pinned.usage();
+    assert!(reserved > 0);
+    drop(t);
+    assert_eq!(pinned.usage(), 0, "the reservation goes with the table");
+    // In the cache: the same bytes as evictable entries, no reservation.
+    let cache = Arc::new(BlockCache::new(1 << 20, 0));
+    let t = open_meta_in_cache(bytes.clone(), cache.clone()).expect("open");
+    assert_eq!(
+        cache.usage(),
+        reserved,
+        "index and filter charged as entries"
+    );
+    for (k, v) in e.iter().step_by(13) {
+        assert_eq!(&found(get(&t, k, true, false).expect("get")), v);
+    }
+    assert_eq!(
+        get(&t, &ikey(1, 5), true, false).expect("absent"),
+        LookupResult::NotPresent
+    );
+    // A cache too small for them: every lookup reads them again, and answers the same.
+    let tiny = Arc::new(BlockCache::new(1, 0));
+    let t = open_meta_in_cache(bytes, tiny.clone()).expect("open");
+    for (k, v) in e.iter().step_by(29) {
+        assert_eq!(&found(get(&t, k, true, true).expect("get")), v);
+    }
+    assert_eq!(collect(&mut t.iter(ro(true, true))), e);
+    assert!(t.may_contain(&ukey(0)));
+    t.verify_checksums().expect("verify");
+    assert!(
+        tiny.usage() <= 64 << 10,
+        "the tiny cache kept more than one entry"
+    );
+}

@@ -80,6 +80,11 @@ impl FjallEngine {
         if c.max_dict_bytes > 0 {
             return Err("fjall: fjall has no compression dictionaries".into());
         }
+        if c.cache_index_and_filter_blocks {
+            return Err(
+                "fjall: the benchmark does not set fjall's index and filter caching".into(),
+            );
+        }
         if c.prepopulate_block_cache {
             return Err("fjall: fjall cannot put flushed blocks into its cache".into());
         }

@@ -173,6 +173,11 @@ impl LevelEngine {
         if c.max_dict_bytes > 0 {
             return Err("leveldb: LevelDB has no compression dictionaries".into());
         }
+        if c.cache_index_and_filter_blocks {
+            return Err(
+                "leveldb: the benchmark does not set LevelDB's index and filter caching".into(),
+            );
+        }
         if c.prepopulate_block_cache {
             return Err("leveldb: LevelDB cannot put flushed blocks into its cache".into());
         }

@@ -149,6 +149,14 @@ mod ffi {
             t: *mut rocksdb_block_based_table_options_t,
             cache: *mut rocksdb_cache_t,
         );
+        pub fn rocksdb_block_based_options_set_cache_index_and_filter_blocks(
+            t: *mut rocksdb_block_based_table_options_t,
+            v: c_uchar,
+        );
+        pub fn rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(
+            t: *mut rocksdb_block_based_table_options_t,
+            v: c_uchar,
+        );
         pub fn rocksdb_filterpolicy_create_bloom_full(
             bits_per_key: c_double,
         ) -> *mut rocksdb_filterpolicy_t;
@@ -340,6 +348,12 @@ fn db_options(
             ffi::rocksdb_cache_destroy,
         );
         ffi::rocksdb_block_based_options_set_block_cache(t, cache.ptr());
+        if c.cache_index_and_filter_blocks {
+            ffi::rocksdb_block_based_options_set_cache_index_and_filter_blocks(t, 1);
+            ffi::rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(
+                t, 1,
+            );
+        }
         if c.bloom_bits > 0 {
             let policy = ffi::rocksdb_filterpolicy_create_bloom_full(f64::from(c.bloom_bits));
             ffi::rocksdb_block_based_options_set_filter_policy(t, policy);

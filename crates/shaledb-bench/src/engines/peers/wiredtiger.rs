@@ -175,6 +175,9 @@ pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
             "wiredtiger: the benchmark does not set WiredTiger compression dictionaries".into(),
         );
     }
+    if c.cache_index_and_filter_blocks {
+        return Err("wiredtiger: WiredTiger has no index and filter blocks to cache".into());
+    }
     if c.prepopulate_block_cache {
         return Err(
             "wiredtiger: WiredTiger has no prepopulate_block_cache (its cache keeps the pages it \
