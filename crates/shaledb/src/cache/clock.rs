@@ -1,7 +1,8 @@
 //! A sharded cache with byte (or unit) charges and CLOCK eviction.
 //!
-//! Each shard is a hash map from key to a slot in a slab of entries, behind a read-write lock.
-//! A hit takes the read lock and only sets the entry's `referenced` bit, so concurrent readers
+//! Each shard is a hash map from key to its value and reference bit (plus a slot in a slab
+//! the clock hand walks), behind a read-write lock. A hit takes the read lock, reads the map's
+//! bucket and only sets the entry's `referenced` bit if clear, so concurrent readers
 //! do not serialize on list updates as they would with a strict LRU. An insert takes the write
 //! lock and, while the shard is over capacity, sweeps the clock hand over the slab: a referenced
 //! entry gets a second chance (its bit is cleared), an unreferenced one is evicted. Values are
@@ -57,18 +58,26 @@ impl Hasher for FxHasher {
 
 type FxBuild = BuildHasherDefault<FxHasher>;
 
-struct Entry<K, V: ?Sized> {
-    key: K,
+/// A key's map entry: the value and its reference bit live with the key, so a hit touches
+/// the map's bucket and the value's count and nothing else.
+struct MapEntry<V: ?Sized> {
+    /// Where the entry sits in the clock's slab.
+    slot: usize,
     value: Arc<V>,
-    charge: usize,
     referenced: AtomicBool,
+}
+
+/// A slab slot: what the clock hand needs to find and evict an entry.
+struct Slot<K> {
+    key: K,
+    charge: usize,
     /// Never evicted; removed only by `erase` (memory reservations).
     pinned: bool,
 }
 
 struct Shard<K, V: ?Sized> {
-    map: HashMap<K, usize, FxBuild>,
-    slots: Vec<Option<Entry<K, V>>>,
+    map: HashMap<K, MapEntry<V>, FxBuild>,
+    slots: Vec<Option<Slot<K>>>,
     free: Vec<usize>,
     hand: usize,
     usage: usize,
@@ -88,8 +97,7 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
     }
 
     fn get(&self, key: &K) -> Option<Arc<V>> {
-        let idx = *self.map.get(key)?;
-        let e = self.slots.get(idx)?.as_ref()?;
+        let e = self.map.get(key)?;
         if !e.referenced.load(Ordering::Relaxed) {
             e.referenced.store(true, Ordering::Relaxed);
         }
@@ -98,11 +106,11 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
 
     fn remove_slot(&mut self, idx: usize) -> usize {
         match self.slots.get_mut(idx).and_then(Option::take) {
-            Some(e) => {
-                self.map.remove(&e.key);
-                self.usage -= e.charge;
+            Some(s) => {
+                self.map.remove(&s.key);
+                self.usage -= s.charge;
                 self.free.push(idx);
-                e.charge
+                s.charge
             }
             None => 0,
         }
@@ -111,27 +119,30 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
     /// Inserts and evicts; returns the charge freed.
     fn insert(&mut self, key: K, value: Arc<V>, charge: usize, pinned: bool) -> usize {
         let mut freed = 0;
-        if let Some(&idx) = self.map.get(&key) {
+        if let Some(idx) = self.map.get(&key).map(|e| e.slot) {
             freed += self.remove_slot(idx);
         }
-        let entry = Entry {
+        let slot = Slot {
             key: key.clone(),
-            value,
             charge,
-            referenced: AtomicBool::new(false),
             pinned,
         };
         let idx = match self.free.pop() {
             Some(i) => {
-                self.slots[i] = Some(entry);
+                self.slots[i] = Some(slot);
                 i
             }
             None => {
-                self.slots.push(Some(entry));
+                self.slots.push(Some(slot));
                 self.slots.len() - 1
             }
         };
-        self.map.insert(key, idx);
+        let entry = MapEntry {
+            slot: idx,
+            value,
+            referenced: AtomicBool::new(false),
+        };
+        self.map.insert(key, entry);
         self.usage += charge;
         // Sweep: at most two passes (the first may only clear reference bits).
         let mut steps = 2 * self.slots.len();
@@ -142,10 +153,17 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
             if h == idx {
                 continue; // never evict the entry just inserted
             }
-            let Some(e) = self.slots[h].as_ref() else {
+            let Some(s) = self.slots[h].as_ref() else {
                 continue;
             };
-            if e.pinned || e.referenced.swap(false, Ordering::Relaxed) {
+            if s.pinned {
+                continue;
+            }
+            let referenced = self
+                .map
+                .get(&s.key)
+                .is_some_and(|e| e.referenced.swap(false, Ordering::Relaxed));
+            if referenced {
                 continue;
             }
             freed += self.remove_slot(h);
@@ -205,7 +223,7 @@ impl<K: Hash + Eq + Clone, V: ?Sized> ShardedCache<K, V> {
     /// Removes an entry if present.
     pub fn erase(&self, key: &K) {
         let mut shard = self.shard(key).write();
-        if let Some(&idx) = shard.map.get(key) {
+        if let Some(idx) = shard.map.get(key).map(|e| e.slot) {
             let freed = shard.remove_slot(idx);
             self.usage.fetch_sub(freed, Ordering::Relaxed);
         }
