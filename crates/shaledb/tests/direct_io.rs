@@ -4,6 +4,8 @@
 //! and a filesystem without direct IO is refused at open with a sentence naming the option.
 //! The crash, power-loss and IO-error suites in shaledb-testkit run in direct mode too.
 
+mod common;
+
 use shaledb::fs::{FileSystem, FsCall, FsHook, HookedFileSystem, MemFileSystem};
 use shaledb::{Db, Error, Options};
 use std::collections::BTreeMap;
@@ -96,19 +98,7 @@ fn load(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
 }
 
 fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
-    for i in 0..3000u32 {
-        let key = format!("key{i:05}").into_bytes();
-        let got = db.get(&key).expect("get").map(|v| v.to_vec());
-        assert_eq!(got.as_ref(), model.get(&key), "key {i}");
-    }
-    let all: Vec<(Vec<u8>, Vec<u8>)> = db
-        .range(..)
-        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
-        .collect::<Result<_, _>>()
-        .expect("iterate");
-    let expected: Vec<(Vec<u8>, Vec<u8>)> =
-        model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    assert_eq!(all, expected);
+    common::check_keys_and_scan(db, model, 3000);
 }
 
 #[test]

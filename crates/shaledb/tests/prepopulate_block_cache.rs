@@ -3,6 +3,8 @@
 //! file; compaction outputs are not put there; without the option reads go to the files. The
 //! data read is the data written in every case (model check, reopen).
 
+mod common;
+
 use shaledb::fs::{FileSystem, FsHook, HookedFileSystem, MemFileSystem, RandomAccessFile};
 use shaledb::{Db, Options, PrepopulateBlockCache};
 use std::collections::BTreeMap;
@@ -81,19 +83,7 @@ fn load(db: &Db, rounds: u32) -> BTreeMap<Vec<u8>, Vec<u8>> {
 }
 
 fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
-    for i in 0..4000u32 {
-        let key = format!("key{i:05}").into_bytes();
-        let got = db.get(&key).expect("get").map(|v| v.to_vec());
-        assert_eq!(got.as_ref(), model.get(&key), "key {i}");
-    }
-    let all: Vec<(Vec<u8>, Vec<u8>)> = db
-        .range(..)
-        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
-        .collect::<Result<_, _>>()
-        .expect("iterate");
-    let expected: Vec<(Vec<u8>, Vec<u8>)> =
-        model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    assert_eq!(all, expected);
+    common::check_keys_and_scan(db, model, 4000);
 }
 
 /// Loads a database with `prepopulate`, then returns the model and the table reads that
