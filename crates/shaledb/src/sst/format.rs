@@ -120,89 +120,73 @@ pub(crate) fn read_at(
     })
 }
 
-/// Reads, verifies (if asked) and decodes the block at `handle`. `data_end` is where the footer
-/// starts: every block must end before it.
-pub(crate) fn read_block(
-    file: &dyn RandomAccessFile,
-    path: &Path,
-    handle: BlockHandle,
-    data_end: u64,
-    verify_checksum: bool,
-    what: &str,
-) -> Result<Block> {
-    read_block_with(
-        file,
-        path,
-        handle,
-        data_end,
-        verify_checksum,
-        what,
-        None,
-        None,
-    )
+/// Where a table's blocks are read from: the file, its path (named in errors), where the
+/// footer starts (every block must end before it) and the table's zstd dictionary, if any.
+#[derive(Clone, Copy)]
+pub(crate) struct BlockSource<'a> {
+    pub(crate) file: &'a dyn RandomAccessFile,
+    pub(crate) path: &'a Path,
+    pub(crate) data_end: u64,
+    pub(crate) dict: Option<&'a ZstdDictionary>,
 }
 
-/// [`read_block`], reading through `readahead` if given, decompressing zstd blocks with the
-/// table's dictionary if it has one.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn read_block_with(
-    file: &dyn RandomAccessFile,
-    path: &Path,
+impl<'a> BlockSource<'a> {
+    /// Blocks of `file` (at `path`) ending before `data_end`, with no dictionary.
+    pub(crate) fn new(file: &'a dyn RandomAccessFile, path: &'a Path, data_end: u64) -> Self {
+        BlockSource {
+            file,
+            path,
+            data_end,
+            dict: None,
+        }
+    }
+
+    /// The same blocks, zstd ones decompressed with `dict`.
+    pub(crate) fn with_dictionary(self, dict: Option<&'a ZstdDictionary>) -> Self {
+        BlockSource { dict, ..self }
+    }
+
+    /// Reads, verifies (if asked) and decodes the key/value block at `handle`, through
+    /// `readahead` if given.
+    pub(crate) fn block(
+        &self,
+        handle: BlockHandle,
+        verify_checksum: bool,
+        what: &str,
+        readahead: Option<&mut Readahead>,
+    ) -> Result<Block> {
+        let data = self.contents(handle, verify_checksum, what, readahead)?;
+        Block::new(data)
+            .map_err(|e| Error::corruption(self.path, handle.offset, format!("{what}: {e}")))
+    }
+
+    /// Reads, verifies (if asked) and decompresses the stored contents at `handle`, without
+    /// interpreting them (the filter block is not a key/value block), through `readahead` if
+    /// given (the checks are the same either way).
+    pub(crate) fn contents(
+        &self,
+        handle: BlockHandle,
+        verify_checksum: bool,
+        what: &str,
+        readahead: Option<&mut Readahead>,
+    ) -> Result<Vec<u8>> {
+        read_contents(*self, handle, verify_checksum, what, readahead)
+    }
+}
+
+fn read_contents(
+    src: BlockSource<'_>,
     handle: BlockHandle,
-    data_end: u64,
     verify_checksum: bool,
     what: &str,
     readahead: Option<&mut Readahead>,
-    dict: Option<&ZstdDictionary>,
-) -> Result<Block> {
-    let data = read_block_contents_with(
+) -> Result<Vec<u8>> {
+    let BlockSource {
         file,
         path,
-        handle,
         data_end,
-        verify_checksum,
-        what,
-        readahead,
         dict,
-    )?;
-    Block::new(data).map_err(|e| Error::corruption(path, handle.offset, format!("{what}: {e}")))
-}
-
-/// Reads, verifies (if asked) and decompresses the stored contents at `handle`, without
-/// interpreting them (the filter block is not a key/value block).
-pub(crate) fn read_block_contents(
-    file: &dyn RandomAccessFile,
-    path: &Path,
-    handle: BlockHandle,
-    data_end: u64,
-    verify_checksum: bool,
-    what: &str,
-) -> Result<Vec<u8>> {
-    read_block_contents_with(
-        file,
-        path,
-        handle,
-        data_end,
-        verify_checksum,
-        what,
-        None,
-        None,
-    )
-}
-
-/// [`read_block_contents`], reading the stored bytes through `readahead` if given (the checks
-/// are the same either way), with the table's zstd dictionary if it has one.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn read_block_contents_with(
-    file: &dyn RandomAccessFile,
-    path: &Path,
-    handle: BlockHandle,
-    data_end: u64,
-    verify_checksum: bool,
-    what: &str,
-    readahead: Option<&mut Readahead>,
-    dict: Option<&ZstdDictionary>,
-) -> Result<Vec<u8>> {
+    } = src;
     let corrupt = |detail: String| Error::corruption(path, handle.offset, detail);
     let end = handle
         .offset

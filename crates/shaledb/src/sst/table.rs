@@ -6,10 +6,7 @@ use super::builder::{
     COMPRESSION_DICT_META_KEY, FILTER_META_KEY, PROPERTIES_META_KEY, RANGE_DEL_META_KEY,
 };
 use super::filter::{self, BloomFilter};
-use super::format::{
-    decode_handle_value, read_at, read_block, read_block_contents, read_block_contents_with,
-    read_block_with, Footer, FOOTER_LEN,
-};
+use super::format::{decode_handle_value, read_at, BlockSource, Footer, FOOTER_LEN};
 use super::readahead::Readahead;
 use super::{properties, BlockHandle, BlockReadOptions, TableProperties};
 use crate::cache::BlockCache;
@@ -146,14 +143,8 @@ impl Table {
         read_at(&*file, &path, data_end, &mut buf, "footer")?;
         let footer = Footer::decode(&buf, &path, data_end, file_number)?;
 
-        let metaindex = read_block(
-            &*file,
-            &path,
-            footer.metaindex,
-            data_end,
-            true,
-            "metaindex block",
-        )?;
+        let plain = BlockSource::new(&*file, &path, data_end);
+        let metaindex = plain.block(footer.metaindex, true, "metaindex block", None)?;
         let meta_corrupt = |d: &str| Error::corruption(&*path, footer.metaindex.offset, d);
         let mut filter_handle = None;
         let mut properties_handle = None;
@@ -181,38 +172,27 @@ impl Table {
             it.next();
         }
         it.status()?;
-        let dictionary = read_dictionary(&*file, &path, &footer, dict_handle, data_end)?;
-        let index = read_block_with(
-            &*file,
-            &path,
+        let dictionary = read_dictionary(plain, &footer, dict_handle)?;
+        let index = plain.with_dictionary(dictionary.as_ref()).block(
             footer.index,
-            data_end,
             true,
             "index block",
             None,
-            dictionary.as_ref(),
         )?;
         let properties_handle =
             properties_handle.ok_or_else(|| meta_corrupt("metaindex lists no properties block"))?;
-        let props_block = read_block(
-            &*file,
-            &path,
-            properties_handle,
-            data_end,
-            true,
-            "properties block",
-        )?;
+        let props_block = plain.block(properties_handle, true, "properties block", None)?;
         let mut props = properties::decode(Arc::new(props_block))
             .map_err(|e| Error::corruption(&*path, properties_handle.offset, e))?;
         props.file_size = file_size;
 
         let filter = match filter_handle {
-            Some(h) => Some(Arc::new(read_filter(&*file, &path, h, data_end)?)),
+            Some(h) => Some(Arc::new(read_filter(plain, h)?)),
             None => None,
         };
         let range_dels = match range_del_handle {
             Some(h) => {
-                let block = read_block(&*file, &path, h, data_end, true, "range-deletion block")?;
+                let block = plain.block(h, true, "range-deletion block", None)?;
                 let t = FragmentedRangeTombstones::decode_block(Arc::new(block), &path, h.offset)?;
                 (!t.is_empty()).then(|| Arc::new(t))
             }
@@ -546,16 +526,10 @@ impl Table {
         if let Some(b) = self.cached::<Block>(&key) {
             return Ok(b);
         }
-        let block = Arc::new(read_block_with(
-            &*self.file,
-            &self.path,
-            self.index_handle,
-            self.data_end,
-            true,
-            "index block",
-            None,
-            self.dictionary.as_ref(),
-        )?);
+        let block = Arc::new(
+            self.source()
+                .block(self.index_handle, true, "index block", None)?,
+        );
         if let Some(cache) = &self.cache {
             insert_high_priority(cache, key, block.clone());
         }
@@ -569,7 +543,7 @@ impl Table {
         if let Some(f) = self.cached::<BloomFilter>(&key) {
             return Some(f);
         }
-        let f = Arc::new(read_filter(&*self.file, &self.path, h, self.data_end).ok()?);
+        let f = Arc::new(read_filter(self.source(), h).ok()?);
         if let Some(cache) = &self.cache {
             insert_high_priority(cache, key, f.clone());
         }
@@ -579,7 +553,6 @@ impl Table {
     /// Reads every block from disk (bypassing the cache) with checksums verified and checks
     /// that every data block decodes and that keys are in strictly increasing order.
     pub fn verify_checksums(&self) -> Result<()> {
-        let file = &*self.file;
         let mut metas = vec![
             (self.index_handle, "index block"),
             (self.metaindex_handle, "metaindex block"),
@@ -595,8 +568,7 @@ impl Table {
             metas.push((h, "compression dictionary block"));
         }
         for (h, what) in metas {
-            let dict = self.dictionary.as_ref();
-            read_block_contents_with(file, &self.path, h, self.data_end, true, what, None, dict)?;
+            self.source().contents(h, true, what, None)?;
         }
         let mut index = self.index_iter()?;
         index.seek_to_first();
@@ -604,16 +576,7 @@ impl Table {
         let mut first = true;
         while index.valid() {
             let h = self.index_value_handle(index.value())?;
-            let block = read_block_with(
-                file,
-                &self.path,
-                h,
-                self.data_end,
-                true,
-                "data block",
-                None,
-                self.dictionary.as_ref(),
-            )?;
+            let block = self.source().block(h, true, "data block", None)?;
             let mut it = BlockIter::new(Arc::new(block)).with_origin(self.path.clone(), h.offset);
             it.seek_to_first();
             while it.valid() {
@@ -679,6 +642,12 @@ impl Table {
         out
     }
 
+    /// Where this table's blocks are read from.
+    fn source(&self) -> BlockSource<'_> {
+        BlockSource::new(&*self.file, &self.path, self.data_end)
+            .with_dictionary(self.dictionary.as_ref())
+    }
+
     fn index_iter(&self) -> Result<BlockIter> {
         let block = match &self.index {
             Some(b) => b.clone(),
@@ -723,15 +692,11 @@ impl Table {
         if let Some(b) = self.cached::<Block>(&key) {
             return Ok((b, true));
         }
-        let block = Arc::new(read_block_with(
-            &*self.file,
-            &self.path,
+        let block = Arc::new(self.source().block(
             handle,
-            self.data_end,
             opts.verify_checksums,
             "data block",
             readahead,
-            self.dictionary.as_ref(),
         )?);
         let mut cached = false;
         if opts.fill_cache {
@@ -1006,13 +971,11 @@ impl MetaSize for BloomFilter {
 
 /// The table's zstd dictionary: required by (and only in) a format-2 table.
 fn read_dictionary(
-    file: &dyn RandomAccessFile,
-    path: &Path,
+    src: BlockSource<'_>,
     footer: &Footer,
     handle: Option<BlockHandle>,
-    data_end: u64,
 ) -> Result<Option<ZstdDictionary>> {
-    let corrupt = |offset: u64, d: &str| Error::corruption(path, offset, d);
+    let corrupt = |offset: u64, d: &str| Error::corruption(src.path, offset, d);
     let h = match (footer.has_dictionary, handle) {
         (false, None) => return Ok(None),
         (true, Some(h)) => h,
@@ -1029,25 +992,13 @@ fn read_dictionary(
             ))
         }
     };
-    let bytes = read_block_contents(
-        file,
-        path,
-        h,
-        data_end,
-        true,
-        "compression dictionary block",
-    )?;
+    let bytes = src.contents(h, true, "compression dictionary block", None)?;
     ZstdDictionary::new(&bytes)
         .map(Some)
         .ok_or_else(|| corrupt(h.offset, "compression dictionary is not usable by zstd"))
 }
 
-fn read_filter(
-    file: &dyn RandomAccessFile,
-    path: &Path,
-    h: BlockHandle,
-    data_end: u64,
-) -> Result<BloomFilter> {
-    let data = read_block_contents(file, path, h, data_end, true, "filter block")?;
-    BloomFilter::new(data).map_err(|e| Error::corruption(path, h.offset, e))
+fn read_filter(src: BlockSource<'_>, h: BlockHandle) -> Result<BloomFilter> {
+    let data = src.contents(h, true, "filter block", None)?;
+    BloomFilter::new(data).map_err(|e| Error::corruption(src.path, h.offset, e))
 }

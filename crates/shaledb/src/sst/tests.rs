@@ -654,7 +654,12 @@ fn block_moved_to_another_offset_is_rejected() {
         offset: h.offset + 7,
         size: h.size,
     };
-    let r = super::format::read_block(&file, &path(), moved, u64::MAX, true, "data block");
+    let r = super::format::BlockSource::new(&file, &path(), u64::MAX).block(
+        moved,
+        true,
+        "data block",
+        None,
+    );
     assert_corruption(r, "moved block");
 }
 
