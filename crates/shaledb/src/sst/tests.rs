@@ -144,16 +144,7 @@ fn entries(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn build(o: TableBuilderOptions, entries: &[(Vec<u8>, Vec<u8>)]) -> (Vec<u8>, TableProperties) {
-    let buf = Arc::new(Mutex::new(Vec::new()));
-    let mut b = TableBuilder::new(o, Box::new(MemWritable(buf.clone())), path(), FILE_NUMBER);
-    for (k, v) in entries {
-        b.add(k, v).expect("add");
-    }
-    assert_eq!(b.num_entries(), entries.len() as u64);
-    let props = b.finish().expect("finish");
-    let bytes = buf.lock().clone();
-    assert_eq!(props.file_size, bytes.len() as u64);
-    (bytes, props)
+    build_with_dictionary(o, entries, 0, 0)
 }
 
 fn open_bytes(bytes: Vec<u8>, cache: Option<Arc<BlockCache>>) -> Result<Arc<Table>> {
@@ -857,7 +848,8 @@ fn multi_get_reads_each_data_block_once_and_agrees_with_get() {
     assert_eq!(batched, singles);
 }
 
-/// Builds with zstd and a dictionary of `max_dict` bytes (`train` bytes of samples, 0: raw).
+/// Builds a table; with zstd, with a dictionary of `max_dict` bytes (0: none) trained on
+/// `train` bytes of samples (0: raw content).
 fn build_with_dictionary(
     o: TableBuilderOptions,
     entries: &[(Vec<u8>, Vec<u8>)],
@@ -870,6 +862,7 @@ fn build_with_dictionary(
     for (k, v) in entries {
         b.add(k, v).expect("add");
     }
+    assert_eq!(b.num_entries(), entries.len() as u64);
     let props = b.finish().expect("finish");
     let bytes = buf.lock().clone();
     assert_eq!(props.file_size, bytes.len() as u64);
