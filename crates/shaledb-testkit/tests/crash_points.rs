@@ -30,6 +30,12 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
     // blocks of a flush that failed must never be read.
     if direct {
         o.prepopulate_block_cache = shaledb::PrepopulateBlockCache::FlushOnly;
+        // Compaction outputs with zstd dictionaries (table format 2).
+        o.compression_per_level = vec![
+            shaledb::CompressionType::None,
+            shaledb::CompressionType::Zstd,
+        ];
+        o.max_dict_bytes = 512;
     }
     o.write_buffer_size = 4096;
     o.block_size = 256;

@@ -41,6 +41,12 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
         // Indexes and filters read again from tables, under the same injected errors.
         o.cache_index_and_filter_blocks = true;
         o.block_cache_size = 16 << 10;
+        // Compaction outputs with zstd dictionaries (table format 2).
+        o.compression_per_level = vec![
+            shaledb::CompressionType::None,
+            shaledb::CompressionType::Zstd,
+        ];
+        o.max_dict_bytes = 512;
     }
     o.write_buffer_size = 4096;
     o.block_size = 256;

@@ -48,6 +48,14 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
         o.prepopulate_block_cache = shaledb::PrepopulateBlockCache::FlushOnly;
     }
     o.cache_index_and_filter_blocks = rng.gen_bool(0.5);
+    if rng.gen_bool(0.5) {
+        // Zstd with dictionaries (table format 2) below L0 for some opens.
+        o.compression_per_level = vec![
+            shaledb::CompressionType::None,
+            shaledb::CompressionType::Zstd,
+        ];
+        o.max_dict_bytes = 512;
+    }
     o
 }
 
