@@ -16,6 +16,7 @@
 use crate::coding::{put_length_prefixed, put_varint32, Decoder};
 use crate::column_family::ColumnFamily;
 use crate::key::ValueKind;
+use std::borrow::Cow;
 
 /// Record tags of entries in a column family other than the default (RocksDB's numbers).
 mod cf_tag {
@@ -734,5 +735,19 @@ mod tests {
                 assert_eq!(b.iter().count(), b.len());
             }
         }
+    }
+}
+
+/// A batch handed to [`Db::write`](crate::Db::write) by value is moved into the write queue.
+impl From<WriteBatch> for Cow<'_, WriteBatch> {
+    fn from(batch: WriteBatch) -> Self {
+        Cow::Owned(batch)
+    }
+}
+
+/// A batch lent to [`Db::write`](crate::Db::write) is copied, so the caller keeps it.
+impl<'a> From<&'a WriteBatch> for Cow<'a, WriteBatch> {
+    fn from(batch: &'a WriteBatch) -> Self {
+        Cow::Borrowed(batch)
     }
 }

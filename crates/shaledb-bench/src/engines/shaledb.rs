@@ -164,7 +164,7 @@ impl Engine for ShaleEngine {
                 BatchOp::Delete(k) => b.delete(k),
             }
         }
-        self.db.write(&self.wo, &b).map_err(|e| e.to_string())
+        self.db.write(&self.wo, b).map_err(|e| e.to_string())
     }
     fn iter(&self) -> Box<dyn EngineIterator + '_> {
         Box::new(ShaleIter(self.db.iter(&self.ro)))

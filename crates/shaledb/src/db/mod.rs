@@ -44,6 +44,7 @@ use crate::value::{LookupResult, Value};
 use crate::version::{DeletionQueue, Version, VersionSet};
 use crate::write_batch::WriteBatch;
 use parking_lot::{Condvar, Mutex};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -557,12 +558,33 @@ impl Db {
 
     /// Applies every operation of `batch` atomically: after a crash either all or none are
     /// there, in every column family the batch touches.
-    pub fn write(&self, wo: &WriteOptions, batch: &WriteBatch) -> Result<()> {
+    ///
+    /// Pass the batch by value to hand it over without a copy, or by reference to keep it:
+    ///
+    /// ```
+    /// # fn main() -> shaledb::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use shaledb::{Db, Options, WriteBatch, WriteOptions};
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.put(b"a", b"1");
+    /// db.write(&WriteOptions::default(), &batch)?; // copied; `batch` can be written again
+    /// db.write(&WriteOptions::default(), batch)?; // moved, no copy
+    /// assert_eq!(db.get(b"a")?.as_deref(), Some(&b"1"[..]));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn write<'b>(
+        &self,
+        wo: &WriteOptions,
+        batch: impl Into<Cow<'b, WriteBatch>>,
+    ) -> Result<()> {
+        let batch = batch.into();
         if batch.is_empty() {
             // Nothing to write, but the options are refused as for any other write.
             return write::check_write_options(wo);
         }
-        self.inner.write_owned(wo, batch.clone())
+        self.inner.write_owned(wo, batch.into_owned())
     }
 
     /// The value stored under `key`, or `None`. A value found in a cached block shares that
