@@ -46,8 +46,8 @@ pub use db::{Db, DbIterator, KeyRange, RangeIter};
 pub use error::{Error, Result};
 pub use merge::{merge_operators, MergeOperator};
 pub use options::{
-    BottommostLevelCompaction, CompactRangeOptions, Options, PrepopulateBlockCache, ReadOptions,
-    WalRecoveryMode, WriteOptions,
+    BottommostLevelCompaction, CompactRangeOptions, IndexType, Options, PrepopulateBlockCache,
+    ReadOptions, WalRecoveryMode, WriteOptions,
 };
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use snapshot::Snapshot;

@@ -135,6 +135,20 @@ pub struct Options {
     /// several memtables' worth of data; otherwise flushed blocks push out what readers use.
     /// Default [`PrepopulateBlockCache::Disable`], as in RocksDB.
     pub prepopulate_block_cache: PrepopulateBlockCache,
+    /// How each table's index (one entry per data block) is laid out (RocksDB's
+    /// `index_type`). [`IndexType::TwoLevel`] splits it into partitions of about
+    /// [`metadata_block_size`](Options::metadata_block_size) that go through the block cache,
+    /// with only a small top-level index held per open table: index memory then stays within
+    /// the cache however large the data grows. Default [`IndexType::BinarySearch`], as in
+    /// RocksDB.
+    pub index_type: IndexType,
+    /// Splits each table's bloom filter into partitions cut with the index partitions
+    /// (RocksDB's `partition_filters`), each loaded through the block cache when a lookup
+    /// needs it. Requires [`IndexType::TwoLevel`]. Default false.
+    pub partition_filters: bool,
+    /// Approximate size of an index or filter partition in bytes (RocksDB's
+    /// `metadata_block_size`). Default 4096.
+    pub metadata_block_size: usize,
     /// Keeps every table's index and bloom filter in the block cache, where they compete with
     /// data blocks and are read again when evicted, instead of in memory for as long as the
     /// table is open (RocksDB's `cache_index_and_filter_blocks`, with its high-priority
@@ -263,6 +277,9 @@ impl Default for Options {
             max_dict_bytes: 0,
             zstd_max_train_bytes: 0,
             prepopulate_block_cache: PrepopulateBlockCache::Disable,
+            index_type: IndexType::BinarySearch,
+            partition_filters: false,
+            metadata_block_size: 4096,
             cache_index_and_filter_blocks: false,
             block_cache_size: 32 << 20,
             block_cache_shard_bits: 4,
@@ -324,6 +341,9 @@ impl std::fmt::Debug for Options {
             max_dict_bytes,
             zstd_max_train_bytes,
             prepopulate_block_cache,
+            index_type,
+            partition_filters,
+            metadata_block_size,
             cache_index_and_filter_blocks,
             block_cache_size,
             block_cache_shard_bits,
@@ -386,6 +406,9 @@ impl std::fmt::Debug for Options {
             .field("max_dict_bytes", max_dict_bytes)
             .field("zstd_max_train_bytes", zstd_max_train_bytes)
             .field("prepopulate_block_cache", prepopulate_block_cache)
+            .field("index_type", index_type)
+            .field("partition_filters", partition_filters)
+            .field("metadata_block_size", metadata_block_size)
             .field(
                 "cache_index_and_filter_blocks",
                 cache_index_and_filter_blocks,
@@ -476,6 +499,9 @@ impl Options {
         with_max_dict_bytes => max_dict_bytes: usize,
         with_zstd_max_train_bytes => zstd_max_train_bytes: usize,
         with_prepopulate_block_cache => prepopulate_block_cache: PrepopulateBlockCache,
+        with_index_type => index_type: IndexType,
+        with_partition_filters => partition_filters: bool,
+        with_metadata_block_size => metadata_block_size: usize,
         with_cache_index_and_filter_blocks => cache_index_and_filter_blocks: bool,
         with_block_cache_size => block_cache_size: usize,
         with_block_cache_shard_bits => block_cache_shard_bits: u32,
@@ -602,6 +628,12 @@ impl Options {
         }
         if self.block_restart_interval == 0 {
             return bad("block_restart_interval must be at least 1");
+        }
+        if self.metadata_block_size < 64 || self.metadata_block_size > (256 << 20) {
+            return bad("metadata_block_size must be between 64 bytes and 256 MiB");
+        }
+        if self.partition_filters && self.index_type != IndexType::TwoLevel {
+            return bad("partition_filters needs index_type IndexType::TwoLevel (filter partitions are cut with the index partitions)");
         }
         if !(0.0..=0.25).contains(&self.memtable_prefix_bloom_size_ratio) {
             return bad("memtable_prefix_bloom_size_ratio must be between 0 and 0.25");
@@ -848,6 +880,18 @@ pub enum PrepopulateBlockCache {
     Disable,
     /// The data blocks of every flush (not of compactions, whose outputs are read less soon).
     FlushOnly,
+}
+
+/// How a table's index is laid out ([`Options::index_type`], RocksDB's `IndexType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IndexType {
+    /// One index block per table, held in memory while the table is open (or in the block
+    /// cache with [`Options::cache_index_and_filter_blocks`]).
+    #[default]
+    BinarySearch,
+    /// Index partitions of about [`Options::metadata_block_size`] bytes in the block cache
+    /// under a small top-level index pinned per table (RocksDB's `kTwoLevelIndexSearch`).
+    TwoLevel,
 }
 
 /// What [`Db::compact_range_opt`](crate::Db::compact_range_opt) does with the deepest level
