@@ -622,6 +622,9 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
             .codec_for_output(spec.level, spec.base_level, spec.bottommost),
         compression_level: spec.opts.compression_level,
         prefix_extractor: spec.opts.prefix_extractor.clone(),
+        partition_index: spec.opts.index_type == crate::IndexType::TwoLevel,
+        partition_filters: spec.opts.partition_filters,
+        metadata_block_size: spec.opts.metadata_block_size,
     };
     let mut builder = TableBuilder::new(opts, file, path, number)
         .with_dictionary(spec.opts.max_dict_bytes, spec.opts.zstd_max_train_bytes);

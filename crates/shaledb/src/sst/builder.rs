@@ -1,7 +1,7 @@
 //! Writes a table file from entries in internal-key order.
 
 use super::block::{Block, BlockBuilder};
-use super::format::{append_block_trailer, maybe_compress, Footer, BLOCK_TRAILER_LEN};
+use super::format::{append_block_trailer, maybe_compress, Footer, TableFormat, BLOCK_TRAILER_LEN};
 use super::{filter, properties, BlockHandle, TableBuilderOptions, TableProperties};
 use crate::cache::BlockCache;
 use crate::compression::{CompressionType, Compressor};
@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 /// Metaindex key of the whole-table bloom filter block.
 pub(crate) const FILTER_META_KEY: &str = "filter.shaledb.bloom";
+/// Metaindex key of the top-level index of a partitioned filter (format version 3).
+pub(crate) const PARTITIONED_FILTER_META_KEY: &str = "partitionedfilter.shaledb.bloom";
 /// Metaindex key of the properties block.
 pub(crate) const PROPERTIES_META_KEY: &str = "shaledb.properties";
 /// Metaindex key of the range-deletion block (RocksDB's name for it).
@@ -31,7 +33,19 @@ pub(crate) struct TableBuilder {
     /// Bytes written to the file so far.
     offset: u64,
     data_block: BlockBuilder,
+    /// The index, or with `partition_index` its current partition.
     index_block: BlockBuilder,
+    /// Data blocks indexed so far.
+    indexed_blocks: usize,
+    /// The last separator added to `index_block`.
+    last_separator: Vec<u8>,
+    /// With `partition_index`: the finished index partitions, written by `finish`.
+    index_partitions: Vec<IndexPartition>,
+    /// With `partition_filters`: where each data block's keys end in `filter_hashes`.
+    block_hash_ends: Vec<usize>,
+    /// With `partition_filters` and a prefix extractor: the prefix hash of each data block's
+    /// first key (see `filter_partitions`).
+    block_first_prefix: Vec<Option<u64>>,
     last_key: Vec<u8>,
     /// Handle of the last data block written, whose index entry waits for the next key so the
     /// separator can be shortened.
@@ -69,6 +83,14 @@ struct DictionarySamples {
     train: bool,
 }
 
+/// A finished index partition: its entries, the separator of its last data block (its key in
+/// the top-level index) and how many data blocks the partitions up to it cover.
+struct IndexPartition {
+    raw: Vec<u8>,
+    last_separator: Vec<u8>,
+    blocks_end: usize,
+}
+
 struct HeldBlock {
     raw: Vec<u8>,
     /// The index separator after this block; `None` until the next block's first key is added.
@@ -102,6 +124,11 @@ impl TableBuilder {
             offset: 0,
             data_block,
             index_block: BlockBuilder::new(1),
+            indexed_blocks: 0,
+            last_separator: Vec::new(),
+            index_partitions: Vec::new(),
+            block_hash_ends: Vec::new(),
+            block_first_prefix: Vec::new(),
             last_key: Vec::new(),
             pending_index: None,
             filter_hashes: Vec::new(),
@@ -171,10 +198,24 @@ impl TableBuilder {
                 held.separator = Some(separator(&self.last_key, ikey));
             }
         }
+        // A filter partition must hold every key of its blocks, even a key whose versions
+        // started in the block before.
+        let block_start = self.opts.partition_filters && self.data_block.is_empty();
         if self.opts.bloom_bits_per_key > 0
-            && (self.props.num_entries == 0 || key::user_key(&self.last_key) != user_key)
+            && (self.props.num_entries == 0
+                || block_start
+                || key::user_key(&self.last_key) != user_key)
         {
             self.filter_hashes.push(filter::key_hash(user_key));
+            if block_start {
+                self.last_prefix = None;
+                let prefix = self
+                    .opts
+                    .prefix_extractor
+                    .as_ref()
+                    .and_then(|ex| ex.prefix(user_key));
+                self.block_first_prefix.push(prefix.map(filter::key_hash));
+            }
             self.add_prefix_to_filter(user_key);
         }
         if let Some(p) = key::parse_internal_key(ikey) {
@@ -245,13 +286,13 @@ impl TableBuilder {
             self.add_index_entry(&sep, handle);
         }
 
+        if self.opts.partition_index && !self.index_block.is_empty() {
+            self.cut_index_partition();
+        }
+
         let mut meta: Vec<(&str, BlockHandle)> = Vec::new();
         if self.opts.bloom_bits_per_key > 0 && self.props.num_entries > 0 {
-            let f = filter::build(&self.filter_hashes, self.opts.bloom_bits_per_key);
-            // Filter bits look random: compressing them would not pay.
-            let h = self.write_block(&f, CompressionType::None)?;
-            self.props.filter_size = h.size + BLOCK_TRAILER_LEN as u64;
-            meta.push((FILTER_META_KEY, h));
+            meta.push(self.write_filter()?);
         }
 
         if let Some(dict) = self.dictionary.take() {
@@ -270,7 +311,10 @@ impl TableBuilder {
         }
 
         // The index is stored last, but its size goes into the properties: encode it first.
-        let index_raw = self.index_block.finish();
+        let index_raw = match self.opts.partition_index {
+            true => self.write_index_partitions()?,
+            false => self.index_block.finish(),
+        };
         let index_kind = maybe_compress(
             &index_raw,
             &mut self.compressor,
@@ -278,7 +322,7 @@ impl TableBuilder {
             &mut self.stored,
         );
         let index_stored = std::mem::take(&mut self.stored);
-        self.props.index_size = (index_stored.len() + BLOCK_TRAILER_LEN) as u64;
+        self.props.index_size += (index_stored.len() + BLOCK_TRAILER_LEN) as u64;
 
         let props_raw = properties::encode(&self.props);
         let h = self.write_block(&props_raw, CompressionType::None)?;
@@ -299,7 +343,10 @@ impl TableBuilder {
             metaindex: metaindex_handle,
             index: index_handle,
             file_number: self.file_number,
-            has_dictionary: meta.iter().any(|(k, _)| *k == COMPRESSION_DICT_META_KEY),
+            version: TableFormat::for_table(
+                meta.iter().any(|(k, _)| *k == COMPRESSION_DICT_META_KEY),
+                self.opts.partition_index,
+            ),
         }
         .encode();
         self.append(&footer)?;
@@ -328,6 +375,93 @@ impl TableBuilder {
         let mut v = Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN);
         handle.encode_to(&mut v);
         self.index_block.add(sep, &v);
+        self.indexed_blocks += 1;
+        if self.opts.partition_index {
+            self.last_separator.clear();
+            self.last_separator.extend_from_slice(sep);
+            if self.index_block.size_estimate() >= self.opts.metadata_block_size {
+                self.cut_index_partition();
+            }
+        }
+    }
+
+    /// Ends the current index partition after the data block indexed last.
+    fn cut_index_partition(&mut self) {
+        self.index_partitions.push(IndexPartition {
+            raw: self.index_block.finish(),
+            last_separator: std::mem::take(&mut self.last_separator),
+            blocks_end: self.indexed_blocks,
+        });
+    }
+
+    /// Writes the bloom filter: one block, or with `partition_filters` one per index partition
+    /// and their top-level index. Returns its metaindex entry.
+    fn write_filter(&mut self) -> Result<(&'static str, BlockHandle)> {
+        let bits = self.opts.bloom_bits_per_key;
+        if !self.opts.partition_filters {
+            let f = filter::build(&self.filter_hashes, bits);
+            // Filter bits look random: compressing them would not pay.
+            let h = self.write_block(&f, CompressionType::None)?;
+            self.props.filter_size = h.size + BLOCK_TRAILER_LEN as u64;
+            return Ok((FILTER_META_KEY, h));
+        }
+        let mut top = BlockBuilder::new(1);
+        let mut size = 0;
+        for (keys, separator) in self.filter_partitions() {
+            let f = filter::build(&keys, bits);
+            let h = self.write_block(&f, CompressionType::None)?;
+            size += h.size + BLOCK_TRAILER_LEN as u64;
+            let mut v = Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN);
+            h.encode_to(&mut v);
+            top.add(&separator, &v);
+            self.props.filter_partitions += 1;
+        }
+        let h = self.write_block(&top.finish(), CompressionType::None)?;
+        self.props.filter_size = size + h.size + BLOCK_TRAILER_LEN as u64;
+        Ok((PARTITIONED_FILTER_META_KEY, h))
+    }
+
+    /// The hashes of each filter partition with its key in the top-level filter index: the
+    /// keys of the data blocks of one index partition, plus the prefix of the next
+    /// partition's first key. A prefix check reads the partition a seek to the prefix lands
+    /// in; that is the one before the prefix's first key only if the separator between them
+    /// is at or above the prefix, which `key::shortest_separator` never produces (it stays
+    /// below the next key's first differing byte), but RocksDB's separators did, and one
+    /// hash per partition keeps the filter from depending on the separator rule.
+    fn filter_partitions(&self) -> Vec<(Vec<u64>, Vec<u8>)> {
+        let mut out = Vec::with_capacity(self.index_partitions.len());
+        let mut start = 0;
+        for p in &self.index_partitions {
+            let end = p
+                .blocks_end
+                .checked_sub(1)
+                .and_then(|b| self.block_hash_ends.get(b))
+                .copied()
+                .unwrap_or(start);
+            let mut keys = self.filter_hashes.get(start..end).unwrap_or(&[]).to_vec();
+            if let Some(Some(next_prefix)) = self.block_first_prefix.get(p.blocks_end) {
+                keys.push(*next_prefix);
+            }
+            out.push((keys, p.last_separator.clone()));
+            start = end;
+        }
+        out
+    }
+
+    /// Writes the index partitions (compressed as data blocks are) and returns the raw
+    /// top-level index: each partition's last separator and handle.
+    fn write_index_partitions(&mut self) -> Result<Vec<u8>> {
+        let mut top = BlockBuilder::new(1);
+        let partitions = std::mem::take(&mut self.index_partitions);
+        for p in &partitions {
+            let h = self.write_block(&p.raw, self.opts.compression)?;
+            self.props.index_size += h.size + BLOCK_TRAILER_LEN as u64;
+            let mut v = Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN);
+            h.encode_to(&mut v);
+            top.add(&p.last_separator, &v);
+        }
+        self.props.index_partitions = partitions.len() as u64;
+        Ok(top.finish())
     }
 
     fn flush_data_block(&mut self) -> Result<()> {
@@ -335,6 +469,9 @@ impl TableBuilder {
             return Ok(());
         }
         let raw = self.data_block.finish();
+        if self.opts.partition_filters {
+            self.block_hash_ends.push(self.filter_hashes.len());
+        }
         if let Some(samples) = self.dict_samples.as_mut() {
             samples.bytes += raw.len();
             samples.blocks.push(HeldBlock {

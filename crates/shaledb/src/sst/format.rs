@@ -28,6 +28,9 @@ pub(crate) const FORMAT_VERSION: u32 = 1;
 /// The version of tables with a zstd dictionary block (docs/format/sstable.md); otherwise
 /// the same layout.
 pub(crate) const FORMAT_VERSION_DICTIONARY: u32 = 2;
+/// The version of tables with a two-level index (and perhaps filter partitions and a
+/// dictionary).
+pub(crate) const FORMAT_VERSION_PARTITIONED: u32 = 3;
 
 /// Upper bound on a decoded block. A block is cut once it reaches `block_size` (at most 256 MiB),
 /// so it holds at most that plus one entry: an 8 MiB key and a value under 4 GiB
@@ -307,9 +310,44 @@ pub(crate) struct Footer {
     pub(crate) metaindex: BlockHandle,
     pub(crate) index: BlockHandle,
     pub(crate) file_number: u64,
-    /// The table's zstd blocks need its dictionary block: written as format version 2, which
-    /// readers before it refuse rather than misread.
-    pub(crate) has_dictionary: bool,
+    pub(crate) version: TableFormat,
+}
+
+/// A table's format version (docs/format/sstable.md, footer): what a reader must understand
+/// to read it. Readers refuse versions newer than theirs rather than misread them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TableFormat {
+    /// One index block, no dictionary.
+    V1,
+    /// One index block; the zstd blocks need the table's dictionary block.
+    V2Dictionary,
+    /// A two-level index (the footer's index handle is its top level), perhaps a partitioned
+    /// filter, a dictionary block if the metaindex lists one.
+    V3Partitioned,
+}
+
+impl TableFormat {
+    /// The oldest version that can hold a table with these features.
+    pub(crate) fn for_table(has_dictionary: bool, two_level_index: bool) -> TableFormat {
+        match (two_level_index, has_dictionary) {
+            (true, _) => TableFormat::V3Partitioned,
+            (false, true) => TableFormat::V2Dictionary,
+            (false, false) => TableFormat::V1,
+        }
+    }
+
+    fn number(self) -> u32 {
+        match self {
+            TableFormat::V1 => FORMAT_VERSION,
+            TableFormat::V2Dictionary => FORMAT_VERSION_DICTIONARY,
+            TableFormat::V3Partitioned => FORMAT_VERSION_PARTITIONED,
+        }
+    }
+
+    /// True if the footer's index handle is a top-level index of partitions.
+    pub(crate) fn two_level_index(self) -> bool {
+        self == TableFormat::V3Partitioned
+    }
 }
 
 impl Footer {
@@ -320,11 +358,7 @@ impl Footer {
         self.index.encode_to(&mut out);
         out.resize(FOOTER_HANDLES_LEN, 0);
         put_fixed64(&mut out, self.file_number);
-        let version = match self.has_dictionary {
-            true => FORMAT_VERSION_DICTIONARY,
-            false => FORMAT_VERSION,
-        };
-        put_fixed32(&mut out, version);
+        put_fixed32(&mut out, self.version.number());
         let crc = checksum::mask(checksum::crc32c(&out));
         put_fixed32(&mut out, crc);
         out.extend_from_slice(&TABLE_MAGIC);
@@ -355,9 +389,10 @@ impl Footer {
             return Err(corrupt(52, "footer checksum mismatch".into()));
         }
         let version = buf.get(48..).and_then(crate::coding::decode_fixed32);
-        let has_dictionary = match version {
-            Some(FORMAT_VERSION) => false,
-            Some(FORMAT_VERSION_DICTIONARY) => true,
+        let version = match version {
+            Some(FORMAT_VERSION) => TableFormat::V1,
+            Some(FORMAT_VERSION_DICTIONARY) => TableFormat::V2Dictionary,
+            Some(FORMAT_VERSION_PARTITIONED) => TableFormat::V3Partitioned,
             _ => {
                 return Err(corrupt(
                     48,
@@ -390,7 +425,7 @@ impl Footer {
             metaindex,
             index,
             file_number,
-            has_dictionary,
+            version,
         })
     }
 }

@@ -8,6 +8,7 @@ mod block;
 mod builder;
 pub(crate) mod filter;
 mod format;
+mod index_iter;
 mod properties;
 mod readahead;
 mod table;
@@ -72,6 +73,14 @@ pub(crate) struct TableBuilderOptions {
     pub compression_level: Option<i32>,
     /// The family's prefix extractor: the bloom filter also holds every key's prefix.
     pub prefix_extractor: Option<std::sync::Arc<dyn crate::PrefixExtractor>>,
+    /// Write a two-level index: partitions of about `metadata_block_size` bytes under a
+    /// top-level index (format version 3).
+    pub partition_index: bool,
+    /// Cut the bloom filter into partitions aligned with the index partitions (requires
+    /// `partition_index`).
+    pub partition_filters: bool,
+    /// Approximate size at which an index partition is cut.
+    pub metadata_block_size: usize,
 }
 
 /// Facts about a table, recorded in its properties block when it is written.
@@ -87,10 +96,16 @@ pub struct TableProperties {
     pub raw_value_size: u64,
     /// Bytes of data blocks on disk, trailers included.
     pub data_size: u64,
-    /// Bytes of the index block on disk, trailer included.
+    /// Bytes of the index on disk, trailers included (with a two-level index: the partitions
+    /// and the top level).
     pub index_size: u64,
-    /// Bytes of the filter block on disk, trailer included (0 if none).
+    /// Bytes of the filter on disk, trailers included (0 if none; partitioned: the partitions
+    /// and their top-level index).
     pub filter_size: u64,
+    /// Index partitions of a two-level index (0: one index block).
+    pub index_partitions: u64,
+    /// Filter partitions (0: one filter block for the whole table, or none).
+    pub filter_partitions: u64,
     /// Number of data blocks.
     pub num_data_blocks: u64,
     /// Name of the codec the table was written with (blocks that did not shrink are raw).

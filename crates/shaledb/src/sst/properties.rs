@@ -21,6 +21,8 @@ pub(crate) const RAW_VALUE_SIZE: &str = "shaledb.raw.value.size";
 pub(crate) const SMALLEST_SEQNO: &str = "shaledb.smallest.seqno";
 pub(crate) const NEWEST_WRITE_TIME: &str = "shaledb.newest.write.time";
 pub(crate) const PREFIX_EXTRACTOR: &str = "shaledb.prefix.extractor";
+pub(crate) const INDEX_PARTITIONS: &str = "shaledb.index.partitions";
+pub(crate) const FILTER_PARTITIONS: &str = "shaledb.filter.partitions";
 
 fn numeric(p: &TableProperties) -> [(&'static str, u64); 10] {
     [
@@ -45,10 +47,17 @@ pub(crate) fn encode(p: &TableProperties) -> Vec<u8> {
         put_varint64(&mut buf, v);
         entries.insert(k, buf);
     }
-    if p.newest_write_time > 0 {
-        let mut buf = Vec::new();
-        put_varint64(&mut buf, p.newest_write_time);
-        entries.insert(NEWEST_WRITE_TIME, buf);
+    // Written only when set, so tables without them keep the bytes they always had.
+    for (k, v) in [
+        (NEWEST_WRITE_TIME, p.newest_write_time),
+        (INDEX_PARTITIONS, p.index_partitions),
+        (FILTER_PARTITIONS, p.filter_partitions),
+    ] {
+        if v > 0 {
+            let mut buf = Vec::new();
+            put_varint64(&mut buf, v);
+            entries.insert(k, buf);
+        }
     }
     entries.insert(COMPRESSION, p.compression.as_bytes().to_vec());
     if !p.prefix_extractor.is_empty() {
@@ -90,6 +99,8 @@ pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
                 k if k == RAW_VALUE_SIZE.as_bytes() => Some(&mut p.raw_value_size),
                 k if k == SMALLEST_SEQNO.as_bytes() => Some(&mut p.smallest_seqno),
                 k if k == NEWEST_WRITE_TIME.as_bytes() => Some(&mut p.newest_write_time),
+                k if k == INDEX_PARTITIONS.as_bytes() => Some(&mut p.index_partitions),
+                k if k == FILTER_PARTITIONS.as_bytes() => Some(&mut p.filter_partitions),
                 _ => None,
             };
             if let Some(slot) = slot {
@@ -130,6 +141,8 @@ mod tests {
             smallest_seqno: 9,
             largest_seqno: u64::MAX >> 8,
             newest_write_time: 1_764_000_000,
+            index_partitions: 10,
+            filter_partitions: 11,
             file_size: 0,
         };
         let block = Arc::new(Block::new(encode(&p)).expect("block"));

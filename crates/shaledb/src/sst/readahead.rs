@@ -352,6 +352,9 @@ mod tests {
                 compression: CompressionType::None,
                 compression_level: None,
                 prefix_extractor: None,
+                partition_index: false,
+                partition_filters: false,
+                metadata_block_size: 4096,
             };
             let mut b = TableBuilder::new(opts, file, path.to_path_buf(), 7);
             let entries: Entries = (0..n)

@@ -3,10 +3,12 @@
 
 use super::block::{Block, BlockIter};
 use super::builder::{
-    COMPRESSION_DICT_META_KEY, FILTER_META_KEY, PROPERTIES_META_KEY, RANGE_DEL_META_KEY,
+    COMPRESSION_DICT_META_KEY, FILTER_META_KEY, PARTITIONED_FILTER_META_KEY, PROPERTIES_META_KEY,
+    RANGE_DEL_META_KEY,
 };
 use super::filter::{self, BloomFilter};
-use super::format::{decode_handle_value, read_at, BlockSource, Footer, FOOTER_LEN};
+use super::format::{decode_handle_value, read_at, BlockSource, Footer, TableFormat, FOOTER_LEN};
+use super::index_iter::IndexIter;
 use super::readahead::Readahead;
 use super::{properties, BlockHandle, BlockReadOptions, TableProperties};
 use crate::cache::BlockCache;
@@ -43,9 +45,16 @@ pub struct Table {
     /// evicted (`cached_index`, `cached_filter`).
     index: Option<Arc<Block>>,
     index_handle: BlockHandle,
+    /// `index` is the top level of a two-level index: its entries locate index partitions,
+    /// which are read through the block cache. The top level is always held here.
+    two_level: bool,
     metaindex_handle: BlockHandle,
     filter: Option<Arc<BloomFilter>>,
     filter_handle: Option<BlockHandle>,
+    /// The top-level index of a partitioned filter (held here; the partitions are read
+    /// through the block cache) and its handle. Exclusive with `filter_handle`.
+    filter_index: Option<Arc<Block>>,
+    filter_index_handle: Option<BlockHandle>,
     properties_handle: BlockHandle,
     props: TableProperties,
     /// The range-deletion block, fragmented; `None` if the table has none (the common case,
@@ -147,6 +156,7 @@ impl Table {
         let metaindex = plain.block(footer.metaindex, true, "metaindex block", None)?;
         let meta_corrupt = |d: &str| Error::corruption(&*path, footer.metaindex.offset, d);
         let mut filter_handle = None;
+        let mut filter_index_handle = None;
         let mut properties_handle = None;
         let mut range_del_handle = None;
         let mut dict_handle = None;
@@ -162,6 +172,8 @@ impl Table {
                 &mut range_del_handle
             } else if it.key() == COMPRESSION_DICT_META_KEY.as_bytes() {
                 &mut dict_handle
+            } else if it.key() == PARTITIONED_FILTER_META_KEY.as_bytes() {
+                &mut filter_index_handle
             } else {
                 it.next();
                 continue;
@@ -172,6 +184,15 @@ impl Table {
             it.next();
         }
         it.status()?;
+        match (filter_handle, filter_index_handle) {
+            (Some(_), Some(_)) => return Err(meta_corrupt("metaindex lists two filters")),
+            (None, Some(_)) if !footer.version.two_level_index() => {
+                return Err(meta_corrupt(
+                    "a table before format version 3 lists a partitioned filter",
+                ))
+            }
+            _ => {}
+        }
         let dictionary = read_dictionary(plain, &footer, dict_handle)?;
         let index = plain.with_dictionary(dictionary.as_ref()).block(
             footer.index,
@@ -190,6 +211,16 @@ impl Table {
             Some(h) => Some(Arc::new(read_filter(plain, h)?)),
             None => None,
         };
+        let filter_index = match filter_index_handle {
+            Some(h) => Some(Arc::new(plain.block(
+                h,
+                true,
+                "filter partition index",
+                None,
+            )?)),
+            None => None,
+        };
+        let two_level = footer.version.two_level_index();
         let range_dels = match range_del_handle {
             Some(h) => {
                 let block = plain.block(h, true, "range-deletion block", None)?;
@@ -201,7 +232,9 @@ impl Table {
         let mut index = Some(Arc::new(index));
         let mut filter = filter;
         match &block_cache {
-            Some(cache) if meta_in_cache => {
+            // A two-level index keeps its top level (and that of its filter) here; its
+            // partitions go through the cache in any case.
+            Some(cache) if meta_in_cache && !two_level => {
                 if let Some(b) = index.take() {
                     insert_high_priority(cache, (cache_id, footer.index.offset), b);
                 }
@@ -211,7 +244,8 @@ impl Table {
             }
             Some(cache) => {
                 let charge = index.as_ref().map_or(0, |i| i.size())
-                    + filter.as_ref().map_or(0, |f| f.size());
+                    + filter.as_ref().map_or(0, |f| f.size())
+                    + filter_index.as_ref().map_or(0, |f| f.size());
                 cache.insert_pinned((cache_id, RESERVATION_OFFSET), Arc::new(()), charge);
             }
             None => {}
@@ -226,9 +260,12 @@ impl Table {
             cache_id,
             index,
             index_handle: footer.index,
+            two_level,
             metaindex_handle: footer.metaindex,
             filter,
             filter_handle,
+            filter_index,
+            filter_index_handle,
             properties_handle,
             props,
             range_dels,
@@ -253,12 +290,15 @@ impl Table {
         lookup: &LookupKey,
         opts: BlockReadOptions,
     ) -> Result<(LookupResult, SequenceNumber)> {
-        if !self.may_contain(lookup.user_key()) {
+        if self.filter_index.is_none() && !self.may_contain(lookup.user_key()) {
             return Ok((LookupResult::NotPresent, 0));
         }
         // One key buffer per thread serves the index and data block iterators of every get.
         let mut buf = KEY_BUFFER.take();
-        let result = self.get_with_buffer(lookup, opts, &mut buf);
+        let result = match self.filter_index.is_none() || self.lookup_may_match(lookup, &mut buf) {
+            true => self.get_with_buffer(lookup, opts, &mut buf),
+            false => Ok((LookupResult::NotPresent, 0)),
+        };
         if buf.capacity() <= MAX_KEPT_KEY_BUFFER {
             KEY_BUFFER.set(buf);
         }
@@ -309,7 +349,7 @@ impl Table {
         let mut wanted: Vec<(usize, BlockHandle)> = Vec::with_capacity(lookups.len());
         for (i, lookup) in lookups.iter().enumerate() {
             out[i] = (LookupResult::NotPresent, 0);
-            if !self.may_contain(lookup.user_key()) {
+            if !self.lookup_may_match(lookup, buf) {
                 continue;
             }
             if let Some(handle) = self.index_lookup(lookup, buf)? {
@@ -342,17 +382,95 @@ impl Table {
                 &loaded
             }
         };
+        let target = lookup.internal_key();
+        let found = self.seek_index_block(block, self.index_handle.offset, target, buf)?;
+        match (self.two_level, found) {
+            (true, Some(partition)) => {
+                let block = self.index_partition(partition)?;
+                self.seek_index_block(&block, partition.offset, target, buf)
+            }
+            (_, found) => Ok(found),
+        }
+    }
+
+    /// The handle in the first entry of index block `block` (at file offset `offset`) whose
+    /// key is at or after `target`; `None` if there is none.
+    fn seek_index_block(
+        &self,
+        block: &Block,
+        offset: u64,
+        target: &[u8],
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<BlockHandle>> {
         let mut index = BlockIter::new(block)
-            .with_block_offset(self.index_handle.offset)
+            .with_block_offset(offset)
             .with_key_buffer(std::mem::take(buf));
-        index.seek(lookup.internal_key());
-        let handle = index
-            .valid()
-            .then(|| self.index_value_handle(index.value()));
+        index.seek(target);
+        let handle = index.valid().then(|| self.handle_in(index.value(), offset));
         let status = index.status();
         *buf = index.into_key_buffer();
         status.map_err(|e| self.name_file(e))?;
         handle.transpose()
+    }
+
+    /// An index partition, from the block cache or read (checksum verified) and cached with
+    /// high priority.
+    pub(super) fn index_partition(&self, h: BlockHandle) -> Result<Arc<Block>> {
+        let key = (self.cache_id, h.offset);
+        if let Some(b) = self.cached::<Block>(&key) {
+            return Ok(b);
+        }
+        let block = Arc::new(self.source().block(h, true, "index partition", None)?);
+        if let Some(cache) = &self.cache {
+            insert_high_priority(cache, key, block.clone());
+        }
+        Ok(block)
+    }
+
+    /// False only if the table certainly holds no entry for `lookup`'s user key. With a
+    /// partitioned filter, the partition checked is the one whose data blocks the index
+    /// search for `lookup` ends in (the partitions are cut with the index partitions).
+    fn lookup_may_match(&self, lookup: &LookupKey, buf: &mut Vec<u8>) -> bool {
+        let hash = filter::key_hash(lookup.user_key());
+        match &self.filter_index {
+            None => self.filter_may_contain(hash),
+            Some(top) => self.partition_may_contain(top, lookup.internal_key(), hash, buf),
+        }
+    }
+
+    /// The answer of the filter partition for the first partition whose key is at or after
+    /// `seek_key`: false if there is none (every key of the table is before `seek_key`);
+    /// true if the partition cannot be read (the data read then reports the damage).
+    fn partition_may_contain(
+        &self,
+        top: &Block,
+        seek_key: &[u8],
+        hash: u64,
+        buf: &mut Vec<u8>,
+    ) -> bool {
+        let mut it = BlockIter::new(top).with_key_buffer(std::mem::take(buf));
+        it.seek(seek_key);
+        let handle = it.valid().then(|| decode_handle_value(it.value()));
+        let past_end = !it.valid() && it.status().is_ok();
+        *buf = it.into_key_buffer();
+        match handle {
+            _ if past_end => false,
+            Some(Some(h)) => self
+                .cached_filter(h)
+                .is_none_or(|f| f.may_contain_hash(hash)),
+            _ => true,
+        }
+    }
+
+    /// [`Table::partition_may_contain`] for the partition where entries of user key (or
+    /// prefix) `user` would start.
+    fn partition_may_contain_user_key(&self, top: &Block, user: &[u8], hash: u64) -> bool {
+        let mut seek_key = Vec::with_capacity(user.len() + 8);
+        seek_key.extend_from_slice(user);
+        seek_key.extend_from_slice(
+            &key::pack_trailer(key::MAX_SEQUENCE, key::KIND_FOR_SEEK).to_le_bytes(),
+        );
+        self.partition_may_contain(top, &seek_key, hash, &mut Vec::new())
     }
 
     /// Looks `lookup` up in data block `block` (at `handle`), pinning a found value in it
@@ -482,7 +600,7 @@ impl Table {
         let Ok(mut index) = self.index_iter() else {
             return self.metaindex_handle.offset;
         };
-        index.seek(ikey);
+        index.seek(self, ikey);
         if index.valid() {
             if let Some(h) = decode_handle_value(index.value()) {
                 return h.offset;
@@ -498,13 +616,21 @@ impl Table {
         if self.props.prefix_extractor.is_empty() || self.props.prefix_extractor != extractor_id {
             return true;
         }
-        self.filter_may_contain(filter::key_hash(prefix))
+        let hash = filter::key_hash(prefix);
+        match &self.filter_index {
+            None => self.filter_may_contain(hash),
+            Some(top) => self.partition_may_contain_user_key(top, prefix, hash),
+        }
     }
 
     /// False only if the table certainly holds no entry for `user_key` (bloom filter check);
     /// true if there is no filter.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.filter_may_contain(filter::key_hash(user_key))
+        let hash = filter::key_hash(user_key);
+        match &self.filter_index {
+            None => self.filter_may_contain(hash),
+            Some(top) => self.partition_may_contain_user_key(top, user_key, hash),
+        }
     }
 
     /// The filter's answer for `hash`; true without a filter, or when a filter evicted from
@@ -567,15 +693,32 @@ impl Table {
         if let Some(h) = self.dict_handle {
             metas.push((h, "compression dictionary block"));
         }
+        if let Some(h) = self.filter_index_handle {
+            metas.push((h, "filter partition index"));
+        }
+        if self.two_level {
+            metas.extend(
+                self.partition_handles(self.index.as_deref(), self.index_handle)?
+                    .into_iter()
+                    .map(|h| (h, "index partition")),
+            );
+        }
+        if let Some(h) = self.filter_index_handle {
+            metas.extend(
+                self.partition_handles(self.filter_index.as_deref(), h)?
+                    .into_iter()
+                    .map(|h| (h, "filter partition")),
+            );
+        }
         for (h, what) in metas {
             self.source().contents(h, true, what, None)?;
         }
         let mut index = self.index_iter()?;
-        index.seek_to_first();
+        index.seek_to_first(self);
         let mut last_key: Vec<u8> = Vec::new();
         let mut first = true;
         while index.valid() {
-            let h = self.index_value_handle(index.value())?;
+            let h = self.handle_in(index.value(), index.block_offset(self))?;
             let block = self.source().block(h, true, "data block", None)?;
             let mut it = BlockIter::new(Arc::new(block)).with_origin(self.path.clone(), h.offset);
             it.seek_to_first();
@@ -608,9 +751,25 @@ impl Table {
                 it.next();
             }
             it.status()?;
-            index.next();
+            index.next(self);
         }
         index.status()
+    }
+
+    /// The handles in the top-level block `top` (at `at`) of a partitioned index or filter.
+    fn partition_handles(&self, top: Option<&Block>, at: BlockHandle) -> Result<Vec<BlockHandle>> {
+        let mut out = Vec::new();
+        let Some(top) = top else {
+            return Ok(out);
+        };
+        let mut it = BlockIter::new(top).with_origin(self.path.clone(), at.offset);
+        it.seek_to_first();
+        while it.valid() {
+            out.push(self.handle_in(it.value(), at.offset)?);
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
     }
 
     #[cfg(test)]
@@ -623,7 +782,7 @@ impl Table {
         let Ok(mut it) = self.index_iter() else {
             return BlockHandle::default();
         };
-        it.seek_to_first();
+        it.seek_to_first(self);
         decode_handle_value(it.value()).unwrap_or_default()
     }
 
@@ -634,10 +793,10 @@ impl Table {
         let Ok(mut it) = self.index_iter() else {
             return out;
         };
-        it.seek_to_first();
+        it.seek_to_first(self);
         while it.valid() {
             out.extend(decode_handle_value(it.value()));
-            it.next();
+            it.next(self);
         }
         out
     }
@@ -648,12 +807,26 @@ impl Table {
             .with_dictionary(self.dictionary.as_ref())
     }
 
-    fn index_iter(&self) -> Result<BlockIter> {
+    fn index_iter(&self) -> Result<IndexIter> {
         let block = match &self.index {
             Some(b) => b.clone(),
             None => self.cached_index()?,
         };
-        Ok(BlockIter::new(block).with_origin(self.path.clone(), self.index_handle.offset))
+        let top = BlockIter::new(block).with_origin(self.path.clone(), self.index_handle.offset);
+        Ok(match self.two_level {
+            true => IndexIter::two_level(top),
+            false => IndexIter::Flat(top),
+        })
+    }
+
+    /// The file offset of the index block (the top level of a two-level index).
+    pub(super) fn index_offset(&self) -> u64 {
+        self.index_handle.offset
+    }
+
+    /// The table's path, shared with block iterators that report errors.
+    pub(super) fn shared_path(&self) -> Arc<Path> {
+        self.path.clone()
     }
 
     fn cached<T: Send + Sync + 'static>(&self, key: &(u64, u64)) -> Option<Arc<T>> {
@@ -661,13 +834,10 @@ impl Table {
         v.downcast::<T>().ok()
     }
 
-    fn index_value_handle(&self, v: &[u8]) -> Result<BlockHandle> {
+    /// Decodes the block handle `v` read from the index block or partition at `block_offset`.
+    pub(super) fn handle_in(&self, v: &[u8], block_offset: u64) -> Result<BlockHandle> {
         decode_handle_value(v).ok_or_else(|| {
-            Error::corruption(
-                &*self.path,
-                self.index_handle.offset,
-                "bad block handle in index block",
-            )
+            Error::corruption(&*self.path, block_offset, "bad block handle in index block")
         })
     }
 
@@ -713,7 +883,7 @@ impl Table {
 pub struct TableIterator {
     table: Arc<Table>,
     /// Loaded at the first positioning call (through the block cache).
-    index: Option<BlockIter>,
+    index: Option<IndexIter>,
     data: Option<BlockIter>,
     data_handle: BlockHandle,
     opts: BlockReadOptions,
@@ -737,7 +907,10 @@ impl TableIterator {
             self.data = None;
             return;
         };
-        let handle = match self.table.index_value_handle(index.value()) {
+        let handle = match self
+            .table
+            .handle_in(index.value(), index.block_offset(&self.table))
+        {
             Ok(h) => h,
             Err(e) => {
                 self.fail(e);
@@ -814,7 +987,7 @@ impl TableIterator {
                 return;
             }
             if let Some(i) = &mut self.index {
-                i.next();
+                i.next(&self.table);
             }
             self.init_data_block();
             if let Some(d) = &mut self.data {
@@ -830,7 +1003,7 @@ impl TableIterator {
                 return;
             }
             if let Some(i) = &mut self.index {
-                i.prev();
+                i.prev(&self.table);
             }
             self.init_data_block();
             if let Some(d) = &mut self.data {
@@ -850,7 +1023,7 @@ impl InternalIterator for TableIterator {
             return;
         }
         if let Some(i) = &mut self.index {
-            i.seek_to_first();
+            i.seek_to_first(&self.table);
         }
         self.init_data_block();
         if let Some(d) = &mut self.data {
@@ -864,7 +1037,7 @@ impl InternalIterator for TableIterator {
             return;
         }
         if let Some(i) = &mut self.index {
-            i.seek_to_last();
+            i.seek_to_last(&self.table);
         }
         self.init_data_block();
         if let Some(d) = &mut self.data {
@@ -878,7 +1051,7 @@ impl InternalIterator for TableIterator {
             return;
         }
         if let Some(i) = &mut self.index {
-            i.seek(target);
+            i.seek(&self.table, target);
         }
         self.init_data_block();
         if let Some(d) = &mut self.data {
@@ -976,16 +1149,17 @@ fn read_dictionary(
     handle: Option<BlockHandle>,
 ) -> Result<Option<ZstdDictionary>> {
     let corrupt = |offset: u64, d: &str| Error::corruption(src.path, offset, d);
-    let h = match (footer.has_dictionary, handle) {
-        (false, None) => return Ok(None),
-        (true, Some(h)) => h,
-        (true, None) => {
+    let h = match (footer.version, handle) {
+        (TableFormat::V1, None) => return Ok(None),
+        (TableFormat::V3Partitioned, None) => return Ok(None),
+        (TableFormat::V2Dictionary | TableFormat::V3Partitioned, Some(h)) => h,
+        (TableFormat::V2Dictionary, None) => {
             return Err(corrupt(
                 footer.metaindex.offset,
                 "format-2 table lists no compression dictionary",
             ))
         }
-        (false, Some(h)) => {
+        (TableFormat::V1, Some(h)) => {
             return Err(corrupt(
                 h.offset,
                 "format-1 table lists a compression dictionary",

@@ -120,6 +120,9 @@ fn opts(compression: CompressionType) -> TableBuilderOptions {
         compression,
         compression_level: None,
         prefix_extractor: None,
+        partition_index: false,
+        partition_filters: false,
+        metadata_block_size: 4096,
     }
 }
 
@@ -1016,3 +1019,5 @@ fn index_and_filter_in_the_block_cache_are_charged_evicted_and_read_again() {
         "the tiny cache kept more than one entry"
     );
 }
+
+mod partitioned;

@@ -590,6 +590,9 @@ mod tests {
             compression: CompressionType::None,
             compression_level: None,
             prefix_extractor: None,
+            partition_index: false,
+            partition_filters: false,
+            metadata_block_size: 4096,
         };
         let mut b = TableBuilder::new(opts, file, path, number);
         let ikey = |i: usize| InternalKey::new(format!("key{i:04}").as_bytes(), 1, ValueKind::Put);
