@@ -66,6 +66,16 @@ pub struct CommonOptions {
     /// Put the data blocks flushes write into the block cache (RocksDB's
     /// `prepopulate_block_cache=kFlushOnly`).
     pub prepopulate_block_cache: bool,
+    /// A two-level (partitioned) index per table: partitions of about `metadata_block_size`
+    /// in the block cache under a pinned top-level index (RocksDB's `kTwoLevelIndexSearch`;
+    /// db_bench's `--index_type=2`, `--partition_index`, `--partition_index_and_filters`).
+    pub two_level_index: bool,
+    /// Bloom filters split into partitions cut with the index partitions (RocksDB's
+    /// `partition_filters`; db_bench's `--partition_index_and_filters`). Needs
+    /// `two_level_index`.
+    pub partition_filters: bool,
+    /// Approximate bytes of an index or filter partition (db_bench's `--metadata_block_size`).
+    pub metadata_block_size: u64,
     /// Open an existing database instead of creating a fresh one.
     pub use_existing_db: bool,
     /// db_bench's `--merge_operator`: "" (none) or "uint64add".
@@ -112,6 +122,9 @@ impl Default for CommonOptions {
             level_compaction_dynamic_level_bytes: false,
             prepopulate_block_cache: false,
             cache_index_and_filter_blocks: false,
+            two_level_index: false,
+            partition_filters: false,
+            metadata_block_size: 4096,
             use_existing_db: false,
             merge_operator: String::new(),
             prefix_size: 0,

@@ -961,4 +961,21 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn partition_options_are_checked() {
+        let message = |o: Options| match o.validate() {
+            Err(crate::Error::InvalidArgument(m)) => m,
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        };
+        let m = message(Options::default().with_partition_filters(true));
+        assert!(m.starts_with("partition_filters needs index_type"), "{m}");
+        let m = message(Options::default().with_metadata_block_size(10));
+        assert!(m.starts_with("metadata_block_size must be"), "{m}");
+        let ok = Options::default()
+            .with_index_type(IndexType::TwoLevel)
+            .with_partition_filters(true)
+            .with_metadata_block_size(64);
+        assert!(ok.validate().is_ok());
+    }
 }

@@ -324,6 +324,26 @@ pub const FLAGS: &[FlagSpec] = &[
         "1: flushed data blocks go into the block cache as they are written (ShaleDB and RocksDB)",
     ),
     used(
+        "index_type",
+        false,
+        "table index: 0 binary search (default), 2 two-level, partitioned (ShaleDB and RocksDB)",
+    ),
+    used(
+        "partition_index",
+        true,
+        "two-level index, as --index_type=2 (ShaleDB and RocksDB)",
+    ),
+    used(
+        "partition_index_and_filters",
+        true,
+        "two-level index and partitioned bloom filters (ShaleDB and RocksDB)",
+    ),
+    used(
+        "metadata_block_size",
+        false,
+        "bytes of an index or filter partition, default 4096 (ShaleDB and RocksDB)",
+    ),
+    used(
         "use_direct_io_for_flush_and_compaction",
         true,
         "O_DIRECT writes of flush and compaction outputs (ShaleDB and RocksDB)",
@@ -533,6 +553,20 @@ impl Flags {
         }
         let mbc: u32 = get(m, "max_background_compactions", 0)?;
         let mbj: u32 = get(m, "max_background_jobs", d.max_background_jobs)?;
+        // db_bench: --partition_index_and_filters partitions the index and the filters,
+        // --partition_index the index only; either overrides --index_type.
+        let partition_index_and_filters = get_bool(m, "partition_index_and_filters", false)?;
+        let two_level_index = match get::<i64>(m, "index_type", 0)? {
+            0 => false,
+            2 => true,
+            other => {
+                return Err(format!(
+                    "flag --index_type: {other} is not 0 (kBinarySearch) or 2 \
+                     (kTwoLevelIndexSearch), the index types ShaleDB has"
+                ))
+            }
+        } || partition_index_and_filters
+            || get_bool(m, "partition_index", false)?;
         let opts = CommonOptions {
             cache_size: get(m, "cache_size", d.cache_size)?,
             write_buffer_size: get(m, "write_buffer_size", d.write_buffer_size)?,
@@ -617,6 +651,9 @@ impl Flags {
                     ))
                 }
             },
+            two_level_index,
+            partition_filters: partition_index_and_filters,
+            metadata_block_size: get(m, "metadata_block_size", d.metadata_block_size)?,
             use_existing_db: get_bool(m, "use_existing_db", d.use_existing_db)?,
             merge_operator: merge_operator_flag(m)?,
             prefix_size: get(m, "prefix_size", d.prefix_size)?,
@@ -733,6 +770,49 @@ mod tests {
             .to_string_lossy()
             .to_string();
         assert!(name.starts_with("shale-x-"), "{name}");
+    }
+
+    #[test]
+    fn partitioned_index_flags_parse_as_db_bench_sets_them() {
+        let parts = |args: &[&str]| {
+            let o = Flags::parse(args).unwrap().opts;
+            (
+                o.two_level_index,
+                o.partition_filters,
+                o.metadata_block_size,
+            )
+        };
+        assert_eq!(parts(&[]), (false, false, 4096));
+        assert_eq!(parts(&["--index_type=0"]), (false, false, 4096));
+        assert_eq!(
+            parts(&["--index_type=2", "--metadata_block_size=8192"]),
+            (true, false, 8192)
+        );
+        assert_eq!(parts(&["--partition_index"]), (true, false, 4096));
+        assert_eq!(
+            parts(&["--partition_index_and_filters"]),
+            (true, true, 4096)
+        );
+        // As in db_bench, the partition flags override --index_type.
+        assert_eq!(
+            parts(&["--index_type=0", "--partition_index_and_filters=1"]),
+            (true, true, 4096)
+        );
+        assert_eq!(
+            parts(&["--partition_index_and_filters=0", "--partition_index=false"]),
+            (false, false, 4096)
+        );
+        // Used, not ignored.
+        let f = Flags::parse(&["--partition_index", "--metadata_block_size=2048"]).unwrap();
+        assert!(f.ignored.is_empty(), "{:?}", f.ignored);
+        // kHashSearch (1), kBinarySearchWithFirstKey (3) and nonsense are refused by name.
+        for bad in ["1", "3", "-1"] {
+            let e = Flags::parse(&[format!("--index_type={bad}")]).unwrap_err();
+            assert!(e.starts_with(&format!("flag --index_type: {bad} ")), "{e}");
+        }
+        assert!(Flags::parse(&["--index_type=two"]).is_err());
+        assert!(Flags::parse(&["--metadata_block_size=-1"]).is_err());
+        assert!(Flags::parse(&["--partition_index=maybe"]).is_err());
     }
 }
 

@@ -54,6 +54,11 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     if c.prepopulate_block_cache {
         o.prepopulate_block_cache = shaledb::PrepopulateBlockCache::FlushOnly;
     }
+    if c.two_level_index {
+        o.index_type = shaledb::IndexType::TwoLevel;
+    }
+    o.partition_filters = c.partition_filters;
+    o.metadata_block_size = usize::try_from(c.metadata_block_size).unwrap_or(usize::MAX);
     o.use_direct_io_for_flush_and_compaction = c.use_direct_io_for_flush_and_compaction;
     Ok(o)
 }
@@ -188,5 +193,69 @@ impl Engine for ShaleEngine {
     }
     fn property(&self, name: &str) -> Option<String> {
         self.db.property(&format!("shaledb.{name}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shaledb options of a db_bench command line.
+    fn options_of(args: &[&str]) -> Options {
+        let flags = crate::dbbench::Flags::parse(args).expect("flags");
+        shale_options(&flags.opts).expect("options")
+    }
+
+    #[test]
+    fn partitioned_index_flags_map_to_shaledb_options() {
+        let parts = |o: &Options| (o.index_type, o.partition_filters, o.metadata_block_size);
+        assert_eq!(
+            parts(&options_of(&[])),
+            (shaledb::IndexType::BinarySearch, false, 4096)
+        );
+        assert_eq!(
+            parts(&options_of(&[
+                "--index_type=2",
+                "--metadata_block_size=8192"
+            ])),
+            (shaledb::IndexType::TwoLevel, false, 8192)
+        );
+        assert_eq!(
+            parts(&options_of(&["--partition_index"])),
+            (shaledb::IndexType::TwoLevel, false, 4096)
+        );
+        assert_eq!(
+            parts(&options_of(&[
+                "--partition_index_and_filters",
+                "--metadata_block_size=1024"
+            ])),
+            (shaledb::IndexType::TwoLevel, true, 1024)
+        );
+    }
+
+    #[test]
+    fn a_database_with_partitioned_index_and_filters_opens_and_reads_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let flags = crate::dbbench::Flags::parse(&[
+            "--partition_index_and_filters",
+            "--metadata_block_size=256",
+        ])
+        .expect("flags");
+        let engine = ShaleEngine::open(&dir.path().join("db"), &flags.opts).expect("open");
+        let mut want = Vec::new();
+        for i in 0..2000u32 {
+            let (k, v) = (format!("key{i:08}"), format!("value{i}"));
+            engine.put(k.as_bytes(), v.as_bytes()).expect("put");
+            want.push((k, v));
+        }
+        engine.flush().expect("flush");
+        for (k, v) in &want {
+            assert_eq!(
+                engine.get(k.as_bytes()).expect("get").as_deref(),
+                Some(v.as_bytes()),
+                "{k}"
+            );
+        }
+        assert_eq!(engine.get(b"key-missing").expect("get"), None);
     }
 }

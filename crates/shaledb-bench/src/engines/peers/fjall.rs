@@ -88,6 +88,13 @@ impl FjallEngine {
         if c.prepopulate_block_cache {
             return Err("fjall: fjall cannot put flushed blocks into its cache".into());
         }
+        if c.two_level_index || c.partition_filters {
+            return Err(
+                "fjall: the benchmark does not set fjall's index and filter partitioning \
+                 (--index_type=2, --partition_index, --partition_index_and_filters)"
+                    .into(),
+            );
+        }
         if c.level_compaction_dynamic_level_bytes {
             return Err("fjall: fjall has no dynamic level sizes".into());
         }

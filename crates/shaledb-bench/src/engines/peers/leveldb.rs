@@ -181,6 +181,13 @@ impl LevelEngine {
         if c.prepopulate_block_cache {
             return Err("leveldb: LevelDB cannot put flushed blocks into its cache".into());
         }
+        if c.two_level_index || c.partition_filters {
+            return Err(
+                "leveldb: LevelDB has no two-level (partitioned) index or filters (--index_type=2, \
+                 --partition_index, --partition_index_and_filters)"
+                    .into(),
+            );
+        }
         if c.level_compaction_dynamic_level_bytes {
             return Err("leveldb: LevelDB has no dynamic level sizes".into());
         }

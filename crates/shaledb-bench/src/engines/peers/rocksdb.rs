@@ -34,6 +34,9 @@ mod ffi {
     pub const LZ4_COMPRESSION: c_int = 4;
     pub const ZSTD_COMPRESSION: c_int = 7;
 
+    /// `rocksdb_block_based_table_index_type_two_level_index_search` (`kTwoLevelIndexSearch`).
+    pub const TWO_LEVEL_INDEX_SEARCH: c_int = 2;
+
     extern "C" {
         pub fn rocksdb_writebatch_create() -> *mut rocksdb_writebatch_t;
         pub fn rocksdb_writebatch_destroy(b: *mut rocksdb_writebatch_t);
@@ -157,6 +160,23 @@ mod ffi {
             t: *mut rocksdb_block_based_table_options_t,
             v: c_uchar,
         );
+        /// `index_type`: 0 binary search, 1 hash search, 2 two-level index search.
+        pub fn rocksdb_block_based_options_set_index_type(
+            t: *mut rocksdb_block_based_table_options_t,
+            v: c_int,
+        );
+        pub fn rocksdb_block_based_options_set_partition_filters(
+            t: *mut rocksdb_block_based_table_options_t,
+            v: c_uchar,
+        );
+        pub fn rocksdb_block_based_options_set_metadata_block_size(
+            t: *mut rocksdb_block_based_table_options_t,
+            v: u64,
+        );
+        pub fn rocksdb_block_based_options_set_pin_top_level_index_and_filter(
+            t: *mut rocksdb_block_based_table_options_t,
+            v: c_uchar,
+        );
         pub fn rocksdb_filterpolicy_create_bloom_full(
             bits_per_key: c_double,
         ) -> *mut rocksdb_filterpolicy_t;
@@ -252,6 +272,10 @@ fn db_options(
     c: &CommonOptions,
     compression: c_int,
 ) -> EngineResult<(Handle<ffi::rocksdb_options_t>, Handle<ffi::rocksdb_cache_t>)> {
+    if c.partition_filters && !c.two_level_index {
+        // RocksDB would quietly drop them; ShaleDB refuses, and so does the benchmark.
+        return Err("rocksdb: partition_filters needs a two-level index (--index_type=2)".into());
+    }
     // SAFETY: every create function returns a fresh, owned object (never NULL: they abort on
     // allocation failure), handed to a Handle where the engine keeps it; every setter gets a
     // live object from just above. The filter policy's ownership passes to the table options;
@@ -353,6 +377,16 @@ fn db_options(
             ffi::rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(
                 t, 1,
             );
+        }
+        if c.two_level_index {
+            // As ShaleDB: partitions through the block cache, the top level pinned.
+            ffi::rocksdb_block_based_options_set_index_type(t, ffi::TWO_LEVEL_INDEX_SEARCH);
+            ffi::rocksdb_block_based_options_set_partition_filters(
+                t,
+                c_uchar::from(c.partition_filters),
+            );
+            ffi::rocksdb_block_based_options_set_metadata_block_size(t, c.metadata_block_size);
+            ffi::rocksdb_block_based_options_set_pin_top_level_index_and_filter(t, 1);
         }
         if c.bloom_bits > 0 {
             let policy = ffi::rocksdb_filterpolicy_create_bloom_full(f64::from(c.bloom_bits));

@@ -473,3 +473,85 @@ fn peers_uint64add_merges_add_up_on_rocksdb_and_shaledb() {
         );
     }
 }
+
+/// The `OPTIONS-*` file RocksDB writes into the database directory.
+fn rocksdb_options_file(dir: &Path) -> String {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("OPTIONS-"))
+        })
+        .collect();
+    names.sort();
+    let last = names.last().unwrap_or_else(|| panic!("no OPTIONS file"));
+    std::fs::read_to_string(last).unwrap_or_else(|e| panic!("{}: {e}", last.display()))
+}
+
+/// db_bench's partitioned-index flags: RocksDB runs with them (as its OPTIONS file records)
+/// and reads back what it wrote; the engines without them refuse, naming the flags.
+#[test]
+fn peers_two_level_index_on_rocksdb_or_a_clear_error() {
+    for partition_filters in [false, true] {
+        let dir = TempDir::new("rocksdb-two-level");
+        let o = CommonOptions {
+            two_level_index: true,
+            partition_filters,
+            metadata_block_size: 256,
+            ..small_opts("none")
+        };
+        let db = open("rocksdb", dir.path(), &o).unwrap_or_else(|e| panic!("{e}"));
+        for i in 0..KEYS {
+            db.put(&key(i), format!("v{i}").as_bytes())
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        db.flush().unwrap_or_else(|e| panic!("{e}"));
+        for i in (0..KEYS).step_by(7) {
+            let want = format!("v{i}").into_bytes();
+            assert_eq!(get(db.as_ref(), "rocksdb", &key(i)), Some(want), "key {i}");
+        }
+        assert_eq!(get(db.as_ref(), "rocksdb", b"missing"), None);
+        let options = rocksdb_options_file(dir.path());
+        for line in [
+            "index_type=kTwoLevelIndexSearch".to_string(),
+            format!("partition_filters={partition_filters}"),
+            "metadata_block_size=256".to_string(),
+            "pin_top_level_index_and_filter=true".to_string(),
+        ] {
+            assert!(
+                options.lines().any(|l| l.trim() == line),
+                "OPTIONS lacks {line}"
+            );
+        }
+    }
+    // Without them RocksDB keeps its binary-search index.
+    let dir = TempDir::new("rocksdb-binary-search");
+    let db = open("rocksdb", dir.path(), &small_opts("none")).unwrap_or_else(|e| panic!("{e}"));
+    db.put(b"k", b"v").unwrap_or_else(|e| panic!("{e}"));
+    drop(db);
+    let options = rocksdb_options_file(dir.path());
+    assert!(options
+        .lines()
+        .any(|l| l.trim() == "index_type=kBinarySearch"));
+    // Partitioned filters need the two-level index (RocksDB would drop them quietly).
+    let o = CommonOptions {
+        partition_filters: true,
+        ..small_opts("none")
+    };
+    let dir = TempDir::new("rocksdb-filters-only");
+    let e = open("rocksdb", dir.path(), &o).err().unwrap_or_default();
+    assert!(e.contains("partition_filters"), "{e}");
+    for name in ["leveldb", "wiredtiger", "fjall"] {
+        let dir = TempDir::new(name);
+        let o = CommonOptions {
+            two_level_index: true,
+            ..small_opts("none")
+        };
+        let e = open(name, dir.path(), &o).err().unwrap_or_default();
+        assert!(
+            e.starts_with(&format!("{name}: ")) && e.contains("--index_type=2"),
+            "{name}: {e:?}"
+        );
+    }
+}

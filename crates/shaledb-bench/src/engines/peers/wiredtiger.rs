@@ -185,6 +185,13 @@ pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
                 .into(),
         );
     }
+    if c.two_level_index || c.partition_filters {
+        return Err(
+            "wiredtiger: WiredTiger has no index or filter blocks to partition (--index_type=2, \
+             --partition_index, --partition_index_and_filters)"
+                .into(),
+        );
+    }
     if c.disable_wal && c.sync {
         return Err("wiredtiger: sync writes need the log; --sync=1 with --disable_wal=1".into());
     }
