@@ -31,6 +31,49 @@ pub(super) fn shell_quote(a: &str) -> String {
     }
 }
 
+/// A flag's name (dashes as underscores) if `a` is a flag, `--name[=value]` or `-name[=value]`.
+fn flag_name(a: &str) -> Option<String> {
+    let body = a.strip_prefix("--").or_else(|| a.strip_prefix('-'))?;
+    Some(body.split('=').next().unwrap_or_default().replace('-', "_"))
+}
+
+/// The flags RocksDB's db_bench runs a workload step with: the step's own, except the
+/// partitioned-index ones it spells differently. db_bench 7.8 has no `--index_type` (gflags
+/// stops at an unknown flag): `--index_type=2` becomes its `--partition_index=1`, 0 (its
+/// default) is dropped. With a two-level index, `--pin_top_level_index_and_filter=1` pins the
+/// top level as ShaleDB and the RocksDB adapter do (db_bench's flag defaults to false).
+/// `--partition_index`, `--partition_index_and_filters` and `--metadata_block_size` are
+/// db_bench's own and pass as written. A step shale-bench cannot parse passes unchanged
+/// (db_bench then reports what it thinks of it).
+pub(super) fn db_bench_args(step: &[String]) -> Vec<String> {
+    let Ok((map, _)) = crate::dbbench::flags::parse_args(step) else {
+        return step.to_vec();
+    };
+    let Ok(flags) = crate::dbbench::Flags::from_map(&map) else {
+        return step.to_vec();
+    };
+    let mut out = Vec::with_capacity(step.len() + 2);
+    let mut i = 0;
+    while i < step.len() {
+        let a = &step[i];
+        i += 1;
+        if flag_name(a).as_deref() == Some("index_type") {
+            if !a.contains('=') {
+                i += 1; // `--index_type 2`: the value is the next word
+            }
+            continue;
+        }
+        out.push(a.clone());
+    }
+    if map.get("index_type").is_some_and(|v| v.trim() == "2") {
+        out.push("--partition_index=1".into());
+    }
+    if flags.opts.two_level_index {
+        out.push("--pin_top_level_index_and_filter=1".into());
+    }
+    out
+}
+
 /// Runs one process of a cell; returns its command, and its results or an error.
 fn run_step(
     prog: &Path,
@@ -113,7 +156,12 @@ pub(super) fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw:
         let stdout_path = raw.join(format!("{}-{engine}{suffix}.stdout.txt", wl.id));
         let mut args: Vec<String> = Vec::new();
         if db_bench {
-            args.extend(step.iter().filter(|a| !a.starts_with("--engine")).cloned());
+            let step: Vec<String> = step
+                .iter()
+                .filter(|a| !a.starts_with("--engine"))
+                .cloned()
+                .collect();
+            args.extend(db_bench_args(&step));
             args.push("--histogram=1".into());
             args.push(format!("--db={}", db.display()));
         } else {
@@ -157,5 +205,58 @@ pub(super) fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw:
         error,
         secs,
         substitutions: used,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::db_bench_args;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn db_bench_gets_the_partitioned_index_flags_in_its_own_spelling() {
+        // Nothing to translate: the step as written.
+        let a = args("--benchmarks=fillrandom --num=10 --cache_index_and_filter_blocks=1");
+        assert_eq!(db_bench_args(&a), a);
+        // --index_type=0 is db_bench's default; it has no such flag.
+        assert_eq!(
+            db_bench_args(&args("--num=10 --index_type=0 --metadata_block_size=8192")),
+            args("--num=10 --metadata_block_size=8192")
+        );
+        // --index_type=2 is its --partition_index, in either argv form.
+        for step in [
+            "--num=10 --index_type=2 --metadata_block_size=8192",
+            "--num=10 --index_type 2 --metadata_block_size=8192",
+            "--num=10 -index-type=2 --metadata_block_size=8192",
+        ] {
+            assert_eq!(
+                db_bench_args(&args(step)),
+                args(
+                    "--num=10 --metadata_block_size=8192 --partition_index=1 \
+                     --pin_top_level_index_and_filter=1"
+                ),
+                "{step}"
+            );
+        }
+        // db_bench's own partition flags pass as written, with the top level pinned.
+        assert_eq!(
+            db_bench_args(&args(
+                "--partition_index_and_filters --metadata_block_size=1024"
+            )),
+            args(
+                "--partition_index_and_filters --metadata_block_size=1024 \
+                 --pin_top_level_index_and_filter=1"
+            )
+        );
+        assert_eq!(
+            db_bench_args(&args("--index_type=0 --partition_index=1")),
+            args("--partition_index=1 --pin_top_level_index_and_filter=1")
+        );
+        // A step shale-bench refuses is left for db_bench to judge.
+        let a = args("--index_type=1 --num=10");
+        assert_eq!(db_bench_args(&a), a);
     }
 }

@@ -233,29 +233,62 @@ mod tests {
         );
     }
 
+    /// Each table file of the database at `dir`: its footer's format version, and whether its
+    /// properties block (stored raw) names index and filter partitions
+    /// (docs/format/sstable.md: format 3 is a table with a two-level index).
+    fn tables(dir: &Path) -> Vec<(u32, bool, bool)> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_none_or(|e| e != "sst") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).expect("read table");
+            let at = bytes.len() - 16;
+            let version = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+            let names = |name: &[u8]| bytes.windows(name.len()).any(|w| w == name);
+            out.push((
+                version,
+                names(b"shaledb.index.partitions"),
+                names(b"shaledb.filter.partitions"),
+            ));
+        }
+        out
+    }
+
     #[test]
-    fn a_database_with_partitioned_index_and_filters_opens_and_reads_back() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let flags = crate::dbbench::Flags::parse(&[
-            "--partition_index_and_filters",
-            "--metadata_block_size=256",
-        ])
-        .expect("flags");
-        let engine = ShaleEngine::open(&dir.path().join("db"), &flags.opts).expect("open");
-        let mut want = Vec::new();
-        for i in 0..2000u32 {
-            let (k, v) = (format!("key{i:08}"), format!("value{i}"));
-            engine.put(k.as_bytes(), v.as_bytes()).expect("put");
-            want.push((k, v));
+    fn flushed_tables_have_the_index_and_filters_the_flags_ask_for() {
+        for (args, want) in [
+            (&[][..], (1, false, false)),
+            (&["--partition_index"][..], (3, true, false)),
+            (&["--index_type=2"][..], (3, true, false)),
+            (&["--partition_index_and_filters"][..], (3, true, true)),
+        ] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("db");
+            let mut all = vec!["--block_size=256", "--metadata_block_size=128"];
+            all.extend_from_slice(args);
+            let flags = crate::dbbench::Flags::parse(&all).expect("flags");
+            let engine = ShaleEngine::open(&path, &flags.opts).expect("open");
+            for i in 0..2000u32 {
+                let (k, v) = (format!("key{i:08}"), format!("value{i}"));
+                engine.put(k.as_bytes(), v.as_bytes()).expect("put");
+            }
+            engine.flush().expect("flush");
+            for i in (0..2000u32).step_by(7) {
+                let (k, v) = (format!("key{i:08}"), format!("value{i}"));
+                let got = engine.get(k.as_bytes()).expect("get");
+                assert_eq!(got.as_deref(), Some(v.as_bytes()), "{args:?}: {k}");
+            }
+            assert_eq!(engine.get(b"key-missing").expect("get"), None, "{args:?}");
+            let tables = tables(&path);
+            assert!(!tables.is_empty(), "{args:?}: no table");
+            for t in tables {
+                assert_eq!(
+                    t, want,
+                    "{args:?}: (format version, index partitions, filter partitions)"
+                );
+            }
         }
-        engine.flush().expect("flush");
-        for (k, v) in &want {
-            assert_eq!(
-                engine.get(k.as_bytes()).expect("get").as_deref(),
-                Some(v.as_bytes()),
-                "{k}"
-            );
-        }
-        assert_eq!(engine.get(b"key-missing").expect("get"), None);
     }
 }
