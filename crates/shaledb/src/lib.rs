@@ -24,6 +24,7 @@ pub(crate) mod db;
 pub(crate) mod error;
 pub mod fs;
 pub(crate) mod head_index;
+mod io_pool;
 pub(crate) mod iter;
 pub(crate) mod key;
 pub(crate) mod log;

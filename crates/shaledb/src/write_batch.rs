@@ -522,6 +522,20 @@ impl<'a> Iterator for BatchIter<'a> {
     }
 }
 
+/// A batch handed to [`Db::write`](crate::Db::write) by value is moved into the write queue.
+impl From<WriteBatch> for Cow<'_, WriteBatch> {
+    fn from(batch: WriteBatch) -> Self {
+        Cow::Owned(batch)
+    }
+}
+
+/// A batch lent to [`Db::write`](crate::Db::write) is copied, so the caller keeps it.
+impl<'a> From<&'a WriteBatch> for Cow<'a, WriteBatch> {
+    fn from(batch: &'a WriteBatch) -> Self {
+        Cow::Borrowed(batch)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -735,19 +749,5 @@ mod tests {
                 assert_eq!(b.iter().count(), b.len());
             }
         }
-    }
-}
-
-/// A batch handed to [`Db::write`](crate::Db::write) by value is moved into the write queue.
-impl From<WriteBatch> for Cow<'_, WriteBatch> {
-    fn from(batch: WriteBatch) -> Self {
-        Cow::Owned(batch)
-    }
-}
-
-/// A batch lent to [`Db::write`](crate::Db::write) is copied, so the caller keeps it.
-impl<'a> From<&'a WriteBatch> for Cow<'a, WriteBatch> {
-    fn from(batch: &'a WriteBatch) -> Self {
-        Cow::Borrowed(batch)
     }
 }

@@ -328,47 +328,109 @@ impl Table {
         opts: BlockReadOptions,
         out: &mut [(LookupResult, SequenceNumber)],
     ) -> Result<()> {
+        let plan = self.multi_get_plan(lookups, out)?;
+        self.multi_get_search(lookups, &plan, &[], opts, out)
+    }
+
+    /// The first half of [`Table::multi_get_entries`] (filter and index, no data block read):
+    /// sets every `out[i]` to not found and returns, in key order, each key the filter lets
+    /// through with the data block to search for it. Keys sharing a block are adjacent.
+    pub(crate) fn multi_get_plan(
+        &self,
+        lookups: &[&LookupKey],
+        out: &mut [(LookupResult, SequenceNumber)],
+    ) -> Result<Vec<(usize, BlockHandle)>> {
         debug_assert_eq!(lookups.len(), out.len());
         let mut buf = KEY_BUFFER.take();
-        let result = self.multi_get_with_buffer(lookups, opts, out, &mut buf);
+        let mut plan = Vec::with_capacity(lookups.len());
+        let mut result = Ok(());
+        for (i, lookup) in lookups.iter().enumerate() {
+            out[i] = (LookupResult::NotPresent, 0);
+            if !self.lookup_may_match(lookup, &mut buf) {
+                continue;
+            }
+            match self.index_lookup(lookup, &mut buf) {
+                Ok(Some(handle)) => plan.push((i, handle)),
+                Ok(None) => {}
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if buf.capacity() <= MAX_KEPT_KEY_BUFFER {
+            KEY_BUFFER.set(buf);
+        }
+        result.map(|()| plan)
+    }
+
+    /// The second half of [`Table::multi_get_entries`]: searches each planned block, taken
+    /// from `preloaded` (blocks already read, with whether the cache holds them) if there,
+    /// else from the cache or the file, once per block.
+    pub(crate) fn multi_get_search(
+        &self,
+        lookups: &[&LookupKey],
+        plan: &[(usize, BlockHandle)],
+        preloaded: &[(BlockHandle, Arc<Block>, bool)],
+        opts: BlockReadOptions,
+        out: &mut [(LookupResult, SequenceNumber)],
+    ) -> Result<()> {
+        let mut buf = KEY_BUFFER.take();
+        let mut block: Option<(BlockHandle, Arc<Block>, bool)> = None;
+        // `preloaded` is in plan order (ascending offsets), perhaps with gaps.
+        let mut next_preloaded = preloaded.iter().peekable();
+        let mut result = Ok(());
+        for &(i, handle) in plan {
+            let (b, cached) = match &block {
+                Some((h, b, cached)) if *h == handle => (b.clone(), *cached),
+                _ => {
+                    while next_preloaded
+                        .next_if(|(h, ..)| h.offset < handle.offset)
+                        .is_some()
+                    {}
+                    let loaded = match next_preloaded.next_if(|(h, ..)| *h == handle) {
+                        Some((_, b, cached)) => Ok((b.clone(), *cached)),
+                        None => self.data_block(handle, opts),
+                    };
+                    match loaded {
+                        Ok((b, cached)) => {
+                            block = Some((handle, b.clone(), cached));
+                            (b, cached)
+                        }
+                        Err(e) => {
+                            result = Err(e);
+                            break;
+                        }
+                    }
+                }
+            };
+            match self.find_in_block(&b, cached, handle, lookups[i], &mut buf) {
+                Ok(found) => out[i] = found,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
         if buf.capacity() <= MAX_KEPT_KEY_BUFFER {
             KEY_BUFFER.set(buf);
         }
         result
     }
 
-    fn multi_get_with_buffer(
+    /// The data block at `handle` if the block cache holds it.
+    pub(crate) fn cached_data_block(&self, handle: BlockHandle) -> Option<Arc<Block>> {
+        self.cached::<Block>(&(self.cache_id, handle.offset))
+    }
+
+    /// The data block at `handle`, from the cache or read (and cached if `fill_cache`), with
+    /// whether the cache holds it.
+    pub(crate) fn read_data_block(
         &self,
-        lookups: &[&LookupKey],
+        handle: BlockHandle,
         opts: BlockReadOptions,
-        out: &mut [(LookupResult, SequenceNumber)],
-        buf: &mut Vec<u8>,
-    ) -> Result<()> {
-        // The data block of each key the filter lets through, in key order: equal handles
-        // are adjacent because the keys are sorted.
-        let mut wanted: Vec<(usize, BlockHandle)> = Vec::with_capacity(lookups.len());
-        for (i, lookup) in lookups.iter().enumerate() {
-            out[i] = (LookupResult::NotPresent, 0);
-            if !self.lookup_may_match(lookup, buf) {
-                continue;
-            }
-            if let Some(handle) = self.index_lookup(lookup, buf)? {
-                wanted.push((i, handle));
-            }
-        }
-        let mut block: Option<(BlockHandle, Arc<Block>, bool)> = None;
-        for (i, handle) in wanted {
-            let (block, cached) = match &block {
-                Some((h, b, cached)) if *h == handle => (b.clone(), *cached),
-                _ => {
-                    let (b, cached) = self.data_block(handle, opts)?;
-                    block = Some((handle, b.clone(), cached));
-                    (b, cached)
-                }
-            };
-            out[i] = self.find_in_block(&block, cached, handle, lookups[i], buf)?;
-        }
-        Ok(())
+    ) -> Result<(Arc<Block>, bool)> {
+        self.data_block(handle, opts)
     }
 
     /// The handle of the only data block that can hold `lookup`'s newest visible version;
