@@ -51,6 +51,9 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
     if name == "data-model" {
         return Ok(data_model_suite());
     }
+    if name == "small-cache" {
+        return Ok(small_cache_suite());
+    }
     let (n, k1_bytes, t1_rows, y1_records, y1_ops) = match name {
         "seed-small" => (100_000u64, 20u64 << 20, 200_000u64, 200_000u64, 100_000u64),
         "seed-full" => (5_000_000, 1 << 30, 5_000_000, 50_000_000, 10_000_000),
@@ -59,7 +62,7 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
         "tiny" => (2_000, 1 << 20, 2_000, 2_000, 2_000),
         other => {
             return Err(format!(
-                "unknown suite {other:?}: seed-small, seed-medium, seed-full, data-model (or tiny)"
+                "unknown suite {other:?}: seed-small, seed-medium, seed-full, data-model, small-cache (or tiny)"
             ))
         }
     };
@@ -161,6 +164,34 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
 /// option outright (never a silent substitute); `compare` alone applies these, labels the cell
 /// with `label`, and lists every substitution used in the report. docs/benchmarks.md
 /// ("Substitutions") explains each row.
+/// Reads of a database many times the block cache, with direct reads (issue 14): R4-io's
+/// data (786 MB), read by MultiGet batches, and read with the index and filters in a cache too
+/// small for them, whole or partitioned.
+fn small_cache_suite() -> Vec<Workload> {
+    let load = "--num=1000000 --key_size=10 --value_size=800 --compression_ratio=0.5 --compression_type=none --block_size=4096 --bloom_bits=10 --benchmarks=fillseq --threads=1";
+    let read = "--num=1000000 --key_size=10 --value_size=800 --compression_ratio=0.5 --compression_type=none --block_size=4096 --bloom_bits=10 --use_direct_reads=1 --threads=2";
+    vec![
+        w2(
+            "S1",
+            "multireadrandom, batches of 16, 2 threads, 64 MB cache, direct reads (R4-io's data)",
+            load,
+            &format!("{read} --benchmarks=multireadrandom --batch_size=16 --reads=250000 --cache_size=67108864"),
+        ),
+        w2(
+            "S2",
+            "readrandom, 2 threads, 8 MB cache holding index and filters too (cache_index_and_filter_blocks), direct reads",
+            load,
+            &format!("{read} --benchmarks=readrandom --reads=150000 --cache_size=8388608 --cache_index_and_filter_blocks=1"),
+        ),
+        w2(
+            "S3",
+            "S2 with partitioned index and filters (4 KB partitions, top level pinned), also when loading",
+            &format!("{load} --partition_index_and_filters=1"),
+            &format!("{read} --benchmarks=readrandom --reads=150000 --cache_size=8388608 --cache_index_and_filter_blocks=1 --partition_index_and_filters=1"),
+        ),
+    ]
+}
+
 /// RocksDB's data model beyond put/get (issue 13): merge operands, MultiGet and range
 /// deletes, run on the engines that have them (ShaleDB and RocksDB).
 fn data_model_suite() -> Vec<Workload> {
@@ -312,6 +343,7 @@ pub fn suite_note(name: &str) -> &'static str {
         "seed-small" => "Suite seed-small (CI smoke test): N = 100,000 keys; K1 20 MB per value size; T1 200,000 rows; Y1 200,000 records, 100,000 operations. Its figures are never asserted.",
         "seed-medium" => "Suite seed-medium: seed-full scaled down so that five engines plus db_bench finish in about 40 minutes on this 2-core machine (seed-full would take several hours): N = 1,000,000 keys (not 5,000,000); K1 50 MB per value size (not 1 GB); T1 500,000 rows (not 5,000,000); Y1 1,000,000 records and 500,000 operations per workload (not 50,000,000 / 10,000,000). Every workload, engine and option is kept; only sizes differ. Not the seed-full reference.",
         "seed-full" => "Suite seed-full: the BENCHMARKS.md reference sizes (N = 5,000,000 keys; K1 1 GB per value size; T1 5,000,000 rows; Y1 50,000,000 records and 10,000,000 operations per workload, each YCSB phase stopped after 30 minutes, a figure so stopped marked †). A suite this long runs in parts (runs.txt).",
+        "small-cache" => "Suite small-cache: R4-io's 786 MB of data (1,000,000 keys, 800-byte values, no compression) read with direct reads through caches of 64 MB (MultiGet batches) and 8 MB (index and filters in the cache, whole or partitioned); ShaleDB and RocksDB.",
         "data-model" => "Suite data-model: merge operands, MultiGet, range deletes and prefix seek (RocksDB's data model beyond put and get), N = 1,000,000 16-byte keys with 100-byte values; only ShaleDB and RocksDB have these operations.",
         _ => "Suite tiny: a test-sized run.",
     }
