@@ -6,12 +6,15 @@
 //! - [`model`]: the `BTreeMap` reference model, the log of attempted and acknowledged
 //!   operations with the checker for "the recovered state is one allowed prefix", and the
 //!   workload generator.
+//! - [`table_layout`]: which byte ranges of a table file hold which blocks (data, index or
+//!   index partitions, filter or filter partitions, metadata), for tests that damage tables.
 //!
 //! The tests using them live in `tests/` (see docs/testing.md).
 
 pub mod fault;
 pub mod fuzz;
 pub mod model;
+pub mod table_layout;
 
 pub use fault::{Fault, FaultFs, Injected, OpKind, Rule, Target};
 pub use model::{Durability, Entry, GenConfig, Model, Op, OpLog, Outcome};

@@ -1,13 +1,15 @@
 //! Corruption sweep per structure: flip, zero and truncate bytes of each file of a database
-//! (table: data, index, filter, properties, metaindex blocks and footer; WAL headers and
-//! payloads; MANIFEST; CURRENT) and check that the damage is reported as `Error::Corruption`
+//! (table: data, index, filter, properties, metaindex blocks and footer, also of tables with
+//! index and filter partitions; WAL headers and payloads; MANIFEST; CURRENT) and check that the damage is reported as `Error::Corruption`
 //! naming the file (or, for the WAL's final record only, dropped as a torn tail), and never
 //! turned into a wrong value or a false "not found". Tables are checked with
 //! `Db::verify_checksums`, which must catch every single-byte change.
 #![allow(clippy::field_reassign_with_default)]
 
 use shaledb::fs::MemFileSystem;
-use shaledb::{Db, Error, Options, WriteOptions};
+use shaledb::{CompressionType, Db, Error, FixedPrefix, IndexType, Options, WriteOptions};
+use shaledb_testkit::table_layout::{Region, TableLayout};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -75,6 +77,19 @@ fn dictionary_options(fs: &MemFileSystem) -> Options {
     o
 }
 
+/// Tables with a two-level index and filter partitions (format version 3): partitions of
+/// about 64 bytes, so each table has several, and a prefix extractor, so the filter
+/// partitions hold prefixes too. Uncompressed, so the sweep can read their layout.
+fn partitioned_options(fs: &MemFileSystem) -> Options {
+    let mut o = options(fs);
+    o.compression_per_level = vec![CompressionType::None];
+    o.index_type = IndexType::TwoLevel;
+    o.partition_filters = true;
+    o.metadata_block_size = 64;
+    o.prefix_extractor = Some(Arc::new(FixedPrefix(4)));
+    o
+}
+
 /// Keys 0..n in tables (two flushes), then keys n..n+m as synced WAL records.
 fn build(n: usize, m: usize) -> MemFileSystem {
     build_with(n, m, options)
@@ -119,17 +134,168 @@ fn present_prefix(db: &Db, total: usize, what: &str) -> Result<usize, Error> {
 
 #[test]
 fn verify_checksums_catches_every_byte_change_in_every_table() {
-    sweep_every_table_byte(options, 1);
+    sweep_every_table_byte(options, 1, &mut |_, _, _, _| {});
 }
 
 /// The same with zstd dictionaries: the dictionary block and the blocks compressed with it.
 #[test]
 fn verify_checksums_catches_every_byte_change_in_tables_with_a_dictionary() {
-    sweep_every_table_byte(dictionary_options, 2);
+    sweep_every_table_byte(dictionary_options, 2, &mut |_, _, _, _| {});
 }
 
-/// Damages every byte of every table (written with `options`, table format `version`).
-fn sweep_every_table_byte(options: fn(&MemFileSystem) -> Options, version: u32) {
+/// The same with a two-level index and filter partitions (format version 3): every byte of
+/// the index partitions, the top-level index, the filter partitions and the filter partition
+/// index (and of the rest) is damaged in turn. Besides `verify_checksums`, damaged copies
+/// are read (gets of present and absent keys, a multi-get, scans both ways, prefix scans
+/// through the prefix blooms): each answer is the intact one or `Corruption` naming the
+/// table, never a wrong value or a false "not found". Damaged filter partitions are harmless
+/// to reads (a filter partition that fails its checksum answers "may contain").
+#[test]
+fn partitioned_table_damage_is_caught_and_never_a_wrong_answer() {
+    // Per region: damages, and damages some read refused (the others were harmless to reads).
+    let mut tally: BTreeMap<Region, (usize, usize)> = BTreeMap::new();
+    let mut layouts: BTreeMap<PathBuf, TableLayout> = BTreeMap::new();
+    sweep_every_table_byte(partitioned_options, 3, &mut |db, t, intact, offset| {
+        let layout = layouts.entry(t.to_path_buf()).or_insert_with(|| {
+            let l = TableLayout::parse(intact)
+                .unwrap_or_else(|e| panic!("{}: layout: {e}", t.display()));
+            assert_eq!(l.format_version, 3);
+            assert_eq!(l.count(Region::Index), 0, "{l:?}");
+            assert_eq!(l.count(Region::Filter), 0, "{l:?}");
+            assert_eq!(l.count(Region::TopLevelIndex), 1, "{l:?}");
+            assert_eq!(l.count(Region::FilterPartitionIndex), 1, "{l:?}");
+            let partitions = l.count(Region::IndexPartition);
+            assert!(partitions >= 3, "{} index partitions", partitions);
+            assert_eq!(l.count(Region::FilterPartition), partitions, "{l:?}");
+            l
+        });
+        let Some(offset) = offset else {
+            let refused = reads_are_right_or_corruption(db, t, "intact tables");
+            assert!(!refused, "the intact tables refused a read");
+            return;
+        };
+        let region = layout.region_of(offset).expect("every byte is in a block");
+        // Every damage of the partitions and their indexes is read back; of the blocks the
+        // other sweeps cover (data, properties, metaindex, footer), every 8th byte's.
+        let partitions = matches!(
+            region,
+            Region::IndexPartition
+                | Region::TopLevelIndex
+                | Region::FilterPartition
+                | Region::FilterPartitionIndex
+        );
+        if !partitions && !offset.is_multiple_of(8) {
+            return;
+        }
+        let what = format!("{} byte {offset} ({region:?})", t.display());
+        let refused = reads_are_right_or_corruption(db, t, &what);
+        let e = tally.entry(region).or_default();
+        e.0 += 1;
+        e.1 += usize::from(refused);
+    });
+    for region in [
+        Region::IndexPartition,
+        Region::TopLevelIndex,
+        Region::FilterPartition,
+        Region::FilterPartitionIndex,
+        Region::Data,
+    ] {
+        let (damaged, refused) = tally.get(&region).copied().unwrap_or_default();
+        assert!(damaged > 0, "no damage in {region:?}");
+        // A damaged data block, index partition or either top level fails its checksum when
+        // read; a damaged filter partition only stops filtering.
+        if region != Region::FilterPartition {
+            assert!(refused > 0, "no read noticed damage in {region:?}");
+        }
+    }
+    eprintln!("partitioned table sweep (damages, refused by reads) per region: {tally:?}");
+}
+
+/// Reads keys 0..120 of [`build_with`] every way and checks each answer: the intact one, or
+/// `Corruption` naming table `t`. Returns true if some read was refused.
+fn reads_are_right_or_corruption(db: &Db, t: &Path, what: &str) -> bool {
+    const N: usize = 120;
+    let want = |i: usize| (i < N).then(|| value(i));
+    let mut refused = false;
+    let mut refuse = |e: Error, read: &str| {
+        assert!(
+            is_corruption_of(&e, t),
+            "{what}: {read}: unexpected error {e}"
+        );
+        refused = true;
+    };
+    // Present keys and absent ones after the last, between keys and before the first.
+    for i in 0..N + 5 {
+        match db.get(&key(i)) {
+            Ok(v) => assert_eq!(v.map(|v| v.to_vec()), want(i), "{what}: get key {i}"),
+            Err(e) => refuse(e, "get"),
+        }
+    }
+    for absent in ["k0007x", "k0060x", "k", "k011", "zzz"] {
+        match db.get(absent) {
+            Ok(v) => assert_eq!(v, None, "{what}: get {absent}"),
+            Err(e) => refuse(e, "get"),
+        }
+    }
+    let keys: Vec<Vec<u8>> = (0..N + 5).rev().step_by(3).map(key).collect();
+    for (k, got) in keys.iter().zip(db.multi_get(&keys)) {
+        let i: usize = std::str::from_utf8(&k[1..])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .expect("key number");
+        match got {
+            Ok(v) => assert_eq!(v.map(|v| v.to_vec()), want(i), "{what}: multi_get key {i}"),
+            Err(e) => refuse(e, "multi_get"),
+        }
+    }
+    // Scans: the expected entries in order up to an error, if any, and all of them without.
+    let mut scan = |items: &mut dyn Iterator<Item = shaledb::Result<(Vec<u8>, shaledb::Value)>>,
+                    want: &mut dyn Iterator<Item = usize>,
+                    read: &str| {
+        for item in items {
+            match item {
+                Ok((k, v)) => {
+                    let i = want
+                        .next()
+                        .unwrap_or_else(|| panic!("{what}: {read}: extra key {k:?}"));
+                    assert_eq!((k, v.to_vec()), (key(i), value(i)), "{what}: {read}");
+                }
+                Err(e) => {
+                    refuse(e, read);
+                    return;
+                }
+            }
+        }
+        assert_eq!(want.next(), None, "{what}: {read}: ended early");
+    };
+    scan(&mut db.range(..), &mut (0..N), "forward scan");
+    scan(&mut db.range(..).rev(), &mut (0..N).rev(), "backward scan");
+    // Prefix scans use the prefix blooms (FixedPrefix(4)): k000 to k011, and k012 (absent).
+    for p in 0..=N / 10 {
+        let prefix = format!("k{p:03}");
+        let read = format!("prefix scan {prefix}");
+        scan(
+            &mut db.prefix(&prefix),
+            &mut (p * 10..(p * 10 + 10).min(N)),
+            &read,
+        );
+    }
+    refused
+}
+
+/// A check run after `verify_checksums` on a database: (database, table, the table's intact
+/// bytes, the offset damaged or `None` for the intact database).
+type AfterVerify<'a> = dyn FnMut(&Db, &Path, &[u8], Option<usize>) + 'a;
+
+/// Damages every byte of every table (written with `options`, table format `version`) and
+/// checks `verify_checksums` reports each. `after` checks more: on the intact database (with
+/// each table and its bytes, offset `None`), then on each damaged copy (with the table, its
+/// intact bytes and the offset damaged).
+fn sweep_every_table_byte(
+    options: fn(&MemFileSystem) -> Options,
+    version: u32,
+    after: &mut AfterVerify<'_>,
+) {
     let fs = build_with(120, 0, options);
     let tables = files_with(&fs, |n| n.ends_with(".sst"));
     for t in &tables {
@@ -143,6 +309,9 @@ fn sweep_every_table_byte(options: fn(&MemFileSystem) -> Options, version: u32) 
     {
         let db = Db::open(DIR, options(&copy(&fs))).expect("open");
         db.verify_checksums().expect("intact tables verify");
+        for t in &tables {
+            after(&db, t, &fs.read_file_bytes(t).expect("bytes"), None);
+        }
     }
     let mut cases = 0;
     for t in &tables {
@@ -159,6 +328,7 @@ fn sweep_every_table_byte(options: fn(&MemFileSystem) -> Options, version: u32) 
                     Err(e) => panic!("offset {offset}: unexpected error {e}"),
                     Ok(()) => missed.push(offset),
                 }
+                after(&db, t, &original, Some(offset));
             }
         }
         for cut in [0, 1, original.len() / 3, original.len() - 1] {
