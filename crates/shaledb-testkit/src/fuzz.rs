@@ -69,6 +69,22 @@ pub fn sst(data: &[u8]) {
         it.next();
     }
     let _ = it.status();
+    // Backwards, and seeks stepping back: with a two-level index these cross index
+    // partitions both ways.
+    it.seek_to_last();
+    let mut n = 0;
+    while it.valid() && n < 100_000 {
+        it.prev();
+        n += 1;
+    }
+    let _ = it.status();
+    for k in keys.iter().step_by(5).take(32) {
+        it.seek(k);
+        if it.valid() {
+            it.prev();
+        }
+        let _ = it.status();
+    }
     for k in keys.iter().take(64) {
         // Keys from a damaged table may not parse: look those up whole, as user keys.
         let lookup = match parse_internal_key(k) {
@@ -76,6 +92,11 @@ pub fn sst(data: &[u8]) {
             None => LookupKey::new(k, MAX_SEQUENCE),
         };
         let _ = table.get(&lookup, checked);
+        // The filter by user key and by prefix (FixedPrefix(3): the partitioned seed's
+        // extractor); with filter partitions each checks the partition the key would be in.
+        let user = parse_internal_key(k).map_or(&k[..], |p| p.user_key);
+        let _ = table.may_contain(user);
+        let _ = table.may_contain_prefix(user.get(..3).unwrap_or(user), "rocksdb.FixedPrefix.3");
     }
     let unchecked = BlockReadOptions {
         verify_checksums: false,

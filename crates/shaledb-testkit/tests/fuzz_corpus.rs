@@ -4,10 +4,14 @@
 //! block, table, WAL, version edit, write batch and operation script).
 
 use shaledb::fs::MemFileSystem;
-use shaledb::{CompressionType, Db, Options, WriteBatch, WriteOptions};
+use shaledb::{CompressionType, Db, FixedPrefix, IndexType, Options, WriteBatch, WriteOptions};
 use shaledb_testkit::fuzz::TARGETS;
+use shaledb_testkit::table_layout::{Region, TableLayout};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// The sst seed with a two-level index and filter partitions (format version 3).
+const PARTITIONED_SEED: &str = "seed-table-partitioned";
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus")
@@ -101,6 +105,39 @@ fn write_seeds(dir: &Path) {
             );
         }
     }
+    // A table with a two-level index and filter partitions (format version 3): several index
+    // and filter partitions, prefixes (FixedPrefix(3)) in the filter partitions, and a key
+    // with two versions (kept by a snapshot).
+    let part_fs = MemFileSystem::new();
+    let o = Options {
+        fs: Arc::new(part_fs.clone()),
+        block_size: 128,
+        index_type: IndexType::TwoLevel,
+        partition_filters: true,
+        metadata_block_size: 64,
+        prefix_extractor: Some(Arc::new(FixedPrefix(3))),
+        ..Default::default()
+    };
+    let part = Db::open(db_dir, o).expect("open");
+    for i in 0..45u32 {
+        let key = format!("{}{i:02}", ["aa", "ab", "ba"][i as usize % 3]);
+        part.put(key, format!("value {i}")).expect("put");
+    }
+    let snapshot = part.snapshot();
+    part.put(b"ab01", b"newer").expect("put");
+    part.delete(b"ba02").expect("delete");
+    part.flush().expect("flush");
+    drop(snapshot);
+    for p in part_fs.file_names() {
+        if p.extension().is_some_and(|e| e == "sst") {
+            save(
+                "sst",
+                PARTITIONED_SEED,
+                &part_fs.read_file_bytes(&p).expect("bytes"),
+            );
+        }
+    }
+    part.close().expect("close");
     save(
         "api",
         "seed-ops",
@@ -147,4 +184,21 @@ fn replay_fuzz_corpus() {
     }
     assert!(replayed > 0, "no corpus under {}", dir.display());
     eprintln!("replayed {replayed} fuzz inputs");
+}
+
+/// The sst target starts from a format-3 table whose partitions it can mutate.
+#[test]
+fn the_sst_corpus_holds_a_table_with_index_and_filter_partitions() {
+    let path = corpus_dir().join("sst").join(PARTITIONED_SEED);
+    let bytes = std::fs::read(&path).expect("the partitioned seed table");
+    let layout = TableLayout::parse(&bytes).expect("layout");
+    assert_eq!(layout.format_version, 3);
+    let partitions = layout.count(Region::IndexPartition);
+    assert!(partitions >= 3, "{layout:?}");
+    assert_eq!(
+        layout.count(Region::FilterPartition),
+        partitions,
+        "{layout:?}"
+    );
+    assert_eq!(layout.count(Region::FilterPartitionIndex), 1, "{layout:?}");
 }
