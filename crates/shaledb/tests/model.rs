@@ -3,11 +3,17 @@
 //! option sets. Every answer must match the model exactly.
 #![allow(clippy::field_reassign_with_default)] // options are built field by field for readability
 
+mod common;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shaledb::{CompressionType, Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use shaledb::{
+    CompressionType, Db, FixedPrefix, IndexType, Options, PrefixExtractor, ReadOptions, Snapshot,
+    WriteBatch, WriteOptions,
+};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -110,6 +116,76 @@ fn check_seek(db: &Db, ro: &ReadOptions, model: &Model, target: &[u8], rng: &mut
     }
 }
 
+/// With a prefix extractor: walks of the prefix of `k` must give exactly the model's keys
+/// with that prefix: a seek to `k` with `prefix_same_as_start`, `Db::prefix` both ways (which
+/// leave out tables whose prefix bloom rules the prefix out), and the same for a prefix no
+/// key has ("key9..."; keys are key00000 to key00399).
+fn check_prefix_walks(
+    db: &Db,
+    ro: &ReadOptions,
+    model: &Model,
+    k: &[u8],
+    ex: &dyn PrefixExtractor,
+) {
+    let Some(prefix) = ex.prefix(k) else {
+        return;
+    };
+    let mut absent = prefix.to_vec();
+    absent[3] = b'9';
+    for (prefix, target) in [(prefix, k), (&absent[..], &absent[..])] {
+        let want: Vec<(Vec<u8>, Vec<u8>)> = model
+            .range(prefix.to_vec()..)
+            .take_while(|(key, _)| key.starts_with(prefix))
+            .map(|(key, v)| (key.clone(), v.clone()))
+            .collect();
+        let what = String::from_utf8_lossy(prefix);
+        let pro = ReadOptions {
+            prefix_same_as_start: true,
+            ..ro.clone()
+        };
+        let mut it = db.iter(&pro);
+        it.seek(target);
+        let mut got = Vec::new();
+        while it.valid() {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        it.status().expect("prefix seek status");
+        let from_target: Vec<_> = want
+            .iter()
+            .filter(|(key, _)| key.as_slice() >= target)
+            .cloned()
+            .collect();
+        assert!(
+            got == from_target,
+            "prefix seek to {:?} differs from the model",
+            String::from_utf8_lossy(target)
+        );
+        let walk = |rev: bool| -> Vec<(Vec<u8>, Vec<u8>)> {
+            let it = db.prefix_opt(ro, prefix);
+            let items: Vec<_> = match rev {
+                false => it.collect::<Result<_, _>>(),
+                true => it.rev().collect::<Result<_, _>>(),
+            }
+            .expect("prefix walk");
+            items
+                .into_iter()
+                .map(|(key, v)| (key, v.to_vec()))
+                .collect()
+        };
+        assert!(
+            walk(false) == want,
+            "prefix walk of {what} differs from the model"
+        );
+        let mut back = walk(true);
+        back.reverse();
+        assert!(
+            back == want,
+            "backward prefix walk of {what} differs from the model"
+        );
+    }
+}
+
 /// A multi-get of 1-40 random keys (duplicates possible) must give the model's answer for
 /// each key, in the order asked.
 fn check_multi_get(db: &Db, ro: &ReadOptions, model: &Model, rng: &mut StdRng) {
@@ -193,6 +269,10 @@ fn run_model(seed: u64, opts: Options, ops: usize, dir: &Path) {
             75..=79 => {
                 let k = random_key(&mut rng);
                 check_seek(d, &ReadOptions::default(), &model, &k, &mut rng);
+                // Takes nothing from `rng`: runs without an extractor are unchanged.
+                if let Some(ex) = &opts.prefix_extractor {
+                    check_prefix_walks(d, &ReadOptions::default(), &model, &k, ex.as_ref());
+                }
             }
             80..=82 => check_full_scan(d, &ReadOptions::default(), &model),
             83..=85 => {
@@ -220,6 +300,9 @@ fn run_model(seed: u64, opts: Options, ops: usize, dir: &Path) {
                     }
                     if rng.gen_bool(0.3) {
                         check_multi_get(d, &ro, m, &mut rng);
+                    }
+                    if let Some(ex) = &opts.prefix_extractor {
+                        check_prefix_walks(d, &ro, m, &k, ex.as_ref());
                     }
                 }
             }
@@ -376,4 +459,41 @@ fn model_index_and_filter_in_the_block_cache() {
     let mut o = small_options(CompressionType::Lz4, 10, 256);
     o.cache_index_and_filter_blocks = true;
     run_model(11, o, ops_count(), dir.path());
+}
+
+/// Tables with a two-level index and filter partitions (format version 3): 128-byte blocks
+/// and 128-byte partitions (about five index entries each), so a table has several. The second run adds a prefix extractor,
+/// whose prefixes the filter partitions also hold, and checks prefix walks (through the
+/// prefix blooms) against the model.
+#[test]
+fn model_partitioned_index_and_filters() {
+    for (seed, prefix) in [(12, false), (13, true)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut o = small_options(CompressionType::Lz4, 10, 128);
+        o.index_type = IndexType::TwoLevel;
+        o.partition_filters = true;
+        o.metadata_block_size = 128;
+        if prefix {
+            o.prefix_extractor = Some(Arc::new(FixedPrefix(7)));
+        }
+        run_model(seed, o, ops_count(), dir.path());
+        common::assert_partitioned_tables(dir.path(), 3);
+    }
+}
+
+/// Index and filter partitions of the smallest size (64 bytes: two or three index entries)
+/// with `cache_index_and_filter_blocks` in a 16 KiB block cache (one shard): partitions are
+/// evicted and read again all the time.
+#[test]
+fn model_partitions_in_a_small_block_cache() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options(CompressionType::None, 10, 128);
+    o.index_type = IndexType::TwoLevel;
+    o.partition_filters = true;
+    o.metadata_block_size = 64;
+    o.cache_index_and_filter_blocks = true;
+    o.block_cache_size = 16 << 10;
+    o.block_cache_shard_bits = 0;
+    run_model(14, o, ops_count(), dir.path());
+    common::assert_partitioned_tables(dir.path(), 5);
 }

@@ -37,3 +37,80 @@ pub fn check_keys_and_scan(
         model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(all, expected);
 }
+
+/// What a table file says of its index and filter layout (read with the engine's table
+/// reader from its footer and properties).
+#[allow(dead_code)] // not every test file that declares `mod common` uses it
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableShape {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// The footer's table format version (3: a two-level index).
+    pub format_version: u32,
+    /// Index partitions (0: one index block).
+    pub index_partitions: u64,
+    /// Filter partitions (0: one filter block, or none).
+    pub filter_partitions: u64,
+}
+
+/// The shape of every table file (`*.sst`) in `dir`, in file name order.
+#[allow(dead_code)] // not every test file that declares `mod common` uses it
+pub fn table_shapes(dir: &std::path::Path) -> Vec<TableShape> {
+    let fs = shaledb::fs::default_fs();
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .expect("list the database")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|path| {
+            let bytes = std::fs::read(&path).expect("read table");
+            // The footer's format version: 16 bytes before the end (docs/format/sstable.md).
+            let at = bytes.len() - 16;
+            let format_version = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4"));
+            let number: u64 = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .and_then(|s| s.parse().ok())
+                .expect("table number");
+            let file = fs.open_random_access(&path).expect("open table file");
+            let table = shaledb::internals::Table::open(
+                file,
+                path.clone(),
+                number,
+                bytes.len() as u64,
+                None,
+            )
+            .expect("open table");
+            let props = table.properties();
+            TableShape {
+                format_version,
+                index_partitions: props.index_partitions,
+                filter_partitions: props.filter_partitions,
+                path,
+            }
+        })
+        .collect()
+}
+
+/// Checks that every table in `dir` has a two-level index with filter partitions (format
+/// version 3), one filter partition per index partition, and that some table has at least
+/// `min_partitions` of them. Returns the shapes.
+#[allow(dead_code)] // not every test file that declares `mod common` uses it
+pub fn assert_partitioned_tables(dir: &std::path::Path, min_partitions: u64) -> Vec<TableShape> {
+    let shapes = table_shapes(dir);
+    assert!(!shapes.is_empty(), "no tables in {}", dir.display());
+    for s in &shapes {
+        assert_eq!(s.format_version, 3, "{s:?}");
+        assert!(s.index_partitions >= 1, "{s:?}");
+        assert_eq!(s.filter_partitions, s.index_partitions, "{s:?}");
+    }
+    let most = shapes.iter().map(|s| s.index_partitions).max();
+    assert!(
+        most >= Some(min_partitions),
+        "at most {most:?} index partitions per table: {shapes:?}"
+    );
+    shapes
+}
