@@ -19,8 +19,9 @@ use shaledb::fs::MemFileSystem;
 use shaledb::merge_operators::{StringAppend, UInt64Add};
 use shaledb::{
     CfOptions, Clock, ColumnFamily, CompactionFilter, CompressionType, Db, Decision, FixedPrefix,
-    Options, ReadOptions, Snapshot, WriteBatch, WriteOptions,
+    IndexType, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions,
 };
+use shaledb_testkit::table_layout::{Region, TableLayout};
 use shaledb_testkit::FaultFs;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -88,6 +89,9 @@ struct Variant {
     compression: CompressionType,
     memtable_bloom: f64,
     atomic_flush: bool,
+    /// Two-level indexes with filter partitions of `metadata_block_size` 64 in every family
+    /// (format version 3), through a small block cache with `cache_index_and_filter_blocks`.
+    partitioned: bool,
 }
 
 struct Harness {
@@ -135,6 +139,13 @@ impl Harness {
         o.prefix_extractor = default_cf.prefix_extractor.clone();
         o.memtable_prefix_bloom_size_ratio = default_cf.memtable_prefix_bloom_size_ratio;
         o.memtable_whole_key_filtering = default_cf.memtable_whole_key_filtering;
+        o.index_type = default_cf.index_type;
+        o.partition_filters = default_cf.partition_filters;
+        o.metadata_block_size = default_cf.metadata_block_size;
+        if v.partitioned {
+            o.cache_index_and_filter_blocks = true;
+            o.block_cache_size = 32 << 10;
+        }
         o
     }
 
@@ -149,6 +160,11 @@ impl Harness {
             max_bytes_for_level_base: 24 << 10,
             ..Default::default()
         };
+        if v.partitioned {
+            c.index_type = IndexType::TwoLevel;
+            c.partition_filters = true;
+            c.metadata_block_size = 64;
+        }
         match name {
             PLAIN => {
                 c.prefix_extractor = Some(Arc::new(FixedPrefix(3)));
@@ -625,6 +641,26 @@ fn run(variant: Variant) {
         "no table below L0: the run is too small to test compaction"
     );
     assert!(power_losses > 0, "no power loss in the run");
+    if h.variant.partitioned {
+        // Every live table has index and filter partitions, some many.
+        let mut most = 0;
+        for p in h.mem.file_names() {
+            if p.extension().is_some_and(|e| e == "sst") {
+                let bytes = h.mem.read_file_bytes(&p).expect("table bytes");
+                let layout = TableLayout::parse(&bytes)
+                    .unwrap_or_else(|e| panic!("{}: layout: {e}", p.display()));
+                assert_eq!(layout.format_version, 3, "{}", p.display());
+                let partitions = layout.count(Region::IndexPartition);
+                assert_eq!(
+                    layout.count(Region::FilterPartition),
+                    partitions,
+                    "{layout:?}"
+                );
+                most = most.max(partitions);
+            }
+        }
+        assert!(most >= 3, "at most {most} index partitions in a table");
+    }
 }
 
 #[test]
@@ -635,6 +671,7 @@ fn model_data_small_blocks_with_memtable_blooms() {
         compression: CompressionType::None,
         memtable_bloom: 0.1,
         atomic_flush: false,
+        partitioned: false,
     });
 }
 
@@ -646,6 +683,7 @@ fn model_data_lz4_atomic_flush() {
         compression: CompressionType::Lz4,
         memtable_bloom: 0.0,
         atomic_flush: true,
+        partitioned: false,
     });
 }
 
@@ -657,5 +695,22 @@ fn model_data_zstd_large_blocks() {
         compression: CompressionType::Zstd,
         memtable_bloom: 0.02,
         atomic_flush: false,
+        partitioned: false,
+    });
+}
+
+/// Index and filter partitions (format version 3; 64-byte blocks and partitions, so tables
+/// have several) in every family: prefix seeks through the filter partitions' prefix blooms
+/// in the default family, merges, range deletes, TTL and
+/// compaction filters on partitioned tables, partitions evicted from a 32 KiB block cache.
+#[test]
+fn model_data_partitioned_index_and_filters() {
+    run(Variant {
+        seed: 4,
+        block_size: 64,
+        compression: CompressionType::None,
+        memtable_bloom: 0.05,
+        atomic_flush: false,
+        partitioned: true,
     });
 }
