@@ -36,6 +36,11 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
             shaledb::CompressionType::Zstd,
         ];
         o.max_dict_bytes = 512;
+    } else {
+        // Every table with a two-level index and filter partitions (table format 3).
+        o.index_type = shaledb::IndexType::TwoLevel;
+        o.partition_filters = true;
+        o.metadata_block_size = 64;
     }
     o.write_buffer_size = 4096;
     o.block_size = 256;
@@ -135,12 +140,14 @@ fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str, direct: bool) 
     state
 }
 
+/// Tables with index and filter partitions (format 3).
 #[test]
 fn crash_after_every_mutating_operation_recovers() {
     crash_points(false);
 }
 
-/// The same with every table read and written with direct IO.
+/// The same with every table read and written with direct IO, and dictionaries below L0
+/// (formats 1 and 2).
 #[test]
 fn crash_after_every_mutating_operation_recovers_with_direct_io() {
     crash_points(true);
@@ -163,6 +170,11 @@ fn crash_points(direct: bool) {
                 .any(|p| p.extension().is_some_and(|e| e == "sst")),
             "script made no tables"
         );
+        // The table formats the run is for: 3 (partitions) in the buffered run; 1 and 2
+        // (dictionaries below L0) in the direct one.
+        let formats = table_formats(&mem);
+        let want: &[u32] = if direct { &[1, 2] } else { &[3] };
+        assert_eq!(formats, want, "table formats of the undisturbed run");
         drop(fault);
         reopen_and_check(&mem, &log, "undisturbed run", direct);
 
@@ -207,6 +219,23 @@ fn crash_points(direct: bool) {
             total + 20
         );
     });
+}
+
+/// The footer format versions of the tables in `fs` (each once, ascending).
+fn table_formats(fs: &MemFileSystem) -> Vec<u32> {
+    let mut formats: Vec<u32> = fs
+        .file_names()
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .map(|p| {
+            let bytes = fs.read_file_bytes(p).expect("table bytes");
+            let at = bytes.len() - 16; // docs/format/sstable.md, footer
+            u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+        })
+        .collect();
+    formats.sort_unstable();
+    formats.dedup();
+    formats
 }
 
 /// A durable copy of every file of `fs` (already crashed, so everything present is durable).
