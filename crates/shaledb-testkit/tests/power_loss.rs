@@ -56,6 +56,12 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
         ];
         o.max_dict_bytes = 512;
     }
+    if rng.gen_bool(0.5) {
+        // A two-level index (table format 3) for some opens, with filter partitions for most.
+        o.index_type = shaledb::IndexType::TwoLevel;
+        o.partition_filters = rng.gen_bool(0.75);
+        o.metadata_block_size = rng.gen_range(64..512);
+    }
     o
 }
 
@@ -82,6 +88,8 @@ struct Stats {
     ops: u64,
     synced_ops: u64,
     files_created: u64,
+    /// Tables found after power losses, by table format version (1 to 3).
+    tables_by_format: [u64; 4],
 }
 
 fn reopen(mem: &MemFileSystem, rng: &mut StdRng) -> Result<(FaultFs, Db), String> {
@@ -138,6 +146,7 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
         power_loss(&fault, &mem, &mut rng);
         drop(db);
         stats.crashes += 1;
+        count_table_formats(&mem, stats);
 
         let (fault, db) = reopen(&mem, &mut rng).map_err(|e| format!("round {round}: {e}"))?;
         let state = read_all(&db, &probe).map_err(|e| format!("round {round}: {e}"))?;
@@ -150,6 +159,25 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
         base = state;
     }
     Ok(())
+}
+
+/// Adds the tables in `mem` to the count by format version (the footer's, docs/format).
+fn count_table_formats(mem: &MemFileSystem, stats: &mut Stats) {
+    for p in mem.file_names() {
+        if p.extension().is_some_and(|e| e == "sst") {
+            let bytes = mem.read_file_bytes(&p).unwrap_or_default();
+            if let Some(v) = bytes
+                .len()
+                .checked_sub(16)
+                .and_then(|at| bytes.get(at..at + 4))
+            {
+                let v = u32::from_le_bytes(v.try_into().expect("4 bytes")) as usize;
+                if let Some(n) = stats.tables_by_format.get_mut(v) {
+                    *n += 1;
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -168,14 +196,22 @@ fn power_loss_at_random_points_keeps_synced_writes_and_a_prefix() {
     });
     eprintln!(
         "power loss: {cycles} cycles, {} power losses, {} acknowledged ops ({} synced), \
-         {} files created, in {:?}",
+         {} files created, tables after power losses by format 1/2/3: {:?}, in {:?}",
         stats.crashes,
         stats.ops,
         stats.synced_ops,
         stats.files_created,
+        &stats.tables_by_format[1..],
         start.elapsed()
     );
     assert!(stats.ops > 0);
+    // Tables of every format were there to recover: plain, with dictionaries, partitioned.
+    if cycles >= 50 {
+        assert!(
+            stats.tables_by_format[1..].iter().all(|&n| n > 0),
+            "{stats:?}"
+        );
+    }
     // WAL rotations, flushes and compactions must have happened for the test to mean much.
     assert!(stats.files_created > 10 * cycles, "{stats:?}");
 }
