@@ -7,6 +7,7 @@
 //! Only blocks stored raw can be looked into: a table whose index (or top-level index) was
 //! compressed is refused, so tests that need the layout write their tables uncompressed.
 
+use shaledb::fs::MemFileSystem;
 use shaledb::internals::{Block, BlockIter, InternalIterator};
 use std::sync::Arc;
 
@@ -64,7 +65,7 @@ impl TableLayout {
         let mut pos = 0;
         let metaindex = decode_handle(footer, &mut pos).ok_or("metaindex handle")?;
         let index = decode_handle(footer, &mut pos).ok_or("index handle")?;
-        let format_version = u32::from_le_bytes(footer[48..52].try_into().map_err(|_| "footer")?);
+        let format_version = format_version(bytes).ok_or("footer")?;
         let mut blocks = vec![
             (Region::Footer, footer_at, bytes.len()),
             block(Region::Metaindex, metaindex),
@@ -140,6 +141,25 @@ impl TableLayout {
     pub fn count(&self, what: Region) -> usize {
         self.blocks.iter().filter(|&&(w, ..)| w == what).count()
     }
+}
+
+/// The format version in a table's footer (`None` if the file is shorter than a footer).
+pub fn format_version(bytes: &[u8]) -> Option<u32> {
+    let at = bytes.len().checked_sub(FOOTER_LEN)? + 48;
+    Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// The format versions of the tables (`*.sst`) in `fs`, each once, ascending.
+pub fn table_formats(fs: &MemFileSystem) -> Vec<u32> {
+    let mut formats: Vec<u32> = fs
+        .file_names()
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .filter_map(|p| format_version(&fs.read_file_bytes(p)?))
+        .collect();
+    formats.sort_unstable();
+    formats.dedup();
+    formats
 }
 
 /// A block's range in the file, trailer included.

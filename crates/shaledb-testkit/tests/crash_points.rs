@@ -13,6 +13,7 @@ use shaledb::{Db, Options};
 use shaledb_testkit::model::{
     self, gen_op, read_all, Durability, GenConfig, Model, OpLog, Outcome,
 };
+use shaledb_testkit::table_layout::table_formats;
 use shaledb_testkit::{with_timeout, FaultFs};
 use std::path::Path;
 use std::sync::Arc;
@@ -219,23 +220,6 @@ fn crash_points(direct: bool) {
             total + 20
         );
     });
-}
-
-/// The footer format versions of the tables in `fs` (each once, ascending).
-fn table_formats(fs: &MemFileSystem) -> Vec<u32> {
-    let mut formats: Vec<u32> = fs
-        .file_names()
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
-        .map(|p| {
-            let bytes = fs.read_file_bytes(p).expect("table bytes");
-            let at = bytes.len() - 16; // docs/format/sstable.md, footer
-            u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
-        })
-        .collect();
-    formats.sort_unstable();
-    formats.dedup();
-    formats
 }
 
 /// A durable copy of every file of `fs` (already crashed, so everything present is durable).

@@ -18,6 +18,7 @@ use shaledb::{Db, Error, Options};
 use shaledb_testkit::model::{
     self, gen_op, read_all, Durability, GenConfig, Model, OpLog, Outcome,
 };
+use shaledb_testkit::table_layout::table_formats;
 use shaledb_testkit::{with_timeout, Fault, FaultFs, OpKind, Target};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -230,6 +231,10 @@ fn sweep(name: &'static str, target: Target, fault: Fault, direct: bool) -> (u64
             mem.crash();
             reopen_and_check(&mem, &log, Durability::SyncedOnly, &what, direct);
             if !hit {
+                // The table formats the run is for: 3 (partitions) buffered; 1 and 2
+                // (dictionaries below L0) with direct IO.
+                let want: &[u32] = if direct { &[1, 2] } else { &[3] };
+                assert_eq!(table_formats(&mem), want, "{name}: table formats");
                 return (n, injected);
             }
         }

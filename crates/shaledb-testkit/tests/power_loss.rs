@@ -19,6 +19,7 @@ use shaledb::{Db, Options};
 use shaledb_testkit::model::{
     self, gen_op, read_all, Durability, GenConfig, Model, OpLog, Outcome,
 };
+use shaledb_testkit::table_layout::format_version;
 use shaledb_testkit::{with_timeout, FaultFs, OpKind};
 use std::path::Path;
 use std::sync::Arc;
@@ -161,20 +162,13 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
     Ok(())
 }
 
-/// Adds the tables in `mem` to the count by format version (the footer's, docs/format).
+/// Adds the tables in `mem` to the count by format version.
 fn count_table_formats(mem: &MemFileSystem, stats: &mut Stats) {
     for p in mem.file_names() {
         if p.extension().is_some_and(|e| e == "sst") {
-            let bytes = mem.read_file_bytes(&p).unwrap_or_default();
-            if let Some(v) = bytes
-                .len()
-                .checked_sub(16)
-                .and_then(|at| bytes.get(at..at + 4))
-            {
-                let v = u32::from_le_bytes(v.try_into().expect("4 bytes")) as usize;
-                if let Some(n) = stats.tables_by_format.get_mut(v) {
-                    *n += 1;
-                }
+            let v = mem.read_file_bytes(&p).and_then(|b| format_version(&b));
+            if let Some(n) = v.and_then(|v| stats.tables_by_format.get_mut(v as usize)) {
+                *n += 1;
             }
         }
     }
