@@ -9,6 +9,10 @@
 //! `Arc`s: an entry evicted while a reader holds it stays alive until the reader drops it, and
 //! is no longer charged. `V` may be unsized (`dyn Any + Send + Sync`), so one cache can hold
 //! values of several types.
+//!
+//! High-priority entries (index and filter blocks, RocksDB's high-priority pool) are passed
+//! over by the sweep while they hold at most half of their shard, so a stream of data-block
+//! misses evicts data blocks first; beyond that share they are swept like any other entry.
 
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -73,6 +77,23 @@ struct Slot<K> {
     charge: usize,
     /// Never evicted; removed only by `erase` (memory reservations).
     pinned: bool,
+    /// Kept while the shard's high-priority entries hold at most `HIGH_PRIORITY_SHARE`.
+    high: bool,
+}
+
+/// The share of a shard's capacity that high-priority entries may hold before they are
+/// evicted like other entries (RocksDB's default `high_pri_pool_ratio`).
+const HIGH_PRIORITY_SHARE: f64 = 0.5;
+
+/// How an entry is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Priority {
+    /// Evicted by the sweep when not referenced since its last pass.
+    Low,
+    /// Passed over while high-priority entries hold at most half the shard.
+    High,
+    /// Never evicted; removed only by `erase`.
+    Pinned,
 }
 
 struct Shard<K, V: ?Sized> {
@@ -81,6 +102,8 @@ struct Shard<K, V: ?Sized> {
     free: Vec<usize>,
     hand: usize,
     usage: usize,
+    /// Charge of the high-priority entries.
+    high_usage: usize,
     capacity: usize,
 }
 
@@ -92,6 +115,7 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
             free: Vec::new(),
             hand: 0,
             usage: 0,
+            high_usage: 0,
             capacity,
         }
     }
@@ -109,6 +133,9 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
             Some(s) => {
                 self.map.remove(&s.key);
                 self.usage -= s.charge;
+                if s.high {
+                    self.high_usage -= s.charge;
+                }
                 self.free.push(idx);
                 s.charge
             }
@@ -117,7 +144,7 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
     }
 
     /// Inserts and evicts; returns the charge freed.
-    fn insert(&mut self, key: K, value: Arc<V>, charge: usize, pinned: bool) -> usize {
+    fn insert(&mut self, key: K, value: Arc<V>, charge: usize, priority: Priority) -> usize {
         let mut freed = 0;
         if let Some(idx) = self.map.get(&key).map(|e| e.slot) {
             freed += self.remove_slot(idx);
@@ -125,7 +152,8 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
         let slot = Slot {
             key: key.clone(),
             charge,
-            pinned,
+            pinned: priority == Priority::Pinned,
+            high: priority == Priority::High,
         };
         let idx = match self.free.pop() {
             Some(i) => {
@@ -144,6 +172,10 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
         };
         self.map.insert(key, entry);
         self.usage += charge;
+        if priority == Priority::High {
+            self.high_usage += charge;
+        }
+        let high_share = (self.capacity as f64 * HIGH_PRIORITY_SHARE) as usize;
         // Sweep: at most two passes (the first may only clear reference bits).
         let mut steps = 2 * self.slots.len();
         while self.usage > self.capacity && steps > 0 {
@@ -156,7 +188,9 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
             let Some(s) = self.slots[h].as_ref() else {
                 continue;
             };
-            if s.pinned {
+            if s.pinned || (s.high && self.high_usage <= high_share && steps >= self.slots.len()) {
+                // A high-priority entry within its share survives the first pass; the second
+                // pass (only high-priority entries left to evict) takes it like any other.
                 continue;
             }
             let referenced = self
@@ -206,7 +240,21 @@ impl<K: Hash + Eq + Clone, V: ?Sized> ShardedCache<K, V> {
 
     /// Inserts (or replaces) an entry with the given charge, evicting cold entries.
     pub fn insert(&self, key: K, value: Arc<V>, charge: usize) {
-        let freed = self.shard(&key).write().insert(key, value, charge, false);
+        self.insert_with_priority(key, value, charge, Priority::Low);
+    }
+
+    /// [`ShardedCache::insert`] with the given priority.
+    pub(crate) fn insert_with_priority(
+        &self,
+        key: K,
+        value: Arc<V>,
+        charge: usize,
+        priority: Priority,
+    ) {
+        let freed = self
+            .shard(&key)
+            .write()
+            .insert(key, value, charge, priority);
         self.usage.fetch_add(charge, Ordering::Relaxed);
         self.usage.fetch_sub(freed, Ordering::Relaxed);
     }
@@ -215,9 +263,7 @@ impl<K: Hash + Eq + Clone, V: ?Sized> ShardedCache<K, V> {
     /// charges memory held elsewhere (e.g. an open table's index and filter) to this cache's
     /// budget, so other entries are evicted to make room for it.
     pub fn insert_pinned(&self, key: K, value: Arc<V>, charge: usize) {
-        let freed = self.shard(&key).write().insert(key, value, charge, true);
-        self.usage.fetch_add(charge, Ordering::Relaxed);
-        self.usage.fetch_sub(freed, Ordering::Relaxed);
+        self.insert_with_priority(key, value, charge, Priority::Pinned);
     }
 
     /// Removes an entry if present.
@@ -285,6 +331,31 @@ mod tests {
         }
         // Per-shard capacity rounding allows a little slack but never unbounded growth.
         assert!(c.usage() <= 1000 + 16 * 7, "usage {}", c.usage());
+    }
+
+    #[test]
+    fn high_priority_entries_outlast_low_ones_within_their_share() {
+        let c: ShardedCache<u32, u32> = ShardedCache::new(10, 0);
+        // Two high-priority entries (4 of 10 units, within half the shard).
+        c.insert_with_priority(0, Arc::new(0), 2, Priority::High);
+        c.insert_with_priority(1, Arc::new(1), 2, Priority::High);
+        // A stream of low-priority misses, never read again, evicts only its own kind.
+        for i in 10..100 {
+            c.insert(i, Arc::new(i), 2);
+        }
+        assert_eq!(c.get(&0).as_deref(), Some(&0));
+        assert_eq!(c.get(&1).as_deref(), Some(&1));
+        assert!(c.usage() <= 10, "usage {}", c.usage());
+        // Beyond half the shard, unreferenced high-priority entries go like any other.
+        for i in 200..205 {
+            c.insert_with_priority(i, Arc::new(i), 2, Priority::High);
+        }
+        let kept_high = (200..205).filter(|i| c.get(i).is_some()).count();
+        assert!(
+            kept_high < 5,
+            "high-priority entries past their share were all kept"
+        );
+        assert!(c.usage() <= 10, "usage {}", c.usage());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 mod clock;
 mod table_cache;
 
-pub(crate) use clock::ShardedCache;
+pub(crate) use clock::{Priority, ShardedCache};
 pub(crate) use table_cache::{OpenTable, TableCache};
 
 /// Key of a block in the block cache: (the table's cache id, the block's offset in the file).

@@ -11,7 +11,7 @@ use super::format::{decode_handle_value, read_at, BlockSource, Footer, TableForm
 use super::index_iter::IndexIter;
 use super::readahead::Readahead;
 use super::{properties, BlockHandle, BlockReadOptions, TableProperties};
-use crate::cache::BlockCache;
+use crate::cache::{BlockCache, Priority};
 use crate::compression::ZstdDictionary;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
@@ -1174,17 +1174,16 @@ impl InternalIterator for TableIterator {
     }
 }
 
-/// Reads and validates a filter block.
-/// Inserts an index or filter block as RocksDB's high-priority pool would keep it: marked
-/// referenced, so the CLOCK sweep passes it over once before it can be evicted.
+/// Inserts an index or filter block (or partition) with high priority: the CLOCK sweep evicts
+/// data blocks first while such entries hold at most half the shard (RocksDB's high-priority
+/// pool).
 fn insert_high_priority<T: MetaSize + Send + Sync + 'static>(
     cache: &BlockCache,
     key: (u64, u64),
     v: Arc<T>,
 ) {
     let charge = v.heap_size();
-    cache.insert(key, v, charge);
-    let _ = cache.get(&key);
+    cache.insert_with_priority(key, v, charge, Priority::High);
 }
 
 /// The bytes an index block or filter holds (what the block cache charges for it).
