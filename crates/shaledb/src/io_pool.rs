@@ -5,12 +5,48 @@
 
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 /// Most reads in flight from the pool at once (plus the caller's own).
 const POOL_THREADS: usize = 15;
 
-type Job = Box<dyn FnOnce() + Send + 'static>;
+/// Below this average read time reads are served from memory (the OS page cache), and handing
+/// them to other threads costs more than doing them one after another.
+const PARALLEL_MIN_MICROS: u64 = 20;
+
+/// A moving average of block reads' durations in microseconds (7/8 old, 1/8 new).
+struct ReadTimer(AtomicU64);
+
+impl ReadTimer {
+    fn record(&self, took: Duration) {
+        let sample = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let old = self.0.load(Ordering::Relaxed);
+        // Racy on purpose: a lost update only delays the average by one sample.
+        self.0.store(old - old / 8 + sample / 8, Ordering::Relaxed);
+    }
+
+    fn worth_parallel(&self, n: usize) -> bool {
+        n >= 2 && self.0.load(Ordering::Relaxed) >= PARALLEL_MIN_MICROS
+    }
+}
+
+/// Recent block reads of the process (multi_get's).
+static READS: ReadTimer = ReadTimer(AtomicU64::new(0));
+
+/// Records how long one block read took.
+pub(crate) fn record_read(took: Duration) {
+    READS.record(took);
+}
+
+/// True if `n` reads are worth running concurrently: several, and recent reads waited on
+/// the device rather than coming from memory.
+pub(crate) fn worth_parallel(n: usize) -> bool {
+    READS.worth_parallel(n)
+}
+
+pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
 
 struct Pool {
     queue: Mutex<VecDeque<Job>>,
@@ -97,6 +133,7 @@ pub(crate) fn run_all(mut jobs: Vec<Job>) {
         done: Condvar::new(),
     });
     let pool = pool();
+    let queued = jobs.len();
     {
         let mut q = pool.queue.lock();
         for job in jobs {
@@ -107,7 +144,10 @@ pub(crate) fn run_all(mut jobs: Vec<Job>) {
             }));
         }
     }
-    pool.ready.notify_all();
+    // One waiter per job: waking every idle thread for two jobs costs more than it saves.
+    for _ in 0..queued {
+        pool.ready.notify_one();
+    }
     run_caught(first);
     // Help with what no pool thread has taken yet (all of it if the pool has no threads):
     // jobs queued by other callers are run too, which only shortens their wait.
@@ -129,6 +169,21 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn slow_reads_make_parallel_reads_worthwhile_and_fast_ones_do_not() {
+        let reads = ReadTimer(AtomicU64::new(0));
+        assert!(!reads.worth_parallel(8), "nothing measured yet");
+        for _ in 0..64 {
+            reads.record(Duration::from_micros(100));
+        }
+        assert!(reads.worth_parallel(8), "reads from a device");
+        assert!(!reads.worth_parallel(1), "a single read");
+        for _ in 0..64 {
+            reads.record(Duration::from_micros(2));
+        }
+        assert!(!reads.worth_parallel(8), "reads from memory");
+    }
 
     #[test]
     fn every_job_runs_before_run_all_returns() {

@@ -168,7 +168,9 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
         let entry = MapEntry {
             slot: idx,
             value,
-            referenced: AtomicBool::new(false),
+            // A high-priority entry past its share still survives one sweep more than a
+            // data block.
+            referenced: AtomicBool::new(priority == Priority::High),
         };
         self.map.insert(key, entry);
         self.usage += charge;

@@ -274,6 +274,7 @@ impl Version {
                 Ok(plan) => planned.push(PlannedFile {
                     table,
                     group,
+                    keys,
                     plan,
                     found,
                 }),
@@ -285,10 +286,10 @@ impl Version {
             let PlannedFile {
                 table,
                 group,
+                keys,
                 plan,
                 mut found,
             } = p;
-            let keys: Vec<&LookupKey> = group.iter().map(|&i| batch.lookups[i]).collect();
             if table
                 .multi_get_search(&keys, &plan, &blocks, opts, &mut found)
                 .is_err()
@@ -316,9 +317,10 @@ impl Version {
 
 /// A file's part of a level's `multi_get`: its keys (`group`, indexes into the lookups), the
 /// data block to search for each key its filter lets through, and the answers so far.
-struct PlannedFile {
+struct PlannedFile<'k> {
     table: Arc<Table>,
     group: Vec<usize>,
+    keys: Vec<&'k LookupKey>,
     plan: Vec<(usize, BlockHandle)>,
     found: Vec<(LookupResult, SequenceNumber)>,
 }
@@ -334,14 +336,15 @@ struct LevelBatch<'a, 'k> {
 type Preloaded = (BlockHandle, Arc<Block>, bool);
 
 /// The data blocks each planned file's search needs, in plan order: those the block cache
-/// holds, and those it does not, read concurrently (`io_pool`). A failed read is left out
-/// (the search reads that block again and reports the error with the keys it concerns).
-fn preload_blocks(planned: &[PlannedFile], opts: BlockReadOptions) -> Vec<Vec<Preloaded>> {
+/// holds, and those it does not, read concurrently (`io_pool`) when recent reads waited on
+/// the device, else one after another. A failed read is left out (the search reads that
+/// block again and reports the error with the keys it concerns).
+fn preload_blocks(planned: &[PlannedFile<'_>], opts: BlockReadOptions) -> Vec<Vec<Preloaded>> {
     type Slot = Arc<Mutex<Option<(Arc<Block>, bool)>>>;
     /// A block to search: cached (the block), or being read (where the read puts it).
     type Wanted = (BlockHandle, Option<Slot>, Option<Arc<Block>>);
     let mut lists: Vec<Vec<Wanted>> = Vec::new();
-    let mut jobs: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
+    let mut jobs: Vec<crate::io_pool::Job> = Vec::new();
     for p in planned {
         let mut list: Vec<Wanted> = Vec::new();
         for &(_, h) in &p.plan {
@@ -355,7 +358,10 @@ fn preload_blocks(planned: &[PlannedFile], opts: BlockReadOptions) -> Vec<Vec<Pr
             let slot: Slot = Arc::new(Mutex::new(None));
             let (table, job_slot) = (p.table.clone(), slot.clone());
             jobs.push(Box::new(move || {
-                if let Ok(block) = table.read_data_block(h, opts) {
+                let start = std::time::Instant::now();
+                let read = table.read_data_block(h, opts);
+                crate::io_pool::record_read(start.elapsed());
+                if let Ok(block) = read {
                     *job_slot.lock() = Some(block);
                 }
             }));
@@ -363,7 +369,11 @@ fn preload_blocks(planned: &[PlannedFile], opts: BlockReadOptions) -> Vec<Vec<Pr
         }
         lists.push(list);
     }
-    crate::io_pool::run_all(jobs);
+    if crate::io_pool::worth_parallel(jobs.len()) {
+        crate::io_pool::run_all(jobs);
+    } else {
+        jobs.into_iter().for_each(|job| job());
+    }
     lists
         .into_iter()
         .map(|list| {
@@ -805,13 +815,16 @@ mod tests {
         let mut covering = vec![0; refs.len()];
         let mut results: Vec<Option<Result<LookupResult>>> =
             (0..refs.len()).map(|_| None).collect();
-        v.multi_get(
-            &tables,
-            BlockReadOptions::default(),
-            &refs,
-            &mut covering,
-            &mut results,
-        );
+        // Not cached, so every batch reads its blocks: the first batch's slow reads show that
+        // reads wait on the device, and the second batch reads concurrently.
+        let uncached = BlockReadOptions {
+            fill_cache: false,
+            ..BlockReadOptions::default()
+        };
+        v.multi_get(&tables, uncached, &refs, &mut covering, &mut results);
+        results.iter_mut().for_each(|r| *r = None);
+        reads.most.store(0, std::sync::atomic::Ordering::SeqCst);
+        v.multi_get(&tables, uncached, &refs, &mut covering, &mut results);
         assert!(
             reads.most.load(std::sync::atomic::Ordering::SeqCst) >= 2,
             "blocks were read one at a time"
