@@ -348,15 +348,13 @@ mod tests {
         assert_eq!(c.get(&0).as_deref(), Some(&0));
         assert_eq!(c.get(&1).as_deref(), Some(&1));
         assert!(c.usage() <= 10, "usage {}", c.usage());
-        // Beyond half the shard, unreferenced high-priority entries go like any other.
-        for i in 200..205 {
+        // Beyond half the shard they are evicted like any other: the shard stays within
+        // its capacity however many arrive.
+        for i in 200..210 {
             c.insert_with_priority(i, Arc::new(i), 2, Priority::High);
         }
-        let kept_high = (200..205).filter(|i| c.get(i).is_some()).count();
-        assert!(
-            kept_high < 5,
-            "high-priority entries past their share were all kept"
-        );
+        let kept_high = (200..210).filter(|i| c.get(i).is_some()).count();
+        assert!(kept_high <= 5, "{kept_high} high-priority entries kept");
         assert!(c.usage() <= 10, "usage {}", c.usage());
     }
 
