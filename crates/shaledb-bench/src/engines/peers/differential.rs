@@ -3,8 +3,9 @@
 //! families, with flushes and compactions, runs on ShaleDB and on RocksDB, and every read must
 //! be equal. RocksDB's column-family and merge-operator C API is declared here, for this test
 //! only. It runs in two configurations ([`Config`]), set the same way on both engines: each
-//! engine's defaults, and dynamic level sizes with a bottommost codec, small levels and
-//! manual compactions that force the bottommost level.
+//! engine's defaults, and dynamic level sizes with a bottommost codec, small levels, 256-byte
+//! blocks under a two-level index with bloom filter partitions, and manual compactions that
+//! force the bottommost level.
 
 use shaledb::merge_operators::UInt64Add;
 use shaledb::{
@@ -29,7 +30,9 @@ mod ffi {
         rocksdb_writebatch_t,
         rocksdb_iterator_t,
         rocksdb_snapshot_t,
-        rocksdb_compactoptions_t
+        rocksdb_compactoptions_t,
+        rocksdb_block_based_table_options_t,
+        rocksdb_filterpolicy_t
     );
     pub type ErrPtr = *mut *mut c_char;
 
@@ -64,6 +67,33 @@ mod ffi {
         pub fn rocksdb_options_set_level0_file_num_compaction_trigger(
             o: *mut rocksdb_options_t,
             v: c_int,
+        );
+        pub fn rocksdb_block_based_options_create() -> *mut rocksdb_block_based_table_options_t;
+        pub fn rocksdb_block_based_options_destroy(o: *mut rocksdb_block_based_table_options_t);
+        pub fn rocksdb_block_based_options_set_block_size(
+            o: *mut rocksdb_block_based_table_options_t,
+            v: usize,
+        );
+        pub fn rocksdb_block_based_options_set_index_type(
+            o: *mut rocksdb_block_based_table_options_t,
+            v: c_int,
+        );
+        pub fn rocksdb_block_based_options_set_partition_filters(
+            o: *mut rocksdb_block_based_table_options_t,
+            v: c_uchar,
+        );
+        pub fn rocksdb_block_based_options_set_metadata_block_size(
+            o: *mut rocksdb_block_based_table_options_t,
+            v: u64,
+        );
+        pub fn rocksdb_block_based_options_set_filter_policy(
+            o: *mut rocksdb_block_based_table_options_t,
+            p: *mut rocksdb_filterpolicy_t,
+        );
+        pub fn rocksdb_filterpolicy_create_bloom(bits_per_key: f64) -> *mut rocksdb_filterpolicy_t;
+        pub fn rocksdb_options_set_block_based_table_factory(
+            o: *mut rocksdb_options_t,
+            t: *mut rocksdb_block_based_table_options_t,
         );
         pub fn rocksdb_compactoptions_create() -> *mut rocksdb_compactoptions_t;
         pub fn rocksdb_compactoptions_destroy(o: *mut rocksdb_compactoptions_t);
@@ -199,6 +229,9 @@ mod ffi {
 /// "log" with string append (',').
 const FAMILIES: [&str; 4] = ["default", "counters", "plain", "log"];
 
+/// Data block and index/filter partition size of the partitioned configuration.
+const PARTITIONED_BLOCK: usize = 256;
+
 /// Bytes every family's memtable holds before it is flushed: RocksDB's smallest.
 const WRITE_BUFFER_SIZE: usize = 64 << 10;
 
@@ -216,6 +249,9 @@ struct Config {
     max_dict_bytes: usize,
     /// Level and file sizes.
     levels: Option<Levels>,
+    /// 256-byte data blocks with a two-level index and bloom filter partitions of 256 bytes
+    /// (RocksDB's kTwoLevelIndexSearch, `partition_filters`, `metadata_block_size`).
+    partitioned: bool,
     /// The bottommost-level mode of the manual compactions; `None`: each engine's plain
     /// `compact_range` (RocksDB's kIfHaveCompactionFilter, ShaleDB's ForceOptimized).
     bottommost: Option<BottommostLevelCompaction>,
@@ -242,18 +278,20 @@ const DEFAULTS: Config = Config {
     codecs: None,
     max_dict_bytes: 0,
     levels: None,
+    partitioned: false,
     bottommost: None,
     value_pad: 0,
     min_levels: 1,
 };
 
 /// Dynamic level sizes, LZ4 above the bottommost level and Zstd with a dictionary on it,
-/// levels of a few KiB (the live data of a family is tens of KiB) and forced bottommost
-/// compactions.
+/// levels of a few KiB (the live data of a family is tens of KiB), partitioned index and
+/// filters, and forced bottommost compactions.
 const DYNAMIC_LEVELS_BOTTOMMOST_CODEC: Config = Config {
     dynamic_level_bytes: true,
     codecs: Some((CompressionType::Lz4, CompressionType::Zstd)),
     max_dict_bytes: 1024,
+    partitioned: true,
     levels: Some(Levels {
         max_bytes_for_level_base: 2 << 10,
         max_bytes_for_level_multiplier: 2.0,
@@ -338,6 +376,23 @@ impl Rocks {
                         // No bottommost options of its own: the bottommost level uses these.
                         let dict = c_int::try_from(cfg.max_dict_bytes).unwrap_or(c_int::MAX);
                         ffi::rocksdb_options_set_compression_options(o, -14, 32767, 0, dict);
+                    }
+                    if cfg.partitioned {
+                        // The factory copies the table options (and shares the policy).
+                        let t = ffi::rocksdb_block_based_options_create();
+                        ffi::rocksdb_block_based_options_set_block_size(t, PARTITIONED_BLOCK);
+                        ffi::rocksdb_block_based_options_set_index_type(t, 2);
+                        ffi::rocksdb_block_based_options_set_partition_filters(t, 1);
+                        ffi::rocksdb_block_based_options_set_metadata_block_size(
+                            t,
+                            PARTITIONED_BLOCK as u64,
+                        );
+                        ffi::rocksdb_block_based_options_set_filter_policy(
+                            t,
+                            ffi::rocksdb_filterpolicy_create_bloom(10.0),
+                        );
+                        ffi::rocksdb_options_set_block_based_table_factory(o, t);
+                        ffi::rocksdb_block_based_options_destroy(t);
                     }
                     if let Some(l) = cfg.levels {
                         ffi::rocksdb_options_set_max_bytes_for_level_base(
@@ -620,6 +675,12 @@ fn shale_open(dir: &Path, cfg: &Config) -> (Db, Vec<ColumnFamily>) {
             o.bottommost_compression = Some(bottommost);
         }
         o.max_dict_bytes = cfg.max_dict_bytes;
+        if cfg.partitioned {
+            o.block_size = PARTITIONED_BLOCK;
+            o.index_type = shaledb::IndexType::TwoLevel;
+            o.partition_filters = true;
+            o.metadata_block_size = PARTITIONED_BLOCK;
+        }
         if let Some(l) = cfg.levels {
             o.max_bytes_for_level_base = l.max_bytes_for_level_base;
             o.max_bytes_for_level_multiplier = l.max_bytes_for_level_multiplier;
@@ -913,6 +974,40 @@ fn run(cfg: &Config) {
         most_levels.1,
         cfg.min_levels
     );
+    if cfg.partitioned {
+        assert_partitioned(shale_dir.path(), rocks_dir.path());
+    }
+}
+
+/// Checks that both engines wrote partitioned tables: ShaleDB's are table format 3 (footer,
+/// docs/format/sstable.md), RocksDB's options file names the two-level index.
+fn assert_partitioned(shale_dir: &Path, rocks_dir: &Path) {
+    let files = |dir: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir)
+            .expect("list")
+            .map(|e| e.expect("entry").path())
+            .collect()
+    };
+    let format_3 = files(shale_dir)
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .filter(|p| {
+            let bytes = std::fs::read(p).expect("table");
+            let at = bytes.len() - 64 + 48;
+            bytes[at..at + 4] == 3u32.to_le_bytes()
+        })
+        .count();
+    assert!(format_3 > 0, "no ShaleDB table has a two-level index");
+    let rocks_options = files(rocks_dir)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("OPTIONS-"))
+        })
+        .map(|p| std::fs::read_to_string(p).expect("options"))
+        .collect::<String>();
+    assert!(rocks_options.contains("index_type=kTwoLevelIndexSearch"));
+    assert!(rocks_options.contains("partition_filters=true"));
 }
 
 /// The smallest sequence behind the disagreement the random run finds in the second
