@@ -67,6 +67,9 @@ struct CompareArgs {
     with_db_bench: bool,
     out_dir: Option<PathBuf>,
     append: bool,
+    /// Flags added to every workload's command lines (`--extra="--flag=v --other=w"`), to
+    /// measure one option across a whole suite.
+    extra: Vec<String>,
 }
 
 impl CompareArgs {
@@ -79,6 +82,7 @@ impl CompareArgs {
             with_db_bench: true,
             out_dir: None,
             append: false,
+            extra: Vec::new(),
         };
         for a in args {
             let a = a.as_ref();
@@ -99,9 +103,10 @@ impl CompareArgs {
                 "--db_bench" => c.with_db_bench = matches!(v, "1" | "true"),
                 "--dir" => c.out_dir = Some(v.into()),
                 "--append" => c.append = matches!(v, "1" | "true"),
+                "--extra" => c.extra = v.split_whitespace().map(String::from).collect(),
                 _ => {
                     return Err(format!(
-                        "compare: unknown flag {n} (known: --suite --engines --out --dir --only --db_bench --append)"
+                        "compare: unknown flag {n} (known: --suite --engines --out --dir --only --db_bench --append --extra)"
                     ))
                 }
             }
@@ -164,13 +169,20 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
         with_db_bench,
         out_dir,
         append,
+        extra,
     } = CompareArgs::parse(args)?;
     // A long run must not discover a missing engine cell by cell (each would be a FAILED row).
     for e in &engines {
         crate::engines::check_engine(e).map_err(|m| format!("compare: {m}"))?;
     }
     let all_wls = suite(&suite_name)?;
-    let wls = selected(&all_wls, only.as_deref());
+    let mut wls = selected(&all_wls, only.as_deref());
+    for w in &mut wls {
+        w.args.extend(extra.iter().cloned());
+        if !w.then.is_empty() {
+            w.then.extend(extra.iter().cloned());
+        }
+    }
     let this_command = command_line(args);
     let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
     let dir = out_dir.unwrap_or_else(|| out_root.join(format!("{}-{suite_name}", today())));
@@ -259,6 +271,7 @@ mod tests {
                 with_db_bench: true,
                 out_dir: None,
                 append: false,
+                extra: Vec::new(),
             }
         );
         let c = CompareArgs::parse(&[
@@ -268,8 +281,16 @@ mod tests {
             "--db_bench=0",
             "--dir=/tmp/x",
             "--append=true",
+            "--extra=--level_compaction_dynamic_level_bytes=1  --bloom_bits=12",
         ])
         .unwrap();
+        assert_eq!(
+            c.extra,
+            [
+                "--level_compaction_dynamic_level_bytes=1",
+                "--bloom_bits=12"
+            ]
+        );
         assert_eq!(c.suite, "tiny");
         assert_eq!(c.engines, ["shaledb", "leveldb"]);
         assert_eq!(c.only, Some(vec!["R1".to_string(), "K1".to_string()]));
