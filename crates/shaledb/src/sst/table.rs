@@ -527,12 +527,14 @@ impl Table {
     /// [`Table::partition_may_contain`] for the partition where entries of user key (or
     /// prefix) `user` would start.
     fn partition_may_contain_user_key(&self, top: &Block, user: &[u8], hash: u64) -> bool {
-        let mut seek_key = Vec::with_capacity(user.len() + 8);
-        seek_key.extend_from_slice(user);
-        seek_key.extend_from_slice(
-            &key::pack_trailer(key::MAX_SEQUENCE, key::KIND_FOR_SEEK).to_le_bytes(),
-        );
-        self.partition_may_contain(top, &seek_key, hash, &mut Vec::new())
+        // The newest possible entry of `user`: built on the stack for keys of usual length.
+        let seek = LookupKey::new(user, key::MAX_SEQUENCE);
+        let mut buf = KEY_BUFFER.take();
+        let answer = self.partition_may_contain(top, seek.internal_key(), hash, &mut buf);
+        if buf.capacity() <= MAX_KEPT_KEY_BUFFER {
+            KEY_BUFFER.set(buf);
+        }
+        answer
     }
 
     /// Looks `lookup` up in data block `block` (at `handle`), pinning a found value in it
