@@ -197,6 +197,30 @@ impl Engine for ShaleEngine {
 }
 
 #[cfg(test)]
+/// Each table file of the database at `dir`: its footer's format version, and whether its
+/// properties block (stored raw) names index and filter partitions
+/// (docs/format/sstable.md: format 3 is a table with a two-level index).
+pub(crate) fn table_shapes(dir: &std::path::Path) -> Vec<(u32, bool, bool)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "sst") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).expect("read table");
+        let at = bytes.len() - 16;
+        let version = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+        let names = |name: &[u8]| bytes.windows(name.len()).any(|w| w == name);
+        out.push((
+            version,
+            names(b"shaledb.index.partitions"),
+            names(b"shaledb.filter.partitions"),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -233,29 +257,6 @@ mod tests {
         );
     }
 
-    /// Each table file of the database at `dir`: its footer's format version, and whether its
-    /// properties block (stored raw) names index and filter partitions
-    /// (docs/format/sstable.md: format 3 is a table with a two-level index).
-    fn tables(dir: &Path) -> Vec<(u32, bool, bool)> {
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(dir).expect("read_dir") {
-            let path = entry.expect("entry").path();
-            if path.extension().is_none_or(|e| e != "sst") {
-                continue;
-            }
-            let bytes = std::fs::read(&path).expect("read table");
-            let at = bytes.len() - 16;
-            let version = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
-            let names = |name: &[u8]| bytes.windows(name.len()).any(|w| w == name);
-            out.push((
-                version,
-                names(b"shaledb.index.partitions"),
-                names(b"shaledb.filter.partitions"),
-            ));
-        }
-        out
-    }
-
     #[test]
     fn flushed_tables_have_the_index_and_filters_the_flags_ask_for() {
         for (args, want) in [
@@ -281,7 +282,7 @@ mod tests {
                 assert_eq!(got.as_deref(), Some(v.as_bytes()), "{args:?}: {k}");
             }
             assert_eq!(engine.get(b"key-missing").expect("get"), None, "{args:?}");
-            let tables = tables(&path);
+            let tables = table_shapes(&path);
             assert!(!tables.is_empty(), "{args:?}: no table");
             for t in tables {
                 assert_eq!(
