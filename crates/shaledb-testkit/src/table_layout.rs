@@ -143,6 +143,24 @@ impl TableLayout {
     }
 }
 
+/// Makes `o` write compaction outputs below L0 with zstd and a 512-byte dictionary (table
+/// format 2); L0 tables stay uncompressed (format 1).
+pub fn write_dictionary_tables(o: &mut shaledb::Options) {
+    o.compression_per_level = vec![
+        shaledb::CompressionType::None,
+        shaledb::CompressionType::Zstd,
+    ];
+    o.max_dict_bytes = 512;
+}
+
+/// Makes `o` write tables with a two-level index of about `partition_bytes` per partition
+/// (table format 3), with bloom filter partitions if `filters`.
+pub fn write_partitioned_tables(o: &mut shaledb::Options, filters: bool, partition_bytes: usize) {
+    o.index_type = shaledb::IndexType::TwoLevel;
+    o.partition_filters = filters;
+    o.metadata_block_size = partition_bytes;
+}
+
 /// The format version in a table's footer (`None` if the file is shorter than a footer).
 pub fn format_version(bytes: &[u8]) -> Option<u32> {
     let at = bytes.len().checked_sub(FOOTER_LEN)? + 48;

@@ -13,7 +13,7 @@ use shaledb::{Db, Options};
 use shaledb_testkit::model::{
     self, gen_op, read_all, Durability, GenConfig, Model, OpLog, Outcome,
 };
-use shaledb_testkit::table_layout::table_formats;
+use shaledb_testkit::table_layout::{self, table_formats};
 use shaledb_testkit::{with_timeout, FaultFs};
 use std::path::Path;
 use std::sync::Arc;
@@ -32,16 +32,10 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
     if direct {
         o.prepopulate_block_cache = shaledb::PrepopulateBlockCache::FlushOnly;
         // Compaction outputs with zstd dictionaries (table format 2).
-        o.compression_per_level = vec![
-            shaledb::CompressionType::None,
-            shaledb::CompressionType::Zstd,
-        ];
-        o.max_dict_bytes = 512;
+        table_layout::write_dictionary_tables(&mut o);
     } else {
         // Every table with a two-level index and filter partitions (table format 3).
-        o.index_type = shaledb::IndexType::TwoLevel;
-        o.partition_filters = true;
-        o.metadata_block_size = 64;
+        table_layout::write_partitioned_tables(&mut o, true, 64);
     }
     o.write_buffer_size = 4096;
     o.block_size = 256;

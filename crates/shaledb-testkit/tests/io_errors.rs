@@ -18,7 +18,7 @@ use shaledb::{Db, Error, Options};
 use shaledb_testkit::model::{
     self, gen_op, read_all, Durability, GenConfig, Model, OpLog, Outcome,
 };
-use shaledb_testkit::table_layout::table_formats;
+use shaledb_testkit::table_layout::{self, table_formats};
 use shaledb_testkit::{with_timeout, Fault, FaultFs, OpKind, Target};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,17 +43,11 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
         o.cache_index_and_filter_blocks = true;
         o.block_cache_size = 16 << 10;
         // Compaction outputs with zstd dictionaries (table format 2).
-        o.compression_per_level = vec![
-            shaledb::CompressionType::None,
-            shaledb::CompressionType::Zstd,
-        ];
-        o.max_dict_bytes = 512;
+        table_layout::write_dictionary_tables(&mut o);
     } else {
         // Tables with index and filter partitions (table format 3), read through a cache
         // small enough that partitions are evicted and read again under the injected errors.
-        o.index_type = shaledb::IndexType::TwoLevel;
-        o.partition_filters = true;
-        o.metadata_block_size = 64;
+        table_layout::write_partitioned_tables(&mut o, true, 64);
         o.block_cache_size = 16 << 10;
     }
     o.write_buffer_size = 4096;

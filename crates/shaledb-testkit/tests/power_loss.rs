@@ -19,7 +19,7 @@ use shaledb::{Db, Options};
 use shaledb_testkit::model::{
     self, gen_op, read_all, Durability, GenConfig, Model, OpLog, Outcome,
 };
-use shaledb_testkit::table_layout::format_version;
+use shaledb_testkit::table_layout::{self, format_version};
 use shaledb_testkit::{with_timeout, FaultFs, OpKind};
 use std::path::Path;
 use std::sync::Arc;
@@ -51,17 +51,12 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
     o.cache_index_and_filter_blocks = rng.gen_bool(0.5);
     if rng.gen_bool(0.5) {
         // Zstd with dictionaries (table format 2) below L0 for some opens.
-        o.compression_per_level = vec![
-            shaledb::CompressionType::None,
-            shaledb::CompressionType::Zstd,
-        ];
-        o.max_dict_bytes = 512;
+        table_layout::write_dictionary_tables(&mut o);
     }
     if rng.gen_bool(0.5) {
         // A two-level index (table format 3) for some opens, with filter partitions for most.
-        o.index_type = shaledb::IndexType::TwoLevel;
-        o.partition_filters = rng.gen_bool(0.75);
-        o.metadata_block_size = rng.gen_range(64..512);
+        let filters = rng.gen_bool(0.75);
+        table_layout::write_partitioned_tables(&mut o, filters, rng.gen_range(64..512));
     }
     o
 }
