@@ -674,11 +674,9 @@ fn io_errors_are_io_not_corruption() {
     }
 }
 
-#[test]
-fn many_versions_of_one_key_span_blocks() {
-    // 200 versions of "k" (seq 200 down to 1) then "l": separators between blocks holding the
-    // same user key must be the full last key, or lookups would skip versions.
-    let mut e: Vec<(Vec<u8>, Vec<u8>)> = (1..=200u64)
+/// `n` versions of "k" (sequence `n` down to 1, value `v{seq}`) then one "l".
+fn versions_of_one_key(n: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut e: Vec<(Vec<u8>, Vec<u8>)> = (1..=n)
         .rev()
         .map(|s| {
             (
@@ -688,18 +686,18 @@ fn many_versions_of_one_key_span_blocks() {
         })
         .collect();
     e.push((make_internal_key(b"l", 7, ValueKind::Put), b"l".to_vec()));
-    let mut o = opts(CompressionType::None);
-    o.block_size = 64;
-    o.restart_interval = 2;
-    let (bytes, props) = build(o, &e);
-    assert!(props.num_data_blocks > 20);
-    let t = open_bytes(bytes, None).expect("open");
-    for s in 1..=200u64 {
-        let r = get(&t, &make_internal_key(b"k", s, ValueKind::Put), true, true);
+    e
+}
+
+/// Every version of `versions_of_one_key(n)` is found by get at its sequence, none below,
+/// every entry by a seek, and all of them backwards; the table verifies.
+fn check_versions_of_one_key(t: &Arc<Table>, e: &[(Vec<u8>, Vec<u8>)], n: u64) {
+    for s in 1..=n {
+        let r = get(t, &make_internal_key(b"k", s, ValueKind::Put), true, true);
         assert_eq!(found(r.expect("get")), format!("v{s}").into_bytes());
     }
     assert_eq!(
-        get(&t, &make_internal_key(b"k", 0, ValueKind::Put), true, true).expect("get"),
+        get(t, &make_internal_key(b"k", 0, ValueKind::Put), true, true).expect("get"),
         LookupResult::NotPresent
     );
     let mut it = t.iter(ro(true, true));
@@ -716,6 +714,20 @@ fn many_versions_of_one_key_span_blocks() {
     back.reverse();
     assert_eq!(back, e.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>());
     t.verify_checksums().expect("verify");
+}
+
+#[test]
+fn many_versions_of_one_key_span_blocks() {
+    // Separators between blocks holding the same user key must be the full last key, or
+    // lookups would skip versions.
+    let e = versions_of_one_key(200);
+    let mut o = opts(CompressionType::None);
+    o.block_size = 64;
+    o.restart_interval = 2;
+    let (bytes, props) = build(o, &e);
+    assert!(props.num_data_blocks > 20);
+    let t = open_bytes(bytes, None).expect("open");
+    check_versions_of_one_key(&t, &e, 200);
 }
 
 #[test]

@@ -104,31 +104,14 @@ fn partitions_in_a_cache_too_small_for_them_are_read_again() {
 fn versions_of_one_key_across_partitions_are_all_found() {
     // 300 versions of "k" spread over many blocks and partitions: each partition's filter
     // must hold "k", and the index must lead every sequence to its version.
-    let mut e: Vec<(Vec<u8>, Vec<u8>)> = (1..=300u64)
-        .rev()
-        .map(|s| {
-            (
-                make_internal_key(b"k", s, ValueKind::Put),
-                format!("v{s}").into_bytes(),
-            )
-        })
-        .collect();
-    e.push((make_internal_key(b"l", 7, ValueKind::Put), b"l".to_vec()));
+    let e = versions_of_one_key(300);
     let mut o = partitioned(CompressionType::None, true);
     o.block_size = 64;
     o.metadata_block_size = 64;
     let (bytes, props) = build(o, &e);
     assert!(props.filter_partitions > 10, "{props:?}");
     let t = open_bytes(bytes, None).expect("open");
-    for s in 1..=300u64 {
-        let r = get(&t, &make_internal_key(b"k", s, ValueKind::Put), true, true);
-        assert_eq!(found(r.expect("get")), format!("v{s}").into_bytes());
-    }
-    let mut it = t.iter(ro(true, true));
-    for (i, (k, _)) in e.iter().enumerate() {
-        it.seek(k);
-        assert_eq!(it.key(), &k[..], "seek {i}");
-    }
+    check_versions_of_one_key(&t, &e, 300);
 }
 
 #[test]
