@@ -2,18 +2,11 @@
 //! (tests/data/format-v1, see its README) opens with the current code, reads back exactly, and
 //! takes the new record types afterwards.
 
+mod common;
+
 use shaledb::merge_operators::UInt64Add;
 use shaledb::{CfOptions, Db, Options, ReadOptions};
-use std::path::Path;
 use std::sync::Arc;
-
-fn copy_fixture(to: &Path) {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/format-v1");
-    std::fs::create_dir_all(to).expect("mkdir");
-    for name in ["000006.log", "000008.sst", "CURRENT", "MANIFEST-000003"] {
-        std::fs::copy(from.join(name), to.join(name)).expect("copy fixture file");
-    }
-}
 
 fn expected(i: u32) -> Option<Vec<u8>> {
     match i {
@@ -47,9 +40,7 @@ fn check_old_data(db: &Db) {
 
 #[test]
 fn a_database_of_the_previous_format_opens_and_takes_new_records() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("db");
-    copy_fixture(&path);
+    let (_dir, path) = common::copy_fixture("tests/data/format-v1");
     assert_eq!(
         Db::list_cf(&path, &Options::default()).expect("list"),
         ["default"]

@@ -2,6 +2,8 @@
 //! written with dictionaries (tests/data/format-v2-dict, written by `write_the_fixture` below
 //! at the commit that introduced the format) opens, reads back exactly and keeps working.
 
+mod common;
+
 use shaledb::{CompressionType, Db, Options};
 use std::path::Path;
 
@@ -62,30 +64,12 @@ fn write_the_fixture() {
 
 #[test]
 fn a_database_with_dictionary_tables_opens_and_reads_back() {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE);
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("db");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let mut tables = 0;
-    for entry in std::fs::read_dir(&from).expect("fixture") {
-        let entry = entry.expect("entry");
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name == "README.md" {
-            continue;
-        }
-        if name.ends_with(".sst") {
-            let bytes = std::fs::read(entry.path()).expect("read");
-            let at = bytes.len() - 16;
-            assert_eq!(
-                &bytes[at..at + 4],
-                &2u32.to_le_bytes(),
-                "{name} is format 2"
-            );
-            tables += 1;
-        }
-        std::fs::copy(entry.path(), dir.join(&name)).expect("copy");
+    let (_tmp, dir) = common::copy_fixture(FIXTURE);
+    let shapes = common::table_shapes(&dir);
+    assert!(!shapes.is_empty(), "the fixture holds tables");
+    for t in &shapes {
+        assert_eq!(t.format_version, 2, "{t:?} is format 2");
     }
-    assert!(tables > 0, "the fixture holds tables");
     // Read back with options that would write no dictionary: reading needs none.
     let db = Db::open(&dir, Options::default()).expect("open");
     for i in 0..3000u32 {

@@ -91,21 +91,6 @@ fn write_the_fixture() {
     let _ = std::fs::remove_file(dir.join("LOCK"));
 }
 
-/// A copy of the fixture in a temporary directory (the test writes to it).
-fn copy_fixture() -> (tempfile::TempDir, std::path::PathBuf) {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE);
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("db");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    for entry in std::fs::read_dir(&from).expect("fixture") {
-        let entry = entry.expect("entry");
-        if entry.file_name() != "README.md" {
-            std::fs::copy(entry.path(), dir.join(entry.file_name())).expect("copy");
-        }
-    }
-    (tmp, dir)
-}
-
 fn collect(it: impl Iterator<Item = shaledb::Result<(Vec<u8>, Value)>>) -> Vec<(Vec<u8>, Vec<u8>)> {
     it.map(|r| r.map(|(k, v)| (k, v.to_vec())))
         .collect::<Result<_, _>>()
@@ -188,7 +173,7 @@ fn check_prefixes(db: &Db, extractor: bool) {
 
 #[test]
 fn a_database_with_partitioned_tables_opens_and_reads_back() {
-    let (_tmp, dir) = copy_fixture();
+    let (_tmp, dir) = common::copy_fixture(FIXTURE);
     let shapes = common::assert_partitioned_tables(&dir, 10);
     assert_eq!(shapes.len(), 2, "{shapes:?}");
     // Read with options that would write one index block and no prefixes: reading needs none.

@@ -114,3 +114,21 @@ pub fn assert_partitioned_tables(dir: &std::path::Path, min_partitions: u64) -> 
     );
     shapes
 }
+
+/// A copy of the committed fixture database `fixture` (a path under the crate, e.g.
+/// `tests/data/format-v1`) in a fresh temporary directory, without its README: tests write to
+/// the copy. Returns the directory's guard and the database path.
+#[allow(dead_code)] // not every test file that declares `mod common` uses it
+pub fn copy_fixture(fixture: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(fixture);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("db");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    for entry in std::fs::read_dir(&from).expect("fixture") {
+        let entry = entry.expect("entry");
+        if entry.file_name() != "README.md" {
+            std::fs::copy(entry.path(), dir.join(entry.file_name())).expect("copy fixture file");
+        }
+    }
+    (tmp, dir)
+}
