@@ -105,6 +105,8 @@ struct Shard<K, V: ?Sized> {
     /// Charge of the high-priority entries.
     high_usage: usize,
     capacity: usize,
+    /// The charge high-priority entries may hold before the sweep takes them like others.
+    high_capacity: usize,
 }
 
 impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
@@ -117,6 +119,7 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
             usage: 0,
             high_usage: 0,
             capacity,
+            high_capacity: (capacity as f64 * HIGH_PRIORITY_SHARE) as usize,
         }
     }
 
@@ -177,7 +180,6 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
         if priority == Priority::High {
             self.high_usage += charge;
         }
-        let high_share = (self.capacity as f64 * HIGH_PRIORITY_SHARE) as usize;
         // Sweep: at most two passes (the first may only clear reference bits).
         let mut steps = 2 * self.slots.len();
         while self.usage > self.capacity && steps > 0 {
@@ -190,7 +192,9 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
             let Some(s) = self.slots[h].as_ref() else {
                 continue;
             };
-            if s.pinned || (s.high && self.high_usage <= high_share && steps >= self.slots.len()) {
+            if s.pinned
+                || (s.high && self.high_usage <= self.high_capacity && steps >= self.slots.len())
+            {
                 // A high-priority entry within its share survives the first pass; the second
                 // pass (only high-priority entries left to evict) takes it like any other.
                 continue;

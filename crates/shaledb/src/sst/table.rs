@@ -423,16 +423,6 @@ impl Table {
         self.cached::<Block>(&(self.cache_id, handle.offset))
     }
 
-    /// The data block at `handle`, from the cache or read (and cached if `fill_cache`), with
-    /// whether the cache holds it.
-    pub(crate) fn read_data_block(
-        &self,
-        handle: BlockHandle,
-        opts: BlockReadOptions,
-    ) -> Result<(Arc<Block>, bool)> {
-        self.data_block(handle, opts)
-    }
-
     /// The handle of the only data block that can hold `lookup`'s newest visible version;
     /// `None` if every key of the table is before it.
     fn index_lookup(&self, lookup: &LookupKey, buf: &mut Vec<u8>) -> Result<Option<BlockHandle>> {
@@ -907,7 +897,7 @@ impl Table {
 
     /// A data block, from the cache if there, else read (and cached if `fill_cache`); the flag
     /// says whether the block is (now) held by the cache.
-    fn data_block(
+    pub(crate) fn data_block(
         &self,
         handle: BlockHandle,
         opts: BlockReadOptions,

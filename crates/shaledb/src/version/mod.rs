@@ -341,31 +341,35 @@ type Preloaded = (BlockHandle, Arc<Block>, bool);
 /// block again and reports the error with the keys it concerns).
 fn preload_blocks(planned: &[PlannedFile<'_>], opts: BlockReadOptions) -> Vec<Vec<Preloaded>> {
     type Slot = Arc<Mutex<Option<(Arc<Block>, bool)>>>;
-    /// A block to search: cached (the block), or being read (where the read puts it).
-    type Wanted = (BlockHandle, Option<Slot>, Option<Arc<Block>>);
-    let mut lists: Vec<Vec<Wanted>> = Vec::new();
+    /// A block to search: in the cache, or being read into a slot.
+    enum Wanted {
+        Cached(Arc<Block>),
+        Reading(Slot),
+    }
+    let mut lists: Vec<Vec<(BlockHandle, Wanted)>> = Vec::new();
     let mut jobs: Vec<crate::io_pool::Job> = Vec::new();
     for p in planned {
-        let mut list: Vec<Wanted> = Vec::new();
+        let mut list: Vec<(BlockHandle, Wanted)> = Vec::new();
         for &(_, h) in &p.plan {
-            if list.last().is_some_and(|(last, ..)| *last == h) {
+            if list.last().is_some_and(|(last, _)| *last == h) {
                 continue;
             }
             if let Some(b) = p.table.cached_data_block(h) {
-                list.push((h, None, Some(b)));
+                list.push((h, Wanted::Cached(b)));
                 continue;
             }
             let slot: Slot = Arc::new(Mutex::new(None));
             let (table, job_slot) = (p.table.clone(), slot.clone());
             jobs.push(Box::new(move || {
                 let start = std::time::Instant::now();
-                let read = table.read_data_block(h, opts);
+                // Through the cache: another reader may have brought the block in meanwhile.
+                let read = table.data_block(h, opts);
                 crate::io_pool::record_read(start.elapsed());
                 if let Ok(block) = read {
                     *job_slot.lock() = Some(block);
                 }
             }));
-            list.push((h, Some(slot), None));
+            list.push((h, Wanted::Reading(slot)));
         }
         lists.push(list);
     }
@@ -378,10 +382,9 @@ fn preload_blocks(planned: &[PlannedFile<'_>], opts: BlockReadOptions) -> Vec<Ve
         .into_iter()
         .map(|list| {
             list.into_iter()
-                .filter_map(|(h, slot, cached)| match (slot, cached) {
-                    (_, Some(b)) => Some((h, b, true)),
-                    (Some(slot), None) => slot.lock().take().map(|(b, c)| (h, b, c)),
-                    (None, None) => None,
+                .filter_map(|(h, wanted)| match wanted {
+                    Wanted::Cached(b) => Some((h, b, true)),
+                    Wanted::Reading(slot) => slot.lock().take().map(|(b, c)| (h, b, c)),
                 })
                 .collect()
         })
