@@ -33,6 +33,12 @@ pub(crate) fn table_file(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.sst"))
 }
 
+/// Path of blob file `number`.
+#[allow(dead_code)] // used once blob files are written (issue 15)
+pub(crate) fn blob_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.blob"))
+}
+
 /// Path of MANIFEST `number`.
 pub(crate) fn manifest_file(dir: &Path, number: u64) -> PathBuf {
     dir.join(manifest_name(number))
