@@ -88,6 +88,10 @@ family_options! {
     compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
     prefix_extractor: Option<Arc<dyn crate::PrefixExtractor>>,
     ttl: Option<std::time::Duration>,
+    enable_blob_files: bool,
+    min_blob_size: u64,
+    blob_file_size: u64,
+    blob_compression: CompressionType,
 }
 
 impl Default for CfOptions {

@@ -219,6 +219,19 @@ pub struct Options {
     /// family stores write times is fixed when it is created. Not combinable with a merge
     /// operator yet. Default none.
     pub ttl: Option<std::time::Duration>,
+    /// Store values of at least [`min_blob_size`](Options::min_blob_size) bytes in blob files,
+    /// apart from the tables, when flushes and compactions write them (RocksDB's integrated
+    /// BlobDB): compactions then move a small reference instead of rewriting the value.
+    /// Values already written stay where they are until a compaction rewrites them. Not
+    /// combinable with a TTL yet. Default false.
+    pub enable_blob_files: bool,
+    /// The smallest value that goes to a blob file (with `enable_blob_files`). Default 0
+    /// (RocksDB's): every value.
+    pub min_blob_size: u64,
+    /// A blob file being written is finished once it passes this many bytes. Default 256 MiB.
+    pub blob_file_size: u64,
+    /// The codec of values in blob files. Default none.
+    pub blob_compression: CompressionType,
 
     /// The wall clock write times and expiry are read from (see [`crate::Clock`]). Default
     /// [`crate::SystemClock`].
@@ -304,6 +317,10 @@ impl Default for Options {
             compaction_filter: None,
             prefix_extractor: None,
             ttl: None,
+            enable_blob_files: false,
+            min_blob_size: 0,
+            blob_file_size: 256 << 20,
+            blob_compression: CompressionType::None,
             clock: Arc::new(crate::SystemClock),
             max_key_size: 8 << 20,
             max_value_size: 1 << 30,
@@ -366,6 +383,10 @@ impl std::fmt::Debug for Options {
             compaction_filter,
             prefix_extractor,
             ttl,
+            enable_blob_files,
+            min_blob_size,
+            blob_file_size,
+            blob_compression,
             clock: _,
             max_key_size,
             max_value_size,
@@ -452,6 +473,10 @@ impl std::fmt::Debug for Options {
             .field("compaction_filter", compaction_filter)
             .field("prefix_extractor", prefix_extractor)
             .field("ttl", ttl)
+            .field("enable_blob_files", enable_blob_files)
+            .field("min_blob_size", min_blob_size)
+            .field("blob_file_size", blob_file_size)
+            .field("blob_compression", blob_compression)
             .field("max_key_size", max_key_size)
             .field("max_value_size", max_value_size)
             .field("wal_recovery_mode", wal_recovery_mode)
@@ -526,6 +551,10 @@ impl Options {
         with_max_manifest_file_size => max_manifest_file_size: u64,
         with_wal_bytes_per_sync => wal_bytes_per_sync: u64,
         with_max_total_wal_size => max_total_wal_size: u64,
+        with_enable_blob_files => enable_blob_files: bool,
+        with_min_blob_size => min_blob_size: u64,
+        with_blob_file_size => blob_file_size: u64,
+        with_blob_compression => blob_compression: CompressionType,
     }
 
     /// Sets [`Options::fs`] (builder style), e.g. to a
@@ -646,6 +675,12 @@ impl Options {
         }
         if self.ttl.is_some() && self.merge_operator.is_some() {
             return bad("a column family cannot have both a ttl and a merge operator yet");
+        }
+        if self.ttl.is_some() && self.enable_blob_files {
+            return bad("a column family cannot have both a ttl and enable_blob_files yet");
+        }
+        if self.blob_file_size < 4096 {
+            return bad("blob_file_size must be at least 4096 bytes");
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");

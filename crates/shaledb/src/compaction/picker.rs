@@ -451,6 +451,7 @@ mod tests {
                             num_entries: 1,
                             num_deletions: 0,
                             num_range_deletions: 0,
+                            blob_files: Vec::new(),
                             open_table: Default::default(),
                         },
                     );

@@ -327,6 +327,7 @@ fn check_files_on_disk(
 ) -> Result<Vec<u64>> {
     let mut wals = Vec::new();
     let mut tables_on_disk = HashSet::new();
+    let mut blobs_on_disk = HashSet::new();
     for name in names {
         if let Some((kind, n)) = filename::parse_file_name(name) {
             versions.mark_file_number_used(n);
@@ -334,6 +335,9 @@ fn check_files_on_disk(
                 FileKind::Log if n >= versions.log_number() => wals.push(n),
                 FileKind::Table => {
                     tables_on_disk.insert(n);
+                }
+                FileKind::Blob => {
+                    blobs_on_disk.insert(n);
                 }
                 _ => {}
             }
@@ -362,6 +366,20 @@ fn check_files_on_disk(
                 filename::table_file(dir, f.number),
                 0,
                 "a table the MANIFEST lists is missing",
+            ));
+        }
+    }
+    for b in versions
+        .families()
+        .values()
+        .flat_map(|f| f.current().blob_files.clone())
+    {
+        let number = b.meta.addition.number;
+        if !blobs_on_disk.contains(&number) {
+            return Err(Error::corruption(
+                filename::blob_file(dir, number),
+                0,
+                "a blob file the MANIFEST lists is missing",
             ));
         }
     }
@@ -506,6 +524,7 @@ impl WalReplay<'_> {
             bottommost: false,
             max_file_size: u64::MAX,
             flush: true,
+            cf_id: cf,
         };
         // No reader exists yet: every version a newer one hides can go.
         let policy = DropPolicy::for_flush(crate::key::MAX_SEQUENCE, self.versions.current(cf));
@@ -522,9 +541,7 @@ impl WalReplay<'_> {
             column_family: cf,
             ..Default::default()
         });
-        for m in metas {
-            edit.add_file(0, m);
-        }
+        metas.add_to(edit, 0);
         Ok(())
     }
 
@@ -698,7 +715,7 @@ fn remove_unreferenced_files(inner: &DbInner, names: &[String]) {
         };
         let obsolete = match kind {
             FileKind::Log => number < log_number,
-            FileKind::Table => !live.contains(&number),
+            FileKind::Table | FileKind::Blob => !live.contains(&number),
             FileKind::Manifest => number != manifest,
             FileKind::Temp => true,
             FileKind::Current | FileKind::Lock => false,

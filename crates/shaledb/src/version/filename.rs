@@ -13,6 +13,8 @@ pub(crate) enum FileKind {
     Log,
     /// A table.
     Table,
+    /// A blob file (values stored apart from the tables).
+    Blob,
     /// A MANIFEST.
     Manifest,
     /// The CURRENT pointer.
@@ -34,7 +36,6 @@ pub(crate) fn table_file(dir: &Path, number: u64) -> PathBuf {
 }
 
 /// Path of blob file `number`.
-#[allow(dead_code)] // used once blob files are written (issue 15)
 pub(crate) fn blob_file(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.blob"))
 }
@@ -79,6 +80,7 @@ pub(crate) fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
     let kind = match ext {
         "log" => FileKind::Log,
         "sst" => FileKind::Table,
+        "blob" => FileKind::Blob,
         "dbtmp" => FileKind::Temp,
         _ => return None,
     };
