@@ -12,7 +12,6 @@
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
-#[allow(unused)] // being built: wired into flush, compaction and reads next (issue 15)
 pub(crate) mod blob;
 pub(crate) mod cache;
 pub(crate) mod checksum;
@@ -62,6 +61,7 @@ pub use write_batch::{BatchEntry, BatchIter, WriteBatch};
 /// Not part of the public API: anything here may change or disappear in any release.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::blob::{BlobFileBuilder, BlobFileMeta, BlobFileReader, BlobRef};
     pub use crate::iter::InternalIterator;
     pub use crate::key::{
         make_internal_key, parse_internal_key, LookupKey, ValueKind, MAX_SEQUENCE,
