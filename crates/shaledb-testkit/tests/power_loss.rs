@@ -58,6 +58,15 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
         let filters = rng.gen_bool(0.75);
         table_layout::write_partitioned_tables(&mut o, filters, rng.gen_range(64..512));
     }
+    if rng.gen_bool(0.5) {
+        // Blob files for some opens (values written before stay in the tables, and the
+        // reverse): a reference must never be durable before its blob.
+        let codec = [
+            shaledb::CompressionType::None,
+            shaledb::CompressionType::Zstd,
+        ][rng.gen_range(0..2)];
+        shaledb_testkit::store_values_in_blob_files(&mut o, rng.gen_range(0..64), codec);
+    }
     o
 }
 
@@ -86,6 +95,8 @@ struct Stats {
     files_created: u64,
     /// Tables found after power losses, by table format version (1 to 3).
     tables_by_format: [u64; 4],
+    /// Blob files found after power losses.
+    blob_files: u64,
 }
 
 fn reopen(mem: &MemFileSystem, rng: &mut StdRng) -> Result<(FaultFs, Db), String> {
@@ -143,6 +154,7 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
         drop(db);
         stats.crashes += 1;
         count_table_formats(&mem, stats);
+        stats.blob_files += shaledb_testkit::blob_file_count(&mem) as u64;
 
         let (fault, db) = reopen(&mem, &mut rng).map_err(|e| format!("round {round}: {e}"))?;
         let state = read_all(&db, &probe).map_err(|e| format!("round {round}: {e}"))?;
@@ -185,12 +197,14 @@ fn power_loss_at_random_points_keeps_synced_writes_and_a_prefix() {
     });
     eprintln!(
         "power loss: {cycles} cycles, {} power losses, {} acknowledged ops ({} synced), \
-         {} files created, tables after power losses by format 1/2/3: {:?}, in {:?}",
+         {} files created, tables after power losses by format 1/2/3: {:?}, blob files {}, \
+         in {:?}",
         stats.crashes,
         stats.ops,
         stats.synced_ops,
         stats.files_created,
         &stats.tables_by_format[1..],
+        stats.blob_files,
         start.elapsed()
     );
     assert!(stats.ops > 0);
@@ -199,6 +213,10 @@ fn power_loss_at_random_points_keeps_synced_writes_and_a_prefix() {
         assert!(
             stats.tables_by_format[1..].iter().all(|&n| n > 0),
             "{stats:?}"
+        );
+        assert!(
+            stats.blob_files > 0,
+            "no blob file survived a power loss: {stats:?}"
         );
     }
     // WAL rotations, flushes and compactions must have happened for the test to mean much.

@@ -322,7 +322,7 @@ fn write_inner(
         {
             // The filter sees the value, read from its blob file; kept, the reference stays.
             let filtered =
-                policy.filter.is_some() && !policy.newest_snapshot.is_some_and(|s| p.sequence <= s);
+                policy.filter.is_some() && policy.newest_snapshot.is_none_or(|s| p.sequence > s);
             if filtered {
                 let value = read_input_blob(spec, &policy.version, p.user_key, input.value())?;
                 if filter_value(policy, &p, &value, &mut out)? {

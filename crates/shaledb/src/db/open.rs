@@ -754,26 +754,33 @@ pub(super) fn destroy(dir: &Path, opts: &Options) -> Result<()> {
     Ok(())
 }
 
-/// `Options::paranoid_checks`: every table must be as long as the MANIFEST recorded. A
-/// different size means the file was truncated, extended or replaced behind the engine's back;
-/// without the check that shows only when a read reaches the table.
+/// `Options::paranoid_checks`: every table and blob file must be as long as the MANIFEST
+/// recorded. A different size means the file was truncated, extended or replaced behind the
+/// engine's back; without the check that shows only when a read reaches the file.
 fn check_table_sizes(
     fs: &Arc<dyn crate::fs::FileSystem>,
     dir: &Path,
     v: &crate::version::Version,
 ) -> Result<()> {
-    for f in v.files.iter().flatten() {
-        let path = filename::table_file(dir, f.number);
+    let tables = v
+        .files
+        .iter()
+        .flatten()
+        .map(|f| ("table", filename::table_file(dir, f.number), f.file_size));
+    let blobs = v.blob_files.iter().map(|b| {
+        let a = &b.meta.addition;
+        ("blob file", filename::blob_file(dir, a.number), a.file_size)
+    });
+    for (what, path, recorded) in tables.chain(blobs) {
         let size = fs
             .file_size(&path)
             .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))?;
-        if size != f.file_size {
+        if size != recorded {
             return Err(Error::corruption(
                 path,
-                size.min(f.file_size),
+                size.min(recorded),
                 format!(
-                    "table is {size} bytes on disk but the MANIFEST recorded {} bytes",
-                    f.file_size
+                    "{what} is {size} bytes on disk but the MANIFEST recorded {recorded} bytes"
                 ),
             ));
         }

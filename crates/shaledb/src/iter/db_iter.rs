@@ -372,9 +372,10 @@ impl DbIterator {
         self
     }
 
-    /// True if positioned on an entry.
+    /// True if positioned on an entry (false from the moment reading the entry's value from
+    /// a blob file failed).
     pub fn valid(&self) -> bool {
-        self.valid && self.error.is_none()
+        self.valid && self.error.is_none() && !matches!(self.blob_value.get(), Some(Err(_)))
     }
 
     /// The current key. REQUIRES: `valid()`.
@@ -389,12 +390,17 @@ impl DbIterator {
     }
 
     /// The current value. REQUIRES: `valid()`.
+    ///
+    /// A value stored in a blob file (`Options::enable_blob_files`) is read here, on first
+    /// use, so a scan that never asks for values reads no blob. If that read fails, this
+    /// returns an empty slice, `valid()` turns false and `status()` holds the error: check
+    /// `status()` before trusting a value of a database with blob files, or iterate with
+    /// [`Db::range`](crate::Db::range), whose items carry the error.
     pub fn value(&self) -> &[u8] {
         if !self.valid {
             return &[];
         }
         if self.current_blob {
-            // A failed read shows in `status()`.
             return self.blob_value().as_deref().unwrap_or_default();
         }
         match self.direction {
@@ -406,10 +412,18 @@ impl DbIterator {
     /// The current value as a [`Value`](crate::Value): moving forward over a table block it
     /// shares the block (no copy); otherwise (memtable entries, after `prev`) a copy.
     /// REQUIRES: `valid()`.
-    pub(crate) fn value_pinned(&self) -> crate::Value {
+    pub(crate) fn value_pinned(&self) -> Result<crate::Value> {
         if self.valid && self.current_blob {
-            return crate::Value::from(self.value());
+            return match self.blob_value() {
+                Ok(v) => Ok(crate::Value::from(v.as_slice())),
+                Err(e) => Err(e.duplicate()),
+            };
         }
+        Ok(self.value_pinned_inline())
+    }
+
+    /// [`value_pinned`](Self::value_pinned) for a value stored in the tables or memtables.
+    fn value_pinned_inline(&self) -> crate::Value {
         if self.valid && self.direction == Direction::Forward && !self.merged {
             if let Some(v) = self.inner.pinned_value() {
                 let len = self.user_value(v.as_slice()).len();

@@ -1148,16 +1148,20 @@ mod apply_tests {
         e.add_file(0, t);
         let err = apply_for_tests(&v, &e).expect_err("unknown blob file");
         assert!(err.contains("blob file 99, which is not live"), "{err}");
-        let mut e = VersionEdit::default();
-        e.blob_garbage = vec![crate::version::BlobGarbage {
-            number: 4,
-            count: 9,
-            bytes: 1,
-        }];
+        let e = VersionEdit {
+            blob_garbage: vec![crate::version::BlobGarbage {
+                number: 4,
+                count: 9,
+                bytes: 1,
+            }],
+            ..Default::default()
+        };
         let err = apply_for_tests(&v, &e).expect_err("too much garbage");
         assert!(err.contains("more garbage than blobs"), "{err}");
-        let mut e = VersionEdit::default();
-        e.blob_files_added = vec![blob_addition(4)];
+        let e = VersionEdit {
+            blob_files_added: vec![blob_addition(4)],
+            ..Default::default()
+        };
         let err = apply_for_tests(&v, &e).expect_err("added twice");
         assert!(err.contains("adds blob file 4 twice"), "{err}");
     }
