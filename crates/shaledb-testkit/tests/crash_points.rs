@@ -175,7 +175,11 @@ fn crash_points(direct: bool) {
         assert_eq!(formats, want, "table formats of the undisturbed run");
         // The buffered run keeps most values in blob files.
         let blobs = shaledb_testkit::blob_file_count(&mem);
-        assert_eq!(blobs > 0, !direct, "{blobs} blob files in the undisturbed run");
+        assert_eq!(
+            blobs > 0,
+            !direct,
+            "{blobs} blob files in the undisturbed run"
+        );
         drop(fault);
         reopen_and_check(&mem, &log, "undisturbed run", direct);
 
