@@ -299,3 +299,59 @@ fn garbage_is_counted_until_the_last_reference_goes() {
         "Number of blob files: 0\nTotal size of blob files: 0\nTotal size of garbage in blob files: 0\nBlob file space amplification: 0.00\n"
     ));
 }
+
+#[test]
+fn garbage_collection_relocates_the_oldest_blobs_and_their_files_leave() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        blob_file_size: 1 << 20,
+        enable_blob_garbage_collection: true,
+        blob_garbage_collection_age_cutoff: 0.5,
+        disable_auto_compactions: true,
+        ..blob_options()
+    };
+    let db = Db::open(dir.path(), opts.clone()).expect("open");
+    // Two blob files of live values, keys interleaved so one compaction reads both.
+    for round in 0..2 {
+        for i in (round..100).step_by(2) {
+            db.put(key(i), big(i, 0)).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    let before = blob_files(dir.path());
+    assert_eq!(before.len(), 2, "{before:?}");
+    db.compact_range(None, None).expect("compact");
+    // The older half (one file) was relocated into a new file and left; the newer stayed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut after = blob_files(dir.path());
+    while after.contains(&before[0]) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        after = blob_files(dir.path());
+    }
+    assert!(!after.contains(&before[0]), "{before:?} -> {after:?}");
+    assert!(after.contains(&before[1]), "{before:?} -> {after:?}");
+    assert_eq!(after.len(), 2, "{before:?} -> {after:?}");
+    let want: Vec<(Vec<u8>, Vec<u8>)> = (0..100).map(|i| (key(i), big(i, 0))).collect();
+    assert_eq!(scan(&db, false), want);
+    drop(db);
+    // Without garbage collection the same compaction moves references only.
+    let dir2 = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(
+        dir2.path(),
+        Options {
+            enable_blob_garbage_collection: false,
+            ..opts
+        },
+    )
+    .expect("open");
+    for round in 0..2 {
+        for i in (round..100).step_by(2) {
+            db.put(key(i), big(i, 0)).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    let before = blob_files(dir2.path());
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(blob_files(dir2.path()), before);
+    assert_eq!(scan(&db, true), want);
+}

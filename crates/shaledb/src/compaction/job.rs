@@ -110,6 +110,34 @@ pub(crate) struct OutputSpec<'a> {
     pub flush: bool,
     /// The column family written (recorded in blob file headers).
     pub cf_id: u32,
+    /// Blob garbage collection: references into blob files numbered below `relocate_below`
+    /// have their values read (from `version`) and written anew.
+    pub blob_gc: Option<BlobGc<'a>>,
+}
+
+/// Which blobs a compaction relocates (`Options::enable_blob_garbage_collection`).
+#[derive(Clone, Copy)]
+pub(crate) struct BlobGc<'a> {
+    pub version: &'a Version,
+    pub relocate_below: u64,
+}
+
+impl<'a> BlobGc<'a> {
+    /// The blob files of `version` under `age_cutoff` (a fraction of them, oldest first);
+    /// `None` if that is none.
+    pub(crate) fn oldest(version: &'a Version, age_cutoff: f64) -> Option<BlobGc<'a>> {
+        let files = &version.blob_files;
+        let k = (files.len() as f64 * age_cutoff).floor() as usize;
+        let relocate_below = match files.get(k) {
+            _ if k == 0 => return None,
+            Some(b) => b.meta.addition.number,
+            None => u64::MAX,
+        };
+        Some(BlobGc {
+            version,
+            relocate_below,
+        })
+    }
 }
 
 struct Output {
@@ -515,6 +543,20 @@ impl Outputs<'_, '_> {
             }
             ValueKind::BlobIndex => {
                 let r = decode_reference(self.spec, user_key, value)?;
+                if let Some(gc) = self
+                    .spec
+                    .blob_gc
+                    .filter(|g| r.file_number < g.relocate_below)
+                {
+                    // Relocated: the value goes where a put of it would (a new blob file, or
+                    // the table if it is now below min_blob_size or blobs are off).
+                    let spec = self.spec;
+                    let value = gc
+                        .version
+                        .read_blob(spec.fs, spec.dir, user_key, &r, true)?;
+                    let put_key = key::make_internal_key(user_key, sequence, ValueKind::Put);
+                    return self.add(&put_key, &value, sequence, ValueKind::Put);
+                }
                 self.add_entry(ikey, value, sequence, kind)?;
                 self.note_reference(&r);
                 let e = self.blobs.written.entry(r.file_number).or_default();
@@ -1102,6 +1144,7 @@ mod tests {
             max_file_size: u64::MAX,
             flush: false,
             cf_id: 0,
+            blob_gc: None,
         };
         let mut next = 10;
         let metas = write_tables(

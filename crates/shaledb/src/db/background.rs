@@ -198,6 +198,7 @@ impl DbInner {
                 max_file_size: u64::MAX,
                 flush: true,
                 cf_id: cf,
+                blob_gc: None,
             };
             job::write_tables(
                 &spec,
@@ -280,6 +281,7 @@ impl DbInner {
                     max_file_size: u64::MAX,
                     flush: true,
                     cf_id: *cf,
+                    blob_gc: None,
                 };
                 let metas = job::write_tables(
                     &spec,
@@ -702,6 +704,13 @@ impl DbInner {
             }
         }
         let range_dels = FragmentedRangeTombstones::merge(range_dels.iter().map(|t| &**t));
+        let gc_version = version.clone();
+        let blob_gc = family_opts
+            .enable_blob_garbage_collection
+            .then(|| {
+                job::BlobGc::oldest(&gc_version, family_opts.blob_garbage_collection_age_cutoff)
+            })
+            .flatten();
         let spec = OutputSpec {
             fs: &self.fs,
             dir: &self.dir,
@@ -713,6 +722,7 @@ impl DbInner {
             max_file_size: picker::target_file_size(family_opts, c.output_level),
             flush: false,
             cf_id,
+            blob_gc,
         };
         let policy = DropPolicy {
             smallest_snapshot,

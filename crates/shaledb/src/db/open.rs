@@ -525,6 +525,7 @@ impl WalReplay<'_> {
             max_file_size: u64::MAX,
             flush: true,
             cf_id: cf,
+            blob_gc: None,
         };
         // No reader exists yet: every version a newer one hides can go.
         let policy = DropPolicy::for_flush(crate::key::MAX_SEQUENCE, self.versions.current(cf));
