@@ -64,21 +64,16 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     Ok(o)
 }
 
-/// db_bench's blob flags onto ShaleDB's blob options.
+/// db_bench's blob flags onto ShaleDB's blob options (the same names and meanings).
 fn set_blob_options(o: &mut Options, b: &BlobOptions) -> EngineResult<()> {
-    if b.gc {
-        // Running without it would measure something else than what the command line asks.
-        return Err(
-            "shaledb: --enable_blob_garbage_collection: ShaleDB has no blob garbage \
-                    collection yet (issue 15); run with --enable_blob_garbage_collection=0"
-                .into(),
-        );
-    }
     o.enable_blob_files = b.enabled;
     o.min_blob_size = b.min_size;
     o.blob_file_size = b.file_size;
     o.blob_compression = CompressionType::from_name(&b.compression)
         .ok_or_else(|| format!("shaledb: unknown blob compression type {:?}", b.compression))?;
+    o.enable_blob_garbage_collection = b.gc;
+    o.blob_garbage_collection_age_cutoff = b.gc_age_cutoff;
+    o.blob_garbage_collection_force_threshold = b.gc_force_threshold;
     Ok(())
 }
 
@@ -301,21 +296,22 @@ mod tests {
             ])),
             (true, 512, 1 << 20, CompressionType::Lz4)
         );
-        // No blob garbage collection in ShaleDB yet: refused, never ignored.
-        for args in [
-            &["--enable_blob_files", "--enable_blob_garbage_collection"][..],
-            &["--enable_blob_garbage_collection=1"][..],
-        ] {
-            let flags = crate::dbbench::Flags::parse(args).expect("flags");
-            let e = shale_options(&flags.opts).expect_err("refused");
-            assert!(
-                e.starts_with("shaledb: --enable_blob_garbage_collection")
-                    && e.contains("issue 15"),
-                "{e}"
-            );
-        }
-        let flags = crate::dbbench::Flags::parse(&["--enable_blob_garbage_collection=0"]);
-        assert!(shale_options(&flags.expect("flags").opts).is_ok());
+        let gc = |o: &Options| {
+            (
+                o.enable_blob_garbage_collection,
+                o.blob_garbage_collection_age_cutoff,
+                o.blob_garbage_collection_force_threshold,
+            )
+        };
+        assert_eq!(gc(&options_of(&[])), (false, 0.25, 1.0));
+        assert_eq!(
+            gc(&options_of(&[
+                "--enable_blob_garbage_collection",
+                "--blob_garbage_collection_age_cutoff=0.5",
+                "--blob_garbage_collection_force_threshold=0.8",
+            ])),
+            (true, 0.5, 0.8)
+        );
     }
 
     #[test]

@@ -333,10 +333,14 @@ impl DbInner {
             if f.imms.front().is_some_and(|m| Arc::ptr_eq(m, mem)) {
                 f.imms.pop_front();
             }
+            // Tables and blob files, as the single-family flush counts them.
             let written: u64 = edits
                 .iter()
                 .filter(|e| e.column_family == *cf)
-                .flat_map(|e| e.new_files.iter().map(|(_, m)| m.file_size))
+                .flat_map(|e| {
+                    let tables = e.new_files.iter().map(|(_, m)| m.file_size);
+                    tables.chain(e.blob_files_added.iter().map(|b| b.file_size))
+                })
                 .sum();
             let s = &mut f.level_stats[0];
             s.count += 1;
