@@ -92,6 +92,7 @@ family_options! {
     min_blob_size: u64,
     blob_file_size: u64,
     blob_compression: CompressionType,
+    blob_cache: bool,
     enable_blob_garbage_collection: bool,
     blob_garbage_collection_age_cutoff: f64,
     blob_garbage_collection_force_threshold: f64,

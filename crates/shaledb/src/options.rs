@@ -232,6 +232,11 @@ pub struct Options {
     pub blob_file_size: u64,
     /// The codec of values in blob files. Default none.
     pub blob_compression: CompressionType,
+    /// Cache blob values read by gets and iterators in the block cache, sharing its byte
+    /// budget (RocksDB's `blob_cache` set to the block cache). Worth it when reads of large
+    /// values repeat; otherwise large values would evict data blocks. Default false (as
+    /// RocksDB, which has no blob cache unless one is set).
+    pub blob_cache: bool,
     /// Compactions move the live blobs of the oldest blob files (the first
     /// [`blob_garbage_collection_age_cutoff`](Options::blob_garbage_collection_age_cutoff)
     /// of them by file number) into new blob files, so old files empty out and are deleted
@@ -333,6 +338,7 @@ impl Default for Options {
             min_blob_size: 0,
             blob_file_size: 256 << 20,
             blob_compression: CompressionType::None,
+            blob_cache: false,
             enable_blob_garbage_collection: false,
             blob_garbage_collection_age_cutoff: 0.25,
             blob_garbage_collection_force_threshold: 1.0,
@@ -402,6 +408,7 @@ impl std::fmt::Debug for Options {
             min_blob_size,
             blob_file_size,
             blob_compression,
+            blob_cache,
             enable_blob_garbage_collection,
             blob_garbage_collection_age_cutoff,
             blob_garbage_collection_force_threshold,
@@ -495,6 +502,7 @@ impl std::fmt::Debug for Options {
             .field("min_blob_size", min_blob_size)
             .field("blob_file_size", blob_file_size)
             .field("blob_compression", blob_compression)
+            .field("blob_cache", blob_cache)
             .field(
                 "enable_blob_garbage_collection",
                 enable_blob_garbage_collection,
@@ -585,6 +593,7 @@ impl Options {
         with_min_blob_size => min_blob_size: u64,
         with_blob_file_size => blob_file_size: u64,
         with_blob_compression => blob_compression: CompressionType,
+        with_blob_cache => blob_cache: bool,
         with_enable_blob_garbage_collection => enable_blob_garbage_collection: bool,
         with_blob_garbage_collection_age_cutoff => blob_garbage_collection_age_cutoff: f64,
         with_blob_garbage_collection_force_threshold => blob_garbage_collection_force_threshold: f64,

@@ -553,7 +553,7 @@ impl Outputs<'_, '_> {
                     let spec = self.spec;
                     let value = gc
                         .version
-                        .read_blob(spec.fs, spec.dir, user_key, &r, true)?;
+                        .read_blob(spec.fs, spec.dir, user_key, &r, COMPACTION_BLOB_READS)?;
                     let put_key = key::make_internal_key(user_key, sequence, ValueKind::Put);
                     return self.add(&put_key, &value, sequence, ValueKind::Put);
                 }
@@ -849,6 +849,15 @@ impl KeyTracker<'_> {
     }
 }
 
+/// Compactions read blobs checked and around the cache (RocksDB's compactions do not fill
+/// the blob cache either).
+const COMPACTION_BLOB_READS: crate::version::BlobReadOptions<'static> =
+    crate::version::BlobReadOptions {
+        verify_checksums: true,
+        cache: None,
+        fill_cache: false,
+    };
+
 /// The value an input's blob reference points at (a merge base, or a value for the
 /// compaction filter), read from the blob files of the compaction's version.
 fn read_input_blob(
@@ -858,7 +867,7 @@ fn read_input_blob(
     reference: &[u8],
 ) -> Result<Vec<u8>> {
     let r = decode_reference(spec, user_key, reference)?;
-    version.read_blob(spec.fs, spec.dir, user_key, &r, true)
+    version.read_blob(spec.fs, spec.dir, user_key, &r, COMPACTION_BLOB_READS)
 }
 
 /// Decodes a blob reference read from the inputs; corruption if it does not decode.

@@ -1007,7 +1007,7 @@ impl DbInner {
             LookupResult::Deleted | LookupResult::NotPresent => Ok(None),
             LookupResult::Merge => self.get_merged(ro, cf, sv, seq, user_key),
             LookupResult::Blob(reference) => self
-                .read_blob(ro, &sv.version, user_key, &reference)
+                .read_blob(ro, cf, &sv.version, user_key, &reference)
                 .map(|v| Some(Value::from_vec(v))),
         }
     }
@@ -1017,12 +1017,18 @@ impl DbInner {
     pub(crate) fn read_blob(
         &self,
         ro: &ReadOptions,
+        cf: &CfData,
         version: &Version,
         user_key: &[u8],
         reference: &[u8],
     ) -> Result<Vec<u8>> {
         let r = decode_blob_ref(&self.dir, user_key, reference)?;
-        version.read_blob(&self.fs, &self.dir, user_key, &r, ro.verify_checksums)
+        let opts = crate::version::BlobReadOptions {
+            verify_checksums: ro.verify_checksums,
+            cache: cf.opts.blob_cache.then_some(&*self.block_cache),
+            fill_cache: ro.fill_cache,
+        };
+        version.read_blob(&self.fs, &self.dir, user_key, &r, opts)
     }
 
     /// `Db::approximate_size`: an inclusive end bound becomes the exclusive bound just past it.
@@ -1138,7 +1144,7 @@ impl DbInner {
                     break;
                 }
                 ValueKind::BlobIndex => {
-                    base = Some(self.read_blob(ro, &sv.version, user_key, it.value())?);
+                    base = Some(self.read_blob(ro, cf, &sv.version, user_key, it.value())?);
                     break;
                 }
                 ValueKind::Delete | ValueKind::SingleDelete => break,
@@ -1233,7 +1239,7 @@ impl DbInner {
         cf: &CfData,
     ) -> DbIterator {
         let (inner, range_dels) = self.view_iterator(&sv, ro);
-        let blobs = self.blob_resolver(&sv.version, ro);
+        let blobs = self.blob_resolver(&sv.version, ro, cf);
         let pin: Arc<dyn std::any::Any + Send + Sync> = Arc::new((sv, ro.snapshot.clone()));
         DbIterator::new(
             inner,
@@ -1257,15 +1263,22 @@ impl DbInner {
         &self,
         version: &Arc<Version>,
         ro: &ReadOptions,
+        cf: &CfData,
     ) -> Option<crate::iter::db_iter::BlobResolver> {
         if version.blob_files.is_empty() {
             return None;
         }
         let (version, fs, dir) = (version.clone(), self.fs.clone(), self.dir.clone());
-        let verify = ro.verify_checksums;
+        let cache = cf.opts.blob_cache.then(|| self.block_cache.clone());
+        let (verify_checksums, fill_cache) = (ro.verify_checksums, ro.fill_cache);
         Some(Arc::new(move |user_key: &[u8], reference: &[u8]| {
             let r = decode_blob_ref(&dir, user_key, reference)?;
-            version.read_blob(&fs, &dir, user_key, &r, verify)
+            let opts = crate::version::BlobReadOptions {
+                verify_checksums,
+                cache: cache.as_deref(),
+                fill_cache,
+            };
+            version.read_blob(&fs, &dir, user_key, &r, opts)
         }))
     }
 }
@@ -1308,7 +1321,7 @@ fn new_iterator(inner: &Arc<DbInner>, ro: &ReadOptions, cf: &Arc<CfData>) -> DbI
     let refresher: crate::iter::db_iter::Refresher = Arc::new(move || {
         let (sv, seq) = db.read_view(&ro_latest, &family);
         let (inner, range_dels) = db.view_iterator(&sv, &ro_latest);
-        let blobs = db.blob_resolver(&sv.version, &ro_latest);
+        let blobs = db.blob_resolver(&sv.version, &ro_latest, &family);
         let pin: Arc<dyn std::any::Any + Send + Sync> = Arc::new(sv);
         (inner, seq, pin, range_dels, blobs)
     });

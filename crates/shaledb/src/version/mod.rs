@@ -82,9 +82,24 @@ pub(crate) struct BlobFile {
     pub garbage_bytes: u64,
 }
 
+/// How a blob is read: checksums, and the cache holding blob values (`Options::blob_cache`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct BlobReadOptions<'a> {
+    pub verify_checksums: bool,
+    /// The block cache, when blob values are cached there.
+    pub cache: Option<&'a crate::cache::BlockCache>,
+    /// Insert values read into `cache` (`ReadOptions::fill_cache`).
+    pub fill_cache: bool,
+}
+
+/// Bytes charged to the cache for a blob value beyond its own (the entry and its key).
+const BLOB_CACHE_ENTRY_OVERHEAD: usize = 64;
+
 /// A blob file's immutable description and its lazily opened reader.
 pub(crate) struct BlobFileMetaData {
     pub addition: BlobFileAddition,
+    /// The blob file's key space in the block cache (values cached under its offsets).
+    pub cache_id: u64,
     reader: std::sync::OnceLock<Arc<crate::blob::BlobFileReader>>,
 }
 
@@ -101,6 +116,7 @@ impl BlobFileMetaData {
     pub(crate) fn new(addition: BlobFileAddition) -> Self {
         BlobFileMetaData {
             addition,
+            cache_id: Table::new_cache_id(),
             reader: std::sync::OnceLock::new(),
         }
     }
@@ -146,7 +162,7 @@ impl Version {
         dir: &std::path::Path,
         user_key: &[u8],
         r: &crate::blob::BlobRef,
-        verify_checksums: bool,
+        opts: BlobReadOptions<'_>,
     ) -> Result<Vec<u8>> {
         let path = filename::blob_file(dir, r.file_number);
         let Some(b) = self.blob_file(r.file_number) else {
@@ -170,7 +186,18 @@ impl Version {
                 })?
             }
         };
-        reader.read(user_key, r, verify_checksums)
+        let key = (b.meta.cache_id, r.offset);
+        if let Some(cache) = opts.cache {
+            if let Some(v) = cache.get(&key).and_then(|v| v.downcast::<Vec<u8>>().ok()) {
+                return Ok(v.to_vec());
+            }
+        }
+        let value = reader.read(user_key, r, opts.verify_checksums)?;
+        if let (Some(cache), true) = (opts.cache, opts.fill_cache) {
+            let charge = value.len() + BLOB_CACHE_ENTRY_OVERHEAD;
+            cache.insert(key, Arc::new(value.clone()), charge);
+        }
+        Ok(value)
     }
 
     /// Number of levels.
