@@ -15,6 +15,9 @@ use std::sync::Arc;
 /// record is one `append`.
 const COPY_LIMIT: usize = 64 << 10;
 
+/// Scratch buffers above this capacity are freed after the record that needed them.
+const KEEP_LIMIT: usize = 4 << 20;
+
 /// Writes the records of one blob file, then its footer.
 pub struct BlobFileBuilder {
     file: Box<dyn WritableFile>,
@@ -102,11 +105,15 @@ impl BlobFileBuilder {
             self.record.extend_from_slice(stored);
         }
         let record = std::mem::take(&mut self.record);
-        let written = self.append(&record).and_then(|()| match inline {
-            true => Ok(()),
-            false => self.append_stored(compression, value),
+        let written = self.append(&record).and_then(|()| {
+            if inline {
+                Ok(())
+            } else {
+                self.append_stored(compression, value)
+            }
         });
         self.record = record;
+        self.release_large_buffers();
         written?;
         self.blob_count += 1;
         self.blob_bytes += header.record_len();
@@ -179,6 +186,16 @@ impl BlobFileBuilder {
         };
         self.compressed = stored;
         r
+    }
+
+    /// Frees a scratch buffer that one large value or key grew, so it is not kept for the
+    /// rest of the file.
+    fn release_large_buffers(&mut self) {
+        for buf in [&mut self.compressed, &mut self.record] {
+            if buf.capacity() > KEEP_LIMIT {
+                *buf = Vec::new();
+            }
+        }
     }
 
     fn append(&mut self, data: &[u8]) -> Result<()> {

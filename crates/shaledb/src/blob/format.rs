@@ -81,18 +81,20 @@ impl FileHeader {
             );
         }
         let field32 = |at: u64| decode_fixed32(b.get(at as usize..).unwrap_or_default());
-        let version = field32(HEADER_VERSION_AT);
-        if version != Some(FORMAT_VERSION) {
+        // The fields lie inside the 32-byte array: the defaults are never used.
+        let version = field32(HEADER_VERSION_AT).unwrap_or_default();
+        if version != FORMAT_VERSION {
             return bad(
                 HEADER_VERSION_AT,
-                format!("unsupported blob file format version {version:?}"),
+                format!("unsupported blob file format version {version}"),
             );
         }
-        let file_number = decode_fixed64(b.get(HEADER_NUMBER_AT as usize..).unwrap_or_default());
-        if file_number != Some(number) {
+        let file_number = decode_fixed64(b.get(HEADER_NUMBER_AT as usize..).unwrap_or_default())
+            .unwrap_or_default();
+        if file_number != number {
             return bad(
                 HEADER_NUMBER_AT,
-                format!("header names blob file {file_number:?}, expected {number}"),
+                format!("header names blob file {file_number}, expected {number}"),
             );
         }
         let codec = b.get(HEADER_CODEC_AT as usize).copied().unwrap_or(u8::MAX);

@@ -22,6 +22,15 @@ pub use reader::BlobFileReader;
 use crate::coding::{put_varint64, varint_length, Decoder};
 use crate::compression::CompressionType;
 
+// Checked at compile time: readers are shared between threads (a cache of open files) and
+// builders run on background threads.
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    const fn movable<T: Send>() {}
+    shareable::<BlobFileReader>();
+    movable::<BlobFileBuilder>();
+};
+
 /// Where a value lives in a blob file: what a table stores for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlobRef {

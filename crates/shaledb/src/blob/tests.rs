@@ -667,6 +667,47 @@ fn implausible_footer_counts_are_corruption() {
     assert_eq!(corruption_offset(open_bytes(&empty.fs, &f)), 32);
 }
 
+/// Header fields that are wrong under a valid checksum, each reported at its own offset.
+#[test]
+fn header_fields_are_checked_after_the_checksum() {
+    let b = sweep_file();
+    let reseal = |at: usize, bytes: &[u8]| {
+        let mut f = b.bytes.clone();
+        f[at..at + bytes.len()].copy_from_slice(bytes);
+        let crc = mask(crc32c(&f[..28])).to_le_bytes();
+        f[28..32].copy_from_slice(&crc);
+        f
+    };
+    let cases: [(usize, &[u8]); 6] = [
+        (8, &[2, 0, 0, 0]),
+        (8, &[0, 0, 0, 0]),
+        (12, &[8]),
+        (24, &[3]),
+        (24, &[0xff]),
+        (25, &[0, 0, 1]),
+    ];
+    for (at, bytes) in cases {
+        let got = open_bytes(&b.fs, &reseal(at, bytes));
+        assert_eq!(corruption_offset(got), at as u64, "{at} {bytes:?}");
+    }
+    // Another column family or codec under a valid checksum is a different, valid header.
+    let other = reseal(20, &[9]);
+    let reader = open_bytes(&b.fs, &other).expect("open");
+    assert_eq!(
+        (reader.cf_id(), reader.compression()),
+        (9, CompressionType::Snappy)
+    );
+    // A codec the records do not use: the compressed record is refused at its codec byte.
+    let zstd = reseal(24, &[7]);
+    let reader = open_bytes(&b.fs, &zstd).expect("open");
+    let (k, _, r) = &b.records[0];
+    assert_eq!(r.compression, CompressionType::Snappy);
+    assert_eq!(corruption_offset(reader.read(k, r, true)), r.offset + 12);
+    let (k, v, r) = &b.records[1];
+    assert_eq!(r.compression, CompressionType::None);
+    assert!(reader.read(k, r, true).expect("a raw record") == *v);
+}
+
 #[test]
 fn the_header_must_name_the_expected_file() {
     let b = sweep_file();
