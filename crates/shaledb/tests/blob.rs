@@ -355,3 +355,56 @@ fn garbage_collection_relocates_the_oldest_blobs_and_their_files_leave() {
     assert_eq!(blob_files(dir2.path()), before);
     assert_eq!(scan(&db, true), want);
 }
+
+#[test]
+fn the_blob_cache_holds_values_in_the_block_cache_budget() {
+    for cached in [false, true] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let opts = Options {
+            blob_cache: cached,
+            block_cache_size: 4 << 20,
+            ..blob_options()
+        };
+        let db = Db::open(dir.path(), opts).expect("open");
+        for i in 0..50 {
+            db.put(key(i), big(i, 0)).expect("put");
+        }
+        db.flush().expect("flush");
+        let before = property(&db, "shaledb.block-cache-usage");
+        for i in 0..50 {
+            assert_eq!(
+                db.get(key(i)).expect("get").as_deref(),
+                Some(&big(i, 0)[..])
+            );
+        }
+        let values: u64 = (0..50).map(|i| big(i, 0).len() as u64).sum();
+        let grown = property(&db, "shaledb.block-cache-usage") - before;
+        if cached {
+            assert!(
+                grown >= values,
+                "cache grew {grown} bytes for {values} of values"
+            );
+        } else {
+            assert!(
+                grown < values / 4,
+                "cache grew {grown} bytes without a blob cache"
+            );
+        }
+        // Cached or not, the values read back the same, also through iterators and with
+        // fill_cache off.
+        let ro = ReadOptions {
+            fill_cache: false,
+            ..Default::default()
+        };
+        let mut it = db.iter(&ro);
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            assert_eq!(it.value(), &big(n, 0)[..]);
+            n += 1;
+            it.next();
+        }
+        it.status().expect("scan");
+        assert_eq!(n, 50);
+    }
+}

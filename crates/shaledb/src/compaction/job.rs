@@ -551,9 +551,13 @@ impl Outputs<'_, '_> {
                     // Relocated: the value goes where a put of it would (a new blob file, or
                     // the table if it is now below min_blob_size or blobs are off).
                     let spec = self.spec;
-                    let value = gc
-                        .version
-                        .read_blob(spec.fs, spec.dir, user_key, &r, COMPACTION_BLOB_READS)?;
+                    let value = gc.version.read_blob(
+                        spec.fs,
+                        spec.dir,
+                        user_key,
+                        &r,
+                        COMPACTION_BLOB_READS,
+                    )?;
                     let put_key = key::make_internal_key(user_key, sequence, ValueKind::Put);
                     return self.add(&put_key, &value, sequence, ValueKind::Put);
                 }
