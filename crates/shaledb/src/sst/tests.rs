@@ -123,6 +123,8 @@ fn opts(compression: CompressionType) -> TableBuilderOptions {
         partition_index: false,
         partition_filters: false,
         metadata_block_size: 4096,
+        index_restart_interval: 1,
+        legacy_format: false,
     }
 }
 
