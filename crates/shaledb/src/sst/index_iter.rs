@@ -57,7 +57,10 @@ impl IndexIter {
     pub(super) fn handle(&self) -> BlockHandle {
         match self {
             IndexIter::Flat(i) => i.handle(),
-            IndexIter::TwoLevel(i) => i.partition.as_ref().map_or_else(BlockHandle::default, |p| p.handle()),
+            IndexIter::TwoLevel(i) => i
+                .partition
+                .as_ref()
+                .map_or_else(BlockHandle::default, |p| p.handle()),
         }
     }
 

@@ -20,8 +20,8 @@ mod tests;
 #[cfg(test)]
 pub(crate) use block::BlockBuilder;
 pub use block::{Block, BlockIter};
-pub use index_block::{IndexBlockIter, IndexForm};
 pub(crate) use builder::TableBuilder;
+pub use index_block::{IndexBlockIter, IndexForm};
 pub(crate) use readahead::COMPACTION_READAHEAD;
 pub use table::Table;
 pub(crate) use table::TableIterator;
