@@ -189,8 +189,9 @@ fn a_database_with_partitioned_tables_opens_and_reads_back() {
         check_contents(&db);
         check_prefixes(&db, true);
     }
-    // Rewritten as format 1 by a full compaction with default options, then back to 3.
-    for (opts, format) in [(Options::default(), 1), (options(), 3)] {
+    // Rewritten as format 4 with one index block by a full compaction with default options,
+    // then as format 4 with two levels.
+    for (opts, two_level) in [(Options::default(), false), (options(), true)] {
         let extractor = opts.prefix_extractor.is_some();
         let db = Db::open(&dir, opts).expect("open");
         db.put(b"new", b"row").expect("put");
@@ -207,7 +208,7 @@ fn a_database_with_partitioned_tables_opens_and_reads_back() {
         let shapes = common::table_shapes(&dir);
         assert!(!shapes.is_empty());
         for s in shapes {
-            assert_eq!(s.format_version, format, "{s:?}");
+            assert_eq!((s.format_version, s.two_level), (4, two_level), "{s:?}");
         }
     }
 }

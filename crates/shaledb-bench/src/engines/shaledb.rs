@@ -260,10 +260,10 @@ mod tests {
     #[test]
     fn flushed_tables_have_the_index_and_filters_the_flags_ask_for() {
         for (args, want) in [
-            (&[][..], (1, false, false)),
-            (&["--partition_index"][..], (3, true, false)),
-            (&["--index_type=2"][..], (3, true, false)),
-            (&["--partition_index_and_filters"][..], (3, true, true)),
+            (&[][..], (4, false, false)),
+            (&["--partition_index"][..], (4, true, false)),
+            (&["--index_type=2"][..], (4, true, false)),
+            (&["--partition_index_and_filters"][..], (4, true, true)),
         ] {
             let dir = tempfile::tempdir().expect("tempdir");
             let path = dir.path().join("db");

@@ -275,3 +275,47 @@ fn collect_status(t: &Arc<Table>) -> Result<()> {
     }
     it.status()
 }
+
+/// Prints `shaledb.index.size` of a ~64 MB table (4 KiB blocks, 16-byte keys, 100-byte
+/// values) in formats 3 and 4, flat and two-level, at restart intervals 1, 4 and 16. Run by
+/// hand: `cargo test --release -p shaledb index_size_of_a_64mb_table -- --ignored
+/// --nocapture`.
+#[test]
+#[ignore]
+fn index_size_of_a_64mb_table() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(64);
+    let e: Vec<(Vec<u8>, Vec<u8>)> = (0..520_000u64)
+        .map(|i| {
+            let k = format!("{:016}", i * 3 + rng.gen_range(0..3));
+            // Half random bytes, half repeated: compressible to about half, as db_bench's.
+            let mut v: Vec<u8> = (0..50).map(|_| rng.gen_range(b'a'..=b'z')).collect();
+            v.extend_from_slice(&[b'x'; 50]);
+            (make_internal_key(k.as_bytes(), i + 1, ValueKind::Put), v)
+        })
+        .collect();
+    for c in [CompressionType::None, CompressionType::Lz4] {
+        for two_level in [false, true] {
+            for (legacy, interval) in [(true, 1), (false, 1), (false, 4), (false, 16)] {
+                let o = TableBuilderOptions {
+                    block_size: 4096,
+                    restart_interval: 16,
+                    index_restart_interval: interval,
+                    legacy_format: legacy,
+                    partition_index: two_level,
+                    metadata_block_size: 4096,
+                    ..opts(c)
+                };
+                let (_, p) = build(o, &e);
+                eprintln!(
+                    "{c:?} two-level {two_level} format {} interval {interval}: file {} \
+                     data blocks {} index {} bytes ({} partitions)",
+                    version_for(legacy, if two_level { 3 } else { 1 }),
+                    p.file_size,
+                    p.num_data_blocks,
+                    p.index_size,
+                    p.index_partitions
+                );
+            }
+        }
+    }
+}
