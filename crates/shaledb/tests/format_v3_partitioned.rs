@@ -176,6 +176,7 @@ fn a_database_with_partitioned_tables_opens_and_reads_back() {
     let (_tmp, dir) = common::copy_fixture(FIXTURE);
     let shapes = common::assert_partitioned_tables(&dir, 10);
     assert_eq!(shapes.len(), 2, "{shapes:?}");
+    assert!(shapes.iter().all(|s| s.format_version == 3), "{shapes:?}");
     // Read with options that would write one index block and no prefixes: reading needs none.
     {
         let db = Db::open(&dir, Options::default()).expect("open");
