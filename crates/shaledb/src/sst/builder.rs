@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 /// Metaindex key of the whole-table bloom filter block.
 pub(crate) const FILTER_META_KEY: &str = "filter.shaledb.bloom";
-/// Metaindex key of the top-level index of a partitioned filter (format version 3).
+/// Metaindex key of the top-level index of a partitioned filter (formats 3 and 4).
 pub(crate) const PARTITIONED_FILTER_META_KEY: &str = "partitionedfilter.shaledb.bloom";
 /// Metaindex key of the properties block.
 pub(crate) const PROPERTIES_META_KEY: &str = "shaledb.properties";

@@ -65,7 +65,7 @@ pub(crate) struct BlockHandle {
 pub(crate) struct TableBuilderOptions {
     /// Approximate uncompressed size at which a data block is cut.
     pub block_size: usize,
-    /// Entries between restart points in data blocks (index blocks always use 1).
+    /// Entries between restart points in data blocks (index blocks: `index_restart_interval`).
     pub restart_interval: usize,
     /// Bloom filter bits per key; 0 writes no filter.
     pub bloom_bits_per_key: usize,
@@ -76,7 +76,7 @@ pub(crate) struct TableBuilderOptions {
     /// The family's prefix extractor: the bloom filter also holds every key's prefix.
     pub prefix_extractor: Option<std::sync::Arc<dyn crate::PrefixExtractor>>,
     /// Write a two-level index: partitions of about `metadata_block_size` bytes under a
-    /// top-level index (format version 3).
+    /// top-level index (format 3, or 4 with `shaledb.index.two_level`).
     pub partition_index: bool,
     /// Cut the bloom filter into partitions aligned with the index partitions (requires
     /// `partition_index`).

@@ -1196,7 +1196,8 @@ impl MetaSize for BloomFilter {
     }
 }
 
-/// The table's zstd dictionary: required by (and only in) a format-2 table.
+/// The table's zstd dictionary: required by a format-2 table, optional in formats 3 and 4
+/// (the metaindex says), refused in format 1.
 fn read_dictionary(
     src: BlockSource<'_>,
     footer: &Footer,

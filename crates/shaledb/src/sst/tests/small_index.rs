@@ -6,6 +6,8 @@ use crate::key::{compare_internal, MAX_SEQUENCE};
 use rand::{Rng, SeedableRng};
 use std::cmp::Ordering;
 
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Every layout of a format-4 index: flat or two-level (with filter partitions), restart
 /// interval 1 or 16, with small blocks and partitions so there are many of each.
 fn layouts() -> Vec<(String, TableBuilderOptions)> {
@@ -204,7 +206,7 @@ fn user_keys_and_deltas_shrink_the_index() {
 }
 
 /// A small format-4 table with restart interval 16, and the offset of its index block.
-fn small_table() -> (Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>, BlockHandle) {
+fn small_table() -> (Vec<u8>, Entries, BlockHandle) {
     let e = entries(60);
     let o = TableBuilderOptions {
         index_restart_interval: 16,
