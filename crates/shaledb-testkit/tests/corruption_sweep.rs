@@ -27,6 +27,9 @@ fn options(fs: &MemFileSystem) -> Options {
     let mut o = Options::default();
     o.fs = Arc::new(fs.clone());
     o.block_size = 128;
+    // Index entries between restart points hold delta-encoded handles (table format 4):
+    // the sweeps damage those too.
+    o.index_block_restart_interval = 3;
     o.max_background_jobs = 1;
     o.disable_auto_compactions = true;
     o
@@ -86,6 +89,9 @@ fn partitioned_options(fs: &MemFileSystem) -> Options {
     o.index_type = IndexType::TwoLevel;
     o.partition_filters = true;
     o.metadata_block_size = 64;
+    // Smaller blocks than the other sweeps': more index entries, since entries off a restart
+    // point are small and partitions hold more of them.
+    o.block_size = 64;
     o.prefix_extractor = Some(Arc::new(FixedPrefix(4)));
     o
 }
