@@ -124,6 +124,7 @@ fn user_key_separators_in_every_layout() {
         for (k, _) in &e {
             assert!(t.may_contain(crate::key::user_key(k)), "{what}");
         }
+        check_multi_get_and_offsets(&t, &e, &what);
     }
 }
 
@@ -140,6 +141,34 @@ fn a_user_key_across_blocks_keeps_internal_keys_in_every_layout() {
         check_versions_of_one_key(&t, &e, 300);
         check_against_scan(&t, &e, &what);
     }
+}
+
+/// `multi_get_entries` over every key (and the absent keys between them) agrees with get;
+/// approximate offsets grow with the key and start at 0.
+fn check_multi_get_and_offsets(t: &Arc<Table>, e: &[(Vec<u8>, Vec<u8>)], what: &str) {
+    let lookups: Vec<LookupKey> = e
+        .iter()
+        .flat_map(|(k, _)| {
+            let p = crate::key::parse_internal_key(k).expect("key");
+            let mut after = p.user_key.to_vec();
+            after.push(0);
+            [
+                LookupKey::new(p.user_key, p.sequence),
+                LookupKey::new(&after, MAX_SEQUENCE),
+            ]
+        })
+        .collect();
+    let refs: Vec<&LookupKey> = lookups.iter().collect();
+    let mut batched: Vec<_> = refs.iter().map(|_| (LookupResult::NotPresent, 0)).collect();
+    t.multi_get_entries(&refs, ro(true, true), &mut batched)
+        .expect("multi_get");
+    for (l, got) in refs.iter().zip(&batched) {
+        assert_eq!(got, &t.get_entry(l, ro(true, true)).expect("get"), "{what}");
+    }
+    assert_eq!(t.approximate_offset_of(&e[0].0), 0, "{what}");
+    let offsets: Vec<u64> = e.iter().map(|(k, _)| t.approximate_offset_of(k)).collect();
+    assert!(offsets.windows(2).all(|w| w[0] <= w[1]), "{what}");
+    assert!(offsets.last() < Some(&t.properties().data_size), "{what}");
 }
 
 /// Random user keys (short, from a small alphabet, so separators share prefixes and some
