@@ -59,6 +59,9 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     }
     o.partition_filters = c.partition_filters;
     o.metadata_block_size = usize::try_from(c.metadata_block_size).unwrap_or(usize::MAX);
+    // 0 is refused by `Options::validate` with a sentence, as RocksDB's db_bench would.
+    o.index_block_restart_interval =
+        usize::try_from(c.index_block_restart_interval).unwrap_or(usize::MAX);
     o.use_direct_io_for_flush_and_compaction = c.use_direct_io_for_flush_and_compaction;
     Ok(o)
 }

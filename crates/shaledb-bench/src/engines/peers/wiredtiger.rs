@@ -192,6 +192,13 @@ pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
                 .into(),
         );
     }
+    if c.index_block_restart_interval != 1 {
+        return Err(
+            "wiredtiger: WiredTiger has no index blocks with restart points \
+             (--index_block_restart_interval)"
+                .into(),
+        );
+    }
     if c.disable_wal && c.sync {
         return Err("wiredtiger: sync writes need the log; --sync=1 with --disable_wal=1".into());
     }
