@@ -49,6 +49,8 @@ pub struct TableShape {
     pub format_version: u32,
     /// The index has two levels (format 3, or 4 with `shaledb.index.two_level`).
     pub two_level: bool,
+    /// Format 4: the index is keyed by user keys (`shaledb.index.user_keys`).
+    pub index_user_keys: bool,
     /// Index partitions (0: one index block).
     pub index_partitions: u64,
     /// Filter partitions (0: one filter block, or none).
@@ -90,6 +92,7 @@ pub fn table_shapes(dir: &std::path::Path) -> Vec<TableShape> {
             TableShape {
                 format_version,
                 two_level: format_version == 3 || props.index_two_level,
+                index_user_keys: props.index_user_keys,
                 index_partitions: props.index_partitions,
                 filter_partitions: props.filter_partitions,
                 path,
