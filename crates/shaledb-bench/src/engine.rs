@@ -92,6 +92,46 @@ pub struct CommonOptions {
     pub memtable_bloom_size_ratio: f64,
     /// db_bench's `--memtable_whole_key_filtering`: whole keys in the memtable bloom.
     pub memtable_whole_key_filtering: bool,
+    /// Blob files (key-value separation; db_bench's integrated-BlobDB flags).
+    pub blob: BlobOptions,
+}
+
+/// db_bench's integrated-BlobDB flags (RocksDB's `enable_blob_files` and friends), with
+/// db_bench's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlobOptions {
+    /// `--enable_blob_files`: values of at least `min_size` bytes go to blob files.
+    pub enabled: bool,
+    /// `--min_blob_size`: the smallest value stored in a blob file (0: every value).
+    pub min_size: u64,
+    /// `--blob_file_size`: a blob file is finished once it reaches this many bytes.
+    pub file_size: u64,
+    /// `--blob_compression_type`: codec of the values in blob files (none, snappy, lz4, zstd,
+    /// zlib).
+    pub compression: String,
+    /// `--enable_blob_garbage_collection`: compactions relocate the live blobs of the oldest
+    /// blob files.
+    pub gc: bool,
+    /// `--blob_garbage_collection_age_cutoff`: the fraction of blob files, oldest first, that
+    /// garbage collection relocates (0 to 1).
+    pub gc_age_cutoff: f64,
+    /// `--blob_garbage_collection_force_threshold`: a garbage ratio of the oldest blob files
+    /// that forces compactions to collect them (0 to 1; 1: never forced).
+    pub gc_force_threshold: f64,
+}
+
+impl Default for BlobOptions {
+    fn default() -> Self {
+        BlobOptions {
+            enabled: false,
+            min_size: 0,
+            file_size: 256 << 20,
+            compression: "none".into(),
+            gc: false,
+            gc_age_cutoff: 0.25,
+            gc_force_threshold: 1.0,
+        }
+    }
 }
 
 impl Default for CommonOptions {
@@ -135,6 +175,7 @@ impl Default for CommonOptions {
             prefix_same_as_start: false,
             memtable_bloom_size_ratio: 0.0,
             memtable_whole_key_filtering: false,
+            blob: BlobOptions::default(),
         }
     }
 }

@@ -21,6 +21,27 @@ pub use model::{Durability, Entry, GenConfig, Model, Op, OpLog, Outcome};
 
 use std::time::Duration;
 
+/// Makes `o` store values of at least `min_blob_size` bytes in blob files of about 4 KiB
+/// (many per flush and compaction), compressed with `codec`.
+pub fn store_values_in_blob_files(
+    o: &mut shaledb::Options,
+    min_blob_size: u64,
+    codec: shaledb::CompressionType,
+) {
+    o.enable_blob_files = true;
+    o.min_blob_size = min_blob_size;
+    o.blob_file_size = 4096;
+    o.blob_compression = codec;
+}
+
+/// The number of blob files (`*.blob`) in `fs`.
+pub fn blob_file_count(fs: &shaledb::fs::MemFileSystem) -> usize {
+    fs.file_names()
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "blob"))
+        .count()
+}
+
 /// Runs `f` on a new thread and fails (panics) if it does not finish within `limit`: a hang
 /// becomes a test failure instead of a stuck CI job. Panics inside `f` are re-raised.
 pub fn with_timeout<T: Send + 'static>(

@@ -674,3 +674,61 @@ fn range_deletion_damage_is_reported_never_a_wrong_answer() {
     }
     eprintln!("range deletion sweep: {cases} damaged tables, {refused} refused by reads");
 }
+
+/// Every value in a blob file (`min_blob_size` 0): two flushes, so two blob files.
+fn blob_options(fs: &MemFileSystem) -> Options {
+    let mut o = options(fs);
+    o.enable_blob_files = true;
+    o.min_blob_size = 0;
+    o.prefix_extractor = Some(Arc::new(FixedPrefix(4)));
+    o
+}
+
+#[test]
+fn blob_file_damage_is_corruption_never_a_wrong_value() {
+    let fs = build_with(120, 0, blob_options);
+    let blobs = files_with(&fs, |n| n.ends_with(".blob"));
+    assert_eq!(blobs.len(), 2, "{blobs:?}");
+    {
+        let db = Db::open(DIR, blob_options(&copy(&fs))).expect("open");
+        db.verify_checksums().expect("intact blob files verify");
+        for b in &blobs {
+            assert!(!reads_are_right_or_corruption(&db, b, "intact blob files"));
+        }
+    }
+    let (mut cases, mut refused) = (0, 0);
+    for b in &blobs {
+        let original = fs.read_file_bytes(b).expect("bytes");
+        for offset in 0..original.len() {
+            for bytes in damages(&original, offset) {
+                let trial = copy(&fs);
+                trial.write_file_bytes(b, &bytes);
+                let db = Db::open(DIR, blob_options(&trial)).expect("open reads no blob");
+                cases += 1;
+                match db.verify_checksums() {
+                    Err(e) if is_corruption_of(&e, b) => {}
+                    Err(e) => panic!("{} byte {offset}: unexpected error {e}", b.display()),
+                    Ok(()) => panic!("{} byte {offset}: damage not detected", b.display()),
+                }
+                let what = format!("{} byte {offset}", b.display());
+                refused += usize::from(reads_are_right_or_corruption(&db, b, &what));
+            }
+        }
+        for cut in [0, 1, original.len() / 2, original.len() - 1] {
+            let trial = copy(&fs);
+            trial.write_file_bytes(b, &original[..cut]);
+            match Db::open(DIR, blob_options(&trial)) {
+                Err(e) => assert!(is_corruption_of(&e, b), "truncation to {cut}: {e}"),
+                Ok(_) => panic!("truncation to {cut} opened with paranoid_checks"),
+            }
+            let mut lax = blob_options(&trial);
+            lax.paranoid_checks = false;
+            let db = Db::open(DIR, lax).expect("open without paranoid checks");
+            assert!(reads_are_right_or_corruption(&db, b, "truncated"));
+        }
+    }
+    // Every byte is in a header, a record or the footer, all checksummed: the reads of every
+    // key (some of which reach each record) notice every damage.
+    assert_eq!(refused, cases, "damages some read did not notice");
+    eprintln!("blob corruption sweep: {cases} damaged blob files, {refused} refused by reads");
+}

@@ -36,6 +36,9 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
     } else {
         // Every table with a two-level index and filter partitions.
         table_layout::write_partitioned_tables(&mut o, true, 64);
+        // Values of 30 bytes or more (about 60%) in blob files: a crash at any point of a
+        // blob write leaves no reference to a missing or partial blob.
+        shaledb_testkit::store_values_in_blob_files(&mut o, 30, shaledb::CompressionType::Lz4);
     }
     o.write_buffer_size = 4096;
     o.block_size = 256;
@@ -135,7 +138,7 @@ fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str, direct: bool) 
     state
 }
 
-/// Tables with index and filter partitions.
+/// Tables with index and filter partitions, and values in blob files.
 #[test]
 fn crash_after_every_mutating_operation_recovers() {
     crash_points(false);
@@ -169,6 +172,13 @@ fn crash_points(direct: bool) {
         let formats = table_formats(&mem);
         let want: &[u32] = &[4];
         assert_eq!(formats, want, "table formats of the undisturbed run");
+        // The buffered run keeps most values in blob files.
+        let blobs = shaledb_testkit::blob_file_count(&mem);
+        assert_eq!(
+            blobs > 0,
+            !direct,
+            "{blobs} blob files in the undisturbed run"
+        );
         drop(fault);
         reopen_and_check(&mem, &log, "undisturbed run", direct);
 

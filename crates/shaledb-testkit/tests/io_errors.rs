@@ -49,6 +49,8 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
         // small enough that partitions are evicted and read again under the injected errors.
         table_layout::write_partitioned_tables(&mut o, true, 64);
         o.block_cache_size = 16 << 10;
+        // Values of 30 bytes or more in blob files, written and read under the errors too.
+        shaledb_testkit::store_values_in_blob_files(&mut o, 30, shaledb::CompressionType::None);
     }
     o.write_buffer_size = 4096;
     o.block_size = 256;

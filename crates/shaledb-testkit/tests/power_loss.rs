@@ -58,6 +58,15 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
         let filters = rng.gen_bool(0.75);
         table_layout::write_partitioned_tables(&mut o, filters, rng.gen_range(64..512));
     }
+    if rng.gen_bool(0.5) {
+        // Blob files for some opens (values written before stay in the tables, and the
+        // reverse): a reference must never be durable before its blob.
+        let codec = [
+            shaledb::CompressionType::None,
+            shaledb::CompressionType::Zstd,
+        ][rng.gen_range(0..2)];
+        shaledb_testkit::store_values_in_blob_files(&mut o, rng.gen_range(0..64), codec);
+    }
     o
 }
 
@@ -87,6 +96,8 @@ struct Stats {
     /// Tables found after power losses (all format 4): plain, with a dictionary, with a
     /// two-level index.
     tables_by_kind: [u64; 3],
+    /// Blob files found after power losses.
+    blob_files: u64,
 }
 
 fn reopen(mem: &MemFileSystem, rng: &mut StdRng) -> Result<(FaultFs, Db), String> {
@@ -144,6 +155,7 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
         drop(db);
         stats.crashes += 1;
         count_table_formats(&mem, stats);
+        stats.blob_files += shaledb_testkit::blob_file_count(&mem) as u64;
 
         let (fault, db) = reopen(&mem, &mut rng).map_err(|e| format!("round {round}: {e}"))?;
         let state = read_all(&db, &probe).map_err(|e| format!("round {round}: {e}"))?;
@@ -200,18 +212,24 @@ fn power_loss_at_random_points_keeps_synced_writes_and_a_prefix() {
     });
     eprintln!(
         "power loss: {cycles} cycles, {} power losses, {} acknowledged ops ({} synced), \
-         {} files created, tables after power losses plain/dictionary/two-level: {:?}, in {:?}",
+         {} files created, tables after power losses plain/dictionary/two-level: {:?}, \
+         blob files {}, in {:?}",
         stats.crashes,
         stats.ops,
         stats.synced_ops,
         stats.files_created,
         stats.tables_by_kind,
+        stats.blob_files,
         start.elapsed()
     );
     assert!(stats.ops > 0);
     // Tables of every format were there to recover: plain, with dictionaries, partitioned.
     if cycles >= 50 {
         assert!(stats.tables_by_kind.iter().all(|&n| n > 0), "{stats:?}");
+        assert!(
+            stats.blob_files > 0,
+            "no blob file survived a power loss: {stats:?}"
+        );
     }
     // WAL rotations, flushes and compactions must have happened for the test to mean much.
     assert!(stats.files_created > 10 * cycles, "{stats:?}");

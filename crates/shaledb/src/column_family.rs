@@ -89,6 +89,13 @@ family_options! {
     compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
     prefix_extractor: Option<Arc<dyn crate::PrefixExtractor>>,
     ttl: Option<std::time::Duration>,
+    enable_blob_files: bool,
+    min_blob_size: u64,
+    blob_file_size: u64,
+    blob_compression: CompressionType,
+    enable_blob_garbage_collection: bool,
+    blob_garbage_collection_age_cutoff: f64,
+    blob_garbage_collection_force_threshold: f64,
 }
 
 impl Default for CfOptions {

@@ -26,6 +26,10 @@ pub enum ValueKind {
     Put = 1,
     /// A merge operand was written at this sequence number (see `merge.rs`).
     Merge = 2,
+    /// A put whose value lives in a blob file: the entry's value is a blob reference
+    /// (`blob::BlobRef`). Only tables hold it (flush and compaction write it); below the
+    /// seek kind like every point kind.
+    BlobIndex = 3,
     /// A single delete (RocksDB's `SingleDelete`): a tombstone that, in compaction, vanishes
     /// together with the one put below it.
     SingleDelete = 7,
@@ -48,6 +52,7 @@ impl ValueKind {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
             2 => Some(ValueKind::Merge),
+            3 => Some(ValueKind::BlobIndex),
             7 => Some(ValueKind::SingleDelete),
             0xF => Some(ValueKind::RangeDeletion),
             _ => None,

@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
+pub(crate) mod blob;
 pub(crate) mod cache;
 pub(crate) mod checksum;
 mod clock;
@@ -60,6 +61,7 @@ pub use write_batch::{BatchEntry, BatchIter, WriteBatch};
 /// Not part of the public API: anything here may change or disappear in any release.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::blob::{BlobFileBuilder, BlobFileMeta, BlobFileReader, BlobRef};
     pub use crate::iter::InternalIterator;
     pub use crate::key::{
         make_internal_key, parse_internal_key, LookupKey, ValueKind, MAX_SEQUENCE,

@@ -225,6 +225,31 @@ pub struct Options {
     /// family stores write times is fixed when it is created. Not combinable with a merge
     /// operator yet. Default none.
     pub ttl: Option<std::time::Duration>,
+    /// Store values of at least [`min_blob_size`](Options::min_blob_size) bytes in blob files,
+    /// apart from the tables, when flushes and compactions write them (RocksDB's integrated
+    /// BlobDB): compactions then move a small reference instead of rewriting the value.
+    /// Values already written stay where they are until a compaction rewrites them. Not
+    /// combinable with a TTL yet. Default false.
+    pub enable_blob_files: bool,
+    /// The smallest value that goes to a blob file (with `enable_blob_files`). Default 0
+    /// (RocksDB's): every value.
+    pub min_blob_size: u64,
+    /// A blob file being written is finished once it passes this many bytes. Default 256 MiB.
+    pub blob_file_size: u64,
+    /// The codec of values in blob files. Default none.
+    pub blob_compression: CompressionType,
+    /// Compactions move the live blobs of the oldest blob files (the first
+    /// [`blob_garbage_collection_age_cutoff`](Options::blob_garbage_collection_age_cutoff)
+    /// of them by file number) into new blob files, so old files empty out and are deleted
+    /// (RocksDB's blob garbage collection). Default false.
+    pub enable_blob_garbage_collection: bool,
+    /// The fraction (0 to 1) of blob files, oldest first, whose blobs compactions relocate.
+    /// Default 0.25.
+    pub blob_garbage_collection_age_cutoff: f64,
+    /// When the oldest blob files under the age cutoff hold at least this fraction (0 to 1)
+    /// of garbage, the tables referencing the oldest one are compacted even if no level
+    /// needs it. Default 1.0 (only once everything is garbage).
+    pub blob_garbage_collection_force_threshold: f64,
 
     /// The wall clock write times and expiry are read from (see [`crate::Clock`]). Default
     /// [`crate::SystemClock`].
@@ -311,6 +336,13 @@ impl Default for Options {
             compaction_filter: None,
             prefix_extractor: None,
             ttl: None,
+            enable_blob_files: false,
+            min_blob_size: 0,
+            blob_file_size: 256 << 20,
+            blob_compression: CompressionType::None,
+            enable_blob_garbage_collection: false,
+            blob_garbage_collection_age_cutoff: 0.25,
+            blob_garbage_collection_force_threshold: 1.0,
             clock: Arc::new(crate::SystemClock),
             max_key_size: 8 << 20,
             max_value_size: 1 << 30,
@@ -374,6 +406,13 @@ impl std::fmt::Debug for Options {
             compaction_filter,
             prefix_extractor,
             ttl,
+            enable_blob_files,
+            min_blob_size,
+            blob_file_size,
+            blob_compression,
+            enable_blob_garbage_collection,
+            blob_garbage_collection_age_cutoff,
+            blob_garbage_collection_force_threshold,
             clock: _,
             max_key_size,
             max_value_size,
@@ -461,6 +500,22 @@ impl std::fmt::Debug for Options {
             .field("compaction_filter", compaction_filter)
             .field("prefix_extractor", prefix_extractor)
             .field("ttl", ttl)
+            .field("enable_blob_files", enable_blob_files)
+            .field("min_blob_size", min_blob_size)
+            .field("blob_file_size", blob_file_size)
+            .field("blob_compression", blob_compression)
+            .field(
+                "enable_blob_garbage_collection",
+                enable_blob_garbage_collection,
+            )
+            .field(
+                "blob_garbage_collection_age_cutoff",
+                blob_garbage_collection_age_cutoff,
+            )
+            .field(
+                "blob_garbage_collection_force_threshold",
+                blob_garbage_collection_force_threshold,
+            )
             .field("max_key_size", max_key_size)
             .field("max_value_size", max_value_size)
             .field("wal_recovery_mode", wal_recovery_mode)
@@ -536,6 +591,13 @@ impl Options {
         with_max_manifest_file_size => max_manifest_file_size: u64,
         with_wal_bytes_per_sync => wal_bytes_per_sync: u64,
         with_max_total_wal_size => max_total_wal_size: u64,
+        with_enable_blob_files => enable_blob_files: bool,
+        with_min_blob_size => min_blob_size: u64,
+        with_blob_file_size => blob_file_size: u64,
+        with_blob_compression => blob_compression: CompressionType,
+        with_enable_blob_garbage_collection => enable_blob_garbage_collection: bool,
+        with_blob_garbage_collection_age_cutoff => blob_garbage_collection_age_cutoff: f64,
+        with_blob_garbage_collection_force_threshold => blob_garbage_collection_force_threshold: f64,
     }
 
     /// Sets [`Options::fs`] (builder style), e.g. to a
@@ -659,6 +721,18 @@ impl Options {
         }
         if self.ttl.is_some() && self.merge_operator.is_some() {
             return bad("a column family cannot have both a ttl and a merge operator yet");
+        }
+        if self.ttl.is_some() && self.enable_blob_files {
+            return bad("a column family cannot have both a ttl and enable_blob_files yet");
+        }
+        if self.blob_file_size < 4096 {
+            return bad("blob_file_size must be at least 4096 bytes");
+        }
+        if !(0.0..=1.0).contains(&self.blob_garbage_collection_age_cutoff) {
+            return bad("blob_garbage_collection_age_cutoff must be between 0 and 1");
+        }
+        if !(0.0..=1.0).contains(&self.blob_garbage_collection_force_threshold) {
+            return bad("blob_garbage_collection_force_threshold must be between 0 and 1");
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");

@@ -264,6 +264,9 @@ pub enum LookupResult {
     /// The newest visible version is a merge operand: the value must be computed from it and
     /// the versions below (the database's slow path reads them all with an iterator).
     Merge,
+    /// The newest visible version is a value stored in a blob file: these are the bytes of
+    /// its reference (`blob::BlobRef`), which the database resolves.
+    Blob(Value),
 }
 
 #[cfg(test)]

@@ -485,7 +485,8 @@ fn decode_entry<'a>(d: &mut Decoder<'a>, kind: u8) -> Result<BatchEntry<'a>, Str
                 .ok_or("truncated or bad range deletion end")?;
             Ok(BatchEntry::DeleteRange(begin, end))
         }
-        None => Err(format!("unknown record kind {kind}")),
+        // Blob references are written by flush and compaction, never by a batch.
+        Some(ValueKind::BlobIndex) | None => Err(format!("unknown record kind {kind}")),
     }
 }
 

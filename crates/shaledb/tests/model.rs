@@ -497,3 +497,34 @@ fn model_partitions_in_a_small_block_cache() {
     run_model(14, o, ops_count(), dir.path());
     common::assert_partitioned_tables(dir.path(), 5);
 }
+
+/// Blob files with a small `min_blob_size` (most values are blobs, the short ones stay in the
+/// tables) and small blob files (many per flush and compaction), with and without a codec:
+/// every read, across reopens, against the model.
+#[test]
+fn model_blob_files() {
+    for (seed, codec, min_blob_size) in [
+        (15, CompressionType::None, 16),
+        (16, CompressionType::Lz4, 0),
+        (17, CompressionType::Zstd, 40),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut o = small_options(CompressionType::Snappy, 10, 256);
+        o.enable_blob_files = true;
+        o.min_blob_size = min_blob_size;
+        o.blob_file_size = 8 << 10;
+        o.blob_compression = codec;
+        run_model(seed, o, ops_count(), dir.path());
+        let blobs = std::fs::read_dir(dir.path())
+            .expect("list")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".blob"))
+            })
+            .count();
+        assert!(
+            blobs > 0,
+            "seed {seed}: no blob file was left in the database"
+        );
+    }
+}

@@ -121,6 +121,11 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
             n / 10
         ),
     ));
+    // K1 runs with blob files (key-value separation), the engines' answer to large values:
+    // ShaleDB, RocksDB and its db_bench as written, fjall with its KV separation, LevelDB and
+    // WiredTiger without (labelled; SUBSTITUTIONS). `--min_blob_size=0` (db_bench's default,
+    // spelled out) makes every K1 value a blob, the 100 B row's too, so each row measures blob
+    // files at one value size rather than a mix of inline values and blobs.
     for (label, vs) in [
         ("100B", 100u64),
         ("1KB", 1000),
@@ -130,8 +135,8 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
         ("1MB", 1_048_576),
     ] {
         let num = (k1_bytes / vs).max(10);
-        v.push(w(&format!("K1-{label}"), &format!("value-size sweep {label}: fills, reads before and after a full compaction"), Kind::DbBench,
-            &format!("--num={num} --key_size=16 --value_size={vs} --write_buffer_size=4194304 --cache_size=8388608 --bloom_bits=0 --compression_ratio=0.5 --benchmarks=fillseq,fillrandom,overwrite,readrandom,readseq,compact,readrandom,readseq")));
+        v.push(w(&format!("K1-{label}"), &format!("value-size sweep {label}: fills, reads before and after a full compaction; blob files on (ShaleDB, RocksDB and its db_bench; fjall: its KV separation; LevelDB and WiredTiger have none)"), Kind::DbBench,
+            &format!("--num={num} --key_size=16 --value_size={vs} --write_buffer_size=4194304 --cache_size=8388608 --bloom_bits=0 --compression_ratio=0.5 --enable_blob_files=1 --min_blob_size=0 --benchmarks=fillseq,fillrandom,overwrite,readrandom,readseq,compact,readrandom,readseq")));
     }
     v.push(w(
         "T1",
@@ -316,6 +321,33 @@ pub const SUBSTITUTIONS: &[Substitution] = &[
         label: "its own cache policy",
         why: "WiredTiger has no such option: its cache keeps the pages it writes anyway",
     },
+    Substitution {
+        engine: "leveldb",
+        flag: "--enable_blob_files",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "no blob files",
+        why: "LevelDB 1.23 has no blob files (key-value separation): values stay in its tables",
+    },
+    Substitution {
+        engine: "wiredtiger",
+        flag: "--enable_blob_files",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "no blob files",
+        why: "WiredTiger has no blob files: values stay in its btree pages",
+    },
+    Substitution {
+        engine: "fjall",
+        flag: "--enable_blob_files",
+        when: &["1", "true"],
+        default: "0",
+        with: "1",
+        label: "KV separation",
+        why: "fjall 3's key-value separation stands in for RocksDB's blob files: --min_blob_size is its separation threshold, --blob_file_size its blob file target size; its blob garbage collection is off unless --enable_blob_garbage_collection=1",
+    },
 ];
 
 /// The arguments `engine` runs `args` with, and the substitutions applied (none for RocksDB
@@ -386,6 +418,59 @@ mod tests {
         assert_eq!(substitute("shaledb", &a), (a.clone(), Vec::new()));
         let (_, used) = substitute("leveldb", &args("--disable_wal=0 --use_direct_reads=0"));
         assert!(used.is_empty());
+    }
+
+    #[test]
+    fn k1_runs_with_blob_files_where_an_engine_has_them_and_is_labelled() {
+        let k1: Vec<Workload> = suite("seed-small")
+            .unwrap()
+            .into_iter()
+            .filter(|w| w.id.starts_with("K1-"))
+            .collect();
+        assert_eq!(k1.len(), 6);
+        for wl in &k1 {
+            let flags = crate::dbbench::Flags::parse(&wl.args).unwrap();
+            let blob = &flags.opts.blob;
+            assert!(blob.enabled && !blob.gc, "{}", wl.id);
+            // Every value of every size is a blob.
+            assert!(blob.min_size <= flags.value_size as u64, "{}", wl.id);
+            assert!(wl.title.contains("blob files on"), "{}", wl.id);
+            for (engine, labels, enabled) in [
+                ("shaledb", &[][..], true),
+                ("rocksdb", &[], true),
+                ("rocksdb-db_bench", &[], true),
+                ("fjall", &["lz4", "KV separation"], true),
+                ("leveldb", &["no blob files"], false),
+                ("wiredtiger", &["no blob files"], false),
+            ] {
+                let (out, used) = substitute(engine, &wl.args);
+                let got: Vec<&str> = used.iter().map(|u| u.label).collect();
+                assert_eq!(got, labels, "{} on {engine}", wl.id);
+                let f = crate::dbbench::Flags::parse(&out).unwrap();
+                assert_eq!(f.opts.blob.enabled, enabled, "{} on {engine}", wl.id);
+            }
+        }
+        // The other workloads run without blob files, unlabelled for it.
+        for wl in suite("seed-small").unwrap() {
+            if wl.id.starts_with("K1-") || wl.kind != Kind::DbBench {
+                continue;
+            }
+            assert!(
+                !crate::dbbench::Flags::parse(&wl.args)
+                    .unwrap()
+                    .opts
+                    .blob
+                    .enabled
+            );
+            for engine in ["leveldb", "wiredtiger", "fjall"] {
+                let (_, used) = substitute(engine, &wl.args);
+                assert!(
+                    used.iter().all(|u| u.flag != "--enable_blob_files"),
+                    "{} on {engine}",
+                    wl.id
+                );
+            }
+        }
     }
 
     #[test]

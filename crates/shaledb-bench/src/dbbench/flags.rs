@@ -2,7 +2,7 @@
 //! `--name=1|0|true|false`. Flags with no ShaleDB meaning are accepted and reported once as
 //! ignored, with the reason; any other unknown flag is an error naming it.
 
-use crate::engine::CommonOptions;
+use crate::engine::{BlobOptions, CommonOptions};
 use std::collections::BTreeMap;
 
 /// How a flag is used.
@@ -353,6 +353,41 @@ pub const FLAGS: &[FlagSpec] = &[
         true,
         "O_DIRECT writes of flush and compaction outputs (ShaleDB and RocksDB)",
     ),
+    used(
+        "enable_blob_files",
+        true,
+        "values of at least --min_blob_size in blob files (ShaleDB, RocksDB; fjall: KV separation)",
+    ),
+    used(
+        "min_blob_size",
+        false,
+        "smallest value stored in a blob file, default 0: every value",
+    ),
+    used(
+        "blob_file_size",
+        false,
+        "bytes at which a blob file is finished, default 268435456",
+    ),
+    used(
+        "blob_compression_type",
+        false,
+        "codec of blob file values: none (default), snappy, lz4, zstd, zlib",
+    ),
+    used(
+        "enable_blob_garbage_collection",
+        true,
+        "compactions relocate the oldest blob files' live values (RocksDB, fjall; not ShaleDB yet)",
+    ),
+    used(
+        "blob_garbage_collection_age_cutoff",
+        false,
+        "fraction of blob files, oldest first, that blob GC relocates, 0-1 (default 0.25)",
+    ),
+    used(
+        "blob_garbage_collection_force_threshold",
+        false,
+        "garbage ratio of the oldest blob files that forces their GC, 0-1 (default 1: never)",
+    ),
     ignored(
         "compressed_cache_size",
         false,
@@ -510,6 +545,52 @@ fn get_bool(m: &BTreeMap<String, String>, name: &str, default: bool) -> Result<b
     m.get(name).map_or(Ok(default), |v| parse_bool(name, v))
 }
 
+/// The codecs shale-bench names (every engine maps them, or refuses the ones it lacks).
+const CODECS: [&str; 5] = ["none", "snappy", "lz4", "zstd", "zlib"];
+
+/// A codec flag (`--compression_type`, `--blob_compression_type`), lower-cased.
+fn codec_flag(m: &BTreeMap<String, String>, name: &str, default: &str) -> Result<String, String> {
+    let codec = get(m, name, default.to_string())?.to_ascii_lowercase();
+    if !CODECS.contains(&codec.as_str()) {
+        return Err(format!(
+            "flag --{name}: {codec:?} is not one of {}",
+            CODECS.join(", ")
+        ));
+    }
+    Ok(codec)
+}
+
+/// A fraction flag: a number from 0 to 1.
+fn fraction_flag(m: &BTreeMap<String, String>, name: &str, default: f64) -> Result<f64, String> {
+    let v: f64 = get(m, name, default)?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("flag --{name}: {v} is not between 0 and 1"));
+    }
+    Ok(v)
+}
+
+/// db_bench's integrated-BlobDB flags, with its defaults.
+fn blob_flags(m: &BTreeMap<String, String>) -> Result<BlobOptions, String> {
+    let d = BlobOptions::default();
+    let file_size: u64 = get(m, "blob_file_size", d.file_size)?;
+    if file_size == 0 {
+        return Err("flag --blob_file_size must be at least 1 (bytes of a blob file)".into());
+    }
+    Ok(BlobOptions {
+        enabled: get_bool(m, "enable_blob_files", d.enabled)?,
+        min_size: get(m, "min_blob_size", d.min_size)?,
+        file_size,
+        compression: codec_flag(m, "blob_compression_type", &d.compression)?,
+        gc: get_bool(m, "enable_blob_garbage_collection", d.gc)?,
+        gc_age_cutoff: fraction_flag(m, "blob_garbage_collection_age_cutoff", d.gc_age_cutoff)?,
+        gc_force_threshold: fraction_flag(
+            m,
+            "blob_garbage_collection_force_threshold",
+            d.gc_force_threshold,
+        )?,
+    })
+}
+
 impl Flags {
     /// The database directory: `--db`, or `db` in a new temporary directory named `prefix...`
     /// (returned too: the directory is deleted when it drops).
@@ -551,11 +632,7 @@ impl Flags {
             .filter(|s| !s.is_empty())
             .collect();
         let bloom: i64 = get(m, "bloom_bits", d.bloom_bits as i64)?;
-        let compression: String = get(m, "compression_type", d.compression.clone())?;
-        let compression = compression.to_ascii_lowercase();
-        if !["none", "snappy", "lz4", "zstd", "zlib"].contains(&compression.as_str()) {
-            return Err(format!("flag --compression_type: {compression:?} is not one of none, snappy, lz4, zstd, zlib"));
-        }
+        let compression = codec_flag(m, "compression_type", &d.compression)?;
         let mbc: u32 = get(m, "max_background_compactions", 0)?;
         let mbj: u32 = get(m, "max_background_jobs", d.max_background_jobs)?;
         // db_bench: --partition_index_and_filters partitions the index and the filters,
@@ -678,6 +755,7 @@ impl Flags {
                 "memtable_whole_key_filtering",
                 d.memtable_whole_key_filtering,
             )?,
+            blob: blob_flags(m)?,
         };
         let threads: usize = get(m, "threads", 1)?;
         let ignored = m
@@ -833,6 +911,78 @@ mod tests {
         let default = Flags::parse::<&str>(&[]).unwrap();
         assert_eq!(default.opts.index_block_restart_interval, 1);
         assert!(Flags::parse(&["--index_block_restart_interval=-1"]).is_err());
+    }
+
+    #[test]
+    fn blob_flags_parse_with_db_bench_defaults_and_checked_ranges() {
+        let blob = |args: &[&str]| Flags::parse(args).unwrap().opts.blob;
+        assert_eq!(
+            blob(&[]),
+            BlobOptions {
+                enabled: false,
+                min_size: 0,
+                file_size: 268_435_456,
+                compression: "none".into(),
+                gc: false,
+                gc_age_cutoff: 0.25,
+                gc_force_threshold: 1.0,
+            }
+        );
+        let all = [
+            "--enable_blob_files",
+            "--min_blob_size=4096",
+            "--blob_file_size=1048576",
+            "--blob_compression_type=ZSTD",
+            "--enable_blob_garbage_collection=1",
+            "--blob_garbage_collection_age_cutoff=0.5",
+            "--blob_garbage_collection_force_threshold=0",
+        ];
+        assert_eq!(
+            blob(&all),
+            BlobOptions {
+                enabled: true,
+                min_size: 4096,
+                file_size: 1 << 20,
+                compression: "zstd".into(),
+                gc: true,
+                gc_age_cutoff: 0.5,
+                gc_force_threshold: 0.0,
+            }
+        );
+        // Used, not ignored.
+        assert!(Flags::parse(&all).unwrap().ignored.is_empty());
+        assert!(!blob(&["--enable_blob_files=false"]).enabled);
+        for (bad, flag) in [
+            ("--blob_compression_type=bzip2", "blob_compression_type"),
+            ("--blob_file_size=0", "blob_file_size"),
+            ("--min_blob_size=-1", "min_blob_size"),
+            (
+                "--blob_garbage_collection_age_cutoff=1.5",
+                "blob_garbage_collection_age_cutoff",
+            ),
+            (
+                "--blob_garbage_collection_age_cutoff=-0.1",
+                "blob_garbage_collection_age_cutoff",
+            ),
+            (
+                "--blob_garbage_collection_force_threshold=2",
+                "blob_garbage_collection_force_threshold",
+            ),
+            (
+                "--blob_garbage_collection_force_threshold=nan",
+                "blob_garbage_collection_force_threshold",
+            ),
+            ("--enable_blob_files=maybe", "enable_blob_files"),
+        ] {
+            let e = Flags::parse(&[bad]).unwrap_err();
+            assert!(e.starts_with(&format!("flag --{flag}")), "{bad}: {e}");
+        }
+        // --compression_type keeps its message.
+        let e = Flags::parse(&["--compression_type=bzip2"]).unwrap_err();
+        assert_eq!(
+            e,
+            "flag --compression_type: \"bzip2\" is not one of none, snappy, lz4, zstd, zlib"
+        );
     }
 }
 

@@ -1,6 +1,6 @@
 //! ShaleDB behind the benchmark [`Engine`] trait.
 
-use crate::engine::{BatchOp, CommonOptions, Engine, EngineIterator, EngineResult};
+use crate::engine::{BatchOp, BlobOptions, CommonOptions, Engine, EngineIterator, EngineResult};
 use shaledb::{CompressionType, Db, DbIterator, Options, ReadOptions, WriteBatch, WriteOptions};
 use std::path::Path;
 
@@ -63,7 +63,21 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     o.index_block_restart_interval =
         usize::try_from(c.index_block_restart_interval).unwrap_or(usize::MAX);
     o.use_direct_io_for_flush_and_compaction = c.use_direct_io_for_flush_and_compaction;
+    set_blob_options(&mut o, &c.blob)?;
     Ok(o)
+}
+
+/// db_bench's blob flags onto ShaleDB's blob options (the same names and meanings).
+fn set_blob_options(o: &mut Options, b: &BlobOptions) -> EngineResult<()> {
+    o.enable_blob_files = b.enabled;
+    o.min_blob_size = b.min_size;
+    o.blob_file_size = b.file_size;
+    o.blob_compression = CompressionType::from_name(&b.compression)
+        .ok_or_else(|| format!("shaledb: unknown blob compression type {:?}", b.compression))?;
+    o.enable_blob_garbage_collection = b.gc;
+    o.blob_garbage_collection_age_cutoff = b.gc_age_cutoff;
+    o.blob_garbage_collection_force_threshold = b.gc_force_threshold;
+    Ok(())
 }
 
 impl ShaleEngine {
@@ -258,6 +272,87 @@ mod tests {
             ])),
             (shaledb::IndexType::TwoLevel, true, 1024)
         );
+    }
+
+    #[test]
+    fn blob_flags_map_to_shaledb_options() {
+        let blob = |o: &Options| {
+            (
+                o.enable_blob_files,
+                o.min_blob_size,
+                o.blob_file_size,
+                o.blob_compression,
+            )
+        };
+        assert_eq!(
+            blob(&options_of(&[])),
+            (false, 0, 256 << 20, CompressionType::None)
+        );
+        assert_eq!(
+            blob(&options_of(&[
+                "--enable_blob_files",
+                "--min_blob_size=512",
+                "--blob_file_size=1048576",
+                "--blob_compression_type=lz4",
+                // Inert without garbage collection, as in RocksDB.
+                "--blob_garbage_collection_age_cutoff=0.5",
+            ])),
+            (true, 512, 1 << 20, CompressionType::Lz4)
+        );
+        let gc = |o: &Options| {
+            (
+                o.enable_blob_garbage_collection,
+                o.blob_garbage_collection_age_cutoff,
+                o.blob_garbage_collection_force_threshold,
+            )
+        };
+        assert_eq!(gc(&options_of(&[])), (false, 0.25, 1.0));
+        assert_eq!(
+            gc(&options_of(&[
+                "--enable_blob_garbage_collection",
+                "--blob_garbage_collection_age_cutoff=0.5",
+                "--blob_garbage_collection_force_threshold=0.8",
+            ])),
+            (true, 0.5, 0.8)
+        );
+    }
+
+    #[test]
+    fn values_of_at_least_min_blob_size_go_to_blob_files_and_read_back() {
+        for (args, blobs) in [
+            (&[][..], false),
+            (&["--enable_blob_files", "--min_blob_size=100"][..], true),
+            (&["--enable_blob_files", "--min_blob_size=1000"][..], false),
+        ] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("db");
+            let flags = crate::dbbench::Flags::parse(args).expect("flags");
+            let engine = ShaleEngine::open(&path, &flags.opts).expect("open");
+            let value = |i: u32| format!("{i:0>200}");
+            for i in 0..500u32 {
+                engine
+                    .put(format!("key{i:08}").as_bytes(), value(i).as_bytes())
+                    .expect("put");
+            }
+            engine.flush().expect("flush");
+            let has_blob = std::fs::read_dir(&path).expect("read_dir").any(|e| {
+                e.expect("entry")
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "blob")
+            });
+            assert_eq!(has_blob, blobs, "{args:?}: a .blob file");
+            for i in (0..500u32).step_by(7) {
+                let got = engine.get(format!("key{i:08}").as_bytes()).expect("get");
+                assert_eq!(got, Some(value(i).into_bytes()), "{args:?}: key {i}");
+            }
+            let mut it = engine.iter();
+            it.seek(b"key00000250");
+            assert!(
+                it.valid() && it.value() == value(250).as_bytes(),
+                "{args:?}: seek"
+            );
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! the default) each is reopened and its entry count checked before the caller records it in
 //! the MANIFEST.
 
+use crate::blob::{BlobFileBuilder, BlobRef};
 use crate::cache::TableCache;
 use crate::clock::{self, Expiry};
 use crate::compaction_filter::{CompactionFilter, Decision};
@@ -16,7 +17,8 @@ use crate::merge::MergeOperator;
 use crate::options::{Options, PrepopulateBlockCache};
 use crate::range_del::FragmentedRangeTombstones;
 use crate::sst::{TableBuilder, TableBuilderOptions};
-use crate::version::{filename, FileMetaData, Version};
+use crate::version::{filename, BlobFileAddition, BlobGarbage, FileMetaData, Version, VersionEdit};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -106,6 +108,36 @@ pub(crate) struct OutputSpec<'a> {
     pub max_file_size: u64,
     /// A flush (not a compaction): `Options::prepopulate_block_cache` may apply.
     pub flush: bool,
+    /// The column family written (recorded in blob file headers).
+    pub cf_id: u32,
+    /// Blob garbage collection: references into blob files numbered below `relocate_below`
+    /// have their values read (from `version`) and written anew.
+    pub blob_gc: Option<BlobGc<'a>>,
+}
+
+/// Which blobs a compaction relocates (`Options::enable_blob_garbage_collection`).
+#[derive(Clone, Copy)]
+pub(crate) struct BlobGc<'a> {
+    pub version: &'a Version,
+    pub relocate_below: u64,
+}
+
+impl<'a> BlobGc<'a> {
+    /// The blob files of `version` under `age_cutoff` (a fraction of them, oldest first);
+    /// `None` if that is none.
+    pub(crate) fn oldest(version: &'a Version, age_cutoff: f64) -> Option<BlobGc<'a>> {
+        let files = &version.blob_files;
+        let k = (files.len() as f64 * age_cutoff).floor() as usize;
+        let relocate_below = match files.get(k) {
+            _ if k == 0 => return None,
+            Some(b) => b.meta.addition.number,
+            None => u64::MAX,
+        };
+        Some(BlobGc {
+            version,
+            relocate_below,
+        })
+    }
 }
 
 struct Output {
@@ -118,9 +150,63 @@ struct Output {
     newest_write_time: u64,
 }
 
+/// What one `write_tables` call wrote: tables, the blob files their references point into
+/// (finished and synced), and the blobs of input files the outputs no longer reference.
+#[derive(Debug, Default)]
+pub(crate) struct Written {
+    pub tables: Vec<FileMetaData>,
+    pub blob_files: Vec<BlobFileAddition>,
+    pub blob_garbage: Vec<BlobGarbage>,
+}
+
+impl Written {
+    /// Bytes of every file written.
+    pub(crate) fn bytes(&self) -> u64 {
+        let tables: u64 = self.tables.iter().map(|m| m.file_size).sum();
+        tables + self.blob_files.iter().map(|b| b.file_size).sum::<u64>()
+    }
+
+    /// Adds the outputs to `edit`, tables at `level`.
+    pub(crate) fn add_to(self, edit: &mut VersionEdit, level: usize) {
+        for m in self.tables {
+            edit.add_file(level, m);
+        }
+        edit.blob_files_added.extend(self.blob_files);
+        edit.blob_garbage.extend(self.blob_garbage);
+    }
+}
+
+/// Blob files being written by one `write_tables` call, and the references it read and wrote
+/// per blob file (what became garbage).
+#[derive(Default)]
+struct BlobOutputs {
+    current: Option<BlobFileBuilder>,
+    done: Vec<BlobFileAddition>,
+    /// Per blob file: references (count, bytes) read from the inputs, and written.
+    read: BTreeMap<u64, (u64, u64)>,
+    written: BTreeMap<u64, (u64, u64)>,
+}
+
+impl BlobOutputs {
+    /// Garbage of each input blob file: what was read and not written again.
+    fn garbage(&self) -> Vec<BlobGarbage> {
+        self.read
+            .iter()
+            .filter_map(|(&number, &(count, bytes))| {
+                let (wc, wb) = self.written.get(&number).copied().unwrap_or_default();
+                (count > wc).then(|| BlobGarbage {
+                    number,
+                    count: count - wc,
+                    bytes: bytes.saturating_sub(wb),
+                })
+            })
+            .collect()
+    }
+}
+
 /// Writes the entries of `input` (positioned by this function) and the range tombstones
-/// `range_dels` into new tables. Returns the new files' metadata. On error every output file
-/// written is removed.
+/// `range_dels` into new tables, with values of at least `min_blob_size` in blob files when
+/// the family stores values there. On error every file written is removed.
 pub(crate) fn write_tables(
     spec: &OutputSpec<'_>,
     input: &mut dyn InternalIterator,
@@ -128,9 +214,10 @@ pub(crate) fn write_tables(
     policy: Option<&DropPolicy>,
     new_file_number: &mut dyn FnMut() -> u64,
     shutting_down: &AtomicBool,
-) -> Result<Vec<FileMetaData>> {
+) -> Result<Written> {
     let mut done: Vec<FileMetaData> = Vec::new();
     let mut current: Option<Output> = None;
+    let mut blobs = BlobOutputs::default();
     let res = write_inner(
         spec,
         input,
@@ -140,6 +227,7 @@ pub(crate) fn write_tables(
         shutting_down,
         &mut done,
         &mut current,
+        &mut blobs,
     );
     if let Err(e) = res {
         if let Some(o) = current.take() {
@@ -155,9 +243,18 @@ pub(crate) fn write_tables(
                 .fs
                 .remove_file(&filename::table_file(spec.dir, f.number));
         }
+        let unfinished = blobs.current.take().map(|b| b.number());
+        for n in blobs.done.iter().map(|b| b.number).chain(unfinished) {
+            let _ = spec.fs.remove_file(&filename::blob_file(spec.dir, n));
+        }
         return Err(e);
     }
-    Ok(done)
+    let blob_garbage = blobs.garbage();
+    Ok(Written {
+        tables: done,
+        blob_files: blobs.done,
+        blob_garbage,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -170,6 +267,7 @@ fn write_inner(
     shutting_down: &AtomicBool,
     done: &mut Vec<FileMetaData>,
     current: &mut Option<Output>,
+    blobs: &mut BlobOutputs,
 ) -> Result<()> {
     let mut keys = KeyTracker {
         range_dels,
@@ -183,6 +281,7 @@ fn write_inner(
         current,
         range_dels: tombstones_to_keep(range_dels, policy),
         lower: None,
+        blobs,
     };
     input.seek_to_first();
     while input.valid() {
@@ -200,6 +299,9 @@ fn write_inner(
                 "compaction input holds an unparseable internal key",
             )
         })?;
+        if p.kind == ValueKind::BlobIndex {
+            out.read_blob_reference(p.user_key, input.value())?;
+        }
         let (new_user_key, drop) = keys.observe(&p, policy);
         let drop = drop || keys.deleted_for_every_reader(&p, policy);
         if new_user_key {
@@ -211,6 +313,17 @@ fn write_inner(
                 let (sequence, kind) = (p.sequence, p.kind);
                 let tombstone = ikey.to_vec();
                 input.next();
+                if let Some(n) = input
+                    .valid()
+                    .then(|| key::parse_internal_key(input.key()))
+                    .flatten()
+                    .filter(|n| {
+                        n.kind == ValueKind::BlobIndex && n.user_key == keys.current_user_key
+                    })
+                {
+                    // The put a single delete may take with it: its blob is read too.
+                    out.read_blob_reference(n.user_key, input.value())?;
+                }
                 if !keys.single_delete_vanishes(input, policy) {
                     out.add(&tombstone, &[], sequence, kind)?;
                 }
@@ -227,6 +340,20 @@ fn write_inner(
         if !drop && new_user_key && p.kind == ValueKind::Put {
             if let Some(policy) = policy {
                 if filter_value(policy, &p, input.value(), &mut out)? {
+                    input.next();
+                    continue;
+                }
+            }
+        }
+        if let (false, true, ValueKind::BlobIndex, Some(policy)) =
+            (drop, new_user_key, p.kind, policy)
+        {
+            // The filter sees the value, read from its blob file; kept, the reference stays.
+            let filtered =
+                policy.filter.is_some() && policy.newest_snapshot.is_none_or(|s| p.sequence > s);
+            if filtered {
+                let value = read_input_blob(spec, &policy.version, p.user_key, input.value())?;
+                if filter_value(policy, &p, &value, &mut out)? {
                     input.next();
                     continue;
                 }
@@ -339,6 +466,7 @@ struct Outputs<'a, 'b> {
     range_dels: FragmentedRangeTombstones,
     /// The user key the current output's range starts at (`None`: the first output).
     lower: Option<Vec<u8>>,
+    blobs: &'b mut BlobOutputs,
 }
 
 impl Outputs<'_, '_> {
@@ -371,12 +499,113 @@ impl Outputs<'_, '_> {
         if let Some(o) = self.current.take() {
             self.done.push(finish_output(self.spec, o, t)?);
         }
+        if let Some(b) = self.blobs.current.take() {
+            self.blobs.done.push(finish_blob_file(b)?);
+        }
         Ok(())
+    }
+
+    /// Counts a blob reference read from the inputs (stored under `user_key`).
+    fn read_blob_reference(&mut self, user_key: &[u8], reference: &[u8]) -> Result<()> {
+        let r = decode_reference(self.spec, user_key, reference)?;
+        let e = self.blobs.read.entry(r.file_number).or_default();
+        e.0 += 1;
+        e.1 += r.record_bytes(user_key);
+        Ok(())
+    }
+
+    /// Appends one entry, with a put's value moved to a blob file if the family stores
+    /// values of its size there.
+    fn add(&mut self, ikey: &[u8], value: &[u8], sequence: u64, kind: ValueKind) -> Result<()> {
+        let opts = self.spec.opts;
+        let user_key = key::user_key(ikey);
+        match kind {
+            ValueKind::Put
+                if opts.enable_blob_files && value.len() as u64 >= opts.min_blob_size =>
+            {
+                let r = self.blob_builder()?.add(user_key, value)?;
+                let mut reference = Vec::with_capacity(24);
+                r.encode_to(&mut reference);
+                let blob_key = key::make_internal_key(user_key, sequence, ValueKind::BlobIndex);
+                self.add_entry(&blob_key, &reference, sequence, ValueKind::BlobIndex)?;
+                self.note_reference(&r);
+                if self
+                    .blobs
+                    .current
+                    .as_ref()
+                    .is_some_and(|b| b.file_size() >= opts.blob_file_size)
+                {
+                    if let Some(b) = self.blobs.current.take() {
+                        self.blobs.done.push(finish_blob_file(b)?);
+                    }
+                }
+                Ok(())
+            }
+            ValueKind::BlobIndex => {
+                let r = decode_reference(self.spec, user_key, value)?;
+                if let Some(gc) = self
+                    .spec
+                    .blob_gc
+                    .filter(|g| r.file_number < g.relocate_below)
+                {
+                    // Relocated: the value goes where a put of it would (a new blob file, or
+                    // the table if it is now below min_blob_size or blobs are off).
+                    let spec = self.spec;
+                    let value = gc
+                        .version
+                        .read_blob(spec.fs, spec.dir, user_key, &r, true)?;
+                    let put_key = key::make_internal_key(user_key, sequence, ValueKind::Put);
+                    return self.add(&put_key, &value, sequence, ValueKind::Put);
+                }
+                self.add_entry(ikey, value, sequence, kind)?;
+                self.note_reference(&r);
+                let e = self.blobs.written.entry(r.file_number).or_default();
+                e.0 += 1;
+                e.1 += r.record_bytes(user_key);
+                Ok(())
+            }
+            _ => self.add_entry(ikey, value, sequence, kind),
+        }
+    }
+
+    /// Records that the current output references `r`'s blob file.
+    fn note_reference(&mut self, r: &BlobRef) {
+        if let Some(o) = self.current.as_mut() {
+            if let Err(i) = o.meta.blob_files.binary_search(&r.file_number) {
+                o.meta.blob_files.insert(i, r.file_number);
+            }
+        }
+    }
+
+    /// The blob file being written, opened if there is none.
+    fn blob_builder(&mut self) -> Result<&mut BlobFileBuilder> {
+        if self.blobs.current.is_none() {
+            let number = (self.new_file_number)();
+            let spec = self.spec;
+            self.blobs.current = Some(BlobFileBuilder::create(
+                spec.fs,
+                spec.dir,
+                number,
+                spec.cf_id,
+                spec.opts.blob_compression,
+                spec.opts.compression_level,
+            )?);
+        }
+        self.blobs
+            .current
+            .as_mut()
+            .ok_or_else(|| Error::InvalidArgument("no blob file open".into()))
     }
 
     /// Appends one entry (internal key `ikey` with this sequence number and kind) to the
     /// current output, opening one if needed.
-    fn add(&mut self, ikey: &[u8], value: &[u8], sequence: u64, kind: ValueKind) -> Result<()> {
+    fn add_entry(
+        &mut self,
+        ikey: &[u8],
+        value: &[u8],
+        sequence: u64,
+        kind: ValueKind,
+    ) -> Result<()> {
         if self.current.is_none() {
             *self.current = Some(open_output(self.spec, (self.new_file_number)())?);
         }
@@ -449,7 +678,8 @@ impl KeyTracker<'_> {
         let Some(policy) = policy else {
             return false;
         };
-        if p.kind != ValueKind::Put || p.sequence == 0 || p.sequence > policy.smallest_snapshot {
+        let value_kind = matches!(p.kind, ValueKind::Put | ValueKind::BlobIndex);
+        if !value_kind || p.sequence == 0 || p.sequence > policy.smallest_snapshot {
             return false;
         }
         let bottommost = *self
@@ -463,7 +693,7 @@ impl KeyTracker<'_> {
             return false;
         }
         self.zeroed_key.clear();
-        key::append_internal_key(&mut self.zeroed_key, p.user_key, 0, ValueKind::Put);
+        key::append_internal_key(&mut self.zeroed_key, p.user_key, 0, p.kind);
         true
     }
 
@@ -530,11 +760,14 @@ impl KeyTracker<'_> {
                 break;
             }
             let (sequence, kind) = (n.sequence, n.kind);
+            if kind == ValueKind::BlobIndex {
+                out.read_blob_reference(n.user_key, input.value())?;
+            }
             entries.push((input.key().to_vec(), input.value().to_vec(), sequence, kind));
             input.next();
             match kind {
                 ValueKind::Merge => {}
-                ValueKind::Put => {
+                ValueKind::Put | ValueKind::BlobIndex => {
                     base = Some(Some(entries.len() - 1));
                     break;
                 }
@@ -561,7 +794,14 @@ impl KeyTracker<'_> {
             None => None,
         };
         if let Some(base) = base {
-            let existing = base.and_then(|i| entries.get(i)).map(|e| e.1.as_slice());
+            let base_entry = base.and_then(|i| entries.get(i));
+            let blob_value = match base_entry {
+                Some(e) if e.3 == ValueKind::BlobIndex => {
+                    Some(read_input_blob(out.spec, &policy.version, user_key, &e.1)?)
+                }
+                _ => None,
+            };
+            let existing = blob_value.as_deref().or(base_entry.map(|e| e.1.as_slice()));
             if let Some(v) = op.full_merge(user_key, existing, &operands) {
                 let ikey = key::make_internal_key(user_key, newest, ValueKind::Put);
                 return out.add(&ikey, &v, newest, ValueKind::Put);
@@ -595,7 +835,10 @@ impl KeyTracker<'_> {
             .valid()
             .then(|| key::parse_internal_key(input.key()))
             .flatten()
-            .filter(|n| n.user_key == self.current_user_key.as_slice() && n.kind == ValueKind::Put)
+            .filter(|n| {
+                n.user_key == self.current_user_key.as_slice()
+                    && matches!(n.kind, ValueKind::Put | ValueKind::BlobIndex)
+            })
             .map(|n| n.sequence);
         if let Some(seq) = put_below {
             self.last_sequence_for_key = seq;
@@ -604,6 +847,34 @@ impl KeyTracker<'_> {
         }
         policy.is_base_level_for_key(&self.current_user_key)
     }
+}
+
+/// The value an input's blob reference points at (a merge base, or a value for the
+/// compaction filter), read from the blob files of the compaction's version.
+fn read_input_blob(
+    spec: &OutputSpec<'_>,
+    version: &Version,
+    user_key: &[u8],
+    reference: &[u8],
+) -> Result<Vec<u8>> {
+    let r = decode_reference(spec, user_key, reference)?;
+    version.read_blob(spec.fs, spec.dir, user_key, &r, true)
+}
+
+/// Decodes a blob reference read from the inputs; corruption if it does not decode.
+fn decode_reference(spec: &OutputSpec<'_>, user_key: &[u8], reference: &[u8]) -> Result<BlobRef> {
+    crate::db::decode_blob_ref(spec.dir, user_key, reference)
+}
+
+/// Finishes a blob file (footer, sync) and describes it for the MANIFEST.
+fn finish_blob_file(b: BlobFileBuilder) -> Result<BlobFileAddition> {
+    let m = b.finish()?;
+    Ok(BlobFileAddition {
+        number: m.number,
+        blob_count: m.blob_count,
+        blob_bytes: m.blob_bytes,
+        file_size: m.file_size,
+    })
 }
 
 fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
@@ -646,6 +917,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
             num_entries: 0,
             num_deletions: 0,
             num_range_deletions: 0,
+            blob_files: Vec::new(),
             open_table: Default::default(),
         },
         largest: Vec::new(),
@@ -762,6 +1034,7 @@ mod tests {
                 num_entries: 1,
                 num_deletions: 0,
                 num_range_deletions: 0,
+                blob_files: Vec::new(),
                 open_table: Default::default(),
             },
         );
@@ -872,6 +1145,8 @@ mod tests {
             bottommost: false,
             max_file_size: u64::MAX,
             flush: false,
+            cf_id: 0,
+            blob_gc: None,
         };
         let mut next = 10;
         let metas = write_tables(
@@ -885,7 +1160,8 @@ mod tests {
             },
             &AtomicBool::new(false),
         )
-        .expect("write");
+        .expect("write")
+        .tables;
         let mut out = Vec::new();
         for m in metas {
             let t = tables.get(m.number, m.file_size).expect("table");

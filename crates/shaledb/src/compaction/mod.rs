@@ -137,6 +137,7 @@ mod tests {
             num_entries: 2,
             num_deletions: 0,
             num_range_deletions: 0,
+            blob_files: Vec::new(),
             open_table: Default::default(),
         })
     }

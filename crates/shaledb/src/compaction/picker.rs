@@ -313,6 +313,40 @@ pub(crate) fn pick(
             return Some(c);
         }
     }
+    pick_forced_blob_gc(v, opts, busy)
+}
+
+/// Blob garbage collection's forced compaction (RocksDB's `kForcedBlobGC`): once the blob
+/// files under `blob_garbage_collection_age_cutoff` hold at least
+/// `blob_garbage_collection_force_threshold` of garbage, a table below L0 referencing the
+/// oldest of them is rewritten in place, which relocates its live blobs (see `BlobGc`), so
+/// that file empties out and goes. One table per pick; L0 tables are compacted soon anyway.
+fn pick_forced_blob_gc(v: &Version, opts: &Options, busy: &Busy) -> Option<Compaction> {
+    if !opts.enable_blob_garbage_collection {
+        return None;
+    }
+    let files = &v.blob_files;
+    let k = (files.len() as f64 * opts.blob_garbage_collection_age_cutoff).floor() as usize;
+    let old = files.get(..k)?;
+    let oldest = old.first()?.meta.addition.number;
+    let total: u64 = old.iter().map(|b| b.meta.addition.blob_bytes).sum();
+    let garbage: u64 = old.iter().map(|b| b.garbage_bytes).sum();
+    if total == 0 || (garbage as f64) < opts.blob_garbage_collection_force_threshold * total as f64
+    {
+        return None;
+    }
+    for level in 1..v.num_levels() {
+        for f in v.level_files(level) {
+            if busy.files.contains(&f.number) || f.blob_files.binary_search(&oldest).is_err() {
+                continue;
+            }
+            let mut c = Compaction::new(level, level, vec![f.clone()], Vec::new());
+            c.base_level = base_level(v, opts);
+            if !busy.range_busy(level, &c.smallest_user_key, &c.largest_user_key) {
+                return Some(c);
+            }
+        }
+    }
     None
 }
 
@@ -439,6 +473,12 @@ mod tests {
                     let number: u64 = parts[0].parse().expect("number");
                     let (a, b) = parts[1].split_once('-').expect("range");
                     let size = parts.get(2).map_or(1000, |s| s.parse().expect("size"));
+                    // "b7.8": the table references blob files 7 and 8.
+                    let blob_files: Vec<u64> = parts
+                        .get(3)
+                        .and_then(|b| b.strip_prefix('b'))
+                        .map(|b| b.split('.').map(|n| n.parse().expect("blob")).collect())
+                        .unwrap_or_default();
                     edit.add_file(
                         level,
                         FileMetaData {
@@ -451,10 +491,39 @@ mod tests {
                             num_entries: 1,
                             num_deletions: 0,
                             num_range_deletions: 0,
+                            blob_files,
                             open_table: Default::default(),
                         },
                     );
                 }
+            } else if head == "blobs" {
+                // "7:900/1000": blob file 7 of 1000 bytes (and records), 900 of them garbage.
+                for b in rest.split_whitespace() {
+                    let (number, counts) = b.split_once(':').expect("n:garbage/total");
+                    let (garbage, total) = counts.split_once('/').expect("garbage/total");
+                    let number: u64 = number.parse().expect("number");
+                    let (garbage, total): (u64, u64) = (
+                        garbage.parse().expect("garbage"),
+                        total.parse().expect("total"),
+                    );
+                    edit.blob_files_added
+                        .push(crate::version::BlobFileAddition {
+                            number,
+                            blob_count: total,
+                            blob_bytes: total,
+                            file_size: total + 60,
+                        });
+                    edit.blob_garbage.push(crate::version::BlobGarbage {
+                        number,
+                        count: garbage,
+                        bytes: garbage,
+                    });
+                }
+            } else if head == "blob-gc" {
+                let (cutoff, threshold) = rest.split_once(' ').expect("cutoff threshold");
+                o.enable_blob_garbage_collection = true;
+                o.blob_garbage_collection_age_cutoff = cutoff.parse().expect("cutoff");
+                o.blob_garbage_collection_force_threshold = threshold.parse().expect("threshold");
             } else if head == "busy" {
                 busy.files.extend(
                     rest.split_whitespace()
@@ -559,6 +628,38 @@ mod tests {
             (
                 "L0: 1:a-a 2:b-b 3:c-c 4:d-d 5:e-e\nL2: 6:a-m:90000 7:n-z:60000",
                 "scores: L0=1.25 L1=0.00 L2=1.50\npick: L2->L3 [6] + [] range a-m move",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn forced_blob_garbage_collection_rewrites_a_table_of_the_oldest_blob_file() {
+        // Blob files 7, 8, 9, 10; with a cutoff of 0.5 the oldest two count: 7 and 8 hold
+        // (600 + 200) of 2000 bytes of garbage, 40%.
+        let version = "L1: 1:a-c:100:b8 2:d-f:100:b7.9\nL2: 3:g-i:100:b7.10\n\
+                       blobs: 7:600/1000 8:200/1000 9:0/1000 10:0/1000";
+        check(&[
+            // At a threshold of 0.4: the first table below L0 referencing 7 is rewritten in
+            // place (its blobs in 7 and 8 are relocated by the compaction).
+            (
+                format!("{version}\nblob-gc: 0.5 0.4").as_str(),
+                "scores: L0=0.00 L1=0.02 L2=0.00\npick: L1->L1 [2] + [] range d-f rewrite",
+            ),
+            // That table busy: the next one.
+            (
+                format!("{version}\nblob-gc: 0.5 0.4\nbusy: 2").as_str(),
+                "scores: L0=0.00 L1=0.02 L2=0.00\npick: L2->L2 [3] + [] range g-i rewrite",
+            ),
+            // Under the threshold, with garbage collection off, or a cutoff below one file:
+            // nothing.
+            (
+                format!("{version}\nblob-gc: 0.5 0.41").as_str(),
+                "scores: L0=0.00 L1=0.02 L2=0.00\npick: none",
+            ),
+            (version, "scores: L0=0.00 L1=0.02 L2=0.00\npick: none"),
+            (
+                format!("{version}\nblob-gc: 0.2 0.1").as_str(),
+                "scores: L0=0.00 L1=0.02 L2=0.00\npick: none",
             ),
         ]);
     }

@@ -197,6 +197,8 @@ impl DbInner {
                 bottommost: false,
                 max_file_size: u64::MAX,
                 flush: true,
+                cf_id: cf,
+                blob_gc: None,
             };
             job::write_tables(
                 &spec,
@@ -215,10 +217,8 @@ impl DbInner {
             column_family: cf,
             ..Default::default()
         };
-        let written: u64 = metas.iter().map(|m| m.file_size).sum();
-        for m in metas {
-            edit.add_file(0, m);
-        }
+        let written = metas.bytes();
+        metas.add_to(&mut edit, 0);
         // WALs older than the next memtable's are no longer needed once this edit is durable.
         let next_log = f.imms.get(1).map_or(f.mem.log_number(), |m| m.log_number());
         edit.log_number = Some(next_log);
@@ -266,7 +266,7 @@ impl DbInner {
             .iter()
             .map(|(cf, ..)| st.versions.current(*cf))
             .collect();
-        let outputs = MutexGuard::unlocked(st, || -> Result<Vec<(u32, Vec<FileMetaData>)>> {
+        let outputs = MutexGuard::unlocked(st, || -> Result<Vec<(u32, job::Written)>> {
             let mut out = Vec::with_capacity(jobs.len());
             for ((cf, mem, opts), version) in jobs.iter().zip(versions) {
                 let policy = DropPolicy::for_flush(smallest_snapshot, version);
@@ -280,6 +280,8 @@ impl DbInner {
                     bottommost: false,
                     max_file_size: u64::MAX,
                     flush: true,
+                    cf_id: *cf,
+                    blob_gc: None,
                 };
                 let metas = job::write_tables(
                     &spec,
@@ -306,9 +308,7 @@ impl DbInner {
                 atomic_group_remaining: Some(0),
                 ..Default::default()
             };
-            for m in metas {
-                edit.add_file(0, m);
-            }
+            metas.add_to(&mut edit, 0);
             edits.push(edit);
             flushed.push(cf);
         }
@@ -333,10 +333,14 @@ impl DbInner {
             if f.imms.front().is_some_and(|m| Arc::ptr_eq(m, mem)) {
                 f.imms.pop_front();
             }
+            // Tables and blob files, as the single-family flush counts them.
             let written: u64 = edits
                 .iter()
                 .filter(|e| e.column_family == *cf)
-                .flat_map(|e| e.new_files.iter().map(|(_, m)| m.file_size))
+                .flat_map(|e| {
+                    let tables = e.new_files.iter().map(|(_, m)| m.file_size);
+                    tables.chain(e.blob_files_added.iter().map(|b| b.file_size))
+                })
                 .sum();
             let s = &mut f.level_stats[0];
             s.count += 1;
@@ -350,19 +354,30 @@ impl DbInner {
     }
 
     /// Queues the tables a job wrote for a family dropped meanwhile: no version lists them.
-    fn discard_outputs(&self, metas: &[FileMetaData]) {
-        for m in metas {
-            self.obsolete.push(ObsoleteFile {
-                kind: FileKind::Table,
-                number: m.number,
-            });
+    fn discard_outputs(&self, written: &job::Written) {
+        let tables = written.tables.iter().map(|m| (FileKind::Table, m.number));
+        let blobs = written
+            .blob_files
+            .iter()
+            .map(|b| (FileKind::Blob, b.number));
+        for (kind, number) in tables.chain(blobs) {
+            self.obsolete.push(ObsoleteFile { kind, number });
         }
     }
 
     /// [`discard_outputs`](Self::discard_outputs) for the files an edit adds.
     fn discard_outputs_of(&self, edit: &VersionEdit) {
-        let metas: Vec<FileMetaData> = edit.new_files.iter().map(|(_, m)| m.clone()).collect();
-        self.discard_outputs(&metas);
+        let tables = edit
+            .new_files
+            .iter()
+            .map(|(_, m)| (FileKind::Table, m.number));
+        let blobs = edit
+            .blob_files_added
+            .iter()
+            .map(|b| (FileKind::Blob, b.number));
+        for (kind, number) in tables.chain(blobs) {
+            self.obsolete.push(ObsoleteFile { kind, number });
+        }
     }
 
     /// The oldest sequence number any reader can still ask for: the oldest snapshot's, or
@@ -478,18 +493,16 @@ impl DbInner {
         let version = st.versions.current(cf);
         let smallest_snapshot = self.smallest_snapshot();
         let outputs = MutexGuard::unlocked(st, || {
-            self.merge_inputs(c, version, smallest_snapshot, &opts)
+            self.merge_inputs(c, version, smallest_snapshot, &opts, cf)
         })?;
-        let written: u64 = outputs.iter().map(|m| m.file_size).sum();
+        let written = outputs.bytes();
         for f in &c.inputs[0] {
             edit.delete_file(c.level, f.number);
         }
         for f in &c.inputs[1] {
             edit.delete_file(c.output_level, f.number);
         }
-        for m in outputs {
-            edit.add_file(c.output_level, m);
-        }
+        outputs.add_to(&mut edit, c.output_level);
         if let Some(last) = c.inputs[0].iter().map(|f| &f.largest).max() {
             edit.compact_pointers.push((c.level, last.clone()));
         }
@@ -658,7 +671,8 @@ impl DbInner {
         version: Arc<Version>,
         smallest_snapshot: u64,
         family_opts: &Options,
-    ) -> Result<Vec<FileMetaData>> {
+        cf_id: u32,
+    ) -> Result<job::Written> {
         // Compaction reads every block once: checked, and kept out of the cache.
         let opts = BlockReadOptions {
             verify_checksums: true,
@@ -694,6 +708,13 @@ impl DbInner {
             }
         }
         let range_dels = FragmentedRangeTombstones::merge(range_dels.iter().map(|t| &**t));
+        let gc_version = version.clone();
+        let blob_gc = family_opts
+            .enable_blob_garbage_collection
+            .then(|| {
+                job::BlobGc::oldest(&gc_version, family_opts.blob_garbage_collection_age_cutoff)
+            })
+            .flatten();
         let spec = OutputSpec {
             fs: &self.fs,
             dir: &self.dir,
@@ -704,6 +725,8 @@ impl DbInner {
             bottommost: version.nothing_below(c.output_level),
             max_file_size: picker::target_file_size(family_opts, c.output_level),
             flush: false,
+            cf_id,
+            blob_gc,
         };
         let policy = DropPolicy {
             smallest_snapshot,

@@ -984,6 +984,8 @@ impl DbInner {
                 LookupResult::Found(v) => return MemtableLookup::Found(Some(v)),
                 LookupResult::Deleted => return MemtableLookup::Found(None),
                 LookupResult::Merge => return MemtableLookup::Merge,
+                // Memtables hold values, never blob references.
+                LookupResult::Blob(_) => return MemtableLookup::Found(None),
             }
         }
         MemtableLookup::NotThere { covering }
@@ -1004,7 +1006,23 @@ impl DbInner {
             LookupResult::Found(v) => Ok(Some(v)),
             LookupResult::Deleted | LookupResult::NotPresent => Ok(None),
             LookupResult::Merge => self.get_merged(ro, cf, sv, seq, user_key),
+            LookupResult::Blob(reference) => self
+                .read_blob(ro, &sv.version, user_key, &reference)
+                .map(|v| Some(Value::from_vec(v))),
         }
+    }
+
+    /// The value a blob reference (the value of a `BlobIndex` entry of `user_key`) points at,
+    /// from the blob files of `version`.
+    pub(crate) fn read_blob(
+        &self,
+        ro: &ReadOptions,
+        version: &Version,
+        user_key: &[u8],
+        reference: &[u8],
+    ) -> Result<Vec<u8>> {
+        let r = decode_blob_ref(&self.dir, user_key, reference)?;
+        version.read_blob(&self.fs, &self.dir, user_key, &r, ro.verify_checksums)
     }
 
     /// `Db::approximate_size`: an inclusive end bound becomes the exclusive bound just past it.
@@ -1119,6 +1137,10 @@ impl DbInner {
                     base = Some(it.value().to_vec());
                     break;
                 }
+                ValueKind::BlobIndex => {
+                    base = Some(self.read_blob(ro, &sv.version, user_key, it.value())?);
+                    break;
+                }
                 ValueKind::Delete | ValueKind::SingleDelete => break,
                 ValueKind::RangeDeletion => {
                     return Err(Error::corruption(
@@ -1211,6 +1233,7 @@ impl DbInner {
         cf: &CfData,
     ) -> DbIterator {
         let (inner, range_dels) = self.view_iterator(&sv, ro);
+        let blobs = self.blob_resolver(&sv.version, ro);
         let pin: Arc<dyn std::any::Any + Send + Sync> = Arc::new((sv, ro.snapshot.clone()));
         DbIterator::new(
             inner,
@@ -1226,6 +1249,24 @@ impl DbInner {
                 .ttl
                 .map(|t| (t.as_secs().max(1), self.opts.clock.clone())),
         )
+        .with_blobs(blobs)
+    }
+
+    /// Reads blob references against `version`'s blob files (`None` if it has none).
+    pub(crate) fn blob_resolver(
+        &self,
+        version: &Arc<Version>,
+        ro: &ReadOptions,
+    ) -> Option<crate::iter::db_iter::BlobResolver> {
+        if version.blob_files.is_empty() {
+            return None;
+        }
+        let (version, fs, dir) = (version.clone(), self.fs.clone(), self.dir.clone());
+        let verify = ro.verify_checksums;
+        Some(Arc::new(move |user_key: &[u8], reference: &[u8]| {
+            let r = decode_blob_ref(&dir, user_key, reference)?;
+            version.read_blob(&fs, &dir, user_key, &r, verify)
+        }))
     }
 }
 
@@ -1267,8 +1308,9 @@ fn new_iterator(inner: &Arc<DbInner>, ro: &ReadOptions, cf: &Arc<CfData>) -> DbI
     let refresher: crate::iter::db_iter::Refresher = Arc::new(move || {
         let (sv, seq) = db.read_view(&ro_latest, &family);
         let (inner, range_dels) = db.view_iterator(&sv, &ro_latest);
+        let blobs = db.blob_resolver(&sv.version, &ro_latest);
         let pin: Arc<dyn std::any::Any + Send + Sync> = Arc::new(sv);
-        (inner, seq, pin, range_dels)
+        (inner, seq, pin, range_dels, blobs)
     });
     it.with_refresher(refresher, ro.tailing)
 }
@@ -1281,6 +1323,25 @@ enum MemtableLookup {
     Merge,
     /// Not there; `covering` is the newest range tombstone over the key they hold.
     NotThere { covering: SequenceNumber },
+}
+
+/// Decodes a blob reference stored under `user_key`; corruption (in database `dir`) if it
+/// does not decode.
+pub(crate) fn decode_blob_ref(
+    dir: &std::path::Path,
+    user_key: &[u8],
+    reference: &[u8],
+) -> Result<crate::blob::BlobRef> {
+    crate::blob::BlobRef::decode(reference).ok_or_else(|| {
+        Error::corruption(
+            dir,
+            0,
+            format!(
+                "the blob reference of key {:?} does not decode",
+                String::from_utf8_lossy(user_key)
+            ),
+        )
+    })
 }
 
 /// The part of `ro` the layers below the database read.

@@ -327,6 +327,7 @@ fn check_files_on_disk(
 ) -> Result<Vec<u64>> {
     let mut wals = Vec::new();
     let mut tables_on_disk = HashSet::new();
+    let mut blobs_on_disk = HashSet::new();
     for name in names {
         if let Some((kind, n)) = filename::parse_file_name(name) {
             versions.mark_file_number_used(n);
@@ -334,6 +335,9 @@ fn check_files_on_disk(
                 FileKind::Log if n >= versions.log_number() => wals.push(n),
                 FileKind::Table => {
                     tables_on_disk.insert(n);
+                }
+                FileKind::Blob => {
+                    blobs_on_disk.insert(n);
                 }
                 _ => {}
             }
@@ -362,6 +366,20 @@ fn check_files_on_disk(
                 filename::table_file(dir, f.number),
                 0,
                 "a table the MANIFEST lists is missing",
+            ));
+        }
+    }
+    for b in versions
+        .families()
+        .values()
+        .flat_map(|f| f.current().blob_files.clone())
+    {
+        let number = b.meta.addition.number;
+        if !blobs_on_disk.contains(&number) {
+            return Err(Error::corruption(
+                filename::blob_file(dir, number),
+                0,
+                "a blob file the MANIFEST lists is missing",
             ));
         }
     }
@@ -506,6 +524,8 @@ impl WalReplay<'_> {
             bottommost: false,
             max_file_size: u64::MAX,
             flush: true,
+            cf_id: cf,
+            blob_gc: None,
         };
         // No reader exists yet: every version a newer one hides can go.
         let policy = DropPolicy::for_flush(crate::key::MAX_SEQUENCE, self.versions.current(cf));
@@ -522,9 +542,7 @@ impl WalReplay<'_> {
             column_family: cf,
             ..Default::default()
         });
-        for m in metas {
-            edit.add_file(0, m);
-        }
+        metas.add_to(edit, 0);
         Ok(())
     }
 
@@ -698,7 +716,7 @@ fn remove_unreferenced_files(inner: &DbInner, names: &[String]) {
         };
         let obsolete = match kind {
             FileKind::Log => number < log_number,
-            FileKind::Table => !live.contains(&number),
+            FileKind::Table | FileKind::Blob => !live.contains(&number),
             FileKind::Manifest => number != manifest,
             FileKind::Temp => true,
             FileKind::Current | FileKind::Lock => false,
@@ -737,26 +755,33 @@ pub(super) fn destroy(dir: &Path, opts: &Options) -> Result<()> {
     Ok(())
 }
 
-/// `Options::paranoid_checks`: every table must be as long as the MANIFEST recorded. A
-/// different size means the file was truncated, extended or replaced behind the engine's back;
-/// without the check that shows only when a read reaches the table.
+/// `Options::paranoid_checks`: every table and blob file must be as long as the MANIFEST
+/// recorded. A different size means the file was truncated, extended or replaced behind the
+/// engine's back; without the check that shows only when a read reaches the file.
 fn check_table_sizes(
     fs: &Arc<dyn crate::fs::FileSystem>,
     dir: &Path,
     v: &crate::version::Version,
 ) -> Result<()> {
-    for f in v.files.iter().flatten() {
-        let path = filename::table_file(dir, f.number);
+    let tables = v
+        .files
+        .iter()
+        .flatten()
+        .map(|f| ("table", filename::table_file(dir, f.number), f.file_size));
+    let blobs = v.blob_files.iter().map(|b| {
+        let a = &b.meta.addition;
+        ("blob file", filename::blob_file(dir, a.number), a.file_size)
+    });
+    for (what, path, recorded) in tables.chain(blobs) {
         let size = fs
             .file_size(&path)
             .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))?;
-        if size != f.file_size {
+        if size != recorded {
             return Err(Error::corruption(
                 path,
-                size.min(f.file_size),
+                size.min(recorded),
                 format!(
-                    "table is {size} bytes on disk but the MANIFEST recorded {} bytes",
-                    f.file_size
+                    "{what} is {size} bytes on disk but the MANIFEST recorded {recorded} bytes"
                 ),
             ));
         }

@@ -35,6 +35,28 @@ impl DbInner {
             "total-sst-files-size" => {
                 Some(cf.super_version.load().version.total_bytes().to_string())
             }
+            "blob-stats" => Some(blob_stats(&cf.super_version.load().version)),
+            "num-blob-files" => Some(cf.super_version.load().version.blob_files.len().to_string()),
+            "live-blob-file-size" | "total-blob-file-size" => Some(
+                cf.super_version
+                    .load()
+                    .version
+                    .blob_files
+                    .iter()
+                    .map(|b| b.meta.addition.file_size)
+                    .sum::<u64>()
+                    .to_string(),
+            ),
+            "live-blob-file-garbage-size" => Some(
+                cf.super_version
+                    .load()
+                    .version
+                    .blob_files
+                    .iter()
+                    .map(|b| b.garbage_bytes)
+                    .sum::<u64>()
+                    .to_string(),
+            ),
             "block-cache-usage" => Some(self.block_cache.usage().to_string()),
             "block-cache-capacity" => Some(self.block_cache.capacity().to_string()),
             "cur-size-all-mem-tables" => {
@@ -204,4 +226,22 @@ impl DbInner {
         }
         out
     }
+}
+
+/// `shaledb.blob-stats`: the family's live blob files, their bytes, the garbage in them, and
+/// the space amplification that garbage causes (RocksDB's `rocksdb.blob-stats` lines).
+fn blob_stats(v: &crate::version::Version) -> String {
+    let files = v.blob_files.len();
+    let total: u64 = v.blob_files.iter().map(|b| b.meta.addition.file_size).sum();
+    let garbage: u64 = v.blob_files.iter().map(|b| b.garbage_bytes).sum();
+    let live = total.saturating_sub(garbage);
+    let amp = if live == 0 {
+        0.0
+    } else {
+        total as f64 / live as f64
+    };
+    format!(
+        "Number of blob files: {files}\nTotal size of blob files: {total}\n\
+         Total size of garbage in blob files: {garbage}\nBlob file space amplification: {amp:.2}\n"
+    )
 }

@@ -301,7 +301,11 @@ impl Iterator for RangeIter {
                 return self.finish(Ok(()));
             }
         }
-        let item = (it.key().to_vec(), it.value_pinned());
+        let value = match it.value_pinned() {
+            Ok(v) => v,
+            Err(e) => return self.finish(Err(e)),
+        };
+        let item = (it.key().to_vec(), value);
         self.last_front = Some(item.0.clone());
         Some(Ok(item))
     }
@@ -329,7 +333,11 @@ impl DoubleEndedIterator for RangeIter {
                 return self.finish(Ok(()));
             }
         }
-        let item = (it.key().to_vec(), it.value_pinned());
+        let value = match it.value_pinned() {
+            Ok(v) => v,
+            Err(e) => return self.finish(Err(e)),
+        };
+        let item = (it.key().to_vec(), value);
         self.last_back = Some(item.0.clone());
         Some(Ok(item))
     }

@@ -25,9 +25,14 @@ pub(crate) type Refresher = Arc<
             SequenceNumber,
             Arc<dyn Any + Send + Sync>,
             Option<Arc<FragmentedRangeTombstones>>,
+            Option<BlobResolver>,
         ) + Send
         + Sync,
 >;
+
+/// Reads the value a blob reference (second argument) stored under a user key (first)
+/// points at, from the blob files of the iterator's read view.
+pub(crate) type BlobResolver = Arc<dyn Fn(&[u8], &[u8]) -> Result<Vec<u8>> + Send + Sync>;
 
 /// Builds the merged internal iterator of the iterator's read view for a seek within one
 /// prefix (`Some`: tables whose prefix bloom rules it out left out) or for any seek (`None`).
@@ -100,6 +105,12 @@ pub struct DbIterator {
     /// write time, and expired ones read as deleted as of `expiry.now`.
     ttl: Option<(u64, Arc<dyn Clock>)>,
     expiry: Option<Expiry>,
+    /// Resolves blob references (`None`: the view has no blob files).
+    blobs: Option<BlobResolver>,
+    /// The current entry is a blob reference: forward, the inner iterator's value; backward,
+    /// `saved_value`. `value()` reads the blob once, on first use, into `blob_value`.
+    current_blob: bool,
+    blob_value: std::cell::OnceCell<Result<Vec<u8>>>,
     // Keeps the memtables, version and snapshot this iterator reads alive.
     _pin: Option<Arc<dyn Any + Send + Sync>>,
 }
@@ -138,8 +149,46 @@ impl DbIterator {
             range_del_hint: std::cell::Cell::new(0),
             ttl: None,
             expiry: None,
+            blobs: None,
+            current_blob: false,
+            blob_value: std::cell::OnceCell::new(),
             _pin: pin,
         }
+    }
+
+    /// Lets the iterator read values stored in blob files.
+    pub(crate) fn with_blobs(mut self, blobs: Option<BlobResolver>) -> Self {
+        self.blobs = blobs;
+        self
+    }
+
+    /// Forgets the current entry's blob value (the iterator moves).
+    fn clear_blob(&mut self) {
+        self.current_blob = false;
+        self.blob_value = std::cell::OnceCell::new();
+    }
+
+    /// Reads the blob `reference` of `user_key` through the view's resolver.
+    fn read_blob(&self, user_key: &[u8], reference: &[u8]) -> Result<Vec<u8>> {
+        match &self.blobs {
+            Some(resolve) => resolve(user_key, reference),
+            None => Err(Error::corruption(
+                "<merged iterator input>",
+                0,
+                "a blob reference in a view without blob files",
+            )),
+        }
+    }
+
+    /// The current entry's blob value, read on first use.
+    fn blob_value(&self) -> &Result<Vec<u8>> {
+        self.blob_value.get_or_init(|| {
+            let (key, reference) = match self.direction {
+                Direction::Forward => (key::user_key(self.inner.key()), self.inner.value()),
+                Direction::Reverse => (self.saved_key.as_slice(), self.saved_value.as_slice()),
+            };
+            self.read_blob(key, reference)
+        })
     }
 
     /// Sets the read view's range tombstones.
@@ -289,7 +338,9 @@ impl DbIterator {
                 "an iterator reading a snapshot cannot be refreshed".to_string(),
             ));
         };
-        let (inner, sequence, pin, range_dels) = refresher();
+        let (inner, sequence, pin, range_dels, blobs) = refresher();
+        self.blobs = blobs;
+        self.clear_blob();
         // The rebuild reads the old view; a refreshed iterator reads every table.
         self.prefix_rebuild = None;
         self.inner_prefix = None;
@@ -321,9 +372,10 @@ impl DbIterator {
         self
     }
 
-    /// True if positioned on an entry.
+    /// True if positioned on an entry (false from the moment reading the entry's value from
+    /// a blob file failed).
     pub fn valid(&self) -> bool {
-        self.valid && self.error.is_none()
+        self.valid && self.error.is_none() && !matches!(self.blob_value.get(), Some(Err(_)))
     }
 
     /// The current key. REQUIRES: `valid()`.
@@ -338,9 +390,18 @@ impl DbIterator {
     }
 
     /// The current value. REQUIRES: `valid()`.
+    ///
+    /// A value stored in a blob file (`Options::enable_blob_files`) is read here, on first
+    /// use, so a scan that never asks for values reads no blob. If that read fails, this
+    /// returns an empty slice, `valid()` turns false and `status()` holds the error: check
+    /// `status()` before trusting a value of a database with blob files, or iterate with
+    /// [`Db::range`](crate::Db::range), whose items carry the error.
     pub fn value(&self) -> &[u8] {
         if !self.valid {
             return &[];
+        }
+        if self.current_blob {
+            return self.blob_value().as_deref().unwrap_or_default();
         }
         match self.direction {
             Direction::Forward if !self.merged => self.user_value(self.inner.value()),
@@ -351,7 +412,18 @@ impl DbIterator {
     /// The current value as a [`Value`](crate::Value): moving forward over a table block it
     /// shares the block (no copy); otherwise (memtable entries, after `prev`) a copy.
     /// REQUIRES: `valid()`.
-    pub(crate) fn value_pinned(&self) -> crate::Value {
+    pub(crate) fn value_pinned(&self) -> Result<crate::Value> {
+        if self.valid && self.current_blob {
+            return match self.blob_value() {
+                Ok(v) => Ok(crate::Value::from(v.as_slice())),
+                Err(e) => Err(e.duplicate()),
+            };
+        }
+        Ok(self.value_pinned_inline())
+    }
+
+    /// [`value_pinned`](Self::value_pinned) for a value stored in the tables or memtables.
+    fn value_pinned_inline(&self) -> crate::Value {
         if self.valid && self.direction == Direction::Forward && !self.merged {
             if let Some(v) = self.inner.pinned_value() {
                 let len = self.user_value(v.as_slice()).len();
@@ -367,6 +439,9 @@ impl DbIterator {
     /// The first IO or corruption error met. An error ends iteration (`valid()` turns false)
     /// and shows here; check it after a loop.
     pub fn status(&self) -> Result<()> {
+        if let Some(Err(e)) = self.blob_value.get() {
+            return Err(e.duplicate());
+        }
         match &self.error {
             Some(e) => Err(e.duplicate()),
             None => self.inner.status(),
@@ -553,6 +628,7 @@ impl DbIterator {
     /// `saved_key` when `skipping`.
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         self.merged = false;
+        self.clear_blob();
         while self.inner.valid() {
             let Some(p) = key::parse_internal_key(self.inner.key()) else {
                 self.fail_unparseable();
@@ -574,9 +650,10 @@ impl DbIterator {
                         self.saved_key.extend_from_slice(p.user_key);
                         skipping = true;
                     }
-                    ValueKind::Put => {
+                    ValueKind::Put | ValueKind::BlobIndex => {
                         if !(skipping && p.user_key <= self.saved_key.as_slice()) {
                             self.valid = true;
+                            self.current_blob = kind == ValueKind::BlobIndex;
                             self.saved_key.clear();
                             return;
                         }
@@ -621,6 +698,13 @@ impl DbIterator {
                     base = Some(self.inner.value().to_vec());
                     break;
                 }
+                ValueKind::BlobIndex => {
+                    match self.read_blob(&self.saved_key, self.inner.value()) {
+                        Ok(v) => base = Some(v),
+                        Err(e) => return self.fail(e),
+                    }
+                    break;
+                }
                 ValueKind::Delete | ValueKind::SingleDelete | ValueKind::RangeDeletion => break,
             }
             self.inner.next();
@@ -645,6 +729,7 @@ impl DbIterator {
         self.error = Some(e);
         self.valid = false;
         self.merged = false;
+        self.clear_blob();
         self.saved_key.clear();
         self.saved_value.clear();
     }
@@ -654,6 +739,7 @@ impl DbIterator {
     /// merge operands on top are merged once the key is complete.
     fn find_prev_user_entry(&mut self) {
         self.merged = false;
+        self.clear_blob();
         self.operands.clear();
         let mut has_base = false;
         let mut kind = ValueKind::Delete;
@@ -691,8 +777,19 @@ impl DbIterator {
                         self.saved_value.clear();
                         self.operands.clear();
                         has_base = false;
+                        self.current_blob = false;
+                    }
+                    ValueKind::BlobIndex => {
+                        // The reference; `value()` (or a merge) reads the blob.
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(p.user_key);
+                        self.saved_value.set_copy(self.inner.value());
+                        self.operands.clear();
+                        has_base = true;
+                        self.current_blob = true;
                     }
                     ValueKind::Put => {
+                        self.current_blob = false;
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
                         let v = self.user_value(self.inner.value());
@@ -732,6 +829,17 @@ impl DbIterator {
     /// Backward: merges the operands collected for `saved_key` (oldest first) onto its base
     /// (`saved_value` when `has_base`).
     fn merge_backward(&mut self, has_base: bool) {
+        if has_base && self.current_blob {
+            match self.read_blob(&self.saved_key, self.saved_value.as_slice()) {
+                Ok(v) => self.saved_value.set_owned(v),
+                Err(e) => {
+                    self.fail(e);
+                    self.direction = Direction::Forward;
+                    return;
+                }
+            }
+            self.current_blob = false;
+        }
         let op = self.merge_operator.as_deref();
         let operands: Vec<&[u8]> = self.operands.iter().map(Vec::as_slice).collect();
         let base = has_base.then_some(self.saved_value.as_slice());

@@ -451,7 +451,7 @@ mod tests {
                 _ => ValueKind::Put,
             };
             let value: Vec<u8> = match kind {
-                ValueKind::Put | ValueKind::Merge => {
+                ValueKind::Put | ValueKind::Merge | ValueKind::BlobIndex => {
                     (0..rng.gen_range(0..50)).map(|_| rng.gen()).collect()
                 }
                 ValueKind::Delete | ValueKind::SingleDelete | ValueKind::RangeDeletion => {
@@ -668,9 +668,9 @@ mod tests {
                                         LookupResult::Found(_)
                                     ));
                                 }
-                                LookupResult::Deleted | LookupResult::Merge => {
-                                    panic!("only puts were written")
-                                }
+                                LookupResult::Deleted
+                                | LookupResult::Merge
+                                | LookupResult::Blob(_) => panic!("only puts were written"),
                                 LookupResult::NotPresent => {}
                             }
                         }

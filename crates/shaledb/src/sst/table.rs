@@ -579,15 +579,20 @@ impl Table {
         let result = match kind {
             ValueKind::Delete | ValueKind::SingleDelete => LookupResult::Deleted,
             ValueKind::Merge => LookupResult::Merge,
-            ValueKind::Put => {
+            ValueKind::Put | ValueKind::BlobIndex => {
                 let value = if cached {
                     Value::pinned(block.clone(), range)
                 } else {
                     block.data().get(range).map(|v| Value::from_vec(v.to_vec()))
                 };
-                LookupResult::Found(value.ok_or_else(|| {
+                let value = value.ok_or_else(|| {
                     Error::corruption(&*self.path, handle.offset, "value outside its block")
-                })?)
+                })?;
+                if kind == ValueKind::Put {
+                    LookupResult::Found(value)
+                } else {
+                    LookupResult::Blob(value)
+                }
             }
             ValueKind::RangeDeletion => {
                 return Err(Error::corruption(

@@ -31,7 +31,13 @@ mod tag {
     pub(super) const MERGE_OPERATOR: u32 = 12;
     pub(super) const NEW_FILE_WITH_RANGE_DELETIONS: u32 = 13;
     pub(super) const STORES_WRITE_TIMES: u32 = 14;
+    pub(super) const TABLE_BLOB_FILES: u32 = 15;
+    pub(super) const BLOB_FILE_ADDITION: u32 = 16;
+    pub(super) const BLOB_FILE_GARBAGE: u32 = 17;
 }
+
+/// The most blob files one table may reference (a larger count read from disk is corruption).
+pub(crate) const MAX_BLOB_FILES_PER_TABLE: u64 = 1 << 20;
 
 /// Column family ids must be below this (a larger id read from disk is corruption).
 pub(crate) const MAX_COLUMN_FAMILY_ID: u32 = 1 << 30;
@@ -66,6 +72,9 @@ pub struct FileMetaData {
     /// recorded with tag 13, so readers that build views of every range tombstone open only
     /// these files.
     pub num_range_deletions: u64,
+    /// The blob files the table's blob references point into, ascending (recorded with tag
+    /// 15): a blob file is live while a live table lists it.
+    pub blob_files: Vec<u64>,
     /// The file's open table once a read has opened it (not recorded in the MANIFEST).
     pub open_table: crate::cache::OpenTable,
 }
@@ -101,6 +110,34 @@ pub struct VersionEdit {
     pub merge_operator: Option<String>,
     /// In the edit creating a family: its values carry write times (the family has a TTL).
     pub stores_write_times: bool,
+    /// Blob files added (finished and synced before the edit is written).
+    pub blob_files_added: Vec<BlobFileAddition>,
+    /// Blobs that became garbage: references to them were dropped by a compaction.
+    pub blob_garbage: Vec<BlobGarbage>,
+}
+
+/// A finished blob file, as recorded in the MANIFEST (tag 16).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BlobFileAddition {
+    /// The file number: the file is `{number:06}.blob`.
+    pub number: u64,
+    /// Records in the file.
+    pub blob_count: u64,
+    /// Bytes of all records (what garbage is counted in).
+    pub blob_bytes: u64,
+    /// Length of the file.
+    pub file_size: u64,
+}
+
+/// Blobs of one file no longer referenced (tag 17); added to the file's earlier garbage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BlobGarbage {
+    /// The blob file.
+    pub number: u64,
+    /// Records that became garbage.
+    pub count: u64,
+    /// Their bytes.
+    pub bytes: u64,
 }
 
 impl VersionEdit {
@@ -184,6 +221,30 @@ impl VersionEdit {
                 put_varint64(dst, f.num_range_deletions);
             }
         }
+        for (_, f) in self
+            .new_files
+            .iter()
+            .filter(|(_, f)| !f.blob_files.is_empty())
+        {
+            put_varint32(dst, tag::TABLE_BLOB_FILES);
+            put_varint64(dst, f.number);
+            put_varint64(dst, f.blob_files.len() as u64);
+            for &b in &f.blob_files {
+                put_varint64(dst, b);
+            }
+        }
+        for b in &self.blob_files_added {
+            put_varint32(dst, tag::BLOB_FILE_ADDITION);
+            for v in [b.number, b.blob_count, b.blob_bytes, b.file_size] {
+                put_varint64(dst, v);
+            }
+        }
+        for g in &self.blob_garbage {
+            put_varint32(dst, tag::BLOB_FILE_GARBAGE);
+            for v in [g.number, g.count, g.bytes] {
+                put_varint64(dst, v);
+            }
+        }
     }
 
     /// Decodes and validates an edit. `Err` describes the first problem and its byte offset:
@@ -192,6 +253,7 @@ impl VersionEdit {
     /// sorts after its largest.
     pub fn decode(src: &[u8]) -> Result<VersionEdit, String> {
         let mut edit = VersionEdit::default();
+        let mut table_blob_files = Vec::new();
         let mut d = Decoder::new(src);
         while !d.is_empty() {
             let at = d.position();
@@ -261,6 +323,31 @@ impl VersionEdit {
                         return Err(field("field appears twice"));
                     }
                 }
+                tag::TABLE_BLOB_FILES => {
+                    let (table, blobs) = get_table_blob_files(&mut d).map_err(|e| field(&e))?;
+                    table_blob_files.push((table, blobs, at));
+                }
+                tag::BLOB_FILE_ADDITION => {
+                    let [number, blob_count, blob_bytes, file_size] =
+                        get_numbers(&mut d).map_err(|e| field(&e))?;
+                    if blob_bytes > file_size || blob_count > blob_bytes {
+                        return Err(field("blob file counts exceed its size"));
+                    }
+                    edit.blob_files_added.push(BlobFileAddition {
+                        number,
+                        blob_count,
+                        blob_bytes,
+                        file_size,
+                    });
+                }
+                tag::BLOB_FILE_GARBAGE => {
+                    let [number, count, bytes] = get_numbers(&mut d).map_err(|e| field(&e))?;
+                    edit.blob_garbage.push(BlobGarbage {
+                        number,
+                        count,
+                        bytes,
+                    });
+                }
                 tag::COLUMN_FAMILY_DROP => edit.column_family_drop = true,
                 tag::STORES_WRITE_TIMES => edit.stores_write_times = true,
                 tag::MERGE_OPERATOR => {
@@ -292,6 +379,19 @@ impl VersionEdit {
         if edit.column_family_add.is_some() && edit.column_family_drop {
             return Err("edit both adds and drops a column family".to_string());
         }
+        for (table, blobs, at) in table_blob_files {
+            let f = edit
+                .new_files
+                .iter_mut()
+                .find(|(_, f)| f.number == table && f.blob_files.is_empty())
+                .ok_or_else(|| {
+                    format!(
+                        "blob files of table {table} (tag 15 at byte {at}) name no new file of \
+                         the edit, or one twice"
+                    )
+                })?;
+            f.1.blob_files = blobs;
+        }
         Ok(edit)
     }
 }
@@ -319,6 +419,35 @@ fn get_internal_key(d: &mut Decoder<'_>) -> Result<InternalKey, String> {
         return Err(format!("unparseable internal key {bytes:?}"));
     }
     Ok(InternalKey(bytes.to_vec()))
+}
+
+/// `N` varint64s in a row.
+fn get_numbers<const N: usize>(d: &mut Decoder<'_>) -> Result<[u64; N], String> {
+    let mut out = [0u64; N];
+    for v in &mut out {
+        *v = d.varint64().ok_or("truncated or bad number")?;
+    }
+    Ok(out)
+}
+
+/// Tag 15's payload: a table number and the blob files it references (ascending, distinct,
+/// at least one).
+fn get_table_blob_files(d: &mut Decoder<'_>) -> Result<(u64, Vec<u64>), String> {
+    let [table, count] = get_numbers(d)?;
+    if count == 0 || count > MAX_BLOB_FILES_PER_TABLE || count > d.remaining().len() as u64 {
+        return Err(format!(
+            "table {table} lists an implausible {count} blob files"
+        ));
+    }
+    let mut blobs = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let b = d.varint64().ok_or("truncated or bad blob file number")?;
+        if blobs.last().is_some_and(|&last| last >= b) {
+            return Err(format!("table {table}'s blob files are not ascending"));
+        }
+        blobs.push(b);
+    }
+    Ok((table, blobs))
 }
 
 fn get_file_meta(d: &mut Decoder<'_>) -> Result<FileMetaData, String> {
@@ -353,6 +482,7 @@ fn get_file_meta(d: &mut Decoder<'_>) -> Result<FileMetaData, String> {
         num_entries,
         num_deletions,
         num_range_deletions: 0,
+        blob_files: Vec::new(),
         open_table: Default::default(),
     })
 }
@@ -373,6 +503,7 @@ mod tests {
             num_entries: 1000,
             num_deletions: 12,
             num_range_deletions: 0,
+            blob_files: Vec::new(),
             open_table: Default::default(),
         }
     }
@@ -395,8 +526,60 @@ mod tests {
         let mut ranged = file(10, b"b", b"y");
         ranged.num_range_deletions = 3;
         ranged.largest = InternalKey::new(b"y", MAX_SEQUENCE, ValueKind::RangeDeletion);
+        ranged.blob_files = vec![4, 5, 1 << 33];
         e.add_file(1, ranged);
+        e.blob_files_added = vec![BlobFileAddition {
+            number: 5,
+            blob_count: 3,
+            blob_bytes: 3000,
+            file_size: 3100,
+        }];
+        e.blob_garbage = vec![BlobGarbage {
+            number: 4,
+            count: 1,
+            bytes: 999,
+        }];
         e
+    }
+
+    #[test]
+    fn blob_fields_are_checked() {
+        let mut e = VersionEdit::default();
+        let mut f = file(8, b"a", b"z");
+        f.blob_files = vec![3];
+        e.add_file(0, f);
+        let mut bytes = encoded(&e);
+        assert_eq!(VersionEdit::decode(&bytes), Ok(e.clone()));
+        // Blob files of a table the edit does not add.
+        let mut orphan = Vec::new();
+        put_varint32(&mut orphan, tag::TABLE_BLOB_FILES);
+        for v in [9, 1, 3] {
+            put_varint64(&mut orphan, v);
+        }
+        let err = VersionEdit::decode(&orphan).expect_err("orphan");
+        assert!(err.contains("name no new file"), "{err}");
+        // Not ascending.
+        let mut desc = encoded(&VersionEdit {
+            new_files: vec![(0, file(8, b"a", b"z"))],
+            ..Default::default()
+        });
+        put_varint32(&mut desc, tag::TABLE_BLOB_FILES);
+        for v in [8, 2, 5, 5] {
+            put_varint64(&mut desc, v);
+        }
+        let err = VersionEdit::decode(&desc).expect_err("not ascending");
+        assert!(err.contains("not ascending"), "{err}");
+        // A count larger than the bytes left.
+        bytes.truncate(bytes.len() - 1);
+        assert!(VersionEdit::decode(&bytes).is_err());
+        // An addition whose counts exceed its size.
+        let mut big = Vec::new();
+        put_varint32(&mut big, tag::BLOB_FILE_ADDITION);
+        for v in [5, 10, 2000, 1000] {
+            put_varint64(&mut big, v);
+        }
+        let err = VersionEdit::decode(&big).expect_err("counts beyond size");
+        assert!(err.contains("exceed its size"), "{err}");
     }
 
     fn encoded(e: &VersionEdit) -> Vec<u8> {
@@ -511,8 +694,9 @@ mod tests {
                 Err(_) => errors += 1,
             }
         }
-        // Only cuts at field boundaries decode (to a prefix of the fields).
-        assert!(errors > bytes.len() - 12);
+        // Only cuts at field boundaries decode (to a prefix of the fields): 13 fields, and a
+        // table's blob files cannot be cut from it (its tag 15 comes after every new file).
+        assert!(errors >= bytes.len() - 13, "{errors} of {}", bytes.len());
         // A cut inside the last new-file field is always an error.
         assert!(VersionEdit::decode(&bytes[..bytes.len() - 1]).is_err());
     }

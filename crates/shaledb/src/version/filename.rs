@@ -13,6 +13,8 @@ pub(crate) enum FileKind {
     Log,
     /// A table.
     Table,
+    /// A blob file (values stored apart from the tables).
+    Blob,
     /// A MANIFEST.
     Manifest,
     /// The CURRENT pointer.
@@ -31,6 +33,11 @@ pub(crate) fn log_file(dir: &Path, number: u64) -> PathBuf {
 /// Path of table `number`.
 pub(crate) fn table_file(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.sst"))
+}
+
+/// Path of blob file `number`.
+pub(crate) fn blob_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.blob"))
 }
 
 /// Path of MANIFEST `number`.
@@ -73,6 +80,7 @@ pub(crate) fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
     let kind = match ext {
         "log" => FileKind::Log,
         "sst" => FileKind::Table,
+        "blob" => FileKind::Blob,
         "dbtmp" => FileKind::Temp,
         _ => return None,
     };

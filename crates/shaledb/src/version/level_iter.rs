@@ -260,6 +260,8 @@ mod tests {
             bottommost: false,
             max_file_size: 2048,
             flush: false,
+            cf_id: 0,
+            blob_gc: None,
         };
         let mut number = 10;
         let files = write_tables(
@@ -273,7 +275,8 @@ mod tests {
             },
             &AtomicBool::new(false),
         )
-        .expect("write tables");
+        .expect("write tables")
+        .tables;
         assert!(files.len() > 5, "{} files", files.len());
         let mut version = Version::empty(3);
         version.files[1] = files.into_iter().map(Arc::new).collect();

@@ -1,6 +1,6 @@
 //! Who decides that a file is obsolete, and the queue that carries it to deletion.
 //!
-//! Table files: each [`Version`](super::Version) holds a [`TableHandle`] per file it lists,
+//! Table and blob files: each [`Version`](super::Version) holds a [`FileHandle`] per file it lists,
 //! shared (one `Arc`) by every version that lists the file. When the last version listing a
 //! file is dropped (by the version set, a reader, an iterator or a compaction, on whatever
 //! thread that happens) the handle's `Drop` pushes the file onto the [`DeletionQueue`].
@@ -30,6 +30,7 @@ impl ObsoleteFile {
     pub(crate) fn path(&self, dir: &Path) -> Option<PathBuf> {
         match self.kind {
             FileKind::Table => Some(filename::table_file(dir, self.number)),
+            FileKind::Blob => Some(filename::blob_file(dir, self.number)),
             FileKind::Log => Some(filename::log_file(dir, self.number)),
             FileKind::Manifest => Some(filename::manifest_file(dir, self.number)),
             FileKind::Temp => Some(filename::temp_file(dir, self.number)),
@@ -110,30 +111,35 @@ impl DeletionQueue {
     }
 }
 
-/// A table file's claim to exist: one per file, shared by every version listing it. Its drop
-/// queues the file for deletion.
+/// A table or blob file's claim to exist: one per file, shared by every version listing it.
+/// Its drop queues the file for deletion.
 #[derive(Debug)]
-pub(crate) struct TableHandle {
+pub(crate) struct FileHandle {
+    kind: FileKind,
     number: u64,
     queue: Arc<DeletionQueue>,
 }
 
-impl TableHandle {
-    /// A handle for table `number` that queues it on `queue` when dropped.
-    pub(crate) fn new(number: u64, queue: Arc<DeletionQueue>) -> Arc<Self> {
-        Arc::new(TableHandle { number, queue })
+impl FileHandle {
+    /// A handle for file `number` of `kind` that queues it on `queue` when dropped.
+    pub(crate) fn new(kind: FileKind, number: u64, queue: Arc<DeletionQueue>) -> Arc<Self> {
+        Arc::new(FileHandle {
+            kind,
+            number,
+            queue,
+        })
     }
 
-    /// The table's file number.
+    /// The file's number.
     pub(crate) fn number(&self) -> u64 {
         self.number
     }
 }
 
-impl Drop for TableHandle {
+impl Drop for FileHandle {
     fn drop(&mut self) {
         self.queue.push(ObsoleteFile {
-            kind: FileKind::Table,
+            kind: self.kind,
             number: self.number,
         });
     }
@@ -153,7 +159,7 @@ mod tests {
     #[test]
     fn the_last_handle_dropped_queues_the_table_once() {
         let q = Arc::new(DeletionQueue::default());
-        let h = TableHandle::new(7, q.clone());
+        let h = FileHandle::new(FileKind::Table, 7, q.clone());
         let h2 = h.clone();
         drop(h);
         assert!(q.take().is_empty());

@@ -11,10 +11,10 @@ mod level_iter;
 pub(crate) mod lifecycle;
 pub(crate) mod set;
 
-pub(crate) use edit::FileMetaData;
 pub use edit::VersionEdit;
+pub(crate) use edit::{BlobFileAddition, BlobGarbage, FileMetaData};
 pub(crate) use level_iter::LevelIterator;
-pub(crate) use lifecycle::{DeletionQueue, ObsoleteFile, TableHandle};
+pub(crate) use lifecycle::{DeletionQueue, FileHandle, ObsoleteFile};
 pub(crate) use set::VersionSet;
 
 use crate::cache::TableCache;
@@ -61,12 +61,49 @@ pub(crate) struct Version {
     /// One handle per listed file, ordered by file number, shared with every other version
     /// listing the file: while any version lists a file, it is not deleted (see lifecycle.rs).
     /// Empty for versions that do not own their files (tests, a version being built).
-    pub(crate) handles: Vec<Arc<TableHandle>>,
+    pub(crate) handles: Vec<Arc<FileHandle>>,
     /// Compaction scores and the pending-compaction estimate, computed once when the version
     /// set builds the version (LevelDB's `Finalize`) with the database's options, so pickers
     /// and write-stall checks do not re-sum file sizes. `None` for versions built elsewhere
     /// (tests); the picker then computes them.
     pub(crate) scores: Option<VersionScores>,
+    /// The blob files some listed table references, ascending by number (see
+    /// `set::apply_edit`: a blob file no table references leaves the version).
+    pub blob_files: Vec<BlobFile>,
+}
+
+/// A blob file as a version lists it: what its addition recorded, the garbage recorded since,
+/// and the file's reader once a read opened it (shared by every version listing the file).
+#[derive(Debug, Clone)]
+pub(crate) struct BlobFile {
+    pub meta: Arc<BlobFileMetaData>,
+    /// Records no live table references any more, and their bytes.
+    pub garbage_count: u64,
+    pub garbage_bytes: u64,
+}
+
+/// A blob file's immutable description and its lazily opened reader.
+pub(crate) struct BlobFileMetaData {
+    pub addition: BlobFileAddition,
+    reader: std::sync::OnceLock<Arc<crate::blob::BlobFileReader>>,
+}
+
+impl std::fmt::Debug for BlobFileMetaData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlobFileMetaData")
+            .field("addition", &self.addition)
+            .field("open", &self.reader.get().is_some())
+            .finish()
+    }
+}
+
+impl BlobFileMetaData {
+    pub(crate) fn new(addition: BlobFileAddition) -> Self {
+        BlobFileMetaData {
+            addition,
+            reader: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 /// A version's compaction needs (see `compaction::picker::score_version`).
@@ -88,7 +125,52 @@ impl Version {
             files: vec![Vec::new(); num_levels],
             handles: Vec::new(),
             scores: None,
+            blob_files: Vec::new(),
         }
+    }
+
+    /// The blob file numbered `number`, if the version lists it.
+    pub(crate) fn blob_file(&self, number: u64) -> Option<&BlobFile> {
+        self.blob_files
+            .binary_search_by_key(&number, |b| b.meta.addition.number)
+            .ok()
+            .map(|i| &self.blob_files[i])
+    }
+
+    /// Reads the value `r` references, stored under `user_key`, from a blob file this version
+    /// lists (opened on first use, in `dir` through `fs`). A reference to a file the version
+    /// does not list is corruption.
+    pub(crate) fn read_blob(
+        &self,
+        fs: &Arc<dyn crate::fs::FileSystem>,
+        dir: &std::path::Path,
+        user_key: &[u8],
+        r: &crate::blob::BlobRef,
+        verify_checksums: bool,
+    ) -> Result<Vec<u8>> {
+        let path = filename::blob_file(dir, r.file_number);
+        let Some(b) = self.blob_file(r.file_number) else {
+            return Err(crate::error::Error::corruption(
+                path,
+                r.offset,
+                "a table references a blob file the version does not list",
+            ));
+        };
+        let reader = match b.meta.reader.get() {
+            Some(reader) => reader,
+            None => {
+                let file = fs.open_random_access(&path).map_err(|e| {
+                    crate::error::Error::io(format!("opening {}", path.display()), e)
+                })?;
+                let a = &b.meta.addition;
+                let opened = crate::blob::BlobFileReader::open(file, path, a.number, a.file_size)?;
+                let _ = b.meta.reader.set(Arc::new(opened));
+                b.meta.reader.get().ok_or_else(|| {
+                    crate::error::Error::InvalidArgument("blob reader vanished".into())
+                })?
+            }
+        };
+        reader.read(user_key, r, verify_checksums)
     }
 
     /// Number of levels.
@@ -729,6 +811,7 @@ mod tests {
             num_entries: n as u64,
             num_deletions: 0,
             num_range_deletions: 0,
+            blob_files: Vec::new(),
             open_table: Default::default(),
         }
     }
@@ -904,6 +987,7 @@ mod tests {
             num_entries: 1,
             num_deletions: 0,
             num_range_deletions: 0,
+            blob_files: Vec::new(),
             open_table: Default::default(),
         };
         let mut edit = crate::version::VersionEdit::default();

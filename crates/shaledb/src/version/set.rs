@@ -10,8 +10,9 @@
 
 use super::edit::{FileMetaData, VersionEdit, MAX_LEVELS};
 use super::filename;
-use super::lifecycle::{DeletionQueue, ObsoleteFile, TableHandle};
-use super::Version;
+use super::filename::FileKind;
+use super::lifecycle::{DeletionQueue, FileHandle, ObsoleteFile};
+use super::{BlobFile, BlobFileMetaData, Version};
 use crate::compaction::picker::{score_version, ScoreTargets};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -99,6 +100,7 @@ pub(crate) struct VersionSet {
 struct ReplayFamily {
     name: String,
     levels: Vec<Vec<Arc<FileMetaData>>>,
+    blob_files: Vec<BlobFile>,
     log_number: u64,
     compact_pointers: Vec<Vec<u8>>,
     merge_operator: Option<String>,
@@ -110,6 +112,7 @@ impl ReplayFamily {
         ReplayFamily {
             name,
             levels: vec![Vec::new(); MAX_LEVELS],
+            blob_files: Vec::new(),
             log_number: 0,
             compact_pointers: vec![Vec::new(); MAX_LEVELS],
             merge_operator: None,
@@ -207,7 +210,7 @@ impl Replayed {
             .families
             .get_mut(&id)
             .ok_or_else(|| format!("edit changes column family {id}, which does not exist"))?;
-        apply_edit(&mut f.levels, edit, MAX_LEVELS)?;
+        apply_edit(&mut f.levels, &mut f.blob_files, edit, MAX_LEVELS)?;
         if let Some(n) = edit.log_number {
             f.log_number = n;
             self.saw_log_number = true;
@@ -504,22 +507,31 @@ impl VersionSet {
             return Ok(None);
         }
         let earlier = earlier.iter().rev().find(|(i, _)| *i == id);
-        let (levels, num_levels) = if edit.column_family_add.is_some() {
+        let (mut levels, mut blob_files, num_levels) = if edit.column_family_add.is_some() {
             let config = self.pending_configs.get(&id).ok_or_else(|| {
                 Error::InvalidArgument(format!("column family {id} has no configuration"))
             })?;
-            (vec![Vec::new(); config.num_levels], config.num_levels)
+            (
+                vec![Vec::new(); config.num_levels],
+                Vec::new(),
+                config.num_levels,
+            )
         } else if let Some((_, Some(v))) = earlier {
-            (v.files.clone(), v.num_levels())
+            (v.files.clone(), v.blob_files.clone(), v.num_levels())
         } else {
             let f = self.families.get(&id).ok_or_else(|| {
                 Error::InvalidArgument(format!("column family {id} does not exist"))
             })?;
-            (f.current.files.clone(), f.config.num_levels)
+            (
+                f.current.files.clone(),
+                f.current.blob_files.clone(),
+                f.config.num_levels,
+            )
         };
-        let mut levels = levels;
-        apply_edit(&mut levels, edit, num_levels).map_err(Error::InvalidArgument)?;
-        let version = build_version(levels);
+        apply_edit(&mut levels, &mut blob_files, edit, num_levels)
+            .map_err(Error::InvalidArgument)?;
+        let mut version = build_version(levels);
+        version.blob_files = blob_files;
         check_levels_disjoint(&version).map_err(Error::InvalidArgument)?;
         Ok(Some(version))
     }
@@ -659,14 +671,25 @@ impl VersionSet {
                 }
             }
             s.compact_pointers = pointers;
-            let files = match (version, live) {
-                (Some((_, Some(v))), _) => &v.files,
-                (_, Some(f)) => &f.current.files,
+            let v = match (version, live) {
+                (Some((_, Some(v))), _) => v,
+                (_, Some(f)) => &*f.current,
                 _ => continue,
             };
-            for (level, files) in files.iter().enumerate() {
+            for (level, files) in v.files.iter().enumerate() {
                 for f in files {
                     s.add_file(level, (**f).clone());
+                }
+            }
+            // The blob files with their garbage so far, so the snapshot rebuilds the same list.
+            for b in &v.blob_files {
+                s.blob_files_added.push(b.meta.addition);
+                if b.garbage_count > 0 || b.garbage_bytes > 0 {
+                    s.blob_garbage.push(super::BlobGarbage {
+                        number: b.meta.addition.number,
+                        count: b.garbage_count,
+                        bytes: b.garbage_bytes,
+                    });
                 }
             }
             out.push(s);
@@ -678,7 +701,10 @@ impl VersionSet {
     pub(crate) fn live_files(&self) -> HashSet<u64> {
         self.families
             .values()
-            .flat_map(|f| f.current.files.iter().flatten().map(|f| f.number))
+            .flat_map(|f| {
+                let tables = f.current.files.iter().flatten().map(|f| f.number);
+                tables.chain(f.current.blob_files.iter().map(|b| b.meta.addition.number))
+            })
             .collect()
     }
 }
@@ -730,6 +756,7 @@ fn finish_replayed_family(
     f.levels.truncate(n);
     f.compact_pointers.truncate(n);
     let mut version = build_version(f.levels);
+    version.blob_files = f.blob_files;
     version.scores = Some(score_version(&version, &config.score_targets));
     version.handles = own_files(&version, None, obsolete);
     Ok(FamilyVersions {
@@ -819,8 +846,75 @@ fn add_records(w: &mut LogWriter, records: &[Vec<u8>]) -> std::io::Result<()> {
     records.iter().try_for_each(|r| w.add_record(r))
 }
 
-/// Applies an edit's deletions and additions to per-level file lists.
+/// Applies an edit's deletions and additions to per-level file lists and the blob files:
+/// added ones join, garbage is counted, and blob files no table references any more leave.
 fn apply_edit(
+    levels: &mut [Vec<Arc<FileMetaData>>],
+    blob_files: &mut Vec<BlobFile>,
+    edit: &VersionEdit,
+    num_levels: usize,
+) -> std::result::Result<(), String> {
+    apply_table_changes(levels, edit, num_levels)?;
+    apply_blob_changes(levels, blob_files, edit)
+}
+
+/// The blob-file part of [`apply_edit`].
+fn apply_blob_changes(
+    levels: &[Vec<Arc<FileMetaData>>],
+    blob_files: &mut Vec<BlobFile>,
+    edit: &VersionEdit,
+) -> std::result::Result<(), String> {
+    for a in &edit.blob_files_added {
+        if blob_files
+            .iter()
+            .any(|b| b.meta.addition.number == a.number)
+        {
+            return Err(format!("edit adds blob file {} twice", a.number));
+        }
+        blob_files.push(BlobFile {
+            meta: Arc::new(BlobFileMetaData::new(*a)),
+            garbage_count: 0,
+            garbage_bytes: 0,
+        });
+    }
+    blob_files.sort_by_key(|b| b.meta.addition.number);
+    for g in &edit.blob_garbage {
+        let b = blob_files
+            .iter_mut()
+            .find(|b| b.meta.addition.number == g.number)
+            .ok_or_else(|| format!("edit adds garbage to blob file {}, not live", g.number))?;
+        b.garbage_count = b.garbage_count.saturating_add(g.count);
+        b.garbage_bytes = b.garbage_bytes.saturating_add(g.bytes);
+        let a = &b.meta.addition;
+        if b.garbage_count > a.blob_count || b.garbage_bytes > a.blob_bytes {
+            return Err(format!(
+                "blob file {} has more garbage than blobs",
+                g.number
+            ));
+        }
+    }
+    let mut referenced: Vec<u64> = levels
+        .iter()
+        .flatten()
+        .flat_map(|f| f.blob_files.iter().copied())
+        .collect();
+    referenced.sort_unstable();
+    referenced.dedup();
+    if let Some(n) = referenced.iter().find(|&&n| {
+        blob_files
+            .binary_search_by_key(&n, |b| b.meta.addition.number)
+            .is_err()
+    }) {
+        return Err(format!(
+            "a table references blob file {n}, which is not live"
+        ));
+    }
+    blob_files.retain(|b| referenced.binary_search(&b.meta.addition.number).is_ok());
+    Ok(())
+}
+
+/// The table part of [`apply_edit`].
+fn apply_table_changes(
     levels: &mut [Vec<Arc<FileMetaData>>],
     edit: &VersionEdit,
     num_levels: usize,
@@ -846,23 +940,32 @@ fn apply_edit(
     Ok(())
 }
 
-/// Handles for every file `version` lists: the previous version's where it had one (the same
-/// file, maybe moved to another level), a new one otherwise.
+/// Handles for every file `version` lists (tables and blob files): the previous version's
+/// where it had one (the same file, maybe moved to another level), a new one otherwise.
 fn own_files(
     version: &Version,
     previous: Option<&Version>,
     queue: &Arc<DeletionQueue>,
-) -> Vec<Arc<TableHandle>> {
-    let mut numbers: Vec<u64> = version.files.iter().flatten().map(|f| f.number).collect();
-    numbers.sort_unstable();
-    numbers.dedup();
+) -> Vec<Arc<FileHandle>> {
+    let tables = version
+        .files
+        .iter()
+        .flatten()
+        .map(|f| (f.number, FileKind::Table));
+    let blobs = version
+        .blob_files
+        .iter()
+        .map(|b| (b.meta.addition.number, FileKind::Blob));
+    let mut numbers: Vec<(u64, FileKind)> = tables.chain(blobs).collect();
+    numbers.sort_unstable_by_key(|&(n, _)| n);
+    numbers.dedup_by_key(|&mut (n, _)| n);
     let previous = previous.map_or(&[][..], |v| v.handles.as_slice());
     numbers
         .into_iter()
         .map(
-            |n| match previous.binary_search_by_key(&n, |h| h.number()) {
+            |(n, kind)| match previous.binary_search_by_key(&n, |h| h.number()) {
                 Ok(i) => previous[i].clone(),
-                Err(_) => TableHandle::new(n, queue.clone()),
+                Err(_) => FileHandle::new(kind, n, queue.clone()),
             },
         )
         .collect()
@@ -908,6 +1011,7 @@ fn build_version(mut levels: Vec<Vec<Arc<FileMetaData>>>) -> Version {
         files: levels,
         handles: Vec::new(),
         scores: None,
+        blob_files: Vec::new(),
     }
 }
 
@@ -942,9 +1046,12 @@ pub(crate) fn apply_for_tests(
     edit: &VersionEdit,
 ) -> std::result::Result<Version, String> {
     let mut levels = base.files.clone();
+    let mut blob_files = base.blob_files.clone();
     let num_levels = levels.len();
-    apply_edit(&mut levels, edit, num_levels)?;
-    Ok(build_version(levels))
+    apply_edit(&mut levels, &mut blob_files, edit, num_levels)?;
+    let mut v = build_version(levels);
+    v.blob_files = blob_files;
+    Ok(v)
 }
 
 #[cfg(test)]
@@ -963,6 +1070,7 @@ mod apply_tests {
             num_entries: 1,
             num_deletions: 0,
             num_range_deletions: 0,
+            blob_files: Vec::new(),
             open_table: Default::default(),
         }
     }
@@ -979,6 +1087,83 @@ mod apply_tests {
             })
             .collect::<Vec<_>>()
             .join(" | ")
+    }
+
+    fn blob_addition(number: u64) -> crate::version::BlobFileAddition {
+        crate::version::BlobFileAddition {
+            number,
+            blob_count: 10,
+            blob_bytes: 1000,
+            file_size: 1100,
+        }
+    }
+
+    fn blob_numbers(v: &Version) -> Vec<(u64, u64, u64)> {
+        v.blob_files
+            .iter()
+            .map(|b| (b.meta.addition.number, b.garbage_count, b.garbage_bytes))
+            .collect()
+    }
+
+    #[test]
+    fn blob_files_live_while_a_table_references_them() {
+        // A flush: table 5 references blob files 3 and 4.
+        let mut e = VersionEdit::default();
+        let mut t = file(5, "a", "m", 10);
+        t.blob_files = vec![3, 4];
+        e.add_file(0, t);
+        e.blob_files_added = vec![blob_addition(4), blob_addition(3)];
+        let v = apply_for_tests(&Version::empty(3), &e).expect("apply");
+        assert_eq!(blob_numbers(&v), vec![(3, 0, 0), (4, 0, 0)]);
+        // A compaction rewrites 5 into 6, which still references 4 (3's blobs were dropped).
+        let mut e = VersionEdit::default();
+        e.delete_file(0, 5);
+        let mut t = file(6, "a", "m", 10);
+        t.blob_files = vec![4];
+        e.add_file(1, t);
+        e.blob_garbage = vec![
+            crate::version::BlobGarbage {
+                number: 3,
+                count: 10,
+                bytes: 1000,
+            },
+            crate::version::BlobGarbage {
+                number: 4,
+                count: 2,
+                bytes: 150,
+            },
+        ];
+        let v = apply_for_tests(&v, &e).expect("apply");
+        assert_eq!(blob_numbers(&v), vec![(4, 2, 150)]);
+        // The last table referencing 4 goes: so does 4.
+        let mut e = VersionEdit::default();
+        e.delete_file(1, 6);
+        let v2 = apply_for_tests(&v, &e).expect("apply");
+        assert!(v2.blob_files.is_empty());
+        // Refused: a table naming an unlisted blob file, garbage beyond a file's blobs, a
+        // blob file added twice.
+        let mut e = VersionEdit::default();
+        let mut t = file(7, "n", "p", 11);
+        t.blob_files = vec![99];
+        e.add_file(0, t);
+        let err = apply_for_tests(&v, &e).expect_err("unknown blob file");
+        assert!(err.contains("blob file 99, which is not live"), "{err}");
+        let e = VersionEdit {
+            blob_garbage: vec![crate::version::BlobGarbage {
+                number: 4,
+                count: 9,
+                bytes: 1,
+            }],
+            ..Default::default()
+        };
+        let err = apply_for_tests(&v, &e).expect_err("too much garbage");
+        assert!(err.contains("more garbage than blobs"), "{err}");
+        let e = VersionEdit {
+            blob_files_added: vec![blob_addition(4)],
+            ..Default::default()
+        };
+        let err = apply_for_tests(&v, &e).expect_err("added twice");
+        assert!(err.contains("adds blob file 4 twice"), "{err}");
     }
 
     #[test]
@@ -1050,6 +1235,7 @@ mod tests {
             num_entries: 1,
             num_deletions: 0,
             num_range_deletions: 0,
+            blob_files: Vec::new(),
             open_table: Default::default(),
         }
     }

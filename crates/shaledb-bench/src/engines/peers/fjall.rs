@@ -1,14 +1,14 @@
 //! fjall 3.x (crates.io), the pure-Rust LSM: one database with one keyspace, `bench`.
 
 use super::prepare_dir;
-use crate::engine::{BatchOp, CommonOptions, Engine, EngineIterator, EngineResult};
+use crate::engine::{BatchOp, BlobOptions, CommonOptions, Engine, EngineIterator, EngineResult};
 use fjall::compaction::Leveled;
 use fjall::config::{
     BlockSizePolicy, BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry,
 };
 use fjall::{
-    CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable, Slice,
-    Snapshot,
+    CompressionType, Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, PersistMode,
+    Readable, Slice, Snapshot,
 };
 use std::ops::Bound;
 use std::path::Path;
@@ -29,17 +29,51 @@ pub struct FjallEngine {
     sync: bool,
 }
 
+/// fjall's codec of that name; `what` names the option in the error.
+fn codec(name: &str, what: &str) -> EngineResult<CompressionType> {
+    match name {
+        "none" => Ok(CompressionType::None),
+        "lz4" => Ok(CompressionType::Lz4),
+        other => Err(format!(
+            "fjall: {what} {other:?} is not available (fjall 3 has lz4 and none)"
+        )),
+    }
+}
+
+/// db_bench's blob flags onto fjall's key-value separation (its blob files); `None` without
+/// `--enable_blob_files`.
+fn kv_separation(b: &BlobOptions) -> EngineResult<Option<KvSeparationOptions>> {
+    if !b.enabled {
+        return Ok(None);
+    }
+    if b.gc && b.gc_force_threshold < 1.0 {
+        return Err(
+            "fjall: --blob_garbage_collection_force_threshold below 1: fjall has no forced blob \
+             garbage collection"
+                .into(),
+        );
+    }
+    // fjall collects blob garbage in its compactions, always: of the blob files an input table
+    // references, the oldest `age_cutoff` fraction with at least `staleness_threshold` garbage
+    // is rewritten. Without --enable_blob_garbage_collection (db_bench's default) the cutoff is
+    // 0, so that, as in RocksDB and ShaleDB, only blob files left wholly garbage go away. With
+    // it, RocksDB's cutoff and no staleness bar: RocksDB relocates the oldest files' blobs
+    // whatever their garbage.
+    let age_cutoff = if b.gc { b.gc_age_cutoff as f32 } else { 0.0 };
+    Ok(Some(
+        KvSeparationOptions::default()
+            .compression(codec(&b.compression, "blob compression type")?)
+            // fjall's values are at most u32::MAX bytes: a larger threshold separates none.
+            .separation_threshold(u32::try_from(b.min_size).unwrap_or(u32::MAX))
+            .file_target_size(b.file_size)
+            .age_cutoff(age_cutoff)
+            .staleness_threshold(0.0),
+    ))
+}
+
 /// The keyspace options for the common options.
 fn keyspace_options(c: &CommonOptions) -> EngineResult<KeyspaceCreateOptions> {
-    let codec = match c.compression.as_str() {
-        "none" => CompressionType::None,
-        "lz4" => CompressionType::Lz4,
-        other => {
-            return Err(format!(
-                "fjall: compression type {other:?} is not available (fjall 3 has lz4 and none)"
-            ))
-        }
-    };
+    let codec = codec(&c.compression, "compression type")?;
     let filter = if c.bloom_bits > 0 {
         FilterPolicy::all(FilterPolicyEntry::Bloom(
             BloomConstructionPolicy::BitsPerKey(c.bloom_bits as f32),
@@ -58,7 +92,8 @@ fn keyspace_options(c: &CommonOptions) -> EngineResult<KeyspaceCreateOptions> {
         .data_block_size_policy(BlockSizePolicy::all(block))
         .filter_policy(filter)
         .data_block_compression_policy(CompressionPolicy::all(codec))
-        .compaction_strategy(Arc::new(strategy)))
+        .compaction_strategy(Arc::new(strategy))
+        .with_kv_separation(kv_separation(&c.blob)?))
 }
 
 impl FjallEngine {

@@ -198,6 +198,12 @@ impl LevelEngine {
         if c.level_compaction_dynamic_level_bytes {
             return Err("leveldb: LevelDB has no dynamic level sizes".into());
         }
+        if c.blob.enabled {
+            return Err(
+                "leveldb: LevelDB has no blob files (key-value separation; --enable_blob_files)"
+                    .into(),
+            );
+        }
         prepare_dir(NAME, path, c)?;
         let cpath = c_path(NAME, path)?;
         let o = Options::new(c, compression);

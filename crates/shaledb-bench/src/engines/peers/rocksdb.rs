@@ -2,7 +2,7 @@
 
 use super::capi::{shared_c_api, CApi, CDb, Handle, ReadOptions, WriteOptions};
 use super::{c_path, clamp_int, clamp_size, prepare_dir, take_err};
-use crate::engine::{BatchOp, CommonOptions, Engine, EngineIterator, EngineResult};
+use crate::engine::{BatchOp, BlobOptions, CommonOptions, Engine, EngineIterator, EngineResult};
 use std::ffi::{c_char, c_int, c_uchar};
 use std::path::Path;
 use std::time::Duration;
@@ -125,6 +125,13 @@ mod ffi {
             o: *mut rocksdb_options_t,
             v: c_uchar,
         );
+        pub fn rocksdb_options_set_enable_blob_files(o: *mut rocksdb_options_t, v: c_uchar);
+        pub fn rocksdb_options_set_min_blob_size(o: *mut rocksdb_options_t, v: u64);
+        pub fn rocksdb_options_set_blob_file_size(o: *mut rocksdb_options_t, v: u64);
+        pub fn rocksdb_options_set_blob_compression_type(o: *mut rocksdb_options_t, v: c_int);
+        pub fn rocksdb_options_set_enable_blob_gc(o: *mut rocksdb_options_t, v: c_uchar);
+        pub fn rocksdb_options_set_blob_gc_age_cutoff(o: *mut rocksdb_options_t, v: c_double);
+        pub fn rocksdb_options_set_blob_gc_force_threshold(o: *mut rocksdb_options_t, v: c_double);
         pub fn rocksdb_options_set_block_based_table_factory(
             o: *mut rocksdb_options_t,
             t: *mut rocksdb_block_based_table_options_t,
@@ -249,6 +256,28 @@ fn codec(name: &str) -> EngineResult<c_int> {
     })
 }
 
+/// db_bench's blob flags onto RocksDB's integrated BlobDB options, one to one.
+fn set_blob_options(options: &Handle<ffi::rocksdb_options_t>, b: &BlobOptions) -> EngineResult<()> {
+    let compression = codec(&b.compression).map_err(|_| {
+        format!(
+            "rocksdb: unsupported blob compression type {:?}",
+            b.compression
+        )
+    })?;
+    let o = options.ptr();
+    // SAFETY: setters of plain fields on a live options object the Handle owns.
+    unsafe {
+        ffi::rocksdb_options_set_enable_blob_files(o, c_uchar::from(b.enabled));
+        ffi::rocksdb_options_set_min_blob_size(o, b.min_size);
+        ffi::rocksdb_options_set_blob_file_size(o, b.file_size);
+        ffi::rocksdb_options_set_blob_compression_type(o, compression);
+        ffi::rocksdb_options_set_enable_blob_gc(o, c_uchar::from(b.gc));
+        ffi::rocksdb_options_set_blob_gc_age_cutoff(o, b.gc_age_cutoff);
+        ffi::rocksdb_options_set_blob_gc_force_threshold(o, b.gc_force_threshold);
+    }
+    Ok(())
+}
+
 shared_c_api!(
     /// `rocksdb/c.h`'s functions for the shapes it shares with LevelDB's C API.
     RocksApi,
@@ -368,6 +397,7 @@ fn db_options(
             o,
             c_uchar::from(c.memtable_whole_key_filtering),
         );
+        set_blob_options(&options, &c.blob)?;
 
         let t = ffi::rocksdb_block_based_options_create();
         ffi::rocksdb_block_based_options_set_block_size(t, clamp_size(c.block_size.max(1)));

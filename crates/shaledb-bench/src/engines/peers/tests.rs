@@ -2,7 +2,7 @@
 //! Run with `cargo test -p shaledb-bench --features peers peers`.
 
 use super::open;
-use crate::engine::{BatchOp, CommonOptions, Engine};
+use crate::engine::{BatchOp, BlobOptions, CommonOptions, Engine};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -160,10 +160,15 @@ fn check_gets(name: &str, db: &dyn Engine, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
 }
 
 fn round_trip(name: &str, compression: &str) {
+    round_trip_with(name, small_opts(compression));
+}
+
+/// Puts, overwrites, deletes and batches checked against a model before and after a flush
+/// and a full compaction, then after a reopen.
+fn round_trip_with(name: &str, opts: CommonOptions) {
     let dir = TempDir::new(name);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut model = BTreeMap::new();
-    let opts = small_opts(compression);
     {
         let db = open(name, dir.path(), &opts).unwrap_or_else(|e| panic!("{name}: open {e}"));
         assert_eq!(db.name(), name);
@@ -553,5 +558,181 @@ fn peers_two_level_index_on_rocksdb_or_a_clear_error() {
             e.starts_with(&format!("{name}: ")) && e.contains("--index_type=2"),
             "{name}: {e:?}"
         );
+    }
+}
+
+/// Every file under `dir`, in subdirectories too.
+fn all_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+        if path.is_dir() {
+            out.extend(all_files(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// RocksDB's blob files under `dir` (`NNNNNN.blob`).
+fn rocksdb_blob_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v = all_files(dir);
+    v.retain(|p| p.extension().is_some_and(|x| x == "blob"));
+    v
+}
+
+/// fjall's blob files under `dir` (the files of a keyspace's `blobs` directory).
+fn fjall_blob_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v = all_files(dir);
+    v.retain(|p| {
+        p.parent()
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == "blobs")
+    });
+    v
+}
+
+/// Blob files on (values from 100 bytes; the round trip's values are 1-300 bytes, so some
+/// stay inline), with small blob files.
+fn blob_opts(compression: &str) -> CommonOptions {
+    CommonOptions {
+        blob: BlobOptions {
+            enabled: true,
+            min_size: 100,
+            file_size: 256 << 10,
+            compression: compression.into(),
+            ..BlobOptions::default()
+        },
+        ..small_opts("none")
+    }
+}
+
+#[test]
+fn peers_rocksdb_and_fjall_round_trip_with_blob_files() {
+    round_trip_with("rocksdb", blob_opts("lz4"));
+    round_trip_with("fjall", blob_opts("lz4"));
+    let gc = CommonOptions {
+        blob: BlobOptions {
+            gc: true,
+            gc_age_cutoff: 0.5,
+            ..blob_opts("none").blob
+        },
+        ..blob_opts("none")
+    };
+    round_trip_with("rocksdb", gc.clone());
+    round_trip_with("fjall", gc);
+}
+
+/// db_bench's blob flags reach RocksDB one to one (as its OPTIONS file records), and values of
+/// at least min_blob_size land in blob files.
+#[test]
+fn peers_blob_flags_map_to_rocksdb_options() {
+    let dir = TempDir::new("rocksdb-blobs");
+    let o = CommonOptions {
+        blob: BlobOptions {
+            gc: true,
+            gc_age_cutoff: 0.5,
+            gc_force_threshold: 0.75,
+            ..blob_opts("zstd").blob
+        },
+        ..blob_opts("zstd")
+    };
+    let db = open("rocksdb", dir.path(), &o).unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..KEYS {
+        db.put(&key(i), &[b'a' + (i % 26) as u8; 150])
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    db.flush().unwrap_or_else(|e| panic!("{e}"));
+    for i in (0..KEYS).step_by(7) {
+        let want = vec![b'a' + (i % 26) as u8; 150];
+        assert_eq!(get(db.as_ref(), "rocksdb", &key(i)), Some(want), "key {i}");
+    }
+    assert!(!rocksdb_blob_files(dir.path()).is_empty(), "no .blob file");
+    drop(db);
+    let options = rocksdb_options_file(dir.path());
+    for line in [
+        "enable_blob_files=true",
+        "min_blob_size=100",
+        "blob_file_size=262144",
+        "blob_compression_type=kZSTD",
+        "enable_blob_garbage_collection=true",
+        "blob_garbage_collection_age_cutoff=0.500000",
+        "blob_garbage_collection_force_threshold=0.750000",
+    ] {
+        assert!(
+            options.lines().any(|l| l.trim() == line),
+            "OPTIONS lacks {line}"
+        );
+    }
+    // db_bench's defaults: no blob files.
+    let dir = TempDir::new("rocksdb-no-blobs");
+    let db = open("rocksdb", dir.path(), &small_opts("none")).unwrap_or_else(|e| panic!("{e}"));
+    db.put(&key(1), &[b'x'; 150])
+        .unwrap_or_else(|e| panic!("{e}"));
+    db.flush().unwrap_or_else(|e| panic!("{e}"));
+    assert!(rocksdb_blob_files(dir.path()).is_empty());
+    drop(db);
+    let options = rocksdb_options_file(dir.path());
+    assert!(options
+        .lines()
+        .any(|l| l.trim() == "enable_blob_files=false"));
+}
+
+/// fjall separates values of at least min_blob_size into its blob files; what it cannot
+/// honour is an error, as LevelDB's and WiredTiger's refusal of blob files.
+#[test]
+fn peers_blob_files_on_fjall_or_a_clear_error() {
+    for (min_size, separated) in [(100, true), (1000, false)] {
+        let dir = TempDir::new("fjall-blobs");
+        let mut o = blob_opts("none");
+        o.blob.min_size = min_size;
+        let db = open("fjall", dir.path(), &o).unwrap_or_else(|e| panic!("{e}"));
+        for i in 0..KEYS {
+            db.put(&key(i), &[b'a' + (i % 26) as u8; 150])
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        db.flush().unwrap_or_else(|e| panic!("{e}"));
+        for i in (0..KEYS).step_by(7) {
+            let want = vec![b'a' + (i % 26) as u8; 150];
+            assert_eq!(get(db.as_ref(), "fjall", &key(i)), Some(want), "key {i}");
+        }
+        let blobs = fjall_blob_files(dir.path());
+        assert_eq!(!blobs.is_empty(), separated, "min {min_size}: {blobs:?}");
+    }
+    for (o, flag) in [
+        (blob_opts("snappy"), "blob compression type \"snappy\""),
+        (
+            CommonOptions {
+                blob: BlobOptions {
+                    gc: true,
+                    gc_force_threshold: 0.5,
+                    ..blob_opts("none").blob
+                },
+                ..blob_opts("none")
+            },
+            "--blob_garbage_collection_force_threshold",
+        ),
+    ] {
+        let dir = TempDir::new("fjall-blob-refused");
+        let e = open("fjall", dir.path(), &o).err().unwrap_or_default();
+        assert!(e.starts_with("fjall: ") && e.contains(flag), "{e:?}");
+    }
+    for name in ["leveldb", "wiredtiger"] {
+        let dir = TempDir::new(name);
+        let e = open(name, dir.path(), &blob_opts("none"))
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.starts_with(&format!("{name}: ")) && e.contains("--enable_blob_files"),
+            "{name}: {e:?}"
+        );
+        // The other blob flags do nothing without blob files, as in RocksDB.
+        let mut o = small_opts("none");
+        o.blob.min_size = 10;
+        o.blob.gc = true;
+        let db = open(name, dir.path(), &o).unwrap_or_else(|e| panic!("{name}: {e}"));
+        db.put(b"k", b"v").unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(get(db.as_ref(), name, b"k").as_deref(), Some(&b"v"[..]));
     }
 }

@@ -199,6 +199,13 @@ pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
                 .into(),
         );
     }
+    if c.blob.enabled {
+        return Err(
+            "wiredtiger: WiredTiger has no blob files (key-value separation; \
+             --enable_blob_files)"
+                .into(),
+        );
+    }
     if c.disable_wal && c.sync {
         return Err("wiredtiger: sync writes need the log; --sync=1 with --disable_wal=1".into());
     }

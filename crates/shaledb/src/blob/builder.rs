@@ -1,0 +1,217 @@
+//! Writing one blob file: the header at `create`, one record per `add`, the footer at
+//! `finish` (docs/format/blob.md).
+
+use super::format::{FileHeader, Footer, RecordHeader, FOOTER_LEN, HEADER_LEN};
+use super::{BlobFileMeta, BlobRef};
+use crate::compression::{CompressionType, Compressor};
+use crate::error::{Error, Result};
+use crate::fs::{FileSystem, WritableFile};
+use crate::version::filename;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A value at least this long is handed to the file in its own `append`, straight from the
+/// caller's (or the compressor's) buffer; shorter ones are copied after their header so a
+/// record is one `append`.
+const COPY_LIMIT: usize = 64 << 10;
+
+/// Writes the records of one blob file, then its footer.
+pub struct BlobFileBuilder {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    number: u64,
+    compressor: Compressor,
+    /// The compressor's output for the value being added.
+    compressed: Vec<u8>,
+    /// The record being added: header and key (and a short value).
+    record: Vec<u8>,
+    /// Bytes written so far: where the next record starts.
+    offset: u64,
+    blob_count: u64,
+    blob_bytes: u64,
+    /// An append failed: the file's tail is unknown, so nothing more may be written.
+    failed: bool,
+}
+
+impl BlobFileBuilder {
+    /// Creates blob file `number` in `dir` (for column family `cf_id`) and writes its header.
+    /// `compression_level`: the codec's level (`None`: its default).
+    pub fn create(
+        fs: &Arc<dyn FileSystem>,
+        dir: &Path,
+        number: u64,
+        cf_id: u32,
+        compression: CompressionType,
+        compression_level: Option<i32>,
+    ) -> Result<BlobFileBuilder> {
+        let path = filename::blob_file(dir, number);
+        let file = fs
+            .create(&path)
+            .map_err(|e| Error::io(format!("creating blob file {}", path.display()), e))?;
+        let mut b = BlobFileBuilder {
+            file,
+            path,
+            number,
+            compressor: Compressor::new(compression, compression_level),
+            compressed: Vec::new(),
+            record: Vec::new(),
+            offset: 0,
+            blob_count: 0,
+            blob_bytes: 0,
+            failed: false,
+        };
+        let header = FileHeader {
+            file_number: number,
+            cf_id,
+            compression,
+        };
+        b.append(&header.encode())?;
+        Ok(b)
+    }
+
+    /// Appends `value` stored under `user_key`; returns the reference to it. The value is
+    /// compressed with the file's codec if that saves at least 12.5%, else stored raw.
+    pub fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<BlobRef> {
+        self.check_ok()?;
+        let too_long = |what: &str, n: usize| {
+            Error::InvalidArgument(format!(
+                "a blob file {what} of {n} bytes does not fit the 32-bit length of its record"
+            ))
+        };
+        let key_len = u32::try_from(user_key.len()).map_err(|_| too_long("key", user_key.len()))?;
+        let value_len = u32::try_from(value.len()).map_err(|_| too_long("value", value.len()))?;
+        let compression = self.compress(value);
+        let stored = match compression {
+            CompressionType::None => value,
+            _ => &self.compressed[..],
+        };
+        // No larger than the value (raw) or 7/8 of it (compressed), so it fits 32 bits.
+        let stored_len = stored.len() as u32;
+        let header = RecordHeader {
+            key_len,
+            stored_len,
+            value_len,
+            codec: compression as u8,
+        };
+        let offset = self.offset;
+        self.record.clear();
+        header.encode(offset, user_key, stored, &mut self.record);
+        self.record.extend_from_slice(user_key);
+        let inline = stored.len() < COPY_LIMIT;
+        if inline {
+            self.record.extend_from_slice(stored);
+        }
+        let record = std::mem::take(&mut self.record);
+        let written = self.append(&record).and_then(|()| match inline {
+            true => Ok(()),
+            false => self.append_stored(compression, value),
+        });
+        self.record = record;
+        written?;
+        self.blob_count += 1;
+        self.blob_bytes += header.record_len();
+        Ok(BlobRef {
+            file_number: self.number,
+            offset,
+            size: u64::from(stored_len),
+            compression,
+        })
+    }
+
+    /// The file's number.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Bytes written so far.
+    pub fn file_size(&self) -> u64 {
+        self.offset
+    }
+
+    /// Writes the footer and syncs the file (not its directory). The file is complete.
+    pub fn finish(mut self) -> Result<BlobFileMeta> {
+        self.check_ok()?;
+        let footer = Footer {
+            record_count: self.blob_count,
+            record_bytes: self.blob_bytes,
+        };
+        self.append(&footer.encode())?;
+        let path = &self.path;
+        self.file
+            .flush()
+            .map_err(|e| Error::io(format!("writing blob file {}", path.display()), e))?;
+        self.file
+            .sync()
+            .map_err(|e| Error::io(format!("syncing blob file {}", path.display()), e))?;
+        debug_assert_eq!(
+            self.offset,
+            (HEADER_LEN + FOOTER_LEN) as u64 + self.blob_bytes
+        );
+        Ok(BlobFileMeta {
+            number: self.number,
+            blob_count: self.blob_count,
+            blob_bytes: self.blob_bytes,
+            file_size: self.offset,
+        })
+    }
+
+    /// Compresses `value` into `self.compressed` and returns the codec to store it with:
+    /// the file's, if that saves at least 12.5% (as table blocks do), else `None` (raw).
+    fn compress(&mut self, value: &[u8]) -> CompressionType {
+        let kind = self.compressor.kind();
+        if kind == CompressionType::None || value.is_empty() {
+            return CompressionType::None;
+        }
+        if self.compressor.compress(value, &mut self.compressed)
+            && self.compressed.len() <= value.len() - value.len() / 8
+        {
+            return kind;
+        }
+        CompressionType::None
+    }
+
+    /// Appends a long stored value on its own (the raw `value` or the compressed copy).
+    fn append_stored(&mut self, compression: CompressionType, value: &[u8]) -> Result<()> {
+        let stored = std::mem::take(&mut self.compressed);
+        let r = match compression {
+            CompressionType::None => self.append(value),
+            _ => self.append(&stored),
+        };
+        self.compressed = stored;
+        r
+    }
+
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        if let Err(e) = self.file.append(data) {
+            self.failed = true;
+            return Err(Error::io(
+                format!("writing blob file {}", self.path.display()),
+                e,
+            ));
+        }
+        self.offset += data.len() as u64;
+        Ok(())
+    }
+
+    /// Refuses to write after a failed append (the file's tail is unknown).
+    fn check_ok(&self) -> Result<()> {
+        if self.failed {
+            return Err(Error::io(
+                format!("building blob file {}", self.path.display()),
+                std::io::Error::other("an earlier write to this blob file failed"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for BlobFileBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlobFileBuilder")
+            .field("path", &self.path)
+            .field("offset", &self.offset)
+            .field("blob_count", &self.blob_count)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,94 @@
+//! Blob files: values of at least `min_blob_size` bytes stored outside the tables (key-value
+//! separation, RocksDB's integrated BlobDB), so compactions move a small reference instead of
+//! rewriting the value. Format: docs/format/blob.md.
+//!
+//! - [`BlobRef`]: the reference a table holds (entry kind `ValueKind::BlobIndex`).
+//! - [`BlobFileBuilder`]: writes one blob file (flush and compaction outputs).
+//! - [`BlobFileReader`]: reads a referenced value, checking it belongs to the key.
+//!
+//! The types are `pub` only so that `crate::internals` can hand them to the test kit and the
+//! fuzz targets; the module itself is private to the crate.
+
+mod builder;
+mod format;
+mod reader;
+
+#[cfg(test)]
+mod tests;
+
+pub use builder::BlobFileBuilder;
+pub use reader::BlobFileReader;
+
+use crate::coding::{put_varint64, varint_length, Decoder};
+use crate::compression::CompressionType;
+
+/// Where a value lives in a blob file: what a table stores for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobRef {
+    /// The blob file's number.
+    pub file_number: u64,
+    /// File offset of the value's record (its header).
+    pub offset: u64,
+    /// Bytes of the value as stored (compressed if `compression` is not `None`).
+    pub size: u64,
+    /// The codec the value is stored with.
+    pub compression: CompressionType,
+}
+
+/// What a finished blob file holds, recorded in the MANIFEST.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobFileMeta {
+    /// The file's number.
+    pub number: u64,
+    /// Records in the file.
+    pub blob_count: u64,
+    /// Bytes of all records (headers, keys and stored values): the quantity garbage is
+    /// counted in.
+    pub blob_bytes: u64,
+    /// The file's length.
+    pub file_size: u64,
+}
+
+impl BlobRef {
+    /// Most bytes an encoded reference takes (three varint64s and the codec byte).
+    pub const MAX_ENCODED_LEN: usize = 31;
+
+    /// Appends the encoded reference to `out`: varint64 file number, varint64 offset, varint64
+    /// size, one codec byte (blob.md, "References").
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        put_varint64(out, self.file_number);
+        put_varint64(out, self.offset);
+        put_varint64(out, self.size);
+        out.push(self.compression as u8);
+    }
+
+    /// Decodes a reference that spans all of `bytes`; `None` if it does not decode (the
+    /// caller reports corruption with its file and offset). Varints must be in their shortest
+    /// form, so a reference has exactly one encoding.
+    pub fn decode(bytes: &[u8]) -> Option<BlobRef> {
+        let mut d = Decoder::new(bytes);
+        let mut canonical_varint = || {
+            let start = d.position();
+            let v = d.varint64()?;
+            (d.position() - start == varint_length(v)).then_some(v)
+        };
+        let file_number = canonical_varint()?;
+        let offset = canonical_varint()?;
+        let size = canonical_varint()?;
+        let compression = CompressionType::from_u8(d.u8()?)?;
+        d.is_empty().then_some(BlobRef {
+            file_number,
+            offset,
+            size,
+            compression,
+        })
+    }
+
+    /// Bytes the referenced record occupies in its file (header, key and stored value), for
+    /// garbage accounting; `user_key` is the key the reference is stored under.
+    pub fn record_bytes(&self, user_key: &[u8]) -> u64 {
+        (format::RECORD_HEADER_LEN as u64)
+            .saturating_add(user_key.len() as u64)
+            .saturating_add(self.size)
+    }
+}

@@ -1,0 +1,357 @@
+//! Blob files (`enable_blob_files`): large values stored apart from the tables and read back
+//! through every read path, merges and compaction filters over blob values, single deletes of
+//! blob puts, obsolete blob files deleted, and the options refused.
+
+use shaledb::merge_operators::StringAppend;
+use shaledb::{CompactionFilter, Db, Decision, Options, ReadOptions};
+use std::path::Path;
+use std::sync::Arc;
+
+fn blob_options() -> Options {
+    Options {
+        enable_blob_files: true,
+        min_blob_size: 100,
+        blob_file_size: 64 << 10,
+        write_buffer_size: 64 << 10,
+        ..Default::default()
+    }
+}
+
+fn big(i: u32, version: u32) -> Vec<u8> {
+    let mut v = format!("value-{i:04}-{version}-").into_bytes();
+    v.resize(300 + (i as usize % 7) * 50, b'a' + (i % 26) as u8);
+    v
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:04}").into_bytes()
+}
+
+fn blob_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".blob"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn scan(db: &Db, reverse: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db.iter(&ReadOptions::default());
+    let mut out = Vec::new();
+    if reverse {
+        it.seek_to_last();
+    } else {
+        it.seek_to_first();
+    }
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        if reverse {
+            it.prev();
+        } else {
+            it.next();
+        }
+    }
+    it.status().expect("scan");
+    if reverse {
+        out.reverse();
+    }
+    out
+}
+
+#[test]
+fn large_values_live_in_blob_files_and_read_back_everywhere() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), blob_options()).expect("open");
+    let mut want = Vec::new();
+    for i in 0..200 {
+        // Every fifth value is short and stays in the table.
+        let v = if i % 5 == 0 {
+            b"short".to_vec()
+        } else {
+            big(i, 0)
+        };
+        db.put(key(i), &v).expect("put");
+        want.push((key(i), v));
+    }
+    db.flush().expect("flush");
+    assert!(
+        !blob_files(dir.path()).is_empty(),
+        "the flush wrote no blob file"
+    );
+    for (k, v) in &want {
+        assert_eq!(db.get(k).expect("get").as_deref(), Some(&v[..]));
+    }
+    let keys: Vec<&[u8]> = want.iter().map(|(k, _)| k.as_slice()).collect();
+    for (r, (_, v)) in db.multi_get(&keys).into_iter().zip(&want) {
+        assert_eq!(r.expect("multi_get").as_deref(), Some(&v[..]));
+    }
+    assert_eq!(scan(&db, false), want);
+    assert_eq!(scan(&db, true), want);
+    drop(db);
+    let db = Db::open(dir.path(), blob_options()).expect("reopen");
+    assert_eq!(scan(&db, false), want);
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(scan(&db, true), want);
+}
+
+#[test]
+fn overwritten_blobs_leave_with_their_files_after_compaction() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), blob_options()).expect("open");
+    for i in 0..200 {
+        db.put(key(i), big(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    let first = blob_files(dir.path());
+    for i in 0..200 {
+        db.put(key(i), big(i, 1)).expect("put");
+    }
+    db.flush().expect("flush");
+    db.compact_range(None, None).expect("compact");
+    // The cleaner thread deletes obsolete files soon after the compaction's edit.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut after = blob_files(dir.path());
+    while first.iter().any(|f| after.contains(f)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        after = blob_files(dir.path());
+    }
+    assert!(
+        first.iter().all(|f| !after.contains(f)),
+        "blob files {first:?} hold only overwritten values but are still there: {after:?}"
+    );
+    for i in 0..200 {
+        assert_eq!(
+            db.get(key(i)).expect("get").as_deref(),
+            Some(&big(i, 1)[..])
+        );
+    }
+}
+
+#[test]
+fn merge_operands_apply_to_blob_bases_in_reads_and_compactions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        merge_operator: Some(Arc::new(StringAppend::new(","))),
+        ..blob_options()
+    };
+    let db = Db::open(dir.path(), opts).expect("open");
+    for i in 0..50 {
+        db.put(key(i), big(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    for i in 0..50 {
+        db.merge(key(i), format!("m{i}")).expect("merge");
+    }
+    let want: Vec<(Vec<u8>, Vec<u8>)> = (0..50)
+        .map(|i| {
+            let mut v = big(i, 0);
+            v.extend_from_slice(format!(",m{i}").as_bytes());
+            (key(i), v)
+        })
+        .collect();
+    for (k, v) in &want {
+        assert_eq!(db.get(k).expect("get").as_deref(), Some(&v[..]));
+    }
+    assert_eq!(scan(&db, false), want);
+    assert_eq!(scan(&db, true), want);
+    db.flush().expect("flush");
+    assert_eq!(scan(&db, true), want);
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(scan(&db, false), want);
+    for (k, v) in &want {
+        assert_eq!(db.get(k).expect("get").as_deref(), Some(&v[..]));
+    }
+}
+
+#[test]
+fn a_single_delete_takes_its_blob_put_with_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), blob_options()).expect("open");
+    for i in 0..20 {
+        db.put(key(i), big(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    for i in (0..20).step_by(2) {
+        db.single_delete(key(i)).expect("single delete");
+    }
+    db.flush().expect("flush");
+    db.compact_range(None, None).expect("compact");
+    for i in 0..20 {
+        let want = (i % 2 == 1).then(|| big(i, 0));
+        assert_eq!(db.get(key(i)).expect("get").map(|v| v.to_vec()), want);
+    }
+}
+
+/// Drops values that start with "drop" and rewrites those starting with "grow" to a short
+/// value: it must see blob values, not references.
+struct DropOrShrink;
+
+impl CompactionFilter for DropOrShrink {
+    fn name(&self) -> &str {
+        "drop-or-shrink"
+    }
+
+    fn filter(&self, _level: usize, _key: &[u8], value: &[u8]) -> Decision {
+        if value.starts_with(b"drop") {
+            Decision::Remove
+        } else if value.starts_with(b"grow") {
+            Decision::Change(b"small".to_vec())
+        } else {
+            Decision::Keep
+        }
+    }
+}
+
+#[test]
+fn the_compaction_filter_sees_blob_values() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        compaction_filter: Some(Arc::new(DropOrShrink)),
+        ..blob_options()
+    };
+    let db = Db::open(dir.path(), opts).expect("open");
+    let value = |prefix: &str, i: u32| {
+        let mut v = format!("{prefix}{i}").into_bytes();
+        v.resize(400, b'x');
+        v
+    };
+    for i in 0..30 {
+        let prefix = ["drop", "grow", "keep"][i as usize % 3];
+        db.put(key(i), value(prefix, i)).expect("put");
+    }
+    db.flush().expect("flush");
+    db.compact_range(None, None).expect("compact");
+    for i in 0..30 {
+        let got = db.get(key(i)).expect("get").map(|v| v.to_vec());
+        let want = match i % 3 {
+            0 => None,
+            1 => Some(b"small".to_vec()),
+            _ => Some(value("keep", i)),
+        };
+        assert_eq!(got, want, "key {i}");
+    }
+}
+
+#[test]
+fn blob_files_with_a_ttl_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        ttl: Some(std::time::Duration::from_secs(60)),
+        ..blob_options()
+    };
+    let Err(err) = Db::open(dir.path(), opts) else {
+        panic!("a ttl with blob files was accepted");
+    };
+    assert_eq!(
+        err.to_string(),
+        "invalid argument: a column family cannot have both a ttl and enable_blob_files yet"
+    );
+}
+
+fn property(db: &Db, name: &str) -> u64 {
+    db.property(name)
+        .unwrap_or_else(|| panic!("no property {name}"))
+        .parse()
+        .expect("a number")
+}
+
+#[test]
+fn garbage_is_counted_until_the_last_reference_goes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        blob_file_size: 1 << 20,
+        ..blob_options()
+    };
+    let db = Db::open(dir.path(), opts).expect("open");
+    for i in 0..100 {
+        db.put(key(i), big(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    assert_eq!(property(&db, "shaledb.num-blob-files"), 1);
+    assert_eq!(property(&db, "shaledb.live-blob-file-garbage-size"), 0);
+    let total = property(&db, "shaledb.total-blob-file-size");
+    // Half the values overwritten with short ones (kept in the tables): after a compaction
+    // half of the blob file is garbage, and the file stays for the other half.
+    for i in (0..100).step_by(2) {
+        db.put(key(i), b"short").expect("put");
+    }
+    db.flush().expect("flush");
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(property(&db, "shaledb.num-blob-files"), 1);
+    let garbage = property(&db, "shaledb.live-blob-file-garbage-size");
+    assert!(
+        garbage > total / 3 && garbage < total * 2 / 3,
+        "garbage {garbage} of {total}"
+    );
+    let stats = db.property("shaledb.blob-stats").expect("blob-stats");
+    assert!(stats.starts_with("Number of blob files: 1\n"), "{stats}");
+    // The rest overwritten: the file leaves.
+    for i in (1..100).step_by(2) {
+        db.put(key(i), b"short").expect("put");
+    }
+    db.flush().expect("flush");
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(property(&db, "shaledb.num-blob-files"), 0);
+    assert_eq!(db.property("shaledb.blob-stats").as_deref(), Some(
+        "Number of blob files: 0\nTotal size of blob files: 0\nTotal size of garbage in blob files: 0\nBlob file space amplification: 0.00\n"
+    ));
+}
+
+#[test]
+fn garbage_collection_relocates_the_oldest_blobs_and_their_files_leave() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        blob_file_size: 1 << 20,
+        enable_blob_garbage_collection: true,
+        blob_garbage_collection_age_cutoff: 0.5,
+        disable_auto_compactions: true,
+        ..blob_options()
+    };
+    let db = Db::open(dir.path(), opts.clone()).expect("open");
+    // Two blob files of live values, keys interleaved so one compaction reads both.
+    for round in 0..2 {
+        for i in (round..100).step_by(2) {
+            db.put(key(i), big(i, 0)).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    let before = blob_files(dir.path());
+    assert_eq!(before.len(), 2, "{before:?}");
+    db.compact_range(None, None).expect("compact");
+    // The older half (one file) was relocated into a new file and left; the newer stayed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut after = blob_files(dir.path());
+    while after.contains(&before[0]) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        after = blob_files(dir.path());
+    }
+    assert!(!after.contains(&before[0]), "{before:?} -> {after:?}");
+    assert!(after.contains(&before[1]), "{before:?} -> {after:?}");
+    assert_eq!(after.len(), 2, "{before:?} -> {after:?}");
+    let want: Vec<(Vec<u8>, Vec<u8>)> = (0..100).map(|i| (key(i), big(i, 0))).collect();
+    assert_eq!(scan(&db, false), want);
+    drop(db);
+    // Without garbage collection the same compaction moves references only.
+    let dir2 = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(
+        dir2.path(),
+        Options {
+            enable_blob_garbage_collection: false,
+            ..opts
+        },
+    )
+    .expect("open");
+    for round in 0..2 {
+        for i in (round..100).step_by(2) {
+            db.put(key(i), big(i, 0)).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    let before = blob_files(dir2.path());
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(blob_files(dir2.path()), before);
+    assert_eq!(scan(&db, true), want);
+}
