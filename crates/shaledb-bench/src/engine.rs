@@ -76,6 +76,9 @@ pub struct CommonOptions {
     pub partition_filters: bool,
     /// Approximate bytes of an index or filter partition (db_bench's `--metadata_block_size`).
     pub metadata_block_size: u64,
+    /// Entries between restart points of index blocks (db_bench's
+    /// `--index_block_restart_interval`; ShaleDB's and RocksDB's default 1).
+    pub index_block_restart_interval: u64,
     /// Open an existing database instead of creating a fresh one.
     pub use_existing_db: bool,
     /// db_bench's `--merge_operator`: "" (none) or "uint64add".
@@ -165,6 +168,7 @@ impl Default for CommonOptions {
             two_level_index: false,
             partition_filters: false,
             metadata_block_size: 4096,
+            index_block_restart_interval: 1,
             use_existing_db: false,
             merge_operator: String::new(),
             prefix_size: 0,

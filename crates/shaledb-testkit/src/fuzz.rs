@@ -8,20 +8,24 @@
 use shaledb::fs::{FileSystem, MemFileSystem};
 use shaledb::internals::{
     parse_internal_key, write_batch_from_data, BlobFileBuilder, BlobFileReader, BlobRef, Block,
-    BlockIter, BlockReadOptions, InternalIterator, LogRead, LogReader, LookupKey, Table,
-    VersionEdit, MAX_SEQUENCE,
+    BlockIter, BlockReadOptions, IndexBlockIter, IndexForm, InternalIterator, LogRead, LogReader,
+    LookupKey, Table, VersionEdit, MAX_SEQUENCE,
 };
 use shaledb::{CompressionType, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-/// A block decoder: build, then walk both ways and seek.
+/// A block decoder: build, then walk both ways and seek, as a key/value block and as an
+/// index block of every form.
 pub fn block(data: &[u8]) {
     let Ok(block) = Block::new(data.to_vec()) else {
         return;
     };
     let block = Arc::new(block);
+    for form in [IndexForm::LEGACY, IndexForm::v4(false), IndexForm::v4(true)] {
+        index_block(&block, form, data);
+    }
     let mut it = BlockIter::new(block.clone());
     let mut keys = Vec::new();
     it.seek_to_first();
@@ -44,6 +48,34 @@ pub fn block(data: &[u8]) {
     let mut bytewise = BlockIter::new_bytewise(block);
     bytewise.seek(data.get(..data.len().min(8)).unwrap_or_default());
     let _ = bytewise.status();
+}
+
+/// An index block decoder of `form`: walk both ways (no decoded handle may leave a file
+/// of `data.len()` bytes) and seek.
+fn index_block(block: &Arc<Block>, form: IndexForm, data: &[u8]) {
+    let limit = data.len() as u64;
+    let mut it = IndexBlockIter::new(block.clone(), form).with_limit(limit);
+    let mut keys = Vec::new();
+    it.seek_to_first();
+    while it.valid() && keys.len() < 100_000 {
+        let (offset, size) = it.offset_and_size();
+        assert!(offset + size + 5 <= limit, "a handle past the limit");
+        keys.push(it.key().to_vec());
+        it.next();
+    }
+    let _ = it.status();
+    it.seek_to_last();
+    let mut n = 0;
+    while it.valid() && n < 100_000 {
+        it.prev();
+        n += 1;
+    }
+    for k in keys.iter().take(64) {
+        let mut target = k.clone();
+        target.extend_from_slice(&[0; 8]);
+        it.seek(&target);
+        let _ = it.status();
+    }
 }
 
 /// A whole table file: open, scan, get.

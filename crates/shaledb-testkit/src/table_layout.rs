@@ -21,17 +21,18 @@ pub const TRAILER_LEN: usize = 5;
 pub enum Region {
     /// A data block.
     Data,
-    /// The one index block of a format 1 or 2 table.
+    /// The one index block of a table without index partitions (formats 1, 2 and 4).
     Index,
-    /// The top-level index of a two-level index (format 3).
+    /// The top-level index of a two-level index (format 3, or 4 with
+    /// `shaledb.index.two_level`).
     TopLevelIndex,
-    /// An index partition (format 3).
+    /// An index partition (of a two-level index).
     IndexPartition,
     /// The whole-table bloom filter.
     Filter,
-    /// The filter partition index (format 3, `partitionedfilter.shaledb.bloom`).
+    /// The filter partition index (`partitionedfilter.shaledb.bloom`).
     FilterPartitionIndex,
-    /// A filter partition (format 3).
+    /// A filter partition.
     FilterPartition,
     /// The compression-dictionary block.
     Dictionary,
@@ -50,6 +51,8 @@ pub enum Region {
 pub struct TableLayout {
     /// The footer's format version.
     pub format_version: u32,
+    /// The index has two levels (format 3; format 4 with `shaledb.index.two_level`).
+    pub two_level: bool,
     /// `(what, first byte, end)` of every block (its trailer included) and of the footer.
     pub blocks: Vec<(Region, usize, usize)>,
 }
@@ -66,10 +69,13 @@ impl TableLayout {
         let metaindex = decode_handle(footer, &mut pos).ok_or("metaindex handle")?;
         let index = decode_handle(footer, &mut pos).ok_or("index handle")?;
         let format_version = format_version(bytes).ok_or("footer")?;
+        // Format 4's index blocks delta-encode their handles.
+        let delta = format_version >= 4;
         let mut blocks = vec![
             (Region::Footer, footer_at, bytes.len()),
             block(Region::Metaindex, metaindex),
         ];
+        let mut two_level = format_version == 3;
         for (name, h) in entries(bytes, metaindex)? {
             let handle = decode_whole_handle(&h).ok_or("metaindex value is not a handle")?;
             let region = match name.as_slice() {
@@ -87,27 +93,29 @@ impl TableLayout {
             };
             blocks.push(block(region, handle));
             if region == Region::FilterPartitionIndex {
-                for (_, v) in entries(bytes, handle)? {
-                    let p = decode_whole_handle(&v).ok_or("filter partition handle")?;
+                for p in index_handles(bytes, handle, delta)? {
                     blocks.push(block(Region::FilterPartition, p));
                 }
             }
+            if region == Region::Properties && format_version >= 4 {
+                two_level = entries(bytes, handle)?
+                    .iter()
+                    .any(|(k, v)| k == b"shaledb.index.two_level" && v == &[1]);
+            }
         }
-        let data_handles = if format_version == 3 {
+        let data_handles = if two_level {
             blocks.push(block(Region::TopLevelIndex, index));
             let mut data = Vec::new();
-            for (_, v) in entries(bytes, index)? {
-                let p = decode_whole_handle(&v).ok_or("index partition handle")?;
+            for p in index_handles(bytes, index, delta)? {
                 blocks.push(block(Region::IndexPartition, p));
-                data.extend(entries(bytes, p)?.into_iter().map(|(_, v)| v));
+                data.extend(index_handles(bytes, p, delta)?);
             }
             data
         } else {
             blocks.push(block(Region::Index, index));
-            entries(bytes, index)?.into_iter().map(|(_, v)| v).collect()
+            index_handles(bytes, index, delta)?
         };
-        for v in data_handles {
-            let h = decode_whole_handle(&v).ok_or("data block handle")?;
+        for h in data_handles {
             blocks.push(block(Region::Data, h));
         }
         blocks.sort_by_key(|&(_, start, _)| start);
@@ -125,6 +133,7 @@ impl TableLayout {
         }
         Ok(TableLayout {
             format_version,
+            two_level,
             blocks,
         })
     }
@@ -143,8 +152,8 @@ impl TableLayout {
     }
 }
 
-/// Makes `o` write compaction outputs below L0 with zstd and a 512-byte dictionary (table
-/// format 2); L0 tables stay uncompressed (format 1).
+/// Makes `o` write compaction outputs below L0 with zstd and a 512-byte dictionary; L0 tables
+/// stay uncompressed.
 pub fn write_dictionary_tables(o: &mut shaledb::Options) {
     o.compression_per_level = vec![
         shaledb::CompressionType::None,
@@ -153,8 +162,8 @@ pub fn write_dictionary_tables(o: &mut shaledb::Options) {
     o.max_dict_bytes = 512;
 }
 
-/// Makes `o` write tables with a two-level index of about `partition_bytes` per partition
-/// (table format 3), with bloom filter partitions if `filters`.
+/// Makes `o` write tables with a two-level index of about `partition_bytes` per partition,
+/// with bloom filter partitions if `filters`.
 pub fn write_partitioned_tables(o: &mut shaledb::Options, filters: bool, partition_bytes: usize) {
     o.index_type = shaledb::IndexType::TwoLevel;
     o.partition_filters = filters;
@@ -189,20 +198,69 @@ fn block(what: Region, (offset, size): (u64, u64)) -> (Region, usize, usize) {
 /// A block's entries: (key, value).
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// The entries of the block at `handle`, which must be stored raw.
-fn entries(bytes: &[u8], (offset, size): (u64, u64)) -> Result<Entries, String> {
+/// The contents of the block at `handle`, which must be stored raw.
+fn raw_contents(bytes: &[u8], (offset, size): (u64, u64)) -> Result<&[u8], String> {
     let (start, len) = (offset as usize, size as usize);
     let contents = bytes
         .get(start..start + len)
         .ok_or_else(|| format!("block at {start} past the end"))?;
     match bytes.get(start + len) {
-        Some(0) => {}
-        other => {
-            return Err(format!(
-                "block at {start} is not stored raw (type {other:?})"
-            ))
-        }
+        Some(0) => Ok(contents),
+        other => Err(format!(
+            "block at {start} is not stored raw (type {other:?})"
+        )),
     }
+}
+
+/// The handles of an index block (an index, a partition or top level of one, a filter
+/// partition index) at `handle`: each entry's whole value in formats 1 to 3; in format 4
+/// (`delta`), decoded here from sstable.md rather than by the engine's reader, so the two
+/// check each other.
+fn index_handles(bytes: &[u8], handle: (u64, u64), delta: bool) -> Result<Vec<(u64, u64)>, String> {
+    if !delta {
+        return entries(bytes, handle)?
+            .into_iter()
+            .map(|(_, v)| decode_whole_handle(&v).ok_or_else(|| "bad block handle".to_string()))
+            .collect();
+    }
+    let contents = raw_contents(bytes, handle)?;
+    let word = |at: usize| -> Option<usize> {
+        Some(u32::from_le_bytes(contents.get(at..at + 4)?.try_into().ok()?) as usize)
+    };
+    let bad = || format!("index block at {} does not decode", handle.0);
+    let count_at = contents.len().checked_sub(4).ok_or_else(bad)?;
+    let restarts_at = count_at
+        .checked_sub(4 * word(count_at).ok_or_else(bad)?)
+        .ok_or_else(bad)?;
+    let restarts: Vec<usize> = (restarts_at..count_at)
+        .step_by(4)
+        .map(word)
+        .collect::<Option<_>>()
+        .ok_or_else(bad)?;
+    let entries = &contents[..restarts_at];
+    let (mut pos, mut out) = (0, Vec::<(u64, u64)>::new());
+    while pos < entries.len() {
+        let at_restart = restarts.contains(&pos);
+        let _shared = decode_varint(entries, &mut pos).ok_or_else(bad)?;
+        pos += decode_varint(entries, &mut pos).ok_or_else(bad)? as usize;
+        let h = match (at_restart, out.last()) {
+            (true, _) => decode_handle(entries, &mut pos).ok_or_else(bad)?,
+            (false, Some(&(offset, size))) => {
+                let next = decode_varint(entries, &mut pos).ok_or_else(bad)?;
+                let follows = offset.checked_add(size + TRAILER_LEN as u64);
+                (follows.ok_or_else(bad)?, next)
+            }
+            (false, None) => return Err(bad()),
+        };
+        out.push(h);
+    }
+    Ok(out)
+}
+
+/// The entries of the block at `handle`, which must be stored raw.
+fn entries(bytes: &[u8], handle: (u64, u64)) -> Result<Entries, String> {
+    let start = handle.0 as usize;
+    let contents = raw_contents(bytes, handle)?;
     let block = Block::new(contents.to_vec()).map_err(|e| format!("block at {start}: {e}"))?;
     let mut it = BlockIter::new_bytewise(Arc::new(block));
     let mut out = Vec::new();

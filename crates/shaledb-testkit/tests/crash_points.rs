@@ -31,10 +31,10 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
     // blocks of a flush that failed must never be read.
     if direct {
         o.prepopulate_block_cache = shaledb::PrepopulateBlockCache::FlushOnly;
-        // Compaction outputs with zstd dictionaries (table format 2).
+        // Compaction outputs with zstd dictionaries.
         table_layout::write_dictionary_tables(&mut o);
     } else {
-        // Every table with a two-level index and filter partitions (table format 3).
+        // Every table with a two-level index and filter partitions.
         table_layout::write_partitioned_tables(&mut o, true, 64);
         // Values of 30 bytes or more (about 60%) in blob files: a crash at any point of a
         // blob write leaves no reference to a missing or partial blob.
@@ -138,14 +138,13 @@ fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str, direct: bool) 
     state
 }
 
-/// Tables with index and filter partitions (format 3), and values in blob files.
+/// Tables with index and filter partitions, and values in blob files.
 #[test]
 fn crash_after_every_mutating_operation_recovers() {
     crash_points(false);
 }
 
-/// The same with every table read and written with direct IO, and dictionaries below L0
-/// (formats 1 and 2).
+/// The same with every table read and written with direct IO, and dictionaries below L0.
 #[test]
 fn crash_after_every_mutating_operation_recovers_with_direct_io() {
     crash_points(true);
@@ -168,10 +167,10 @@ fn crash_points(direct: bool) {
                 .any(|p| p.extension().is_some_and(|e| e == "sst")),
             "script made no tables"
         );
-        // The table formats the run is for: 3 (partitions) in the buffered run; 1 and 2
-        // (dictionaries below L0) in the direct one.
+        // Every table is written as format 4 (partitions in the buffered run, dictionaries
+        // below L0 in the direct one).
         let formats = table_formats(&mem);
-        let want: &[u32] = if direct { &[1, 2] } else { &[3] };
+        let want: &[u32] = &[4];
         assert_eq!(formats, want, "table formats of the undisturbed run");
         // The buffered run keeps most values in blob files.
         let blobs = shaledb_testkit::blob_file_count(&mem);

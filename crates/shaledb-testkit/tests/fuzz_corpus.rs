@@ -11,8 +11,11 @@ use shaledb_testkit::table_layout::{Region, TableLayout};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The sst seed with a two-level index and filter partitions (format version 3).
+/// The sst seed with a two-level index and filter partitions (format version 3, written
+/// before format 4; the seed writer no longer makes it).
 const PARTITIONED_SEED: &str = "seed-table-partitioned";
+/// Its format-4 successor, whose index keeps internal keys (a key's versions span blocks).
+const PARTITIONED_SEED_V4: &str = "seed-table-v4-partitioned";
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus")
@@ -20,9 +23,12 @@ fn corpus_dir() -> PathBuf {
 
 fn write_seeds(dir: &Path) {
     let fs = MemFileSystem::new();
+    // Tables are format 4 (seeds of formats 1 to 3, written before it, keep their names):
+    // restart intervals above 1 so the index has delta-encoded handles.
     let mut o = Options {
         fs: Arc::new(fs.clone()),
         block_size: 256,
+        index_block_restart_interval: 4,
         ..Default::default()
     };
     o.set_compression(CompressionType::Snappy);
@@ -59,7 +65,7 @@ fn write_seeds(dir: &Path) {
             .to_string();
         let bytes = fs.read_file_bytes(&p).expect("bytes");
         if name.ends_with(".sst") {
-            save("sst", "seed-table", &bytes);
+            save("sst", "seed-table-v4", &bytes);
             // The first data block (without its 5-byte trailer): blocks start at offset 0.
             let mut one = bytes.clone();
             one.truncate(200.min(one.len()));
@@ -79,12 +85,13 @@ fn write_seeds(dir: &Path) {
             }
         }
     }
-    // A table with a zstd dictionary (format version 2, a compression-dictionary block).
+    // A table with a zstd dictionary (a compression-dictionary block).
     let dict_fs = MemFileSystem::new();
     let mut o = Options {
         fs: Arc::new(dict_fs.clone()),
         block_size: 128,
         max_dict_bytes: 256,
+        index_block_restart_interval: 2,
         ..Default::default()
     };
     o.set_compression(CompressionType::Zstd);
@@ -101,14 +108,14 @@ fn write_seeds(dir: &Path) {
         if p.extension().is_some_and(|e| e == "sst") {
             save(
                 "sst",
-                "seed-table-dict",
+                "seed-table-v4-dict",
                 &dict_fs.read_file_bytes(&p).expect("bytes"),
             );
         }
     }
-    // A table with a two-level index and filter partitions (format version 3): several index
-    // and filter partitions, prefixes (FixedPrefix(3)) in the filter partitions, and a key
-    // with two versions (kept by a snapshot).
+    // A table with a two-level index and filter partitions: several index and filter
+    // partitions, prefixes (FixedPrefix(3)) in the filter partitions, and a key with 12
+    // versions (kept by snapshots) across data blocks, so the index keeps internal keys.
     let part_fs = MemFileSystem::new();
     let o = Options {
         fs: Arc::new(part_fs.clone()),
@@ -116,6 +123,7 @@ fn write_seeds(dir: &Path) {
         index_type: IndexType::TwoLevel,
         partition_filters: true,
         metadata_block_size: 64,
+        index_block_restart_interval: 3,
         prefix_extractor: Some(Arc::new(FixedPrefix(3))),
         ..Default::default()
     };
@@ -124,16 +132,19 @@ fn write_seeds(dir: &Path) {
         let key = format!("{}{i:02}", ["aa", "ab", "ba"][i as usize % 3]);
         part.put(key, format!("value {i}")).expect("put");
     }
-    let snapshot = part.snapshot();
-    part.put(b"ab01", b"newer").expect("put");
+    let mut snapshots = Vec::new();
+    for v in 0..12 {
+        snapshots.push(part.snapshot());
+        part.put(b"ab01", format!("newer {v}")).expect("put");
+    }
     part.delete(b"ba02").expect("delete");
     part.flush().expect("flush");
-    drop(snapshot);
+    drop(snapshots);
     for p in part_fs.file_names() {
         if p.extension().is_some_and(|e| e == "sst") {
             save(
                 "sst",
-                PARTITIONED_SEED,
+                PARTITIONED_SEED_V4,
                 &part_fs.read_file_bytes(&p).expect("bytes"),
             );
         }
@@ -221,21 +232,23 @@ fn replay_fuzz_corpus() {
     eprintln!("replayed {replayed} fuzz inputs");
 }
 
-/// The sst target starts from a format-3 table whose partitions it can mutate.
+/// The sst target starts from format-3 and format-4 tables whose partitions it can mutate.
 #[test]
-fn the_sst_corpus_holds_a_table_with_index_and_filter_partitions() {
-    let path = corpus_dir().join("sst").join(PARTITIONED_SEED);
-    let bytes = std::fs::read(&path).expect("the partitioned seed table");
-    let layout = TableLayout::parse(&bytes).expect("layout");
-    assert_eq!(layout.format_version, 3);
-    let partitions = layout.count(Region::IndexPartition);
-    assert!(partitions >= 3, "{layout:?}");
-    assert_eq!(
-        layout.count(Region::FilterPartition),
-        partitions,
-        "{layout:?}"
-    );
-    assert_eq!(layout.count(Region::FilterPartitionIndex), 1, "{layout:?}");
+fn the_sst_corpus_holds_tables_with_index_and_filter_partitions() {
+    for (seed, version) in [(PARTITIONED_SEED, 3), (PARTITIONED_SEED_V4, 4)] {
+        let path = corpus_dir().join("sst").join(seed);
+        let bytes = std::fs::read(&path).expect("the partitioned seed table");
+        let layout = TableLayout::parse(&bytes).expect("layout");
+        assert_eq!((layout.format_version, layout.two_level), (version, true));
+        let partitions = layout.count(Region::IndexPartition);
+        assert!(partitions >= 3, "{layout:?}");
+        assert_eq!(
+            layout.count(Region::FilterPartition),
+            partitions,
+            "{layout:?}"
+        );
+        assert_eq!(layout.count(Region::FilterPartitionIndex), 1, "{layout:?}");
+    }
 }
 
 /// The blob targets over a valid file, each of its one-bit flips and truncations, and every

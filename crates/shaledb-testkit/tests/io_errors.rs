@@ -42,10 +42,10 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
         // Indexes and filters read again from tables, under the same injected errors.
         o.cache_index_and_filter_blocks = true;
         o.block_cache_size = 16 << 10;
-        // Compaction outputs with zstd dictionaries (table format 2).
+        // Compaction outputs with zstd dictionaries.
         table_layout::write_dictionary_tables(&mut o);
     } else {
-        // Tables with index and filter partitions (table format 3), read through a cache
+        // Tables with index and filter partitions, read through a cache
         // small enough that partitions are evicted and read again under the injected errors.
         table_layout::write_partitioned_tables(&mut o, true, 64);
         o.block_cache_size = 16 << 10;
@@ -227,9 +227,9 @@ fn sweep(name: &'static str, target: Target, fault: Fault, direct: bool) -> (u64
             mem.crash();
             reopen_and_check(&mem, &log, Durability::SyncedOnly, &what, direct);
             if !hit {
-                // The table formats the run is for: 3 (partitions) buffered; 1 and 2
-                // (dictionaries below L0) with direct IO.
-                let want: &[u32] = if direct { &[1, 2] } else { &[3] };
+                // Every table is format 4 (partitions buffered; dictionaries below L0 with
+                // direct IO).
+                let want: &[u32] = &[4];
                 assert_eq!(table_formats(&mem), want, "{name}: table formats");
                 return (n, injected);
             }

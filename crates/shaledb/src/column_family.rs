@@ -72,6 +72,7 @@ family_options! {
     index_type: crate::options::IndexType,
     partition_filters: bool,
     metadata_block_size: usize,
+    index_block_restart_interval: usize,
     num_levels: usize,
     level0_file_num_compaction_trigger: usize,
     level0_slowdown_writes_trigger: usize,

@@ -68,7 +68,7 @@ pub mod internals {
     };
     pub use crate::log::{LogRead, LogReader};
     pub use crate::memtable::MemTable;
-    pub use crate::sst::{Block, BlockIter, BlockReadOptions, Table};
+    pub use crate::sst::{Block, BlockIter, BlockReadOptions, IndexBlockIter, IndexForm, Table};
     pub use crate::value::LookupResult;
     pub use crate::version::VersionEdit;
     pub use crate::write_batch::{write_batch_data, write_batch_from_data};

@@ -149,6 +149,12 @@ pub struct Options {
     /// Approximate size of an index or filter partition in bytes (RocksDB's
     /// `metadata_block_size`). Default 4096.
     pub metadata_block_size: usize,
+    /// Entries between restart points in index blocks, index partitions and their top-level
+    /// blocks (RocksDB's `index_block_restart_interval`). Entries between restart points
+    /// share key prefixes and store only their block's size (its offset follows from the
+    /// entry before), so a larger interval makes a smaller index, at the cost of scanning up
+    /// to that many entries per index seek. Default 1, as in RocksDB.
+    pub index_block_restart_interval: usize,
     /// Keeps every table's index and bloom filter in the block cache, where they compete with
     /// data blocks and are read again when evicted, instead of in memory for as long as the
     /// table is open (RocksDB's `cache_index_and_filter_blocks`, with its high-priority
@@ -310,6 +316,7 @@ impl Default for Options {
             index_type: IndexType::BinarySearch,
             partition_filters: false,
             metadata_block_size: 4096,
+            index_block_restart_interval: 1,
             cache_index_and_filter_blocks: false,
             block_cache_size: 32 << 20,
             block_cache_shard_bits: 4,
@@ -382,6 +389,7 @@ impl std::fmt::Debug for Options {
             index_type,
             partition_filters,
             metadata_block_size,
+            index_block_restart_interval,
             cache_index_and_filter_blocks,
             block_cache_size,
             block_cache_shard_bits,
@@ -455,6 +463,7 @@ impl std::fmt::Debug for Options {
             .field("index_type", index_type)
             .field("partition_filters", partition_filters)
             .field("metadata_block_size", metadata_block_size)
+            .field("index_block_restart_interval", index_block_restart_interval)
             .field(
                 "cache_index_and_filter_blocks",
                 cache_index_and_filter_blocks,
@@ -565,6 +574,7 @@ impl Options {
         with_index_type => index_type: IndexType,
         with_partition_filters => partition_filters: bool,
         with_metadata_block_size => metadata_block_size: usize,
+        with_index_block_restart_interval => index_block_restart_interval: usize,
         with_cache_index_and_filter_blocks => cache_index_and_filter_blocks: bool,
         with_block_cache_size => block_cache_size: usize,
         with_block_cache_shard_bits => block_cache_shard_bits: u32,
@@ -699,6 +709,9 @@ impl Options {
         }
         if self.block_restart_interval == 0 {
             return bad("block_restart_interval must be at least 1");
+        }
+        if self.index_block_restart_interval == 0 {
+            return bad("index_block_restart_interval must be at least 1 (1 puts a restart point at every index entry)");
         }
         if self.metadata_block_size < 64 || self.metadata_block_size > (256 << 20) {
             return bad("metadata_block_size must be between 64 bytes and 256 MiB");
@@ -1055,6 +1068,8 @@ mod tests {
         assert!(m.starts_with("partition_filters needs index_type"), "{m}");
         let m = message(Options::default().with_metadata_block_size(10));
         assert!(m.starts_with("metadata_block_size must be"), "{m}");
+        let m = message(Options::default().with_index_block_restart_interval(0));
+        assert!(m.starts_with("index_block_restart_interval must be"), "{m}");
         let ok = Options::default()
             .with_index_type(IndexType::TwoLevel)
             .with_partition_filters(true)

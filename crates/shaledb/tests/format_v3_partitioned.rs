@@ -2,8 +2,11 @@
 //! a database written with `IndexType::TwoLevel` and `partition_filters`
 //! (tests/data/format-v3-partitioned, written by `write_the_fixture` below at the commit that
 //! introduced the format) opens, reads back exactly (with and without the prefix extractor
-//! whose prefixes its filter partitions hold) and keeps working, rewritten in format 1 and
-//! back.
+//! whose prefixes its filter partitions hold) and keeps working, rewritten in format 4 with one
+//! index block and with two levels. The same data in format 4 (delta-encoded index handles,
+//! one table keyed by user keys and one by internal keys: tests/data/format-v4-small-index,
+//! written by `write_the_fixture` at the commit that introduced that format) reads back the
+//! same way.
 
 mod common;
 
@@ -14,6 +17,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 const FIXTURE: &str = "tests/data/format-v3-partitioned";
+const FIXTURE_V4: &str = "tests/data/format-v4-small-index";
+/// The key the format-4 fixture holds 40 older versions of, kept by snapshots at its flush,
+/// so they span data blocks and that table's index keeps internal keys.
+const MANY_VERSIONS: u32 = 1234;
 const ROWS: u32 = 3000;
 
 /// The options the fixture was written with.
@@ -62,13 +69,24 @@ fn expected_entries() -> Vec<(Vec<u8>, Vec<u8>)> {
         .collect()
 }
 
-/// Writes the fixture (run by hand with `--ignored`, then commit its files but LOCK).
+/// The options the format-4 fixture was written with: restart interval 4 in index blocks, so
+/// entries between restart points hold only their block's size.
+fn options_v4() -> Options {
+    Options {
+        index_block_restart_interval: 4,
+        ..options()
+    }
+}
+
+/// Writes the format-4 fixture (run by hand with `--ignored`, then commit its files but LOCK).
+/// The format-3 fixture was written by this function, without the versions of
+/// `MANY_VERSIONS`, with `options()`, at the commit its README names.
 #[test]
 #[ignore = "writes the committed fixture"]
 fn write_the_fixture() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE_V4);
     let _ = std::fs::remove_dir_all(&dir);
-    let db = Db::open(&dir, options()).expect("open");
+    let db = Db::open(&dir, options_v4()).expect("open");
     for i in 0..ROWS {
         db.put(key(i), row(i)).expect("put");
     }
@@ -86,7 +104,15 @@ fn write_the_fixture() {
     db.write(&shaledb::WriteOptions::default(), &b)
         .expect("write");
     db.delete_range(key(1000), key(1100)).expect("delete_range");
+    let mut snapshots = Vec::new();
+    for v in 0..40 {
+        db.put(key(MANY_VERSIONS), format!("older {v}"))
+            .expect("put");
+        snapshots.push(db.snapshot());
+    }
+    db.put(key(MANY_VERSIONS), row(MANY_VERSIONS)).expect("put");
     db.flush().expect("flush");
+    drop(snapshots);
     db.close().expect("close");
     let _ = std::fs::remove_file(dir.join("LOCK"));
 }
@@ -176,6 +202,7 @@ fn a_database_with_partitioned_tables_opens_and_reads_back() {
     let (_tmp, dir) = common::copy_fixture(FIXTURE);
     let shapes = common::assert_partitioned_tables(&dir, 10);
     assert_eq!(shapes.len(), 2, "{shapes:?}");
+    assert!(shapes.iter().all(|s| s.format_version == 3), "{shapes:?}");
     // Read with options that would write one index block and no prefixes: reading needs none.
     {
         let db = Db::open(&dir, Options::default()).expect("open");
@@ -189,8 +216,9 @@ fn a_database_with_partitioned_tables_opens_and_reads_back() {
         check_contents(&db);
         check_prefixes(&db, true);
     }
-    // Rewritten as format 1 by a full compaction with default options, then back to 3.
-    for (opts, format) in [(Options::default(), 1), (options(), 3)] {
+    // Rewritten as format 4 with one index block by a full compaction with default options,
+    // then as format 4 with two levels.
+    for (opts, two_level) in [(Options::default(), false), (options(), true)] {
         let extractor = opts.prefix_extractor.is_some();
         let db = Db::open(&dir, opts).expect("open");
         db.put(b"new", b"row").expect("put");
@@ -207,7 +235,33 @@ fn a_database_with_partitioned_tables_opens_and_reads_back() {
         let shapes = common::table_shapes(&dir);
         assert!(!shapes.is_empty());
         for s in shapes {
-            assert_eq!(s.format_version, format, "{s:?}");
+            assert_eq!((s.format_version, s.two_level), (4, two_level), "{s:?}");
         }
+    }
+}
+
+#[test]
+fn a_database_with_format_4_tables_opens_and_reads_back() {
+    let (_tmp, dir) = common::copy_fixture(FIXTURE_V4);
+    // A smaller index than format 3's: 9 partitions where the same data had 26.
+    let shapes = common::assert_partitioned_tables(&dir, 9);
+    // The compacted table has one version per key (user-key index); the L0 table has the
+    // versions of MANY_VERSIONS across blocks (internal-key index).
+    let forms: Vec<_> = shapes
+        .iter()
+        .map(|s| (s.format_version, s.index_user_keys))
+        .collect();
+    assert_eq!(forms, [(4, true), (4, false)], "{shapes:?}");
+    assert_eq!(
+        expected(MANY_VERSIONS),
+        Some(row(MANY_VERSIONS).into_bytes())
+    );
+    for opts in [Options::default(), options_v4()] {
+        let extractor = opts.prefix_extractor.is_some();
+        let db = Db::open(&dir, opts).expect("open");
+        check_contents(&db);
+        check_prefixes(&db, extractor);
+        db.verify_checksums().expect("verify");
+        db.close().expect("close");
     }
 }

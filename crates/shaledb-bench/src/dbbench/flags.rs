@@ -344,6 +344,11 @@ pub const FLAGS: &[FlagSpec] = &[
         "bytes of an index or filter partition, default 4096 (ShaleDB and RocksDB)",
     ),
     used(
+        "index_block_restart_interval",
+        false,
+        "index entries between restart points, default 1 (ShaleDB and RocksDB)",
+    ),
+    used(
         "use_direct_io_for_flush_and_compaction",
         true,
         "O_DIRECT writes of flush and compaction outputs (ShaleDB and RocksDB)",
@@ -731,6 +736,11 @@ impl Flags {
             two_level_index,
             partition_filters: partition_index_and_filters,
             metadata_block_size: get(m, "metadata_block_size", d.metadata_block_size)?,
+            index_block_restart_interval: get(
+                m,
+                "index_block_restart_interval",
+                d.index_block_restart_interval,
+            )?,
             use_existing_db: get_bool(m, "use_existing_db", d.use_existing_db)?,
             merge_operator: merge_operator_flag(m)?,
             prefix_size: get(m, "prefix_size", d.prefix_size)?,
@@ -891,6 +901,16 @@ mod tests {
         assert!(Flags::parse(&["--index_type=two"]).is_err());
         assert!(Flags::parse(&["--metadata_block_size=-1"]).is_err());
         assert!(Flags::parse(&["--partition_index=maybe"]).is_err());
+    }
+
+    #[test]
+    fn index_block_restart_interval_is_used() {
+        let f = Flags::parse(&["--index_block_restart_interval=16"]).unwrap();
+        assert!(f.ignored.is_empty(), "{:?}", f.ignored);
+        assert_eq!(f.opts.index_block_restart_interval, 16);
+        let default = Flags::parse::<&str>(&[]).unwrap();
+        assert_eq!(default.opts.index_block_restart_interval, 1);
+        assert!(Flags::parse(&["--index_block_restart_interval=-1"]).is_err());
     }
 
     #[test]

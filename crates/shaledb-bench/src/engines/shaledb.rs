@@ -59,6 +59,9 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     }
     o.partition_filters = c.partition_filters;
     o.metadata_block_size = usize::try_from(c.metadata_block_size).unwrap_or(usize::MAX);
+    // 0 is refused by `Options::validate` with a sentence, as RocksDB's db_bench would.
+    o.index_block_restart_interval =
+        usize::try_from(c.index_block_restart_interval).unwrap_or(usize::MAX);
     o.use_direct_io_for_flush_and_compaction = c.use_direct_io_for_flush_and_compaction;
     set_blob_options(&mut o, &c.blob)?;
     Ok(o)
@@ -355,10 +358,10 @@ mod tests {
     #[test]
     fn flushed_tables_have_the_index_and_filters_the_flags_ask_for() {
         for (args, want) in [
-            (&[][..], (1, false, false)),
-            (&["--partition_index"][..], (3, true, false)),
-            (&["--index_type=2"][..], (3, true, false)),
-            (&["--partition_index_and_filters"][..], (3, true, true)),
+            (&[][..], (4, false, false)),
+            (&["--partition_index"][..], (4, true, false)),
+            (&["--index_type=2"][..], (4, true, false)),
+            (&["--partition_index_and_filters"][..], (4, true, true)),
         ] {
             let dir = tempfile::tempdir().expect("tempdir");
             let path = dir.path().join("db");

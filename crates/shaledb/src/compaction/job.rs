@@ -909,6 +909,8 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
         partition_index: spec.opts.index_type == crate::IndexType::TwoLevel,
         partition_filters: spec.opts.partition_filters,
         metadata_block_size: spec.opts.metadata_block_size,
+        index_restart_interval: spec.opts.index_block_restart_interval,
+        legacy_format: false,
     };
     let mut builder = TableBuilder::new(opts, file, path, number)
         .with_dictionary(spec.opts.max_dict_bytes, spec.opts.zstd_max_train_bytes);

@@ -164,7 +164,18 @@ impl Block {
         &self.data
     }
 
-    fn restart_point(&self, i: usize) -> usize {
+    /// Where the entries end (the restart array starts).
+    pub(super) fn entries_end(&self) -> usize {
+        self.restarts_offset
+    }
+
+    /// Restart points (at least 1).
+    pub(super) fn num_restarts(&self) -> usize {
+        self.num_restarts
+    }
+
+    /// The offset of restart point `i` (validated in `new`).
+    pub(super) fn restart_point(&self, i: usize) -> usize {
         // In range: validated in `new`; the fallback is unreachable but keeps this panic-free.
         self.data
             .get(self.restarts_offset + 4 * i..)

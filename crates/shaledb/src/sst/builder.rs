@@ -2,6 +2,7 @@
 
 use super::block::{Block, BlockBuilder};
 use super::format::{append_block_trailer, maybe_compress, Footer, TableFormat, BLOCK_TRAILER_LEN};
+use super::index_block::{IndexBlockBuilder, IndexForm};
 use super::{filter, properties, BlockHandle, TableBuilderOptions, TableProperties};
 use crate::cache::BlockCache;
 use crate::compression::{CompressionType, Compressor};
@@ -14,7 +15,7 @@ use std::sync::Arc;
 
 /// Metaindex key of the whole-table bloom filter block.
 pub(crate) const FILTER_META_KEY: &str = "filter.shaledb.bloom";
-/// Metaindex key of the top-level index of a partitioned filter (format version 3).
+/// Metaindex key of the top-level index of a partitioned filter (formats 3 and 4).
 pub(crate) const PARTITIONED_FILTER_META_KEY: &str = "partitionedfilter.shaledb.bloom";
 /// Metaindex key of the properties block.
 pub(crate) const PROPERTIES_META_KEY: &str = "shaledb.properties";
@@ -33,13 +34,9 @@ pub(crate) struct TableBuilder {
     /// Bytes written to the file so far.
     offset: u64,
     data_block: BlockBuilder,
-    /// The index, or with `partition_index` its current partition.
-    index_block: BlockBuilder,
-    /// Data blocks indexed so far.
-    indexed_blocks: usize,
-    /// The last separator added to `index_block`.
-    last_separator: Vec<u8>,
-    /// With `partition_index`: the finished index partitions, written by `finish`.
+    /// Every data block's index entry, until `finish` knows the table's index key form.
+    index_entries: IndexEntries,
+    /// With `partition_index`: the index partitions, cut by `finish`.
     index_partitions: Vec<IndexPartition>,
     /// With `partition_filters`: where each data block's keys end in `filter_hashes`.
     block_hash_ends: Vec<usize>,
@@ -83,7 +80,35 @@ struct DictionarySamples {
     train: bool,
 }
 
-/// A finished index partition: its entries, the separator of its last data block (its key in
+/// The index entries of a table being built: internal-key separators, back to back, with
+/// their data blocks' handles. Whether the index can be keyed by user keys is known only once
+/// every block boundary is (RocksDB's index builder likewise keeps both forms until Finish).
+#[derive(Default)]
+struct IndexEntries {
+    separators: Vec<u8>,
+    /// Per data block: where its separator ends in `separators`, and its handle.
+    entries: Vec<(usize, BlockHandle)>,
+    /// Some user key's versions continue from one data block into the next: the separator
+    /// between them needs its sequence number, so the index keeps internal keys.
+    user_key_spans_blocks: bool,
+}
+
+impl IndexEntries {
+    fn push(&mut self, separator: &[u8], handle: BlockHandle) {
+        self.separators.extend_from_slice(separator);
+        self.entries.push((self.separators.len(), handle));
+    }
+
+    /// The entries in order: (internal-key separator, handle).
+    fn iter(&self) -> impl Iterator<Item = (&[u8], BlockHandle)> + '_ {
+        let starts = std::iter::once(0).chain(self.entries.iter().map(|&(end, _)| end));
+        starts
+            .zip(&self.entries)
+            .map(|(start, &(end, h))| (self.separators.get(start..end).unwrap_or(&[]), h))
+    }
+}
+
+/// A finished index partition: its entries, the key of its last data block (its key in
 /// the top-level index) and how many data blocks the partitions up to it cover.
 struct IndexPartition {
     raw: Vec<u8>,
@@ -123,9 +148,7 @@ impl TableBuilder {
             file_number,
             offset: 0,
             data_block,
-            index_block: BlockBuilder::new(1),
-            indexed_blocks: 0,
-            last_separator: Vec::new(),
+            index_entries: IndexEntries::default(),
             index_partitions: Vec::new(),
             block_hash_ends: Vec::new(),
             block_first_prefix: Vec::new(),
@@ -189,6 +212,12 @@ impl TableBuilder {
         );
         debug_assert!(key::parse_internal_key(ikey).is_some(), "bad internal key");
         let user_key = key::user_key(ikey);
+        if self.data_block.is_empty()
+            && self.props.num_entries > 0
+            && key::user_key(&self.last_key) == user_key
+        {
+            self.index_entries.user_key_spans_blocks = true;
+        }
         if let Some(handle) = self.pending_index.take() {
             let sep = separator(&self.last_key, ikey);
             self.add_index_entry(&sep, handle);
@@ -285,14 +314,14 @@ impl TableBuilder {
             let sep = successor(&self.last_key);
             self.add_index_entry(&sep, handle);
         }
-
-        if self.opts.partition_index && !self.index_block.is_empty() {
-            self.cut_index_partition();
+        let form = self.index_form();
+        if self.opts.partition_index {
+            self.index_partitions = self.cut_index_partitions(form);
         }
 
         let mut meta: Vec<(&str, BlockHandle)> = Vec::new();
         if self.opts.bloom_bits_per_key > 0 && self.props.num_entries > 0 {
-            meta.push(self.write_filter()?);
+            meta.push(self.write_filter(form)?);
         }
 
         if let Some(dict) = self.dictionary.take() {
@@ -312,9 +341,13 @@ impl TableBuilder {
 
         // The index is stored last, but its size goes into the properties: encode it first.
         let index_raw = match self.opts.partition_index {
-            true => self.write_index_partitions()?,
-            false => self.index_block.finish(),
+            true => self.write_index_partitions(form)?,
+            false => self.flat_index(form),
         };
+        if !self.opts.legacy_format {
+            self.props.index_user_keys = form.user_keys;
+            self.props.index_two_level = self.opts.partition_index;
+        }
         let index_kind = maybe_compress(
             &index_raw,
             &mut self.compressor,
@@ -346,6 +379,7 @@ impl TableBuilder {
             version: TableFormat::for_table(
                 meta.iter().any(|(k, _)| *k == COMPRESSION_DICT_META_KEY),
                 self.opts.partition_index,
+                self.opts.legacy_format,
             ),
         }
         .encode();
@@ -372,31 +406,54 @@ impl TableBuilder {
     }
 
     fn add_index_entry(&mut self, sep: &[u8], handle: BlockHandle) {
-        let mut v = Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN);
-        handle.encode_to(&mut v);
-        self.index_block.add(sep, &v);
-        self.indexed_blocks += 1;
-        if self.opts.partition_index {
-            self.last_separator.clear();
-            self.last_separator.extend_from_slice(sep);
-            if self.index_block.size_estimate() >= self.opts.metadata_block_size {
-                self.cut_index_partition();
-            }
+        self.index_entries.push(sep, handle);
+    }
+
+    /// How the table's index blocks are encoded: format 4 (user keys unless a user key spans
+    /// two data blocks), or formats 1 to 3 when asked.
+    fn index_form(&self) -> IndexForm {
+        match self.opts.legacy_format {
+            true => IndexForm::LEGACY,
+            false => IndexForm::v4(!self.index_entries.user_key_spans_blocks),
         }
     }
 
-    /// Ends the current index partition after the data block indexed last.
-    fn cut_index_partition(&mut self) {
-        self.index_partitions.push(IndexPartition {
-            raw: self.index_block.finish(),
-            last_separator: std::mem::take(&mut self.last_separator),
-            blocks_end: self.indexed_blocks,
-        });
+    fn index_block_builder(&self, form: IndexForm) -> IndexBlockBuilder {
+        IndexBlockBuilder::new(form, self.opts.index_restart_interval)
+    }
+
+    /// The one index block of a table without partitions.
+    fn flat_index(&self, form: IndexForm) -> Vec<u8> {
+        let mut block = self.index_block_builder(form);
+        for (sep, h) in self.index_entries.iter() {
+            block.add(form.key_of(sep), h);
+        }
+        block.finish()
+    }
+
+    /// Cuts the index into partitions, each ended after the entry that brings it to
+    /// `metadata_block_size` bytes (the last holds the rest).
+    fn cut_index_partitions(&self, form: IndexForm) -> Vec<IndexPartition> {
+        let mut out = Vec::new();
+        let mut block = self.index_block_builder(form);
+        let n = self.index_entries.entries.len();
+        for (i, (sep, h)) in self.index_entries.iter().enumerate() {
+            let key = form.key_of(sep);
+            block.add(key, h);
+            if block.size_estimate() >= self.opts.metadata_block_size || i + 1 == n {
+                out.push(IndexPartition {
+                    raw: block.finish(),
+                    last_separator: key.to_vec(),
+                    blocks_end: i + 1,
+                });
+            }
+        }
+        out
     }
 
     /// Writes the bloom filter: one block, or with `partition_filters` one per index partition
     /// and their top-level index. Returns its metaindex entry.
-    fn write_filter(&mut self) -> Result<(&'static str, BlockHandle)> {
+    fn write_filter(&mut self, form: IndexForm) -> Result<(&'static str, BlockHandle)> {
         let bits = self.opts.bloom_bits_per_key;
         if !self.opts.partition_filters {
             let f = filter::build(&self.filter_hashes, bits);
@@ -405,15 +462,13 @@ impl TableBuilder {
             self.props.filter_size = h.size + BLOCK_TRAILER_LEN as u64;
             return Ok((FILTER_META_KEY, h));
         }
-        let mut top = BlockBuilder::new(1);
+        let mut top = self.index_block_builder(form);
         let mut size = 0;
         for (keys, separator) in self.filter_partitions() {
             let f = filter::build(&keys, bits);
             let h = self.write_block(&f, CompressionType::None)?;
             size += h.size + BLOCK_TRAILER_LEN as u64;
-            let mut v = Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN);
-            h.encode_to(&mut v);
-            top.add(&separator, &v);
+            top.add(&separator, h);
             self.props.filter_partitions += 1;
         }
         let h = self.write_block(&top.finish(), CompressionType::None)?;
@@ -450,15 +505,13 @@ impl TableBuilder {
 
     /// Writes the index partitions (compressed as data blocks are) and returns the raw
     /// top-level index: each partition's last separator and handle.
-    fn write_index_partitions(&mut self) -> Result<Vec<u8>> {
-        let mut top = BlockBuilder::new(1);
+    fn write_index_partitions(&mut self, form: IndexForm) -> Result<Vec<u8>> {
+        let mut top = self.index_block_builder(form);
         let partitions = std::mem::take(&mut self.index_partitions);
         for p in &partitions {
             let h = self.write_block(&p.raw, self.opts.compression)?;
             self.props.index_size += h.size + BLOCK_TRAILER_LEN as u64;
-            let mut v = Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN);
-            h.encode_to(&mut v);
-            top.add(&p.last_separator, &v);
+            top.add(&p.last_separator, h);
         }
         self.props.index_partitions = partitions.len() as u64;
         Ok(top.finish())

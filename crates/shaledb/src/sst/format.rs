@@ -2,6 +2,7 @@
 //! trailer, the footer, and reading a block from a file. See docs/format/sstable.md.
 
 use super::block::Block;
+use super::index_block::IndexForm;
 use super::readahead::Readahead;
 use super::BlockHandle;
 use crate::checksum;
@@ -31,6 +32,9 @@ pub(crate) const FORMAT_VERSION_DICTIONARY: u32 = 2;
 /// The version of tables with a two-level index (and perhaps filter partitions and a
 /// dictionary).
 pub(crate) const FORMAT_VERSION_PARTITIONED: u32 = 3;
+/// The version of tables whose index blocks have delta-encoded handles and perhaps user-key
+/// separators (`shaledb.index.user_keys`), with any of the features of versions 2 and 3.
+pub(crate) const FORMAT_VERSION_SMALL_INDEX: u32 = 4;
 
 /// Upper bound on a decoded block. A block is cut once it reaches `block_size` (at most 256 MiB),
 /// so it holds at most that plus one entry: an 8 MiB key and a value under 4 GiB
@@ -324,15 +328,25 @@ pub(crate) enum TableFormat {
     /// A two-level index (the footer's index handle is its top level), perhaps a partitioned
     /// filter, a dictionary block if the metaindex lists one.
     V3Partitioned,
+    /// Format-4 index blocks (`IndexForm::v4`); one index block or two levels
+    /// (`shaledb.index.two_level`), perhaps a partitioned filter, a dictionary block if the
+    /// metaindex lists one.
+    V4SmallIndex,
 }
 
 impl TableFormat {
-    /// The oldest version that can hold a table with these features.
-    pub(crate) fn for_table(has_dictionary: bool, two_level_index: bool) -> TableFormat {
-        match (two_level_index, has_dictionary) {
-            (true, _) => TableFormat::V3Partitioned,
-            (false, true) => TableFormat::V2Dictionary,
-            (false, false) => TableFormat::V1,
+    /// The version of a table with these features: 4, or with `legacy_index` (tests of the
+    /// older readers) the oldest of 1 to 3 that can hold it.
+    pub(crate) fn for_table(
+        has_dictionary: bool,
+        two_level_index: bool,
+        legacy_index: bool,
+    ) -> TableFormat {
+        match (legacy_index, two_level_index, has_dictionary) {
+            (false, ..) => TableFormat::V4SmallIndex,
+            (true, true, _) => TableFormat::V3Partitioned,
+            (true, false, true) => TableFormat::V2Dictionary,
+            (true, false, false) => TableFormat::V1,
         }
     }
 
@@ -341,12 +355,27 @@ impl TableFormat {
             TableFormat::V1 => FORMAT_VERSION,
             TableFormat::V2Dictionary => FORMAT_VERSION_DICTIONARY,
             TableFormat::V3Partitioned => FORMAT_VERSION_PARTITIONED,
+            TableFormat::V4SmallIndex => FORMAT_VERSION_SMALL_INDEX,
         }
     }
 
-    /// True if the footer's index handle is a top-level index of partitions.
-    pub(crate) fn two_level_index(self) -> bool {
-        self == TableFormat::V3Partitioned
+    /// True if the footer's index handle is a top-level index of partitions, given the
+    /// table's `shaledb.index.two_level` property (which only format 4 consults).
+    pub(crate) fn two_level_index(self, two_level_property: bool) -> bool {
+        match self {
+            TableFormat::V1 | TableFormat::V2Dictionary => false,
+            TableFormat::V3Partitioned => true,
+            TableFormat::V4SmallIndex => two_level_property,
+        }
+    }
+
+    /// How the table's index blocks are encoded, given its `shaledb.index.user_keys`
+    /// property (which only format 4 consults).
+    pub(crate) fn index_form(self, user_keys_property: bool) -> IndexForm {
+        match self {
+            TableFormat::V4SmallIndex => IndexForm::v4(user_keys_property),
+            _ => IndexForm::LEGACY,
+        }
     }
 }
 
@@ -393,6 +422,7 @@ impl Footer {
             Some(FORMAT_VERSION) => TableFormat::V1,
             Some(FORMAT_VERSION_DICTIONARY) => TableFormat::V2Dictionary,
             Some(FORMAT_VERSION_PARTITIONED) => TableFormat::V3Partitioned,
+            Some(FORMAT_VERSION_SMALL_INDEX) => TableFormat::V4SmallIndex,
             _ => {
                 return Err(corrupt(
                     48,

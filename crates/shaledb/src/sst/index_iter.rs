@@ -3,11 +3,10 @@
 //! when the iterator reaches it). Either way the iterator yields one entry per data block:
 //! its separator and its handle.
 
-use super::block::BlockIter;
+use super::index_block::IndexBlockIter;
 use super::table::Table;
 use super::BlockHandle;
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
 
 /// An iterator over a table's index entries. Positioning calls take the table, which reads
 /// the partitions of a two-level index.
@@ -15,20 +14,20 @@ use crate::iter::InternalIterator;
 // iterator's allocation on every table iterator.
 #[allow(clippy::large_enum_variant)]
 pub(super) enum IndexIter {
-    Flat(BlockIter),
+    Flat(IndexBlockIter),
     TwoLevel(PartitionedIndexIter),
 }
 
 /// The two levels of a partitioned index: `top` picks the partition, `partition` walks it.
 pub(super) struct PartitionedIndexIter {
-    top: BlockIter,
-    partition: Option<BlockIter>,
+    top: IndexBlockIter,
+    partition: Option<IndexBlockIter>,
     partition_handle: BlockHandle,
     error: Option<Error>,
 }
 
 impl IndexIter {
-    pub(super) fn two_level(top: BlockIter) -> IndexIter {
+    pub(super) fn two_level(top: IndexBlockIter) -> IndexIter {
         IndexIter::TwoLevel(PartitionedIndexIter {
             top,
             partition: None,
@@ -54,19 +53,14 @@ impl IndexIter {
         }
     }
 
-    /// The encoded handle of the current data block.
-    pub(super) fn value(&self) -> &[u8] {
+    /// The handle of the current data block. REQUIRES: `valid()`.
+    pub(super) fn handle(&self) -> BlockHandle {
         match self {
-            IndexIter::Flat(i) => i.value(),
-            IndexIter::TwoLevel(i) => i.partition.as_ref().map_or(&[], |p| p.value()),
-        }
-    }
-
-    /// The file offset of the block holding the current entry (for error messages).
-    pub(super) fn block_offset(&self, table: &Table) -> u64 {
-        match self {
-            IndexIter::Flat(_) => table.index_offset(),
-            IndexIter::TwoLevel(i) => i.partition_handle.offset,
+            IndexIter::Flat(i) => i.handle(),
+            IndexIter::TwoLevel(i) => i
+                .partition
+                .as_ref()
+                .map_or_else(BlockHandle::default, |p| p.handle()),
         }
     }
 
@@ -159,17 +153,13 @@ impl PartitionedIndexIter {
             self.partition = None;
             return;
         }
-        let handle = match table.handle_in(self.top.value(), table.index_offset()) {
-            Ok(h) => h,
-            Err(e) => return self.fail(e),
-        };
+        let handle = self.top.handle();
         if self.partition.is_some() && handle == self.partition_handle {
             return;
         }
         match table.index_partition(handle) {
             Ok(block) => {
-                self.partition =
-                    Some(BlockIter::new(block).with_origin(table.shared_path(), handle.offset));
+                self.partition = Some(table.index_block_iter(block, handle.offset));
                 self.partition_handle = handle;
             }
             Err(e) => self.fail(e),

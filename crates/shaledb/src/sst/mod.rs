@@ -8,6 +8,7 @@ mod block;
 mod builder;
 pub(crate) mod filter;
 mod format;
+mod index_block;
 mod index_iter;
 mod properties;
 mod readahead;
@@ -20,6 +21,7 @@ mod tests;
 pub(crate) use block::BlockBuilder;
 pub use block::{Block, BlockIter};
 pub(crate) use builder::TableBuilder;
+pub use index_block::{IndexBlockIter, IndexForm};
 pub(crate) use readahead::COMPACTION_READAHEAD;
 pub use table::Table;
 pub(crate) use table::TableIterator;
@@ -63,7 +65,7 @@ pub(crate) struct BlockHandle {
 pub(crate) struct TableBuilderOptions {
     /// Approximate uncompressed size at which a data block is cut.
     pub block_size: usize,
-    /// Entries between restart points in data blocks (index blocks always use 1).
+    /// Entries between restart points in data blocks (index blocks: `index_restart_interval`).
     pub restart_interval: usize,
     /// Bloom filter bits per key; 0 writes no filter.
     pub bloom_bits_per_key: usize,
@@ -74,13 +76,18 @@ pub(crate) struct TableBuilderOptions {
     /// The family's prefix extractor: the bloom filter also holds every key's prefix.
     pub prefix_extractor: Option<std::sync::Arc<dyn crate::PrefixExtractor>>,
     /// Write a two-level index: partitions of about `metadata_block_size` bytes under a
-    /// top-level index (format version 3).
+    /// top-level index (format 3, or 4 with `shaledb.index.two_level`).
     pub partition_index: bool,
     /// Cut the bloom filter into partitions aligned with the index partitions (requires
     /// `partition_index`).
     pub partition_filters: bool,
     /// Approximate size at which an index partition is cut.
     pub metadata_block_size: usize,
+    /// Entries between restart points in index blocks (format 4; formats 1 to 3 use 1).
+    pub index_restart_interval: usize,
+    /// Write the index of formats 1 to 3 (internal keys, whole handles) instead of format
+    /// 4's, as tables before 2026-11-25 were: what tests of the older readers build.
+    pub legacy_format: bool,
 }
 
 /// Facts about a table, recorded in its properties block when it is written.
@@ -106,6 +113,11 @@ pub struct TableProperties {
     pub index_partitions: u64,
     /// Filter partitions (0: one filter block for the whole table, or none).
     pub filter_partitions: u64,
+    /// Format 4: the index is keyed by user keys (no user key's versions span two data
+    /// blocks), not internal keys.
+    pub index_user_keys: bool,
+    /// Format 4: the index has two levels (format 3 always does, formats 1 and 2 never).
+    pub index_two_level: bool,
     /// Number of data blocks.
     pub num_data_blocks: u64,
     /// Name of the codec the table was written with (blocks that did not shrink are raw).

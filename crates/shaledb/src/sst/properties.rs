@@ -23,6 +23,8 @@ pub(crate) const NEWEST_WRITE_TIME: &str = "shaledb.newest.write.time";
 pub(crate) const PREFIX_EXTRACTOR: &str = "shaledb.prefix.extractor";
 pub(crate) const INDEX_PARTITIONS: &str = "shaledb.index.partitions";
 pub(crate) const FILTER_PARTITIONS: &str = "shaledb.filter.partitions";
+pub(crate) const INDEX_USER_KEYS: &str = "shaledb.index.user_keys";
+pub(crate) const INDEX_TWO_LEVEL: &str = "shaledb.index.two_level";
 
 fn numeric(p: &TableProperties) -> [(&'static str, u64); 10] {
     [
@@ -52,6 +54,8 @@ pub(crate) fn encode(p: &TableProperties) -> Vec<u8> {
         (NEWEST_WRITE_TIME, p.newest_write_time),
         (INDEX_PARTITIONS, p.index_partitions),
         (FILTER_PARTITIONS, p.filter_partitions),
+        (INDEX_USER_KEYS, u64::from(p.index_user_keys)),
+        (INDEX_TWO_LEVEL, u64::from(p.index_two_level)),
     ] {
         if v > 0 {
             let mut buf = Vec::new();
@@ -82,6 +86,17 @@ pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
             p.compression = std::str::from_utf8(value)
                 .map_err(|_| "compression name is not UTF-8".to_string())?
                 .to_string();
+        } else if let Some(flag) = flag_slot(&mut p, key) {
+            *flag = match value {
+                [0] => false,
+                [1] => true,
+                _ => {
+                    return Err(format!(
+                        "property {} is not 0 or 1",
+                        String::from_utf8_lossy(key)
+                    ))
+                }
+            };
         } else if key == PREFIX_EXTRACTOR.as_bytes() {
             p.prefix_extractor = std::str::from_utf8(value)
                 .map_err(|_| "prefix extractor id is not UTF-8".to_string())?
@@ -121,6 +136,15 @@ pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
     Ok(p)
 }
 
+/// The property that `key` names if it is one of the 0-or-1 flags.
+fn flag_slot<'a>(p: &'a mut TableProperties, key: &[u8]) -> Option<&'a mut bool> {
+    match key {
+        k if k == INDEX_USER_KEYS.as_bytes() => Some(&mut p.index_user_keys),
+        k if k == INDEX_TWO_LEVEL.as_bytes() => Some(&mut p.index_two_level),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +167,8 @@ mod tests {
             newest_write_time: 1_764_000_000,
             index_partitions: 10,
             filter_partitions: 11,
+            index_user_keys: true,
+            index_two_level: true,
             file_size: 0,
         };
         let block = Arc::new(Block::new(encode(&p)).expect("block"));

@@ -355,6 +355,8 @@ mod tests {
                 partition_index: false,
                 partition_filters: false,
                 metadata_block_size: 4096,
+                index_restart_interval: 1,
+                legacy_format: false,
             };
             let mut b = TableBuilder::new(opts, file, path.to_path_buf(), 7);
             let entries: Entries = (0..n)

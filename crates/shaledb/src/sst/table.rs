@@ -8,6 +8,7 @@ use super::builder::{
 };
 use super::filter::{self, BloomFilter};
 use super::format::{decode_handle_value, read_at, BlockSource, Footer, TableFormat, FOOTER_LEN};
+use super::index_block::{IndexBlockIter, IndexForm};
 use super::index_iter::IndexIter;
 use super::readahead::Readahead;
 use super::{properties, BlockHandle, BlockReadOptions, TableProperties};
@@ -48,6 +49,8 @@ pub struct Table {
     /// `index` is the top level of a two-level index: its entries locate index partitions,
     /// which are read through the block cache. The top level is always held here.
     two_level: bool,
+    /// How the index blocks (and the filter partition index) are encoded.
+    index_form: IndexForm,
     metaindex_handle: BlockHandle,
     filter: Option<Arc<BloomFilter>>,
     filter_handle: Option<BlockHandle>,
@@ -184,15 +187,6 @@ impl Table {
             it.next();
         }
         it.status()?;
-        match (filter_handle, filter_index_handle) {
-            (Some(_), Some(_)) => return Err(meta_corrupt("metaindex lists two filters")),
-            (None, Some(_)) if !footer.version.two_level_index() => {
-                return Err(meta_corrupt(
-                    "a table before format version 3 lists a partitioned filter",
-                ))
-            }
-            _ => {}
-        }
         let dictionary = read_dictionary(plain, &footer, dict_handle)?;
         let index = plain.with_dictionary(dictionary.as_ref()).block(
             footer.index,
@@ -206,6 +200,17 @@ impl Table {
         let mut props = properties::decode(Arc::new(props_block))
             .map_err(|e| Error::corruption(&*path, properties_handle.offset, e))?;
         props.file_size = file_size;
+        let two_level = footer.version.two_level_index(props.index_two_level);
+        let index_form = footer.version.index_form(props.index_user_keys);
+        match (filter_handle, filter_index_handle) {
+            (Some(_), Some(_)) => return Err(meta_corrupt("metaindex lists two filters")),
+            (None, Some(_)) if !two_level => {
+                return Err(meta_corrupt(
+                    "a table without a two-level index lists a partitioned filter",
+                ))
+            }
+            _ => {}
+        }
 
         let filter = match filter_handle {
             Some(h) => Some(Arc::new(read_filter(plain, h)?)),
@@ -220,7 +225,6 @@ impl Table {
             )?)),
             None => None,
         };
-        let two_level = footer.version.two_level_index();
         let range_dels = match range_del_handle {
             Some(h) => {
                 let block = plain.block(h, true, "range-deletion block", None)?;
@@ -261,6 +265,7 @@ impl Table {
             index,
             index_handle: footer.index,
             two_level,
+            index_form,
             metaindex_handle: footer.metaindex,
             filter,
             filter_handle,
@@ -454,15 +459,16 @@ impl Table {
         target: &[u8],
         buf: &mut Vec<u8>,
     ) -> Result<Option<BlockHandle>> {
-        let mut index = BlockIter::new(block)
+        let mut index = IndexBlockIter::new(block, self.index_form)
             .with_block_offset(offset)
+            .with_limit(self.data_end)
             .with_key_buffer(std::mem::take(buf));
         index.seek(target);
-        let handle = index.valid().then(|| self.handle_in(index.value(), offset));
+        let handle = index.valid().then(|| index.handle());
         let status = index.status();
         *buf = index.into_key_buffer();
         status.map_err(|e| self.name_file(e))?;
-        handle.transpose()
+        Ok(handle)
     }
 
     /// An index partition, from the block cache or read (checksum verified) and cached with
@@ -500,17 +506,19 @@ impl Table {
         hash: u64,
         buf: &mut Vec<u8>,
     ) -> bool {
-        let mut it = BlockIter::new(top).with_key_buffer(std::mem::take(buf));
+        let mut it = IndexBlockIter::new(top, self.index_form)
+            .with_limit(self.data_end)
+            .with_key_buffer(std::mem::take(buf));
         it.seek(seek_key);
-        let handle = it.valid().then(|| decode_handle_value(it.value()));
+        let handle = it.valid().then(|| it.handle());
         let past_end = !it.valid() && it.status().is_ok();
         *buf = it.into_key_buffer();
         match handle {
             _ if past_end => false,
-            Some(Some(h)) => self
+            Some(h) => self
                 .cached_filter(h)
                 .is_none_or(|f| f.may_contain_hash(hash)),
-            _ => true,
+            None => true,
         }
     }
 
@@ -661,9 +669,7 @@ impl Table {
         };
         index.seek(self, ikey);
         if index.valid() {
-            if let Some(h) = decode_handle_value(index.value()) {
-                return h.offset;
-            }
+            return index.handle().offset;
         }
         self.metaindex_handle.offset
     }
@@ -777,7 +783,7 @@ impl Table {
         let mut last_key: Vec<u8> = Vec::new();
         let mut first = true;
         while index.valid() {
-            let h = self.handle_in(index.value(), index.block_offset(self))?;
+            let h = index.handle();
             let block = self.source().block(h, true, "data block", None)?;
             let mut it = BlockIter::new(Arc::new(block)).with_origin(self.path.clone(), h.offset);
             it.seek_to_first();
@@ -797,7 +803,7 @@ impl Table {
                         "keys out of order",
                     ));
                 }
-                if key::compare_internal(it.key(), index.key()) == std::cmp::Ordering::Greater {
+                if self.beyond_separator(it.key(), index.key()) {
                     return Err(Error::corruption(
                         &*self.path,
                         h.offset,
@@ -815,16 +821,27 @@ impl Table {
         index.status()
     }
 
+    /// True if data key `ikey` sorts after index key `separator` (an internal key, or a
+    /// user key in a user-keyed index).
+    fn beyond_separator(&self, ikey: &[u8], separator: &[u8]) -> bool {
+        match self.index_form.user_keys {
+            true => key::user_key(ikey) > separator,
+            false => key::compare_internal(ikey, separator) == std::cmp::Ordering::Greater,
+        }
+    }
+
     /// The handles in the top-level block `top` (at `at`) of a partitioned index or filter.
     fn partition_handles(&self, top: Option<&Block>, at: BlockHandle) -> Result<Vec<BlockHandle>> {
         let mut out = Vec::new();
         let Some(top) = top else {
             return Ok(out);
         };
-        let mut it = BlockIter::new(top).with_origin(self.path.clone(), at.offset);
+        let mut it = IndexBlockIter::new(top, self.index_form)
+            .with_origin(self.path.clone(), at.offset)
+            .with_limit(self.data_end);
         it.seek_to_first();
         while it.valid() {
-            out.push(self.handle_in(it.value(), at.offset)?);
+            out.push(it.handle());
             it.next();
         }
         it.status()?;
@@ -842,7 +859,10 @@ impl Table {
             return BlockHandle::default();
         };
         it.seek_to_first(self);
-        decode_handle_value(it.value()).unwrap_or_default()
+        match it.valid() {
+            true => it.handle(),
+            false => BlockHandle::default(),
+        }
     }
 
     /// The handles of every data block, in order.
@@ -854,7 +874,7 @@ impl Table {
         };
         it.seek_to_first(self);
         while it.valid() {
-            out.extend(decode_handle_value(it.value()));
+            out.push(it.handle());
             it.next(self);
         }
         out
@@ -871,33 +891,23 @@ impl Table {
             Some(b) => b.clone(),
             None => self.cached_index()?,
         };
-        let top = BlockIter::new(block).with_origin(self.path.clone(), self.index_handle.offset);
+        let top = self.index_block_iter(block, self.index_handle.offset);
         Ok(match self.two_level {
             true => IndexIter::two_level(top),
             false => IndexIter::Flat(top),
         })
     }
 
-    /// The file offset of the index block (the top level of a two-level index).
-    pub(super) fn index_offset(&self) -> u64 {
-        self.index_handle.offset
-    }
-
-    /// The table's path, shared with block iterators that report errors.
-    pub(super) fn shared_path(&self) -> Arc<Path> {
-        self.path.clone()
+    /// An iterator over index block (or partition) `block` at file offset `offset`.
+    pub(super) fn index_block_iter(&self, block: Arc<Block>, offset: u64) -> IndexBlockIter {
+        IndexBlockIter::new(block, self.index_form)
+            .with_origin(self.path.clone(), offset)
+            .with_limit(self.data_end)
     }
 
     fn cached<T: Send + Sync + 'static>(&self, key: &(u64, u64)) -> Option<Arc<T>> {
         let v = self.cache.as_ref()?.get(key)?;
         v.downcast::<T>().ok()
-    }
-
-    /// Decodes the block handle `v` read from the index block or partition at `block_offset`.
-    pub(super) fn handle_in(&self, v: &[u8], block_offset: u64) -> Result<BlockHandle> {
-        decode_handle_value(v).ok_or_else(|| {
-            Error::corruption(&*self.path, block_offset, "bad block handle in index block")
-        })
     }
 
     /// A data block, from the cache if there, else read (and cached if `fill_cache`); the flag
@@ -966,16 +976,7 @@ impl TableIterator {
             self.data = None;
             return;
         };
-        let handle = match self
-            .table
-            .handle_in(index.value(), index.block_offset(&self.table))
-        {
-            Ok(h) => h,
-            Err(e) => {
-                self.fail(e);
-                return;
-            }
-        };
+        let handle = index.handle();
         if self.data.is_some() && handle == self.data_handle {
             return;
         }
@@ -1200,7 +1201,8 @@ impl MetaSize for BloomFilter {
     }
 }
 
-/// The table's zstd dictionary: required by (and only in) a format-2 table.
+/// The table's zstd dictionary: required by a format-2 table, optional in formats 3 and 4
+/// (the metaindex says), refused in format 1.
 fn read_dictionary(
     src: BlockSource<'_>,
     footer: &Footer,
@@ -1208,9 +1210,13 @@ fn read_dictionary(
 ) -> Result<Option<ZstdDictionary>> {
     let corrupt = |offset: u64, d: &str| Error::corruption(src.path, offset, d);
     let h = match (footer.version, handle) {
-        (TableFormat::V1, None) => return Ok(None),
-        (TableFormat::V3Partitioned, None) => return Ok(None),
-        (TableFormat::V2Dictionary | TableFormat::V3Partitioned, Some(h)) => h,
+        (TableFormat::V1 | TableFormat::V3Partitioned | TableFormat::V4SmallIndex, None) => {
+            return Ok(None)
+        }
+        (
+            TableFormat::V2Dictionary | TableFormat::V3Partitioned | TableFormat::V4SmallIndex,
+            Some(h),
+        ) => h,
         (TableFormat::V2Dictionary, None) => {
             return Err(corrupt(
                 footer.metaindex.offset,

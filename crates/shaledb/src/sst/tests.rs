@@ -123,6 +123,8 @@ fn opts(compression: CompressionType) -> TableBuilderOptions {
         partition_index: false,
         partition_filters: false,
         metadata_block_size: 4096,
+        index_restart_interval: 1,
+        legacy_format: false,
     }
 }
 
@@ -906,23 +908,50 @@ fn footer_version(bytes: &[u8]) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
 }
 
+/// `o` writing the index of formats 1 to 3 (`legacy`) or of format 4.
+fn with_format(o: TableBuilderOptions, legacy: bool) -> TableBuilderOptions {
+    TableBuilderOptions {
+        legacy_format: legacy,
+        ..o
+    }
+}
+
+/// The footer version a table gets: `older` (1 to 3) when written `legacy`, else 4.
+fn version_for(legacy: bool, older: u32) -> u32 {
+    if legacy {
+        older
+    } else {
+        4
+    }
+}
+
 #[test]
 fn zstd_dictionaries_shrink_small_blocks_and_read_back() {
     let e = rows(3000);
-    let mut o = opts(CompressionType::Zstd);
+    for legacy in [true, false] {
+        dictionaries_shrink_small_blocks(&e, legacy);
+    }
+}
+
+fn dictionaries_shrink_small_blocks(e: &[(Vec<u8>, Vec<u8>)], legacy: bool) {
+    let mut o = with_format(opts(CompressionType::Zstd), legacy);
     o.block_size = 1024;
-    let (plain, plain_props) = build(o.clone(), &e);
-    assert_eq!(footer_version(&plain), 1);
+    let (plain, plain_props) = build(o.clone(), e);
+    assert_eq!(footer_version(&plain), version_for(legacy, 1));
     for (max_dict, train) in [(4096, 0), (4096, 100 * 1024)] {
-        let (bytes, props) = build_with_dictionary(o.clone(), &e, max_dict, train);
-        assert_eq!(footer_version(&bytes), 2, "dict {max_dict}, train {train}");
+        let (bytes, props) = build_with_dictionary(o.clone(), e, max_dict, train);
+        assert_eq!(
+            footer_version(&bytes),
+            version_for(legacy, 2),
+            "dict {max_dict}, train {train}"
+        );
         assert!(
             props.data_size * 10 < plain_props.data_size * 9,
             "dict {max_dict}, train {train}: {} vs {} bytes of data blocks",
             props.data_size,
             plain_props.data_size
         );
-        read_all(bytes.clone(), &e)
+        read_all(bytes.clone(), e)
             .unwrap_or_else(|err| panic!("dict {max_dict}, train {train}: {err:?}"));
         // Reads through the block cache and readahead use the dictionary too.
         let t = open_bytes(bytes, Some(Arc::new(BlockCache::new(1 << 20, 0)))).expect("open");
@@ -933,40 +962,47 @@ fn zstd_dictionaries_shrink_small_blocks_and_read_back() {
 
 #[test]
 fn dictionaries_apply_to_zstd_only_and_survive_failed_training() {
-    // Another codec ignores the dictionary option: format 1, as before.
-    let e = rows(500);
-    let (bytes, _) = build_with_dictionary(opts(CompressionType::Lz4), &e, 4096, 0);
-    assert_eq!(footer_version(&bytes), 1);
-    read_all(bytes, &e).expect("lz4");
-    // Three entries are too few samples for zstd's trainer: no dictionary, still readable.
-    let few = rows(3);
-    let (bytes, _) = build_with_dictionary(opts(CompressionType::Zstd), &few, 4096, 8192);
-    assert_eq!(footer_version(&bytes), 1);
-    read_all(bytes, &few).expect("few");
-    // An empty table with a dictionary option is an empty table.
-    let (bytes, _) = build_with_dictionary(opts(CompressionType::Zstd), &[], 4096, 0);
-    read_all(bytes, &[]).expect("empty");
+    for legacy in [true, false] {
+        // Another codec ignores the dictionary option: format 1, as before.
+        let e = rows(500);
+        let o = |c| with_format(opts(c), legacy);
+        let (bytes, _) = build_with_dictionary(o(CompressionType::Lz4), &e, 4096, 0);
+        assert_eq!(footer_version(&bytes), version_for(legacy, 1));
+        read_all(bytes, &e).expect("lz4");
+        // Three entries are too few samples for zstd's trainer: no dictionary, still readable.
+        let few = rows(3);
+        let (bytes, _) = build_with_dictionary(o(CompressionType::Zstd), &few, 4096, 8192);
+        assert_eq!(footer_version(&bytes), version_for(legacy, 1));
+        read_all(bytes, &few).expect("few");
+        // An empty table with a dictionary option is an empty table.
+        let (bytes, _) = build_with_dictionary(o(CompressionType::Zstd), &[], 4096, 0);
+        read_all(bytes, &[]).expect("empty");
+    }
 }
 
 #[test]
 fn every_byte_flip_of_a_dictionary_table_is_detected() {
     let e = rows(60);
-    let (bytes, _) = build_with_dictionary(opts(CompressionType::Zstd), &e, 1024, 0);
-    assert_eq!(footer_version(&bytes), 2);
-    for pos in 0..bytes.len() {
-        let mut b = bytes.clone();
-        b[pos] ^= 0x01;
-        assert_corruption(read_all(b, &e), &format!("flip at {pos}"));
+    for legacy in [true, false] {
+        let o = with_format(opts(CompressionType::Zstd), legacy);
+        let (bytes, _) = build_with_dictionary(o, &e, 1024, 0);
+        assert_eq!(footer_version(&bytes), version_for(legacy, 2));
+        for pos in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[pos] ^= 0x01;
+            assert_corruption(read_all(b, &e), &format!("legacy {legacy}: flip at {pos}"));
+        }
     }
 }
 
 #[test]
 fn a_footer_and_metaindex_that_disagree_about_the_dictionary_are_corruption() {
     let e = rows(200);
-    let (with, _) = build_with_dictionary(opts(CompressionType::Zstd), &e, 1024, 0);
+    let o = with_format(opts(CompressionType::Zstd), true);
+    let (with, _) = build_with_dictionary(o.clone(), &e, 1024, 0);
     // Format 2 claimed by a table without a dictionary block, and format 1 by one with it:
     // rewrite the version and reseal the footer's checksum.
-    let (without, _) = build(opts(CompressionType::Zstd), &e);
+    let (without, _) = build(o, &e);
     for (mut bytes, version) in [(without, 2u32), (with, 1u32)] {
         let f = bytes.len() - FOOTER_LEN;
         bytes[f + 48..f + 52].copy_from_slice(&version.to_le_bytes());
@@ -1033,3 +1069,4 @@ fn index_and_filter_in_the_block_cache_are_charged_evicted_and_read_again() {
 }
 
 mod partitioned;
+mod small_index;

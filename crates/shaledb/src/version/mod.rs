@@ -818,6 +818,8 @@ mod tests {
             partition_index: false,
             partition_filters: false,
             metadata_block_size: 4096,
+            index_restart_interval: 1,
+            legacy_format: false,
         };
         let mut b = TableBuilder::new(opts, file, path, number);
         let ikey = |i: usize| InternalKey::new(format!("key{i:04}").as_bytes(), 1, ValueKind::Put);

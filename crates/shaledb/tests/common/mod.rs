@@ -45,8 +45,12 @@ pub fn check_keys_and_scan(
 pub struct TableShape {
     /// The file.
     pub path: std::path::PathBuf,
-    /// The footer's table format version (3: a two-level index).
+    /// The footer's table format version.
     pub format_version: u32,
+    /// The index has two levels (format 3, or 4 with `shaledb.index.two_level`).
+    pub two_level: bool,
+    /// Format 4: the index is keyed by user keys (`shaledb.index.user_keys`).
+    pub index_user_keys: bool,
     /// Index partitions (0: one index block).
     pub index_partitions: u64,
     /// Filter partitions (0: one filter block, or none).
@@ -87,6 +91,8 @@ pub fn table_shapes(dir: &std::path::Path) -> Vec<TableShape> {
             let props = table.properties();
             TableShape {
                 format_version,
+                two_level: format_version == 3 || props.index_two_level,
+                index_user_keys: props.index_user_keys,
                 index_partitions: props.index_partitions,
                 filter_partitions: props.filter_partitions,
                 path,
@@ -96,14 +102,14 @@ pub fn table_shapes(dir: &std::path::Path) -> Vec<TableShape> {
 }
 
 /// Checks that every table in `dir` has a two-level index with filter partitions (format
-/// version 3), one filter partition per index partition, and that some table has at least
+/// version 3 or 4), one filter partition per index partition, and that some table has at least
 /// `min_partitions` of them. Returns the shapes.
 #[allow(dead_code)] // not every test file that declares `mod common` uses it
 pub fn assert_partitioned_tables(dir: &std::path::Path, min_partitions: u64) -> Vec<TableShape> {
     let shapes = table_shapes(dir);
     assert!(!shapes.is_empty(), "no tables in {}", dir.display());
     for s in &shapes {
-        assert_eq!(s.format_version, 3, "{s:?}");
+        assert!(s.two_level && [3, 4].contains(&s.format_version), "{s:?}");
         assert!(s.index_partitions >= 1, "{s:?}");
         assert_eq!(s.filter_partitions, s.index_partitions, "{s:?}");
     }

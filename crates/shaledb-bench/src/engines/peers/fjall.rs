@@ -130,6 +130,13 @@ impl FjallEngine {
                     .into(),
             );
         }
+        if c.index_block_restart_interval != 1 {
+            return Err(
+                "fjall: the benchmark does not set fjall's index block restart interval \
+                 (--index_block_restart_interval)"
+                    .into(),
+            );
+        }
         if c.level_compaction_dynamic_level_bytes {
             return Err("fjall: fjall has no dynamic level sizes".into());
         }

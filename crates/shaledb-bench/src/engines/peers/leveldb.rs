@@ -188,6 +188,13 @@ impl LevelEngine {
                     .into(),
             );
         }
+        if c.index_block_restart_interval != 1 {
+            return Err(
+                "leveldb: LevelDB's index blocks always have restart interval 1 \
+                 (--index_block_restart_interval)"
+                    .into(),
+            );
+        }
         if c.level_compaction_dynamic_level_bytes {
             return Err("leveldb: LevelDB has no dynamic level sizes".into());
         }

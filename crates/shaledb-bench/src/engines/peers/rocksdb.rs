@@ -180,6 +180,10 @@ mod ffi {
             t: *mut rocksdb_block_based_table_options_t,
             v: u64,
         );
+        pub fn rocksdb_block_based_options_set_index_block_restart_interval(
+            t: *mut rocksdb_block_based_table_options_t,
+            v: c_int,
+        );
         pub fn rocksdb_block_based_options_set_pin_top_level_index_and_filter(
             t: *mut rocksdb_block_based_table_options_t,
             v: c_uchar,
@@ -418,6 +422,8 @@ fn db_options(
             ffi::rocksdb_block_based_options_set_metadata_block_size(t, c.metadata_block_size);
             ffi::rocksdb_block_based_options_set_pin_top_level_index_and_filter(t, 1);
         }
+        let interval = c_int::try_from(c.index_block_restart_interval).unwrap_or(c_int::MAX);
+        ffi::rocksdb_block_based_options_set_index_block_restart_interval(t, interval);
         if c.bloom_bits > 0 {
             let policy = ffi::rocksdb_filterpolicy_create_bloom_full(f64::from(c.bloom_bits));
             ffi::rocksdb_block_based_options_set_filter_policy(t, policy);

@@ -192,6 +192,13 @@ pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
                 .into(),
         );
     }
+    if c.index_block_restart_interval != 1 {
+        return Err(
+            "wiredtiger: WiredTiger has no index blocks with restart points \
+             (--index_block_restart_interval)"
+                .into(),
+        );
+    }
     if c.blob.enabled {
         return Err(
             "wiredtiger: WiredTiger has no blob files (key-value separation; \

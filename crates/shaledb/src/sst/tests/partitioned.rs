@@ -48,11 +48,15 @@ fn check_lookups(t: &Arc<Table>, e: &[(Vec<u8>, Vec<u8>)], what: &str) {
 #[test]
 fn two_level_index_and_filter_partitions_read_back() {
     let e = entries(2000);
-    for c in all_compressions() {
+    for (c, legacy) in all_compressions()
+        .into_iter()
+        .zip([true, false].into_iter().cycle())
+    {
         for filters in [false, true] {
-            let what = format!("{c:?} filters {filters}");
-            let (bytes, props) = build(partitioned(c, filters), &e);
-            assert_eq!(footer_version(&bytes), 3, "{what}");
+            let what = format!("{c:?} filters {filters} legacy {legacy}");
+            let (bytes, props) = build(with_format(partitioned(c, filters), legacy), &e);
+            assert_eq!(footer_version(&bytes), version_for(legacy, 3), "{what}");
+            assert_eq!(props.index_two_level, !legacy, "{what}");
             assert!(props.index_partitions > 5, "{what}: {props:?}");
             let want_filters = if filters { props.index_partitions } else { 0 };
             assert_eq!(props.filter_partitions, want_filters, "{what}");
@@ -166,16 +170,18 @@ fn every_byte_flip_of_a_partitioned_table_is_detected() {
 #[test]
 fn partitioned_tables_with_a_dictionary_read_back() {
     let e = rows(2000);
-    let o = partitioned(CompressionType::Zstd, true);
-    let (bytes, props) = build_with_dictionary(o, &e, 2048, 0);
-    assert_eq!(footer_version(&bytes), 3);
-    assert!(props.index_partitions > 5);
-    let t = open_bytes(bytes, None).expect("open");
-    for (k, v) in &e {
-        assert_eq!(&found(get(&t, k, true, true).expect("get")), v);
+    for legacy in [true, false] {
+        let o = with_format(partitioned(CompressionType::Zstd, true), legacy);
+        let (bytes, props) = build_with_dictionary(o, &e, 2048, 0);
+        assert_eq!(footer_version(&bytes), version_for(legacy, 3));
+        assert!(props.index_partitions > 5);
+        let t = open_bytes(bytes, None).expect("open");
+        for (k, v) in &e {
+            assert_eq!(&found(get(&t, k, true, true).expect("get")), v);
+        }
+        assert_eq!(collect(&mut t.iter(ro(true, true))), e);
+        t.verify_checksums().expect("verify");
     }
-    assert_eq!(collect(&mut t.iter(ro(true, true))), e);
-    t.verify_checksums().expect("verify");
 }
 
 #[test]
