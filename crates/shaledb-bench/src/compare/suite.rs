@@ -432,8 +432,14 @@ mod tests {
             let flags = crate::dbbench::Flags::parse(&wl.args).unwrap();
             let blob = &flags.opts.blob;
             assert!(blob.enabled && !blob.gc, "{}", wl.id);
-            // Every value of every size is a blob.
-            assert!(blob.min_size <= flags.value_size as u64, "{}", wl.id);
+            // Values from 1 KB up are blobs; the 100 B ones stay in the tables.
+            assert_eq!(blob.min_size, 512, "{}", wl.id);
+            assert_eq!(
+                blob.min_size <= flags.value_size as u64,
+                wl.id != "K1-100B",
+                "{}",
+                wl.id
+            );
             assert!(wl.title.contains("blob files on"), "{}", wl.id);
             for (engine, labels, enabled) in [
                 ("shaledb", &[][..], true),
