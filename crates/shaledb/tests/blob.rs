@@ -2,6 +2,8 @@
 //! through every read path, merges and compaction filters over blob values, single deletes of
 //! blob puts, obsolete blob files deleted, and the options refused.
 
+mod common;
+
 use shaledb::merge_operators::StringAppend;
 use shaledb::{CompactionFilter, Db, Decision, Options, ReadOptions};
 use std::path::Path;
@@ -39,26 +41,7 @@ fn blob_files(dir: &Path) -> Vec<String> {
 }
 
 fn scan(db: &Db, reverse: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = db.iter(&ReadOptions::default());
-    let mut out = Vec::new();
-    if reverse {
-        it.seek_to_last();
-    } else {
-        it.seek_to_first();
-    }
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        if reverse {
-            it.prev();
-        } else {
-            it.next();
-        }
-    }
-    it.status().expect("scan");
-    if reverse {
-        out.reverse();
-    }
-    out
+    common::scan(db, &ReadOptions::default(), reverse)
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! both ways, snapshots, ranges), are dropped by compaction, keep their write time across
 //! reopens; a family's TTL-ness is fixed at creation; a model test with a test clock.
 
+mod common;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shaledb::fs::MemFileSystem;
@@ -43,29 +45,6 @@ fn opts(clock: &Arc<TestClock>, ttl: Option<u64>) -> Options {
 
 type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
-fn scan(db: &Db, ro: &ReadOptions, reverse: bool) -> Pairs {
-    let mut it = db.iter(ro);
-    let mut out = Vec::new();
-    if reverse {
-        it.seek_to_last();
-    } else {
-        it.seek_to_first();
-    }
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        if reverse {
-            it.prev();
-        } else {
-            it.next();
-        }
-    }
-    it.status().expect("status");
-    if reverse {
-        out.reverse();
-    }
-    out
-}
-
 fn pairs(list: &[(&str, &str)]) -> Pairs {
     list.iter()
         .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
@@ -88,7 +67,7 @@ fn expired_entries_are_never_read_and_their_time_survives_reopen() {
     let snap = db.snapshot();
     let ro = ReadOptions::default();
     assert_eq!(
-        scan(&db, &ro, false),
+        common::scan(&db, &ro, false),
         pairs(&[("a", "old-a"), ("b", "old-b"), ("c", "young-c")])
     );
     assert_eq!(db.get(b"a").expect("get").as_deref(), Some(&b"old-a"[..]));
@@ -103,8 +82,8 @@ fn expired_entries_are_never_read_and_their_time_survives_reopen() {
             .map(|r| r.expect("get").map(|v| v.to_vec()))
             .collect();
         assert_eq!(got, vec![None, None, Some(b"young-c".to_vec())]);
-        assert_eq!(scan(db, &ro, false), pairs(&[("c", "young-c")]));
-        assert_eq!(scan(db, &ro, true), pairs(&[("c", "young-c")]));
+        assert_eq!(common::scan(db, &ro, false), pairs(&[("c", "young-c")]));
+        assert_eq!(common::scan(db, &ro, true), pairs(&[("c", "young-c")]));
         let range: Vec<(Vec<u8>, Vec<u8>)> = db
             .range(..)
             .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).expect("item"))
@@ -118,7 +97,10 @@ fn expired_entries_are_never_read_and_their_time_survives_reopen() {
         ..Default::default()
     };
     assert_eq!(db.get_opt(&at_snap, b"a").expect("get"), None);
-    assert_eq!(scan(&db, &at_snap, false), pairs(&[("c", "young-c")]));
+    assert_eq!(
+        common::scan(&db, &at_snap, false),
+        pairs(&[("c", "young-c")])
+    );
     drop(snap);
     db.flush().expect("flush");
     check(&db);
@@ -128,7 +110,10 @@ fn expired_entries_are_never_read_and_their_time_survives_reopen() {
     db.compact_range(None, None).expect("compact");
     check(&db);
     clock.advance(5);
-    assert_eq!(scan(&db, &ReadOptions::default(), false), Vec::new());
+    assert_eq!(
+        common::scan(&db, &ReadOptions::default(), false),
+        Vec::new()
+    );
 }
 
 /// A family that is no longer written is never flushed or compacted again; its files still go
@@ -164,7 +149,10 @@ fn expired_files_of_an_idle_family_are_dropped() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(scan(&db, &ReadOptions::default(), false), Vec::new());
+    assert_eq!(
+        common::scan(&db, &ReadOptions::default(), false),
+        Vec::new()
+    );
 }
 
 #[test]
@@ -188,7 +176,7 @@ fn compaction_drops_expired_entries() {
     db.compact_range(None, None).expect("compact");
     assert!(size(&db) * 20 < full, "{} of {full} bytes kept", size(&db));
     assert_eq!(
-        scan(&db, &ReadOptions::default(), false),
+        common::scan(&db, &ReadOptions::default(), false),
         pairs(&[("late", "value")])
     );
 }
@@ -303,11 +291,11 @@ fn model_with_ttl() {
                         .collect();
                     let ro = ReadOptions::default();
                     assert!(
-                        scan(&db, &ro, false) == want,
+                        common::scan(&db, &ro, false) == want,
                         "seed {seed} op {op}: forward"
                     );
                     assert!(
-                        scan(&db, &ro, true) == want,
+                        common::scan(&db, &ro, true) == want,
                         "seed {seed} op {op}: backward"
                     );
                 }

@@ -138,3 +138,29 @@ pub fn copy_fixture(fixture: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     }
     (tmp, dir)
 }
+
+/// Every entry `ro` sees, walked with a raw iterator forward, or backward (then returned in
+/// key order); panics on an iterator error.
+#[allow(dead_code)] // not every test file that declares `mod common` uses it
+pub fn scan(db: &shaledb::Db, ro: &shaledb::ReadOptions, reverse: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db.iter(ro);
+    let mut out = Vec::new();
+    if reverse {
+        it.seek_to_last();
+    } else {
+        it.seek_to_first();
+    }
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        if reverse {
+            it.prev();
+        } else {
+            it.next();
+        }
+    }
+    it.status().expect("scan");
+    if reverse {
+        out.reverse();
+    }
+    out
+}
