@@ -391,3 +391,39 @@ fn the_blob_cache_holds_values_in_the_block_cache_budget() {
         assert_eq!(n, 50);
     }
 }
+
+#[test]
+fn a_damaged_blob_is_an_error_in_every_iterator_read_never_a_value() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), blob_options()).expect("open");
+    for i in 0..3 {
+        db.put(key(i), big(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    drop(db);
+    // Flip a byte inside the first record's value (past the 32-byte header, the 17-byte
+    // record header and the 7-byte key).
+    let blob = dir.path().join(&blob_files(dir.path())[0]);
+    let mut bytes = std::fs::read(&blob).expect("read");
+    bytes[32 + 17 + 7 + 10] ^= 0x40;
+    std::fs::write(&blob, &bytes).expect("write");
+    let db = Db::open(dir.path(), blob_options()).expect("reopen");
+    let mut it = db.iter(&ReadOptions::default());
+    it.seek_to_first();
+    assert!(it.valid());
+    assert_eq!(it.key(), &key(0)[..]);
+    let err = it.try_value().expect_err("damaged blob");
+    assert!(err.is_corruption(), "{err}");
+    assert!(
+        !it.valid(),
+        "the iterator stays valid after a failed blob read"
+    );
+    assert!(it.status().is_err());
+    // range() yields the error as an item; get reports it too.
+    assert!(db.range(..).next().expect("an item").is_err());
+    assert!(db.get(key(0)).expect_err("get").is_corruption());
+    assert_eq!(
+        db.get(key(1)).expect("get").as_deref(),
+        Some(&big(1, 0)[..])
+    );
+}

@@ -393,9 +393,10 @@ impl DbIterator {
     ///
     /// A value stored in a blob file (`Options::enable_blob_files`) is read here, on first
     /// use, so a scan that never asks for values reads no blob. If that read fails, this
-    /// returns an empty slice, `valid()` turns false and `status()` holds the error: check
-    /// `status()` before trusting a value of a database with blob files, or iterate with
-    /// [`Db::range`](crate::Db::range), whose items carry the error.
+    /// returns an empty slice, `valid()` turns false and `status()` holds the error: use
+    /// [`try_value`](Self::try_value), or check `status()` before trusting a value of a
+    /// database with blob files, or iterate with [`Db::range`](crate::Db::range), whose items
+    /// carry the error.
     pub fn value(&self) -> &[u8] {
         if !self.valid {
             return &[];
@@ -407,6 +408,26 @@ impl DbIterator {
             Direction::Forward if !self.merged => self.user_value(self.inner.value()),
             _ => self.saved_value.as_slice(),
         }
+    }
+
+    /// The current value, or the error reading it from a blob file. REQUIRES: `valid()`.
+    ///
+    /// ```
+    /// use shaledb::{Db, Options, ReadOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let opts = Options { enable_blob_files: true, ..Default::default() };
+    /// let db = Db::open(dir.path(), opts).unwrap();
+    /// db.put(b"k", vec![7u8; 1000]).unwrap();
+    /// db.flush().unwrap(); // the value is now in a blob file
+    /// let mut it = db.iter(&ReadOptions::default());
+    /// it.seek_to_first();
+    /// assert_eq!(it.try_value().unwrap(), &[7u8; 1000][..]);
+    /// ```
+    pub fn try_value(&self) -> Result<&[u8]> {
+        if self.valid && self.current_blob {
+            return self.blob_value().as_deref().map_err(Error::duplicate);
+        }
+        Ok(self.value())
     }
 
     /// The current value as a [`Value`](crate::Value): moving forward over a table block it
