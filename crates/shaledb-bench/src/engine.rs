@@ -118,6 +118,9 @@ pub struct BlobOptions {
     /// `--blob_garbage_collection_force_threshold`: a garbage ratio of the oldest blob files
     /// that forces compactions to collect them (0 to 1; 1: never forced).
     pub gc_force_threshold: f64,
+    /// `--use_blob_cache` (with `--use_shared_block_and_blob_cache`, db_bench's default):
+    /// blob values read are cached in the block cache.
+    pub cache: bool,
 }
 
 impl Default for BlobOptions {
@@ -130,6 +133,7 @@ impl Default for BlobOptions {
             gc: false,
             gc_age_cutoff: 0.25,
             gc_force_threshold: 1.0,
+            cache: false,
         }
     }
 }

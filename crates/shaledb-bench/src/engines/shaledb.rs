@@ -77,6 +77,7 @@ fn set_blob_options(o: &mut Options, b: &BlobOptions) -> EngineResult<()> {
     o.enable_blob_garbage_collection = b.gc;
     o.blob_garbage_collection_age_cutoff = b.gc_age_cutoff;
     o.blob_garbage_collection_force_threshold = b.gc_force_threshold;
+    o.blob_cache = b.cache;
     Ok(())
 }
 
@@ -307,6 +308,8 @@ mod tests {
             )
         };
         assert_eq!(gc(&options_of(&[])), (false, 0.25, 1.0));
+        assert!(!options_of(&[]).blob_cache);
+        assert!(options_of(&["--use_blob_cache"]).blob_cache);
         assert_eq!(
             gc(&options_of(&[
                 "--enable_blob_garbage_collection",

@@ -132,6 +132,10 @@ mod ffi {
         pub fn rocksdb_options_set_enable_blob_gc(o: *mut rocksdb_options_t, v: c_uchar);
         pub fn rocksdb_options_set_blob_gc_age_cutoff(o: *mut rocksdb_options_t, v: c_double);
         pub fn rocksdb_options_set_blob_gc_force_threshold(o: *mut rocksdb_options_t, v: c_double);
+        pub fn rocksdb_options_set_blob_cache(
+            o: *mut rocksdb_options_t,
+            cache: *mut rocksdb_cache_t,
+        );
         pub fn rocksdb_options_set_block_based_table_factory(
             o: *mut rocksdb_options_t,
             t: *mut rocksdb_block_based_table_options_t,
@@ -406,6 +410,10 @@ fn db_options(
             ffi::rocksdb_cache_destroy,
         );
         ffi::rocksdb_block_based_options_set_block_cache(t, cache.ptr());
+        if c.blob.cache {
+            // db_bench's --use_shared_block_and_blob_cache (its default): one cache for both.
+            ffi::rocksdb_options_set_blob_cache(o, cache.ptr());
+        }
         if c.cache_index_and_filter_blocks {
             ffi::rocksdb_block_based_options_set_cache_index_and_filter_blocks(t, 1);
             ffi::rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(
