@@ -337,26 +337,10 @@ fn write_inner(
                 continue;
             }
         }
-        if !drop && new_user_key && p.kind == ValueKind::Put {
-            if let Some(policy) = policy {
-                if filter_value(policy, &p, input.value(), &mut out)? {
-                    input.next();
-                    continue;
-                }
-            }
-        }
-        if let (false, true, ValueKind::BlobIndex, Some(policy)) =
-            (drop, new_user_key, p.kind, policy)
-        {
-            // The filter sees the value, read from its blob file; kept, the reference stays.
-            let filtered =
-                policy.filter.is_some() && policy.newest_snapshot.is_none_or(|s| p.sequence > s);
-            if filtered {
-                let value = read_input_blob(spec, &policy.version, p.user_key, input.value())?;
-                if filter_value(policy, &p, &value, &mut out)? {
-                    input.next();
-                    continue;
-                }
+        if let (false, true, Some(policy)) = (drop, new_user_key, policy) {
+            if filter_newest_value(spec, policy, &p, input.value(), &mut out)? {
+                input.next();
+                continue;
             }
         }
         if !drop && keys.zero_sequence(&p, policy) {
@@ -374,6 +358,28 @@ fn write_inner(
             .map_err(|e| Error::io("syncing the database directory", e))?;
     }
     Ok(())
+}
+
+/// At a key's newest entry `p` (stored value `stored`): TTL expiry and the compaction filter
+/// for a put, or for a blob reference the filter on the value read from its blob file (kept,
+/// the reference stays). Returns true if what to write was written (see [`filter_value`]).
+fn filter_newest_value(
+    spec: &OutputSpec<'_>,
+    policy: &DropPolicy,
+    p: &ParsedInternalKey<'_>,
+    stored: &[u8],
+    out: &mut Outputs<'_, '_>,
+) -> Result<bool> {
+    match p.kind {
+        ValueKind::Put => filter_value(policy, p, stored, out),
+        ValueKind::BlobIndex
+            if policy.filter.is_some() && policy.newest_snapshot.is_none_or(|s| p.sequence > s) =>
+        {
+            let value = read_input_blob(spec, &policy.version, p.user_key, stored)?;
+            filter_value(policy, p, &value, out)
+        }
+        _ => Ok(false),
+    }
 }
 
 /// Writes entries read ahead as they were.

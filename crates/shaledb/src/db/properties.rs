@@ -35,28 +35,13 @@ impl DbInner {
             "total-sst-files-size" => {
                 Some(cf.super_version.load().version.total_bytes().to_string())
             }
-            "blob-stats" => Some(blob_stats(&cf.super_version.load().version)),
-            "num-blob-files" => Some(cf.super_version.load().version.blob_files.len().to_string()),
-            "live-blob-file-size" | "total-blob-file-size" => Some(
-                cf.super_version
-                    .load()
-                    .version
-                    .blob_files
-                    .iter()
-                    .map(|b| b.meta.addition.file_size)
-                    .sum::<u64>()
-                    .to_string(),
-            ),
-            "live-blob-file-garbage-size" => Some(
-                cf.super_version
-                    .load()
-                    .version
-                    .blob_files
-                    .iter()
-                    .map(|b| b.garbage_bytes)
-                    .sum::<u64>()
-                    .to_string(),
-            ),
+            "blob-stats"
+            | "num-blob-files"
+            | "live-blob-file-size"
+            | "total-blob-file-size"
+            | "live-blob-file-garbage-size" => {
+                Some(blob_property(&cf.super_version.load().version, name))
+            }
             "block-cache-usage" => Some(self.block_cache.usage().to_string()),
             "block-cache-capacity" => Some(self.block_cache.capacity().to_string()),
             "cur-size-all-mem-tables" => {
@@ -225,6 +210,26 @@ impl DbInner {
             let _ = writeln!(out, "Background error: {e}");
         }
         out
+    }
+}
+
+/// The blob-file properties of a family's version (`name` is one `property` routes here).
+fn blob_property(v: &crate::version::Version, name: &str) -> String {
+    let files = &v.blob_files;
+    match name {
+        "blob-stats" => blob_stats(v),
+        "num-blob-files" => files.len().to_string(),
+        "live-blob-file-garbage-size" => files
+            .iter()
+            .map(|b| b.garbage_bytes)
+            .sum::<u64>()
+            .to_string(),
+        // live- and total- are the same: a version lists only live blob files.
+        _ => files
+            .iter()
+            .map(|b| b.meta.addition.file_size)
+            .sum::<u64>()
+            .to_string(),
     }
 }
 
