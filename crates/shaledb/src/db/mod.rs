@@ -7,6 +7,7 @@
 //! work and install results. Opening and recovery live in `open.rs`.
 
 mod background;
+mod checkpoint;
 #[cfg(test)]
 mod corrupt_key_tests;
 mod families;

@@ -109,6 +109,16 @@ pub trait FileSystem: Send + Sync + 'static {
         Err(direct_io_unsupported(self.name(), path))
     }
 
+    /// Makes `to` a second name of the file `from` (a hard link), for checkpoints. The default
+    /// refuses with `Unsupported`, and callers copy instead.
+    fn link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let _ = (from, to);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{} has no hard links", self.name()),
+        ))
+    }
+
     /// A short name for this filesystem, shown by `Options`' `Debug`.
     fn name(&self) -> &str {
         "<FileSystem>"

@@ -291,6 +291,10 @@ fn with_path(e: io::Error, what: &str, path: &Path) -> io::Error {
 }
 
 impl FileSystem for PosixFileSystem {
+    fn link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
+    }
+
     fn name(&self) -> &str {
         "PosixFileSystem"
     }

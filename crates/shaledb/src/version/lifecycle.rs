@@ -46,6 +46,8 @@ struct QueueState {
     purging: usize,
     /// Set at close: the cleaner stops waiting.
     closed: bool,
+    /// Holders of [`DeletionQueue::pause`]: while any, nothing is taken for deletion.
+    paused: usize,
 }
 
 /// Files waiting to be deleted, and the signal that there are some or that a purge finished.
@@ -67,6 +69,9 @@ impl DeletionQueue {
     /// after unlinking them). Empty if nothing is queued (then no purge is counted).
     pub(crate) fn take(&self) -> Vec<ObsoleteFile> {
         let mut st = self.state.lock();
+        if st.paused > 0 {
+            return Vec::new();
+        }
         let files = std::mem::take(&mut st.files);
         if !files.is_empty() {
             st.purging += 1;
@@ -82,12 +87,29 @@ impl DeletionQueue {
             if st.closed {
                 return None;
             }
-            if !st.files.is_empty() {
+            if !st.files.is_empty() && st.paused == 0 {
                 st.purging += 1;
                 return Some(std::mem::take(&mut st.files));
             }
             self.changed.wait(&mut st);
         }
+    }
+
+    /// Holds deletions until [`resume`](Self::resume) (a checkpoint copying files that may
+    /// become obsolete meanwhile), then waits for a purge already running to finish, so no
+    /// file is unlinked from the moment this returns.
+    pub(crate) fn pause(&self) {
+        let mut st = self.state.lock();
+        st.paused += 1;
+        while st.purging > 0 {
+            self.changed.wait(&mut st);
+        }
+    }
+
+    /// Ends one [`pause`](Self::pause); queued files go at the next purge.
+    pub(crate) fn resume(&self) {
+        self.state.lock().paused -= 1;
+        self.changed.notify_all();
     }
 
     /// Marks a purge started by a non-empty `take` as finished.
@@ -96,10 +118,10 @@ impl DeletionQueue {
         self.changed.notify_all();
     }
 
-    /// Waits until nothing is queued and no purge is running.
+    /// Waits until nothing is queued and no purge is running (or deletions are paused).
     pub(crate) fn wait_idle(&self) {
         let mut st = self.state.lock();
-        while !st.files.is_empty() || st.purging > 0 {
+        while (!st.files.is_empty() && st.paused == 0) || st.purging > 0 {
             self.changed.wait(&mut st);
         }
     }

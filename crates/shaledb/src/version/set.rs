@@ -600,6 +600,11 @@ impl VersionSet {
         &self.obsolete
     }
 
+    /// Edits that recreate the current state, for a checkpoint's MANIFEST.
+    pub(crate) fn checkpoint_edits(&self) -> Vec<VersionEdit> {
+        self.snapshot_edits(&[], &[])
+    }
+
     /// Edits that recreate the whole state (the first records of a new MANIFEST): the
     /// counters and the default family first, then one edit adding each other family. The
     /// families `edits` change are taken as they will be after `edits`.

@@ -164,3 +164,16 @@ pub fn scan(db: &shaledb::Db, ro: &shaledb::ReadOptions, reverse: bool) -> Vec<(
     }
     out
 }
+
+/// Waits (up to 10 s) until `done` holds; panics naming `what` if it never does.
+#[allow(dead_code)] // not every test file that declares `mod common` uses it
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting: {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

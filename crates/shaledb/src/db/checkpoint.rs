@@ -1,0 +1,169 @@
+//! `Db::checkpoint`: an openable copy of the database made while writes go on.
+//!
+//! Under the state mutex: pin every family's current version (its tables and blob files then
+//! stay on disk), note the live WALs, take a new MANIFEST number and the edits that recreate
+//! the state, and pause file deletion (so no WAL the copy needs is unlinked). Then, without
+//! the mutex: hard-link (or copy) the tables and blob files, copy the WALs as far as they are
+//! written (a record cut at the end is a torn tail, which recovery drops), write the MANIFEST
+//! and CURRENT, sync everything, and resume deletions.
+
+use super::{Db, DbInner};
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
+use crate::log::LogWriter;
+use crate::version::{filename, set::set_current_file, Version, VersionEdit};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Bytes copied per read when a file cannot be linked.
+const COPY_CHUNK: usize = 1 << 20;
+
+/// What a checkpoint copies, taken at one moment under the state mutex.
+struct CheckpointState {
+    /// Every family's version, pinned: their files are not deleted while held.
+    versions: Vec<Arc<Version>>,
+    /// The WALs recovery of the copy replays (those at or above the oldest log number).
+    wals: Vec<u64>,
+    manifest_number: u64,
+    edits: Vec<VersionEdit>,
+}
+
+impl Db {
+    /// Makes an openable, consistent copy of the database in `dir`, which must not exist:
+    /// tables and blob files are hard links where the file system allows them (copies
+    /// otherwise, e.g. across file systems), the write-ahead logs are copied as far as they
+    /// are written, and a new MANIFEST and CURRENT describe the state at the moment the
+    /// checkpoint began. Writes, flushes and compactions go on meanwhile; file deletion waits
+    /// until the copy is done. Opening `dir` gives every write acknowledged before the call,
+    /// and possibly some made during it (RocksDB's `Checkpoint::CreateCheckpoint`).
+    ///
+    /// ```
+    /// use shaledb::{Db, Options};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path().join("db"), Options::default()).unwrap();
+    /// db.put(b"k", b"v").unwrap();
+    /// db.checkpoint(dir.path().join("copy")).unwrap();
+    /// drop(db);
+    /// let copy = Db::open(dir.path().join("copy"), Options::default()).unwrap();
+    /// assert_eq!(copy.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    /// ```
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
+        let inner = &self.inner;
+        let dir = dir.as_ref();
+        if inner.fs.exists(dir) {
+            return Err(Error::InvalidArgument(format!(
+                "the checkpoint directory {} already exists; give one that does not",
+                dir.display()
+            )));
+        }
+        let state = take_state(inner)?;
+        let res = write_checkpoint(inner, dir, &state);
+        inner.obsolete.resume();
+        if res.is_err() {
+            // A half-made checkpoint is not a checkpoint.
+            let _ = remove_dir_contents(&*inner.fs, dir);
+        }
+        res
+    }
+}
+
+/// The state to copy; deletions are paused when this returns Ok (the caller resumes them).
+fn take_state(inner: &DbInner) -> Result<CheckpointState> {
+    let mut st = inner.state.lock();
+    if let Some(e) = &st.bg_error {
+        return Err(e.duplicate());
+    }
+    let manifest_number = st.versions.new_file_number();
+    let versions: Vec<Arc<Version>> = st
+        .families
+        .keys()
+        .map(|&id| st.versions.current(id))
+        .collect();
+    let oldest_log = st
+        .versions
+        .families()
+        .values()
+        .map(|f| f.log_number())
+        .min()
+        .unwrap_or(0);
+    let wals = st
+        .live_wals
+        .iter()
+        .map(|&(n, _)| n)
+        .filter(|&n| n >= oldest_log)
+        .collect();
+    let edits = st.versions.checkpoint_edits();
+    inner.obsolete.pause();
+    drop(st);
+    Ok(CheckpointState {
+        versions,
+        wals,
+        manifest_number,
+        edits,
+    })
+}
+
+fn write_checkpoint(inner: &DbInner, dir: &Path, state: &CheckpointState) -> Result<()> {
+    let fs = &inner.fs;
+    fs.create_dir_all(dir)
+        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+    for v in &state.versions {
+        for f in v.files.iter().flatten() {
+            link_or_copy(&**fs, &filename::table_file(&inner.dir, f.number), dir)?;
+        }
+        for b in &v.blob_files {
+            let path = filename::blob_file(&inner.dir, b.meta.addition.number);
+            link_or_copy(&**fs, &path, dir)?;
+        }
+    }
+    for &n in &state.wals {
+        copy_file(&**fs, &filename::log_file(&inner.dir, n), dir)?;
+    }
+    let path = filename::manifest_file(dir, state.manifest_number);
+    let writing = |e| Error::io(format!("writing {}", path.display()), e);
+    let file = fs.create(&path).map_err(writing)?;
+    let mut w = LogWriter::new(file);
+    for e in &state.edits {
+        let mut record = Vec::new();
+        e.encode(&mut record);
+        w.add_record(&record).map_err(writing)?;
+    }
+    w.sync().map_err(writing)?;
+    set_current_file(fs, dir, state.manifest_number)
+}
+
+/// Links `from` into `dir` under its own name, or copies it where links are refused.
+fn link_or_copy(fs: &dyn FileSystem, from: &Path, dir: &Path) -> Result<()> {
+    let to = dir.join(from.file_name().unwrap_or_default());
+    match fs.link(from, &to) {
+        Ok(()) => Ok(()),
+        Err(_) => copy_file(fs, from, dir),
+    }
+}
+
+/// Copies `from` into `dir` (as much of it as is written now) and syncs the copy.
+fn copy_file(fs: &dyn FileSystem, from: &Path, dir: &Path) -> Result<()> {
+    let to = dir.join(from.file_name().unwrap_or_default());
+    let reading = |e| Error::io(format!("reading {}", from.display()), e);
+    let src = fs.open_random_access(from).map_err(reading)?;
+    let len = src.len().map_err(reading)?;
+    let writing = |e| Error::io(format!("writing {}", to.display()), e);
+    let mut dst = fs.create(&to).map_err(writing)?;
+    let mut buf = vec![0u8; COPY_CHUNK];
+    let mut at = 0u64;
+    while at < len {
+        let n = (len - at).min(COPY_CHUNK as u64) as usize;
+        src.read_exact_at(at, &mut buf[..n]).map_err(reading)?;
+        dst.append(&buf[..n]).map_err(writing)?;
+        at += n as u64;
+    }
+    dst.sync().map_err(writing)
+}
+
+/// Removes what a failed checkpoint left in `dir`, and `dir` itself.
+fn remove_dir_contents(fs: &dyn FileSystem, dir: &Path) -> std::io::Result<()> {
+    for name in fs.list_dir(dir)? {
+        fs.remove_file(&dir.join(name))?;
+    }
+    fs.remove_dir(dir)
+}

@@ -1,0 +1,212 @@
+//! `Db::checkpoint`: an openable copy with every acknowledged write, made while writes go on,
+//! with families, blob files and unflushed data; links on a real file system, copies on the
+//! in-memory one; an existing directory refused; deletions resume afterwards.
+
+mod common;
+
+use shaledb::fs::MemFileSystem;
+use shaledb::{CfOptions, Db, Options, ReadOptions};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+fn options() -> Options {
+    Options {
+        create_missing_column_families: true,
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 32 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        level0_file_num_compaction_trigger: 2,
+        ..Default::default()
+    }
+}
+
+fn families() -> Vec<(&'static str, CfOptions)> {
+    let blobs = CfOptions {
+        enable_blob_files: true,
+        min_blob_size: 100,
+        ..options().cf_options()
+    };
+    vec![("default", options().cf_options()), ("blobs", blobs)]
+}
+
+fn value(i: u32, round: u32) -> Vec<u8> {
+    let mut v = format!("v{i}-{round}-").into_bytes();
+    v.resize(20 + (i as usize % 5) * 60, b'x');
+    v
+}
+
+fn contents(db: &Db) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+    ["default", "blobs"]
+        .iter()
+        .map(|name| {
+            let cf = db.cf(name).expect("family");
+            let mut it = db.iter_cf(&cf, &ReadOptions::default()).expect("iterator");
+            let mut out = Vec::new();
+            it.seek_to_first();
+            while it.valid() {
+                out.push((it.key().to_vec(), it.value().to_vec()));
+                it.next();
+            }
+            it.status().expect("scan");
+            out
+        })
+        .collect()
+}
+
+/// Loads both families: flushed tables (and blob files), compacted levels, and writes still
+/// in the memtables and WAL.
+fn load(db: &Db) {
+    for round in 0..3 {
+        for (name, _) in families() {
+            let cf = db.cf(name).expect("family");
+            for i in 0..400 {
+                db.put_cf(&cf, format!("k{i:04}"), value(i, round))
+                    .expect("put");
+            }
+            if round < 2 {
+                db.flush_cf(&cf).expect("flush");
+            }
+        }
+    }
+    db.delete(b"k0007").expect("delete");
+}
+
+fn check_copy(src: &Db, copy_dir: &Path, opts: Options) {
+    let want = contents(src);
+    let copy = Db::open_cf(copy_dir, opts, families()).expect("open the checkpoint");
+    assert_eq!(contents(&copy), want);
+    copy.verify_checksums().expect("checkpoint verifies");
+    // The copy is a database of its own: it takes writes and compactions.
+    copy.put(b"after", b"checkpoint").expect("put");
+    copy.compact_range(None, None).expect("compact");
+    assert_eq!(
+        copy.get(b"after").expect("get").as_deref(),
+        Some(&b"checkpoint"[..])
+    );
+}
+
+#[test]
+fn a_checkpoint_on_disk_links_tables_and_opens_with_everything() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (src, copy) = (dir.path().join("db"), dir.path().join("copy"));
+    let db = Db::open_cf(&src, options(), families()).expect("open");
+    load(&db);
+    db.checkpoint(&copy).expect("checkpoint");
+    // Tables and blob files are links: the same inode as the source's.
+    use std::os::unix::fs::MetadataExt;
+    let linked = std::fs::read_dir(&copy)
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.ends_with(".sst") || n.ends_with(".blob")
+        })
+        .map(|e| {
+            let a = e.metadata().expect("meta").ino();
+            let b = std::fs::metadata(src.join(e.file_name()))
+                .expect("source")
+                .ino();
+            assert_eq!(a, b, "{:?} is not a link", e.file_name());
+        })
+        .count();
+    assert!(linked > 2, "{linked} tables and blob files");
+    check_copy(&db, &copy, options());
+    let err = db
+        .checkpoint(&copy)
+        .expect_err("an existing directory is refused");
+    assert!(err.to_string().contains("already exists"), "{err}");
+}
+
+#[test]
+fn a_checkpoint_on_the_in_memory_file_system_copies() {
+    let fs = MemFileSystem::new();
+    let opts = options().with_fs(fs.clone());
+    let db = Db::open_cf("/db", opts.clone(), families()).expect("open");
+    load(&db);
+    db.checkpoint("/copy").expect("checkpoint");
+    check_copy(&db, Path::new("/copy"), opts);
+}
+
+#[test]
+fn a_checkpoint_during_writes_holds_a_prefix_of_them_and_deletions_resume() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("db");
+    let db = Arc::new(Db::open_cf(&src, options(), families()).expect("open"));
+    let written = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, written, stop) = (db.clone(), written.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let cf = db.cf("blobs").expect("family");
+            let mut i = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                db.put_cf(&cf, format!("w{i:08}"), value(i, 9))
+                    .expect("put");
+                i += 1;
+                written.store(u64::from(i), Ordering::Release);
+            }
+        })
+    };
+    for n in 0..4 {
+        while written.load(Ordering::Acquire) < 2000 * (n + 1) {
+            std::thread::yield_now();
+        }
+        let before = written.load(Ordering::Acquire);
+        let copy = dir.path().join(format!("copy{n}"));
+        db.checkpoint(&copy).expect("checkpoint");
+        let c = Db::open_cf(&copy, options(), families()).expect("open the checkpoint");
+        let cf = c.cf("blobs").expect("family");
+        let mut keys = Vec::new();
+        let mut it = c.iter_cf(&cf, &ReadOptions::default()).expect("iterator");
+        it.seek_to_first();
+        while it.valid() {
+            keys.push(it.key().to_vec());
+            it.next();
+        }
+        it.status().expect("scan");
+        // Keys w0..wN-1 for some N at least what was acknowledged before the call: a prefix.
+        assert!(
+            keys.len() as u64 >= before,
+            "{} keys, {before} acknowledged",
+            keys.len()
+        );
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(
+                k,
+                format!("w{i:08}").as_bytes(),
+                "checkpoint {n} has a hole"
+            );
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().expect("writer");
+    // Deletions resumed: the tables the compactions made obsolete leave the directory.
+    let live = |db: &Db| -> usize {
+        ["default", "blobs"]
+            .iter()
+            .map(|name| {
+                let cf = db.cf(name).expect("family");
+                (0..7)
+                    .map(|l| {
+                        db.property_cf(&cf, &format!("shaledb.num-files-at-level{l}"))
+                            .and_then(|n| n.parse::<usize>().ok())
+                            .unwrap_or(0)
+                    })
+                    .sum::<usize>()
+            })
+            .sum()
+    };
+    let on_disk = || {
+        std::fs::read_dir(&src)
+            .expect("list")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+            })
+            .count()
+    };
+    db.compact_range_cf(&db.cf("blobs").expect("family"), None, None)
+        .expect("compact");
+    common::wait_until("obsolete tables deleted", || on_disk() == live(&db));
+}
