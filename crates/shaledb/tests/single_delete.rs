@@ -1,31 +1,17 @@
 //! SingleDelete: reads see a delete through memtables, tables, compaction and recovery, in
 //! both iteration directions and in families; snapshots keep the value they saw.
 
+mod common;
+
 use shaledb::fs::MemFileSystem;
 use shaledb::{CfOptions, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use std::path::Path;
 
 fn keys(db: &Db, ro: &ReadOptions, reverse: bool) -> Vec<Vec<u8>> {
-    let mut it = db.iter(ro);
-    let mut out = Vec::new();
-    if reverse {
-        it.seek_to_last();
-    } else {
-        it.seek_to_first();
-    }
-    while it.valid() {
-        out.push(it.key().to_vec());
-        if reverse {
-            it.prev();
-        } else {
-            it.next();
-        }
-    }
-    it.status().expect("status");
-    if reverse {
-        out.reverse();
-    }
-    out
+    common::scan(db, ro, reverse)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect()
 }
 
 #[test]

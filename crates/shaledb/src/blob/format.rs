@@ -12,7 +12,6 @@ use crate::checksum::{crc32c, crc32c_extend, mask, unmask};
 use crate::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64};
 use crate::compression::CompressionType;
 use crate::error::{Error, Result};
-use crate::fs::RandomAccessFile;
 use std::path::Path;
 
 /// First and last 8 bytes of every blob file: ASCII `shaleBLB`.
@@ -255,22 +254,4 @@ pub(super) fn max_value_len(codec: CompressionType, stored_len: u64) -> u64 {
         CompressionType::Zstd => 32768,
     };
     stored_len.saturating_mul(ratio)
-}
-
-/// Reads `buf.len()` bytes at `offset` of `path`; a short read is corruption (the file is
-/// shorter than it should be), any other failure an IO error.
-pub(super) fn read_at(
-    file: &dyn RandomAccessFile,
-    path: &Path,
-    offset: u64,
-    buf: &mut [u8],
-    what: &str,
-) -> Result<()> {
-    file.read_exact_at(offset, buf).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            Error::corruption(path, offset, format!("file truncated while reading {what}"))
-        } else {
-            Error::io(format!("reading {what} of {}", path.display()), e)
-        }
-    })
 }

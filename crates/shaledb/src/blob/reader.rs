@@ -3,13 +3,14 @@
 //! mismatch is `Error::Corruption` naming the file and the offset of the field concerned.
 
 use super::format::{
-    max_value_len, read_at, record_checksum_matches, FileHeader, Footer, RecordHeader, FOOTER_LEN,
+    max_value_len, record_checksum_matches, FileHeader, Footer, RecordHeader, FOOTER_LEN,
     HEADER_LEN, RECORD_HEADER_LEN,
 };
 use super::BlobRef;
 use crate::compression::{decompress_with, CompressionType};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
+use crate::sst::read_at;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

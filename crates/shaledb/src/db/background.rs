@@ -353,16 +353,15 @@ impl DbInner {
         Ok(())
     }
 
-    /// Queues the tables a job wrote for a family dropped meanwhile: no version lists them.
+    /// Queues the tables and blob files a job wrote for a family dropped meanwhile: no
+    /// version lists them.
     fn discard_outputs(&self, written: &job::Written) {
         let tables = written.tables.iter().map(|m| (FileKind::Table, m.number));
         let blobs = written
             .blob_files
             .iter()
             .map(|b| (FileKind::Blob, b.number));
-        for (kind, number) in tables.chain(blobs) {
-            self.obsolete.push(ObsoleteFile { kind, number });
-        }
+        self.discard_files(tables.chain(blobs));
     }
 
     /// [`discard_outputs`](Self::discard_outputs) for the files an edit adds.
@@ -375,7 +374,11 @@ impl DbInner {
             .blob_files_added
             .iter()
             .map(|b| (FileKind::Blob, b.number));
-        for (kind, number) in tables.chain(blobs) {
+        self.discard_files(tables.chain(blobs));
+    }
+
+    fn discard_files(&self, files: impl Iterator<Item = (FileKind, u64)>) {
+        for (kind, number) in files {
             self.obsolete.push(ObsoleteFile { kind, number });
         }
     }

@@ -773,18 +773,28 @@ fn check_table_sizes(
         ("blob file", filename::blob_file(dir, a.number), a.file_size)
     });
     for (what, path, recorded) in tables.chain(blobs) {
-        let size = fs
-            .file_size(&path)
-            .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))?;
-        if size != recorded {
-            return Err(Error::corruption(
-                path,
-                size.min(recorded),
-                format!(
-                    "{what} is {size} bytes on disk but the MANIFEST recorded {recorded} bytes"
-                ),
-            ));
-        }
+        check_file_size(&**fs, &path, recorded, what)?;
+    }
+    Ok(())
+}
+
+/// Corruption naming `path` unless the file (a `what`) is `recorded` bytes long, as the
+/// MANIFEST says.
+pub(super) fn check_file_size(
+    fs: &dyn crate::fs::FileSystem,
+    path: &Path,
+    recorded: u64,
+    what: &str,
+) -> Result<()> {
+    let size = fs
+        .file_size(path)
+        .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))?;
+    if size != recorded {
+        return Err(Error::corruption(
+            path,
+            size.min(recorded),
+            format!("{what} is {size} bytes on disk but the MANIFEST recorded {recorded} bytes"),
+        ));
     }
     Ok(())
 }

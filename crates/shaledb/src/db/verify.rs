@@ -27,20 +27,7 @@ impl Db {
         };
         for f in versions.iter().flat_map(|v| v.files.iter().flatten()) {
             let path = filename::table_file(&inner.dir, f.number);
-            let size = inner
-                .fs
-                .file_size(&path)
-                .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))?;
-            if size != f.file_size {
-                return Err(Error::corruption(
-                    &path,
-                    size.min(f.file_size),
-                    format!(
-                        "table is {size} bytes but the MANIFEST records {}",
-                        f.file_size
-                    ),
-                ));
-            }
+            super::open::check_file_size(&*inner.fs, &path, f.file_size, "table")?;
             let file = inner
                 .fs
                 .open_random_access(&path)
@@ -72,23 +59,11 @@ impl Db {
 /// every value's decompression, and the record count the MANIFEST recorded.
 fn verify_blob_file(inner: &super::DbInner, a: &crate::version::BlobFileAddition) -> Result<()> {
     let path = filename::blob_file(&inner.dir, a.number);
+    super::open::check_file_size(&*inner.fs, &path, a.file_size, "blob file")?;
     let file = inner
         .fs
         .open_random_access(&path)
         .map_err(|e| Error::io(format!("opening blob file {}", path.display()), e))?;
-    let size = file
-        .len()
-        .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))?;
-    if size != a.file_size {
-        return Err(Error::corruption(
-            &path,
-            size.min(a.file_size),
-            format!(
-                "blob file is {size} bytes but the MANIFEST records {}",
-                a.file_size
-            ),
-        ));
-    }
     let reader = crate::blob::BlobFileReader::open(file, path.clone(), a.number, a.file_size)?;
     let mut records = 0u64;
     for record in reader.records() {

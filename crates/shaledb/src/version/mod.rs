@@ -172,6 +172,13 @@ impl Version {
                 "a table references a blob file the version does not list",
             ));
         };
+        let key = (b.meta.cache_id, r.offset);
+        if let Some(cache) = opts.cache {
+            if let Some(v) = cache.get(&key).and_then(|v| v.downcast::<Vec<u8>>().ok()) {
+                return Ok(v.to_vec());
+            }
+        }
+        let opened;
         let reader = match b.meta.reader.get() {
             Some(reader) => reader,
             None => {
@@ -179,19 +186,17 @@ impl Version {
                     crate::error::Error::io(format!("opening {}", path.display()), e)
                 })?;
                 let a = &b.meta.addition;
-                let opened = crate::blob::BlobFileReader::open(file, path, a.number, a.file_size)?;
-                let _ = b.meta.reader.set(Arc::new(opened));
-                b.meta.reader.get().ok_or_else(|| {
-                    crate::error::Error::InvalidArgument("blob reader vanished".into())
-                })?
+                opened = Arc::new(crate::blob::BlobFileReader::open(
+                    file,
+                    path,
+                    a.number,
+                    a.file_size,
+                )?);
+                // Another reader may have opened it meanwhile: either one serves.
+                let _ = b.meta.reader.set(opened.clone());
+                &opened
             }
         };
-        let key = (b.meta.cache_id, r.offset);
-        if let Some(cache) = opts.cache {
-            if let Some(v) = cache.get(&key).and_then(|v| v.downcast::<Vec<u8>>().ok()) {
-                return Ok(v.to_vec());
-            }
-        }
         let value = reader.read(user_key, r, opts.verify_checksums)?;
         if let (Some(cache), true) = (opts.cache, opts.fill_cache) {
             let charge = value.len() + BLOB_CACHE_ENTRY_OVERHEAD;
