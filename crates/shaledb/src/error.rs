@@ -45,6 +45,9 @@ pub enum Error {
     NotFound(PathBuf),
     /// The database exists and `error_if_exists` is true.
     AlreadyExists(PathBuf),
+    /// The operation is not available on this handle, e.g. a write to an instance opened
+    /// with [`Db::open_read_only`](crate::Db::open_read_only). The text says which and why.
+    NotSupported(String),
     /// The merge operator could not combine the merge operands of `key`
     /// ([`MergeOperator::full_merge`](crate::MergeOperator::full_merge) returned `None`).
     MergeFailed {
@@ -91,6 +94,7 @@ impl fmt::Display for Error {
                 "database at {} already exists (Options::error_if_exists is set)",
                 p.display()
             ),
+            Error::NotSupported(s) => write!(f, "not supported: {s}"),
             Error::MergeFailed { key, operator } => write!(
                 f,
                 "merge operator {operator} failed to merge the operands of key {}",
@@ -174,6 +178,7 @@ impl Error {
             Error::Closed => Error::Closed,
             Error::NotFound(p) => Error::NotFound(p.clone()),
             Error::AlreadyExists(p) => Error::AlreadyExists(p.clone()),
+            Error::NotSupported(s) => Error::NotSupported(s.clone()),
         }
     }
 }

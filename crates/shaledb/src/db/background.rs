@@ -102,6 +102,18 @@ impl DbInner {
 
     /// Unlinks files taken from the deletion queue and reports the purge finished.
     fn unlink_obsolete(&self, files: Vec<ObsoleteFile>) {
+        if !self.owns_files() {
+            // A secondary's catch-up replaces every version: a file the new ones list again
+            // must stay open (the primary may have unlinked it already).
+            let live = self.state.lock().versions.live_files();
+            for f in files.iter().filter(|f| !live.contains(&f.number)) {
+                if f.kind == FileKind::Table {
+                    self.tables.evict(f.number);
+                }
+            }
+            self.obsolete.purged();
+            return;
+        }
         for f in files {
             if f.kind == FileKind::Table {
                 self.tables.evict(f.number);
@@ -778,6 +790,9 @@ impl DbInner {
     }
 
     pub(crate) fn wait_for_compactions(&self) -> Result<()> {
+        if !self.owns_files() {
+            return Ok(()); // nothing runs on a read-only or secondary instance
+        }
         let mut st = self.state.lock();
         loop {
             if let Some(e) = &st.bg_error {

@@ -50,6 +50,8 @@ impl Db {
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
         let inner = &self.inner;
         let dir = dir.as_ref();
+        // A copy of an instance that pins nothing on the primary's side could miss files.
+        inner.check_writable("a checkpoint")?;
         if inner.fs.exists(dir) {
             return Err(Error::InvalidArgument(format!(
                 "the checkpoint directory {} already exists; give one that does not",

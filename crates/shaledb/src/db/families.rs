@@ -27,6 +27,7 @@ impl DbInner {
     /// Creates family `name` with effective options `opts` (checked): a MANIFEST edit, then
     /// an empty memtable on the current WAL.
     pub(crate) fn create_family(&self, name: String, opts: Options) -> Result<ColumnFamily> {
+        self.check_writable("creating a column family")?;
         let mut st = self.state.lock();
         if st.closed {
             return Err(Error::Closed);
@@ -65,6 +66,7 @@ impl DbInner {
 
     /// `Db::drop_cf`.
     pub(crate) fn drop_cf(&self, name: &str) -> Result<()> {
+        self.check_writable("dropping a column family")?;
         let mut st = self.state.lock();
         if st.closed {
             return Err(Error::Closed);

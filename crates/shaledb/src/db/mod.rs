@@ -16,6 +16,7 @@ mod open;
 mod paranoid_tests;
 mod properties;
 mod range;
+mod read_only;
 mod verify;
 mod write;
 mod write_delay;
@@ -219,6 +220,8 @@ pub(crate) struct DbInner {
     pub(crate) shutting_down: AtomicBool,
     pub(crate) user_bytes_written: AtomicU64,
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// Primary, read-only or secondary (read_only.rs).
+    pub(crate) role: read_only::Role,
 }
 
 /// An open database. `Send + Sync`: share it with `Arc` and use it from many threads.

@@ -38,7 +38,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
 }
 
 /// The effective options of each family `open_cf` was given, checked.
-fn requested_families(
+pub(super) fn requested_families(
     opts: &Options,
     families: Vec<(String, CfOptions)>,
 ) -> Result<BTreeMap<String, Options>> {
@@ -129,6 +129,7 @@ pub(super) fn open_with_families(
         edits: BTreeMap::new(),
         mems: BTreeMap::new(),
         wal_number: 0,
+        keep_in_memory: false,
     };
     replay.replay_all(&wals)?;
     let (mut edits, last_sequence) = replay.finish()?;
@@ -152,13 +153,14 @@ pub(super) fn open_with_families(
         opts,
         family_opts,
         versions,
-        wal: LogWriter::new(wal_file),
+        wal: Some(LogWriter::new(wal_file)),
         wal_number,
+        role: super::read_only::Role::Primary,
         last_sequence,
         tables,
         block_cache,
         shutting_down,
-        lock,
+        lock: Some(lock),
     });
     remove_unreferenced_files(&inner, &names);
     let threads = start_background_threads(&inner)?;
@@ -183,7 +185,7 @@ pub(super) fn operator_name(opts: &Options) -> String {
 
 /// Refuses to open a family with a TTL if its values carry no write times, or without one if
 /// they do: the values would be misread.
-fn check_write_times(
+pub(super) fn check_write_times(
     versions: &VersionSet,
     family_options: &dyn Fn(&str) -> Options,
 ) -> Result<()> {
@@ -208,7 +210,7 @@ fn check_write_times(
 
 /// Refuses to open a family without the merge operator its data was written with, or with
 /// another one: its merge operands would be unreadable or read as something else.
-fn check_merge_operators(
+pub(super) fn check_merge_operators(
     versions: &VersionSet,
     family_options: &dyn Fn(&str) -> Options,
 ) -> Result<()> {
@@ -320,7 +322,7 @@ fn check_direct_io(fs: &Arc<dyn crate::fs::FileSystem>, dir: &Path, opts: &Optio
 
 /// Checks the directory against the recovered MANIFEST and returns the WALs to replay,
 /// oldest first. Marks every number found on disk as used so none is handed out again.
-fn check_files_on_disk(
+pub(super) fn check_files_on_disk(
     dir: &Path,
     versions: &mut VersionSet,
     names: &[String],
@@ -388,23 +390,26 @@ fn check_files_on_disk(
 
 /// WAL recovery: replays logs into one memtable per family and writes a family's memtable
 /// to L0 tables whenever it fills, collecting the new tables in one edit per family.
-struct WalReplay<'a> {
-    dir: &'a Path,
-    opts: &'a Options,
-    family_opts: &'a BTreeMap<u32, Arc<Options>>,
-    tables: &'a Arc<TableCache>,
-    shutting_down: &'a AtomicBool,
-    versions: &'a mut VersionSet,
-    edits: BTreeMap<u32, VersionEdit>,
-    mems: BTreeMap<u32, Arc<MemTable>>,
+pub(super) struct WalReplay<'a> {
+    pub(super) dir: &'a Path,
+    pub(super) opts: &'a Options,
+    pub(super) family_opts: &'a BTreeMap<u32, Arc<Options>>,
+    pub(super) tables: &'a Arc<TableCache>,
+    pub(super) shutting_down: &'a AtomicBool,
+    pub(super) versions: &'a mut VersionSet,
+    pub(super) edits: BTreeMap<u32, VersionEdit>,
+    pub(super) mems: BTreeMap<u32, Arc<MemTable>>,
     /// The WAL being replayed.
-    wal_number: u64,
-    last_sequence: u64,
+    pub(super) wal_number: u64,
+    pub(super) last_sequence: u64,
+    /// Read-only and secondary instances write nothing: full memtables are not flushed, and
+    /// the replayed memtables become the instance's (see read_only.rs).
+    pub(super) keep_in_memory: bool,
 }
 
 impl WalReplay<'_> {
     /// Replays `wals` (oldest first) until the end or until the recovery mode says stop.
-    fn replay_all(&mut self, wals: &[u64]) -> Result<()> {
+    pub(super) fn replay_all(&mut self, wals: &[u64]) -> Result<()> {
         let newest = wals.last().copied();
         for &number in wals {
             if !self.replay_log_file(number, Some(number) == newest)? {
@@ -476,10 +481,12 @@ impl WalReplay<'_> {
             if self.wal_number < family.log_number() {
                 continue; // already in the family's tables
             }
-            let mem = self
-                .mems
-                .entry(cf)
-                .or_insert_with(|| Arc::new(MemTable::new(0)));
+            let keep = self.keep_in_memory;
+            let family_opts = self.family_opts.get(&cf);
+            let mem = self.mems.entry(cf).or_insert_with(|| match family_opts {
+                Some(o) if keep => Arc::new(MemTable::for_family(0, o)),
+                _ => Arc::new(MemTable::new(0)),
+            });
             let (kind, k, v) = e.parts();
             mem.add(s, kind, k, v);
             if !touched.contains(&cf) {
@@ -488,6 +495,9 @@ impl WalReplay<'_> {
         }
         if count > 0 {
             self.last_sequence = self.last_sequence.max(seq + count - 1);
+        }
+        if self.keep_in_memory {
+            touched.clear();
         }
         for cf in touched {
             let limit = self
@@ -546,6 +556,12 @@ impl WalReplay<'_> {
         Ok(())
     }
 
+    /// The replayed memtables by family (for instances that keep them) and the last
+    /// sequence number seen.
+    pub(super) fn into_memtables(self) -> (BTreeMap<u32, Arc<MemTable>>, u64) {
+        (self.mems, self.last_sequence)
+    }
+
     /// Flushes what is left and returns one edit per live family (the recovered tables, if
     /// any) and the last sequence number seen.
     fn finish(mut self) -> Result<(Vec<VersionEdit>, u64)> {
@@ -567,24 +583,27 @@ impl WalReplay<'_> {
 }
 
 /// What recovery hands to the new database's shared state.
-struct Recovered<'a> {
-    dir: &'a Path,
-    opts: Options,
-    family_opts: BTreeMap<u32, Arc<Options>>,
-    versions: VersionSet,
-    wal: LogWriter,
-    wal_number: u64,
-    last_sequence: u64,
-    tables: Arc<TableCache>,
-    block_cache: Arc<BlockCache>,
-    shutting_down: AtomicBool,
-    lock: Box<dyn FileLock>,
+pub(super) struct Recovered<'a> {
+    pub(super) dir: &'a Path,
+    pub(super) opts: Options,
+    pub(super) family_opts: BTreeMap<u32, Arc<Options>>,
+    pub(super) versions: VersionSet,
+    /// None for instances that never write.
+    pub(super) wal: Option<LogWriter>,
+    pub(super) wal_number: u64,
+    pub(super) last_sequence: u64,
+    pub(super) tables: Arc<TableCache>,
+    pub(super) block_cache: Arc<BlockCache>,
+    pub(super) shutting_down: AtomicBool,
+    /// None for instances that do not lock the directory (read-only and secondary).
+    pub(super) lock: Option<Box<dyn FileLock>>,
+    pub(super) role: super::read_only::Role,
 }
 
 impl DbInner {
     /// The shared state of a database just recovered: each family with an empty memtable
     /// on the fresh WAL.
-    fn recovered(r: Recovered<'_>) -> Arc<DbInner> {
+    pub(super) fn recovered(r: Recovered<'_>) -> Arc<DbInner> {
         Arc::new_cyclic(|db| {
             let mut families = BTreeMap::new();
             for (&id, f) in r.versions.families() {
@@ -637,14 +656,15 @@ impl DbInner {
                 obsolete,
                 default_cf,
                 last_sequence: AtomicU64::new(r.last_sequence),
-                wal: Mutex::new(Some(r.wal)),
+                wal: Mutex::new(r.wal),
                 wal_number: AtomicU64::new(r.wal_number),
                 tables: r.tables,
                 block_cache: r.block_cache,
                 snapshots: Arc::default(),
                 shutting_down: r.shutting_down,
                 user_bytes_written: AtomicU64::new(0),
-                lock: Mutex::new(Some(r.lock)),
+                lock: Mutex::new(r.lock),
+                role: r.role,
                 opts: r.opts,
             }
         })
@@ -758,7 +778,7 @@ pub(super) fn destroy(dir: &Path, opts: &Options) -> Result<()> {
 /// `Options::paranoid_checks`: every table and blob file must be as long as the MANIFEST
 /// recorded. A different size means the file was truncated, extended or replaced behind the
 /// engine's back; without the check that shows only when a read reaches the file.
-fn check_table_sizes(
+pub(super) fn check_table_sizes(
     fs: &Arc<dyn crate::fs::FileSystem>,
     dir: &Path,
     v: &crate::version::Version,

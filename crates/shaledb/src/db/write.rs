@@ -87,6 +87,7 @@ impl DbInner {
     }
 
     pub(crate) fn write_owned(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.check_writable("a write")?;
         check_write_options(wo)?;
         let families = self.validate_batch(&batch)?;
         if wo.low_pri {
@@ -189,6 +190,7 @@ impl DbInner {
     /// Freezes the active memtable (if it holds anything) so a flush can write it. Queues as a
     /// writer with an empty batch so no leader is inserting into the memtable meanwhile.
     pub(crate) fn freeze_memtable(&self, cf: u32) -> Result<()> {
+        self.check_writable("a flush or compaction")?;
         let w = Writer::queued(WriteBatch::new(), false, false);
         let mut st = self.state.lock();
         if st.closed {

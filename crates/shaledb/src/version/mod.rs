@@ -82,6 +82,34 @@ pub(crate) struct BlobFile {
     pub garbage_bytes: u64,
 }
 
+impl BlobFile {
+    /// The file's reader, opened (in `dir` through `fs`) on first use and kept while any
+    /// version lists the file.
+    pub(crate) fn open_reader(
+        &self,
+        fs: &Arc<dyn crate::fs::FileSystem>,
+        dir: &std::path::Path,
+    ) -> Result<Arc<crate::blob::BlobFileReader>> {
+        if let Some(reader) = self.meta.reader.get() {
+            return Ok(reader.clone());
+        }
+        let a = &self.meta.addition;
+        let path = filename::blob_file(dir, a.number);
+        let file = fs
+            .open_random_access(&path)
+            .map_err(|e| crate::error::Error::io(format!("opening {}", path.display()), e))?;
+        let opened = Arc::new(crate::blob::BlobFileReader::open(
+            file,
+            path,
+            a.number,
+            a.file_size,
+        )?);
+        // Another reader may have opened it meanwhile: either one serves.
+        let _ = self.meta.reader.set(opened.clone());
+        Ok(opened)
+    }
+}
+
 /// How a blob is read: checksums, and the cache holding blob values (`Options::blob_cache`).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct BlobReadOptions<'a> {
@@ -178,25 +206,7 @@ impl Version {
                 return Ok(v.to_vec());
             }
         }
-        let opened;
-        let reader = match b.meta.reader.get() {
-            Some(reader) => reader,
-            None => {
-                let file = fs.open_random_access(&path).map_err(|e| {
-                    crate::error::Error::io(format!("opening {}", path.display()), e)
-                })?;
-                let a = &b.meta.addition;
-                opened = Arc::new(crate::blob::BlobFileReader::open(
-                    file,
-                    path,
-                    a.number,
-                    a.file_size,
-                )?);
-                // Another reader may have opened it meanwhile: either one serves.
-                let _ = b.meta.reader.set(opened.clone());
-                &opened
-            }
-        };
+        let reader = b.open_reader(fs, dir)?;
         let value = reader.read(user_key, r, opts.verify_checksums)?;
         if let (Some(cache), true) = (opts.cache, opts.fill_cache) {
             let charge = value.len() + BLOB_CACHE_ENTRY_OVERHEAD;

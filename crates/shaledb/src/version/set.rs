@@ -276,6 +276,19 @@ impl VersionSet {
         opts: &Options,
         family_options: &dyn Fn(&str) -> Options,
     ) -> Result<VersionSet> {
+        let obsolete = Arc::new(DeletionQueue::default());
+        Self::recover_into(fs, dir, opts, family_options, obsolete)
+    }
+
+    /// [`recover_with`](Self::recover_with), queueing the files its versions stop
+    /// referencing on `obsolete` (a secondary instance's catch-up keeps one queue).
+    pub(crate) fn recover_into(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        opts: &Options,
+        family_options: &dyn Fn(&str) -> Options,
+        obsolete: Arc<DeletionQueue>,
+    ) -> Result<VersionSet> {
         let current_path = filename::current_file(dir);
         let (name, manifest_path) = read_current(&fs, dir, &current_path)?;
         let file = fs.open_sequential(&manifest_path).map_err(|e| {
@@ -335,7 +348,6 @@ impl VersionSet {
             .ok_or_else(|| missing("last sequence number"))?;
         let manifest_number = filename::parse_file_name(&name).map_or(0, |(_, n)| n);
 
-        let obsolete = Arc::new(DeletionQueue::default());
         let mut families = BTreeMap::new();
         for (id, f) in replayed.families {
             let config = FamilyConfig::from_options(&family_options(&f.name));

@@ -1,0 +1,475 @@
+//! Read-only and secondary instances: a database opened by another handle (another process,
+//! usually) that reads the primary's files and never writes to them.
+//!
+//! Both take no lock and write nothing in the database directory. Opening reads CURRENT, the
+//! MANIFEST it names and the live WALs (into memtables kept in memory, never flushed), then
+//! opens every table and blob file of that view and keeps them open: on POSIX an open file
+//! stays readable after the primary's compaction unlinks it, so the instance keeps seeing the
+//! consistent state it opened, however long it lives. (RocksDB asks secondaries to set
+//! `max_open_files = -1` for the same reason; here the table cache simply never evicts a file
+//! of the view.)
+//!
+//! A secondary instance moves to the primary's newer state with `try_catch_up_with_primary`,
+//! which reads the view again when CURRENT, the MANIFEST's size or the WALs changed, and swaps
+//! it in under the state mutex. Files that only older views used are closed then (the
+//! deletion queue evicts them from the table cache; the instance never unlinks).
+//!
+//! The primary may delete a WAL or MANIFEST between our reading CURRENT and opening them (a
+//! flush or a MANIFEST roll-over): a view that fails to read is read again, a few times,
+//! before the error is returned.
+
+use super::open::{self, Recovered, WalReplay};
+use super::{CfState, Db, DbInner, DbState};
+use crate::cache::{BlockCache, TableCache};
+use crate::column_family::{CfOptions, DEFAULT_FAMILY_NAME};
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::version::filename::{self, FileKind};
+use crate::version::{DeletionQueue, VersionSet};
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// How many times a view is read before its error is returned (the primary may delete a file
+/// between our listing and opening it, once per flush or MANIFEST roll-over).
+const VIEW_ATTEMPTS: usize = 8;
+
+/// What a database handle may do.
+pub(crate) enum Role {
+    /// Opened with `Db::open`: reads, writes and background work.
+    Primary,
+    /// Opened with `Db::open_read_only`: reads of the state at open.
+    ReadOnly,
+    /// Opened with `Db::open_secondary`: reads, and catches up with the primary on request.
+    Secondary(Mutex<Follower>),
+}
+
+/// A secondary's memory of what it last read.
+pub(crate) struct Follower {
+    /// The files' sizes and names at the last catch-up: unchanged means nothing to do.
+    seen: Fingerprint,
+    /// Options of the families requested at open, by name.
+    requested: BTreeMap<String, Options>,
+}
+
+/// CURRENT's contents, the MANIFEST's size and every WAL's number and size.
+#[derive(PartialEq, Eq, Default)]
+struct Fingerprint {
+    current: Vec<u8>,
+    manifest_size: u64,
+    wals: Vec<(u64, u64)>,
+}
+
+/// One reading of the primary's files: its versions and its unflushed writes.
+struct View {
+    versions: VersionSet,
+    mems: BTreeMap<u32, Arc<MemTable>>,
+    last_sequence: u64,
+    family_opts: BTreeMap<u32, Arc<Options>>,
+    seen: Fingerprint,
+}
+
+impl Db {
+    /// Opens the database at `path` for reading only: no writes, no flushes or compactions,
+    /// no lock (so it works while a primary has the database open in another process), and
+    /// nothing in the directory is ever changed. The instance sees the state at the moment it
+    /// opened (the primary's later writes stay invisible), including writes still in the
+    /// primary's WAL. Every column family is opened, those not named with default options.
+    /// Writes and other changes fail with [`Error::NotSupported`].
+    ///
+    /// It keeps every table and blob file of its state open, so files the primary's
+    /// compactions delete stay readable (`max_open_files` does not apply).
+    ///
+    /// ```
+    /// use shaledb::{Db, Options};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let primary = Db::open(dir.path(), Options::default()).unwrap();
+    /// primary.put(b"k", b"v").unwrap();
+    /// let reader = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    /// assert_eq!(reader.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    /// assert!(reader.put(b"k", b"w").is_err());
+    /// ```
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        Self::open_read_only_cf(path, opts, Vec::<(String, CfOptions)>::new())
+    }
+
+    /// [`open_read_only`](Self::open_read_only) with options for named column families
+    /// (as [`Db::open_cf`] takes them).
+    pub fn open_read_only_cf<I, N>(path: impl AsRef<Path>, opts: Options, families: I) -> Result<Db>
+    where
+        I: IntoIterator<Item = (N, CfOptions)>,
+        N: Into<String>,
+    {
+        let families = families.into_iter().map(|(n, o)| (n.into(), o)).collect();
+        open_follower(path.as_ref(), opts, families, None)
+    }
+
+    /// Opens a secondary instance of the database at `path`: a read-only instance (see
+    /// [`open_read_only`](Self::open_read_only)) that moves to the primary's newer state
+    /// whenever [`try_catch_up_with_primary`](Self::try_catch_up_with_primary) is called.
+    /// `secondary_dir` is the instance's own directory (created if missing; the database
+    /// directory is never written).
+    ///
+    /// ```
+    /// use shaledb::{Db, Options};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let primary = Db::open(dir.path().join("db"), Options::default()).unwrap();
+    /// let secondary =
+    ///     Db::open_secondary(dir.path().join("db"), dir.path().join("sec"), Options::default())
+    ///         .unwrap();
+    /// primary.put(b"k", b"v").unwrap();
+    /// assert_eq!(secondary.get(b"k").unwrap(), None);
+    /// secondary.try_catch_up_with_primary().unwrap();
+    /// assert_eq!(secondary.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    /// ```
+    pub fn open_secondary(
+        path: impl AsRef<Path>,
+        secondary_dir: impl AsRef<Path>,
+        opts: Options,
+    ) -> Result<Db> {
+        let none = Vec::<(String, CfOptions)>::new();
+        Self::open_secondary_cf(path, secondary_dir, opts, none)
+    }
+
+    /// [`open_secondary`](Self::open_secondary) with options for named column families.
+    pub fn open_secondary_cf<I, N>(
+        path: impl AsRef<Path>,
+        secondary_dir: impl AsRef<Path>,
+        opts: Options,
+        families: I,
+    ) -> Result<Db>
+    where
+        I: IntoIterator<Item = (N, CfOptions)>,
+        N: Into<String>,
+    {
+        let families = families.into_iter().map(|(n, o)| (n.into(), o)).collect();
+        let secondary_dir = secondary_dir.as_ref();
+        opts.fs
+            .create_dir_all(secondary_dir)
+            .map_err(|e| Error::io(format!("creating {}", secondary_dir.display()), e))?;
+        open_follower(path.as_ref(), opts, families, Some(secondary_dir))
+    }
+
+    /// Moves a secondary instance to the primary's current state: the tables of its newest
+    /// MANIFEST and the writes in its WALs. Readers already running (iterators, gets) finish
+    /// on the state they started with. Cheap when the primary wrote nothing since the last
+    /// call; otherwise it reads the MANIFEST and the WALs not yet flushed again. Families the
+    /// primary created since appear (with default options unless named at open); families it
+    /// dropped disappear.
+    ///
+    /// Fails with [`Error::NotSupported`] on any other kind of instance.
+    pub fn try_catch_up_with_primary(&self) -> Result<()> {
+        let inner = &self.inner;
+        let super::read_only::Role::Secondary(follower) = &inner.role else {
+            return Err(Error::NotSupported(
+                "try_catch_up_with_primary is for instances opened with Db::open_secondary"
+                    .to_string(),
+            ));
+        };
+        let mut follower = follower.lock();
+        if fingerprint(&inner.opts, &inner.dir)? == follower.seen {
+            return Ok(());
+        }
+        let requested = follower.requested.clone();
+        let view = read_view_retrying(&inner.dir, &inner.opts, &requested, &inner.tables, || {
+            inner.obsolete.clone()
+        })?;
+        follower.seen = install_view(inner, view);
+        drop(follower);
+        // Files only older views used are closed (never unlinked: see unlink_obsolete).
+        inner.purge_obsolete_files();
+        Ok(())
+    }
+}
+
+impl DbInner {
+    /// `Error::NotSupported` naming `what` unless this is a primary instance.
+    pub(crate) fn check_writable(&self, what: &str) -> Result<()> {
+        match self.role {
+            Role::Primary => Ok(()),
+            Role::ReadOnly => Err(Error::NotSupported(format!(
+                "{what} on a database opened with Db::open_read_only"
+            ))),
+            Role::Secondary(_) => Err(Error::NotSupported(format!(
+                "{what} on a secondary instance (Db::open_secondary); write through the primary"
+            ))),
+        }
+    }
+
+    /// True for a primary instance, which owns the files it deletes.
+    pub(crate) fn owns_files(&self) -> bool {
+        matches!(self.role, Role::Primary)
+    }
+}
+
+/// Opens a read-only instance, or a secondary one when `secondary_dir` is given.
+fn open_follower(
+    dir: &Path,
+    opts: Options,
+    families: Vec<(String, CfOptions)>,
+    secondary_dir: Option<&Path>,
+) -> Result<Db> {
+    opts.validate()?;
+    let requested = open::requested_families(&opts, families)?;
+    if !opts.fs.exists(&filename::current_file(dir)) {
+        return Err(Error::NotFound(dir.to_path_buf()));
+    }
+    let block_cache = Arc::new(BlockCache::new(
+        opts.block_cache_size,
+        opts.block_cache_shard_bits,
+    ));
+    // Never evicts: every table of the view stays open (see the module comment).
+    let tables = Arc::new(
+        TableCache::new(
+            opts.fs.clone(),
+            dir.to_path_buf(),
+            usize::MAX,
+            block_cache.clone(),
+        )
+        .with_direct_reads(opts.use_direct_reads)
+        .with_index_and_filter_in_cache(opts.cache_index_and_filter_blocks),
+    );
+    let view = read_view_retrying(dir, &opts, &requested, &tables, || {
+        Arc::new(DeletionQueue::default())
+    })?;
+    let role = match secondary_dir {
+        None => Role::ReadOnly,
+        Some(_) => Role::Secondary(Mutex::new(Follower {
+            seen: Fingerprint::default(),
+            requested,
+        })),
+    };
+    let View {
+        versions,
+        mems,
+        last_sequence,
+        family_opts,
+        seen,
+    } = view;
+    let inner = DbInner::recovered(Recovered {
+        dir,
+        opts,
+        family_opts,
+        versions,
+        wal: None,
+        wal_number: 0,
+        last_sequence,
+        tables,
+        block_cache,
+        shutting_down: AtomicBool::new(false),
+        lock: None,
+        role,
+    });
+    install_memtables(&mut inner.state.lock(), &mems);
+    if let Role::Secondary(f) = &inner.role {
+        f.lock().seen = seen;
+    }
+    Ok(Db {
+        inner,
+        threads: Mutex::new(Vec::new()),
+    })
+}
+
+/// Reads a view, again if it fails (the primary may have deleted a file we were about to
+/// open); the last error is returned.
+fn read_view_retrying(
+    dir: &Path,
+    opts: &Options,
+    requested: &BTreeMap<String, Options>,
+    tables: &Arc<TableCache>,
+    queue: impl Fn() -> Arc<DeletionQueue>,
+) -> Result<View> {
+    let mut attempt = 1;
+    loop {
+        match read_view(dir, opts, requested, tables, queue()) {
+            Ok(v) => return Ok(v),
+            Err(e) if attempt >= VIEW_ATTEMPTS || !may_be_a_race(&e) => return Err(e),
+            Err(_) => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(attempt as u64 * 5));
+            }
+        }
+    }
+}
+
+/// Errors a concurrent primary can cause by deleting or replacing a file we read.
+fn may_be_a_race(e: &Error) -> bool {
+    match e {
+        Error::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+        Error::Corruption { .. } => true,
+        _ => false,
+    }
+}
+
+/// Reads CURRENT, the MANIFEST and the live WALs once, and opens every file of the result.
+fn read_view(
+    dir: &Path,
+    opts: &Options,
+    requested: &BTreeMap<String, Options>,
+    tables: &Arc<TableCache>,
+    queue: Arc<DeletionQueue>,
+) -> Result<View> {
+    let family_options = |name: &str| match requested.get(name) {
+        Some(o) => o.clone(),
+        None if name == DEFAULT_FAMILY_NAME => opts.clone(),
+        None => opts.for_family(&CfOptions::default()),
+    };
+    let seen = fingerprint(opts, dir)?;
+    let mut versions =
+        VersionSet::recover_into(opts.fs.clone(), dir, opts, &family_options, queue)?;
+    open::check_merge_operators(&versions, &family_options)?;
+    open::check_write_times(&versions, &family_options)?;
+    let names = opts
+        .fs
+        .list_dir(dir)
+        .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
+    let wals = open::check_files_on_disk(dir, &mut versions, &names)?;
+    if opts.paranoid_checks {
+        for f in versions.families().values() {
+            open::check_table_sizes(&opts.fs, dir, &f.current())?;
+        }
+    }
+    open_view_files(dir, opts, &versions, tables)?;
+    let family_opts: BTreeMap<u32, Arc<Options>> = versions
+        .families()
+        .iter()
+        .map(|(&id, f)| (id, Arc::new(family_options(&f.name))))
+        .collect();
+    let shutting_down = AtomicBool::new(false);
+    let mut replay = WalReplay {
+        dir,
+        opts,
+        family_opts: &family_opts,
+        tables,
+        shutting_down: &shutting_down,
+        last_sequence: versions.last_sequence(),
+        versions: &mut versions,
+        edits: BTreeMap::new(),
+        mems: BTreeMap::new(),
+        wal_number: 0,
+        keep_in_memory: true,
+    };
+    replay.replay_all(&wals)?;
+    let (mems, last_sequence) = replay.into_memtables();
+    Ok(View {
+        versions,
+        mems,
+        last_sequence,
+        family_opts,
+        seen,
+    })
+}
+
+/// Opens every table and blob file the view lists, so they stay readable after the primary
+/// deletes them.
+fn open_view_files(
+    dir: &Path,
+    opts: &Options,
+    versions: &VersionSet,
+    tables: &Arc<TableCache>,
+) -> Result<()> {
+    for f in versions.families().values() {
+        let v = f.current();
+        for t in v.files.iter().flatten() {
+            tables.get(t.number, t.file_size)?;
+        }
+        for b in &v.blob_files {
+            b.open_reader(&opts.fs, dir)?;
+        }
+    }
+    Ok(())
+}
+
+/// CURRENT's contents, the size of the MANIFEST it names and every WAL's size.
+fn fingerprint(opts: &Options, dir: &Path) -> Result<Fingerprint> {
+    let fs = &opts.fs;
+    let current_path = filename::current_file(dir);
+    let current = fs
+        .read_to_vec(&current_path)
+        .map_err(|e| Error::io(format!("reading {}", current_path.display()), e))?;
+    let manifest_name = String::from_utf8_lossy(&current).trim_end().to_string();
+    let manifest_size = fs.file_size(&dir.join(&manifest_name)).unwrap_or(0);
+    let names = fs
+        .list_dir(dir)
+        .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
+    let mut wals: Vec<(u64, u64)> = names
+        .iter()
+        .filter_map(|n| match filename::parse_file_name(n) {
+            Some((FileKind::Log, number)) => {
+                let size = fs.file_size(&dir.join(n)).unwrap_or(0);
+                Some((number, size))
+            }
+            _ => None,
+        })
+        .collect();
+    wals.sort_unstable();
+    Ok(Fingerprint {
+        current,
+        manifest_size,
+        wals,
+    })
+}
+
+/// Swaps a newer view into a secondary instance; returns its fingerprint.
+fn install_view(inner: &DbInner, view: View) -> Fingerprint {
+    let View {
+        versions,
+        mems,
+        last_sequence,
+        family_opts,
+        seen,
+    } = view;
+    let mut st = inner.state.lock();
+    st.versions = versions;
+    // Families the primary dropped.
+    let gone: Vec<u32> = st
+        .families
+        .keys()
+        .copied()
+        .filter(|id| st.versions.family(*id).is_none())
+        .collect();
+    for id in gone {
+        if let Some(f) = st.families.remove(&id) {
+            f.data.dropped.store(true, Ordering::Release);
+        }
+    }
+    // Families the primary created.
+    let weak = inner.self_weak();
+    let new: Vec<(u32, String)> = st
+        .versions
+        .families()
+        .iter()
+        .filter(|(id, _)| !st.families.contains_key(id))
+        .map(|(&id, f)| (id, f.name.clone()))
+        .collect();
+    for (id, name) in new {
+        let o = family_opts
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(inner.opts.clone()));
+        let data = open::new_family_data(id, name, o, &weak, 0);
+        st.families.insert(id, CfState::new(data, 0));
+    }
+    install_memtables(&mut st, &mems);
+    // Published last: a reader that sees the new sequence finds the new memtables.
+    inner.last_sequence.store(last_sequence, Ordering::Release);
+    seen
+}
+
+/// Gives every family its replayed memtable (an empty one if its WALs held nothing) and
+/// publishes it with the family's current version.
+fn install_memtables(st: &mut DbState, mems: &BTreeMap<u32, Arc<MemTable>>) {
+    let ids: Vec<u32> = st.families.keys().copied().collect();
+    for id in ids {
+        if let Some(f) = st.families.get_mut(&id) {
+            f.mem = match mems.get(&id) {
+                Some(m) => m.clone(),
+                None => Arc::new(MemTable::for_family(0, &f.data.opts)),
+            };
+        }
+        st.install_super_version(id);
+    }
+}

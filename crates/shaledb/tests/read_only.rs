@@ -1,0 +1,314 @@
+//! Read-only and secondary instances: they see the state at open (tables, blob files and
+//! writes still in the WAL, every family), refuse every change with `NotSupported`, never
+//! change the directory, keep reading their state while the primary compacts and deletes
+//! files, and a secondary catches up with the primary, also when the primary is another
+//! process writing and compacting.
+
+mod common;
+
+use shaledb::{CfOptions, Db, Error, Options, ReadOptions};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn options() -> Options {
+    Options {
+        create_missing_column_families: true,
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 32 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        level0_file_num_compaction_trigger: 2,
+        ..Default::default()
+    }
+}
+
+fn families() -> Vec<(&'static str, CfOptions)> {
+    let blobs = CfOptions {
+        enable_blob_files: true,
+        min_blob_size: 100,
+        ..options().cf_options()
+    };
+    vec![("default", options().cf_options()), ("blobs", blobs)]
+}
+
+fn value(i: u32, round: u32) -> Vec<u8> {
+    let mut v = format!("v{i}-{round}-").into_bytes();
+    v.resize(20 + (i as usize % 5) * 60, b'x');
+    v
+}
+
+type Contents = BTreeMap<String, Vec<(Vec<u8>, Vec<u8>)>>;
+
+fn contents(db: &Db, names: &[&str]) -> Contents {
+    names
+        .iter()
+        .map(|name| {
+            let cf = db.cf(name).expect("family");
+            let mut it = db.iter_cf(&cf, &ReadOptions::default()).expect("iterator");
+            let mut out = Vec::new();
+            it.seek_to_first();
+            while it.valid() {
+                out.push((it.key().to_vec(), it.value().to_vec()));
+                it.next();
+            }
+            it.status().expect("scan");
+            (name.to_string(), out)
+        })
+        .collect()
+}
+
+/// Both families with flushed tables, blob files, compacted levels and unflushed writes.
+fn load(db: &Db, rounds: std::ops::Range<u32>) {
+    for round in rounds {
+        for (name, _) in families() {
+            let cf = db.cf(name).expect("family");
+            for i in 0..400 {
+                db.put_cf(&cf, format!("k{i:04}"), value(i, round))
+                    .expect("put");
+            }
+            if round % 3 != 2 {
+                db.flush_cf(&cf).expect("flush");
+            }
+        }
+    }
+    db.delete(b"k0007").expect("delete");
+}
+
+/// Every file in `dir` with its size and bytes.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| {
+            let e = e.expect("entry");
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).expect("read"))
+        })
+        .collect()
+}
+
+fn assert_not_supported<T: std::fmt::Debug>(r: shaledb::Result<T>, what: &str) {
+    match r {
+        Err(Error::NotSupported(m)) => assert!(m.contains(what), "{m:?} should name {what:?}"),
+        other => panic!("expected NotSupported for {what}, got {other:?}"),
+    }
+}
+
+#[test]
+fn read_only_sees_everything_refuses_changes_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let names = ["default", "blobs"];
+    let want = {
+        let db = Db::open_cf(dir.path(), options(), families()).expect("families");
+        load(&db, 0..3);
+        contents(&db, &names)
+    };
+    let before = files(dir.path());
+    let ro = Db::open_read_only_cf(dir.path(), options(), families()).expect("families");
+    assert_eq!(contents(&ro, &names), want);
+    assert_eq!(ro.get(b"k0007").expect("get"), None);
+    assert_eq!(
+        ro.get(b"k0008").expect("get").as_deref(),
+        Some(&value(8, 2)[..])
+    );
+    let blobs = ro.cf("blobs").expect("cf");
+    assert_eq!(
+        ro.get_cf(&blobs, b"k0004").expect("get cf").as_deref(),
+        Some(&value(4, 2)[..])
+    );
+    assert_not_supported(ro.put(b"a", b"b"), "a write");
+    assert_not_supported(ro.delete(b"a"), "a write");
+    assert_not_supported(ro.flush(), "a flush");
+    assert_not_supported(ro.compact_range(None, None), "a flush or compaction");
+    assert_not_supported(ro.create_cf("new", CfOptions::default()), "column family");
+    assert_not_supported(ro.drop_cf("blobs"), "column family");
+    assert_not_supported(ro.checkpoint(dir.path().join("cp")), "a checkpoint");
+    assert_not_supported(ro.try_catch_up_with_primary(), "open_secondary");
+    ro.wait_for_compactions().expect("wait for compactions");
+    ro.verify_checksums().expect("verify checksums");
+    drop(ro);
+    assert_eq!(
+        files(dir.path()),
+        before,
+        "a read-only instance changed the directory"
+    );
+    // Still a normal database afterwards.
+    let db = Db::open_cf(dir.path(), options(), families()).expect("families");
+    assert_eq!(contents(&db, &names), want);
+}
+
+#[test]
+fn a_missing_database_is_not_created() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("nothing");
+    assert!(matches!(
+        Db::open_read_only(&path, options()),
+        Err(Error::NotFound(_))
+    ));
+    assert!(!path.exists());
+}
+
+#[test]
+fn read_only_keeps_its_state_while_the_primary_compacts_files_away() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let names = ["default", "blobs"];
+    let db = Db::open_cf(dir.path(), options(), families()).expect("families");
+    load(&db, 0..3);
+    let want = contents(&db, &names);
+    // Opens while the primary holds the lock.
+    let ro = Db::open_read_only_cf(dir.path(), options(), families()).expect("families");
+    let sec = Db::open_secondary_cf(dir.path(), dir.path().join("sec"), options(), families())
+        .expect("families");
+    // The primary rewrites everything: every table and blob file the instances opened is
+    // compacted away and deleted.
+    load(&db, 3..6);
+    for name in names {
+        db.compact_range_cf(&db.cf(name).expect("cf"), None, None)
+            .expect("compact range");
+    }
+    db.wait_for_compactions().expect("wait for compactions");
+    assert_eq!(contents(&ro, &names), want);
+    assert_eq!(contents(&sec, &names), want);
+    sec.try_catch_up_with_primary()
+        .expect("try catch up with primary");
+    assert_eq!(contents(&sec, &names), contents(&db, &names));
+    assert_eq!(contents(&ro, &names), want);
+}
+
+#[test]
+fn secondary_catches_up_with_writes_flushes_families_and_iterators_keep_their_view() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open_cf(dir.path(), options(), families()).expect("families");
+    let sec = Db::open_secondary_cf(dir.path(), dir.path().join("sec"), options(), families())
+        .expect("families");
+    assert!(dir.path().join("sec").is_dir());
+    assert_eq!(sec.get(b"k0001").expect("get"), None);
+    // Unflushed writes reach the secondary through the WAL.
+    db.put(b"k0001", b"one").expect("put");
+    sec.try_catch_up_with_primary()
+        .expect("try catch up with primary");
+    assert_eq!(
+        sec.get(b"k0001").expect("get").as_deref(),
+        Some(&b"one"[..])
+    );
+    // An iterator made now keeps this view across later catch-ups.
+    let mut it = sec.iter(&ReadOptions::default());
+    load(&db, 0..2);
+    db.create_cf("later", CfOptions::default())
+        .expect("default");
+    db.put_cf(&db.cf("later").expect("cf"), b"x", b"y")
+        .expect("expect");
+    sec.try_catch_up_with_primary()
+        .expect("try catch up with primary");
+    // Nothing new: a cheap no-op.
+    sec.try_catch_up_with_primary()
+        .expect("try catch up with primary");
+    it.seek_to_first();
+    assert!(it.valid());
+    assert_eq!((it.key(), it.value()), (&b"k0001"[..], &b"one"[..]));
+    it.next();
+    assert!(!it.valid());
+    it.status().expect("status");
+    let names = ["default", "blobs"];
+    assert_eq!(contents(&sec, &names), contents(&db, &names));
+    let later = sec
+        .cf("later")
+        .expect("a family the primary created appears");
+    assert_eq!(
+        sec.get_cf(&later, b"x").expect("get cf").as_deref(),
+        Some(&b"y"[..])
+    );
+    db.drop_cf("later").expect("drop cf");
+    sec.try_catch_up_with_primary()
+        .expect("try catch up with primary");
+    assert!(sec.cf("later").is_none(), "a dropped family disappears");
+    // As on the primary, a handle taken before the drop still reads the family's last state.
+    assert_eq!(
+        sec.get_cf(&later, b"x").expect("get cf").as_deref(),
+        Some(&b"y"[..])
+    );
+    assert_not_supported(sec.put(b"a", b"b"), "secondary");
+}
+
+/// The environment variable that makes `child_primary` act as the primary process.
+const CHILD_DIR: &str = "SHALEDB_TEST_PRIMARY_DIR";
+const CHILD_KEYS: u32 = 6000;
+
+fn child_key(i: u32) -> String {
+    format!("key{i:06}")
+}
+
+fn child_value(i: u32) -> Vec<u8> {
+    let mut v = format!("value{i}-").into_bytes();
+    v.resize(40 + (i as usize % 7) * 40, b'v');
+    v
+}
+
+/// The primary process of `secondary_follows_a_primary_in_another_process` (does nothing
+/// when run as an ordinary test): writes keys in order, flushing and compacting as it goes.
+#[test]
+fn child_primary() {
+    let Ok(dir) = std::env::var(CHILD_DIR) else {
+        return;
+    };
+    let db = Db::open(&dir, options()).expect("open secondary");
+    for i in 0..CHILD_KEYS {
+        db.put(child_key(i), child_value(i)).expect("child value");
+        if i % 1500 == 1499 {
+            db.compact_range(None, None).expect("compact range");
+        }
+    }
+    db.close().expect("close");
+}
+
+/// What the instance shows must be the first `n` keys with their values, for some `n`: the
+/// primary wrote them in order, so anything else is an inconsistent view. Returns `n`.
+fn check_prefix(db: &Db) -> u32 {
+    let mut n = 0;
+    for (k, v) in common::scan(db, &ReadOptions::default(), false) {
+        assert_eq!(k, child_key(n).into_bytes(), "a gap before key {n}");
+        assert_eq!(v, child_value(n), "the value of key {n}");
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn secondary_follows_a_primary_in_another_process() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(Db::open(dir.path(), options()).expect("open secondary"));
+    let mut child = std::process::Command::new(std::env::current_exe().expect("current exe"))
+        .args([
+            "--exact",
+            "child_primary",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_DIR, dir.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the primary process");
+    let sec =
+        Db::open_secondary(dir.path(), dir.path().join("sec"), options()).expect("open secondary");
+    let mut seen = 0;
+    let mut views = 0;
+    loop {
+        let done = child.try_wait().expect("try wait");
+        sec.try_catch_up_with_primary()
+            .expect("try catch up with primary");
+        let n = check_prefix(&sec);
+        assert!(n >= seen, "the secondary went back from {seen} to {n} keys");
+        seen = n;
+        // A read-only instance opened at any moment sees a consistent prefix too.
+        let ro = Db::open_read_only(dir.path(), options()).expect("open secondary");
+        check_prefix(&ro);
+        views += 1;
+        if let Some(status) = done {
+            assert!(status.success(), "the primary process failed");
+            break;
+        }
+    }
+    assert_eq!(
+        seen, CHILD_KEYS,
+        "after the primary closed, the secondary has everything"
+    );
+    assert!(views > 1);
+}
