@@ -72,4 +72,8 @@ pub mod internals {
     pub use crate::value::LookupResult;
     pub use crate::version::VersionEdit;
     pub use crate::write_batch::{write_batch_data, write_batch_from_data};
+    pub use crate::db::internal_entries;
+    pub use crate::range_del::RangeTombstone;
+    pub use crate::sst::TableProperties;
+    pub use crate::write_batch::write_batch_sequence;
 }
