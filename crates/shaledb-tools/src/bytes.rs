@@ -69,9 +69,7 @@ pub(crate) fn unescape(s: &str) -> Result<Vec<u8>, String> {
                 let byte = bytes
                     .get(i + 2..i + 4)
                     .and_then(|d| hex_byte(d[0], d[1]))
-                    .ok_or_else(|| {
-                        format!("\\x at byte {i} must be followed by two hex digits")
-                    })?;
+                    .ok_or_else(|| format!("\\x at byte {i} must be followed by two hex digits"))?;
                 out.push(byte);
                 i += 4;
             }
@@ -97,7 +95,7 @@ pub(crate) fn to_hex(bytes: &[u8]) -> String {
 /// Hex digits (either case, optionally after `0x`), two a byte.
 pub(crate) fn from_hex(s: &str) -> Result<Vec<u8>, String> {
     let digits = s.strip_prefix("0x").unwrap_or(s).as_bytes();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!(
             "hex needs two digits a byte, and {} is an odd count",
             digits.len()
@@ -106,9 +104,7 @@ pub(crate) fn from_hex(s: &str) -> Result<Vec<u8>, String> {
     digits
         .chunks(2)
         .enumerate()
-        .map(|(i, d)| {
-            hex_byte(d[0], d[1]).ok_or_else(|| format!("byte {i} is not two hex digits"))
-        })
+        .map(|(i, d)| hex_byte(d[0], d[1]).ok_or_else(|| format!("byte {i} is not two hex digits")))
         .collect()
 }
 
@@ -126,6 +122,7 @@ fn hex_digit(c: u8) -> Option<u8> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -142,7 +139,10 @@ mod tests {
     fn unescape_inverts_escape_for_every_byte() {
         let all: Vec<u8> = (0..=255u8).collect();
         assert_eq!(unescape(&escape(&all)).unwrap(), all);
-        assert_eq!(unescape("\\X").unwrap_err(), "unknown escape at byte 0 (write a backslash as \\\\, any byte as \\xNN)");
+        assert_eq!(
+            unescape("\\X").unwrap_err(),
+            "unknown escape at byte 0 (write a backslash as \\\\, any byte as \\xNN)"
+        );
         assert_eq!(unescape("\\xAb").unwrap(), vec![0xab]);
     }
 

@@ -142,7 +142,11 @@ fn get(ctx: &Context, key: &str, out: &mut dyn Write) -> Result<(), CliError> {
 
 fn put(ctx: &Context, key: &str, value: &str, create: bool) -> Result<(), CliError> {
     let (key, value) = (ctx.parse(key, "key")?, ctx.parse(value, "value")?);
-    let db = ctx.open(if create { Access::Create } else { Access::Write })?;
+    let db = ctx.open(if create {
+        Access::Create
+    } else {
+        Access::Write
+    })?;
     let cf = ctx.family(&db)?;
     db.put_cf_opt(&synced(), &cf, &key, &value)?;
     Ok(db.close()?)
@@ -252,7 +256,11 @@ fn dump(ctx: &Context, out: &mut dyn Write) -> Result<(), CliError> {
 }
 
 fn create_cf(ctx: &Context, name: &str, create: bool) -> Result<(), CliError> {
-    let db = ctx.open(if create { Access::Create } else { Access::Write })?;
+    let db = ctx.open(if create {
+        Access::Create
+    } else {
+        Access::Write
+    })?;
     db.create_cf(name, CfOptions::default())?;
     Ok(db.close()?)
 }

@@ -97,7 +97,7 @@ pub(crate) fn sst_dump(
         .range_tombstones()
         .map(|t| t.tombstones().collect())
         .unwrap_or_default();
-    writeln!(out, "range deletions: {}", range_deletions.len())?;
+    writeln!(out, "num range deletions: {}", range_deletions.len())?;
     if verify {
         writeln!(out, "checksums: verified")?;
     }
@@ -120,7 +120,10 @@ pub(crate) fn sst_dump(
 }
 
 fn write_properties(p: &TableProperties, out: &mut dyn Write) -> Result<(), CliError> {
-    let index = match (p.index_user_keys, p.index_two_level || p.index_partitions > 0) {
+    let index = match (
+        p.index_user_keys,
+        p.index_two_level || p.index_partitions > 0,
+    ) {
         (true, true) => "user keys, two levels",
         (true, false) => "user keys, one level",
         (false, true) => "internal keys, two levels",
@@ -132,9 +135,9 @@ fn write_properties(p: &TableProperties, out: &mut dyn Write) -> Result<(), CliE
         &p.prefix_extractor
     };
     let lines: [(&str, String); 15] = [
-        ("entries", p.num_entries.to_string()),
-        ("deletions", p.num_deletions.to_string()),
-        ("data blocks", p.num_data_blocks.to_string()),
+        ("num entries", p.num_entries.to_string()),
+        ("num deletions", p.num_deletions.to_string()),
+        ("num data blocks", p.num_data_blocks.to_string()),
         ("index partitions", p.index_partitions.to_string()),
         ("filter partitions", p.filter_partitions.to_string()),
         ("data size", p.data_size.to_string()),
@@ -245,9 +248,7 @@ pub(crate) fn wal_dump(path: &Path, codec: Codec, out: &mut dyn Write) -> Result
             }
             Ok(())
         }
-        LogItem::Damaged(offset, detail) => {
-            Ok(writeln!(out, "damaged at {offset}: {detail}")?)
-        }
+        LogItem::Damaged(offset, detail) => Ok(writeln!(out, "damaged at {offset}: {detail}")?),
     })?;
     match damage {
         Some(d) => Err(log_damage(path, d)),
@@ -342,9 +343,7 @@ pub(crate) fn manifest_dump(
             }
             Ok(())
         }
-        LogItem::Damaged(offset, detail) => {
-            Ok(writeln!(out, "damaged at {offset}: {detail}")?)
-        }
+        LogItem::Damaged(offset, detail) => Ok(writeln!(out, "damaged at {offset}: {detail}")?),
     })?;
     match damage {
         Some(d) => Err(log_damage(path, d)),
@@ -387,7 +386,10 @@ fn edit_lines(e: &VersionEdit, codec: Codec) -> Vec<String> {
         ("next file number", e.next_file_number),
         ("last sequence", e.last_sequence),
         ("max column family", e.max_column_family.map(u64::from)),
-        ("atomic group, edits after this", e.atomic_group_remaining.map(u64::from)),
+        (
+            "atomic group, edits after this",
+            e.atomic_group_remaining.map(u64::from),
+        ),
     ];
     for (name, value) in counters {
         if let Some(v) = value {
@@ -441,6 +443,7 @@ fn file_lines(e: &VersionEdit, codec: Codec, lines: &mut Vec<String>) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
