@@ -63,11 +63,24 @@ fn file_number(path: &Path, ext: &str) -> Result<u64, CliError> {
         })
 }
 
+/// A missing file is the common mistake: say so plainly.
+fn check_exists(fs: &dyn FileSystem, path: &Path) -> Result<(), CliError> {
+    if fs.exists(path) {
+        Ok(())
+    } else {
+        Err(CliError::msg(format!(
+            "there is no file {}",
+            path.display()
+        )))
+    }
+}
+
 /// Opens `path` for positional reads, with its size.
 fn open_file(
     fs: &dyn FileSystem,
     path: &Path,
 ) -> Result<(Arc<dyn RandomAccessFile>, u64), CliError> {
+    check_exists(fs, path)?;
     let opened = fs
         .file_size(path)
         .and_then(|size| Ok((fs.open_random_access(path)?, size)));
@@ -188,6 +201,7 @@ fn read_log(
     mut each: impl FnMut(LogItem) -> Result<(), CliError>,
 ) -> Result<Option<(u64, String, bool)>, CliError> {
     let fs = shaledb::fs::default_fs();
+    check_exists(&*fs, path)?;
     let file = fs
         .open_sequential(path)
         .map_err(|e| CliError::msg(format!("cannot open {}: {e}", path.display())))?;

@@ -141,6 +141,31 @@ fn bad_keys_and_usage_are_one_line_errors() {
         on(&db, &["--cf", "nope", "get", "a"]),
         failed("shale: column family \"nope\" does not exist (list-cf lists them)")
     );
+    let absent = dir.path().join("000001.sst");
+    assert_eq!(
+        shale(&["sst-dump", path_str(&absent)]),
+        failed(&format!("shale: there is no file {}", absent.display()))
+    );
+    let absent = dir.path().join("000001.log");
+    assert_eq!(
+        shale(&["wal-dump", path_str(&absent)]),
+        failed(&format!("shale: there is no file {}", absent.display()))
+    );
+    let named = dir.path().join("copy.sst");
+    std::fs::copy(files(&db, "sst").remove(0), &named).expect("copy");
+    assert_eq!(
+        shale(&["sst-dump", path_str(&named)]),
+        failed(&format!(
+            "shale: cannot tell the file number of {}: a .sst file is named by its number, \
+             as in 000012.sst",
+            named.display()
+        ))
+    );
+    let version = shale(&["--version"]);
+    assert_eq!(
+        (version.code, version.stdout.as_str()),
+        (0, "shale 0.1.0\n")
+    );
     assert_eq!(
         on(&db, &["stats", "--property", "shaledb.nope"]),
         failed("shale: there is no property \"shaledb.nope\"")
