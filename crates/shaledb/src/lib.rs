@@ -62,14 +62,18 @@ pub use write_batch::{BatchEntry, BatchIter, WriteBatch};
 #[doc(hidden)]
 pub mod internals {
     pub use crate::blob::{BlobFileBuilder, BlobFileMeta, BlobFileReader, BlobRef};
+    pub use crate::db::internal_entries;
     pub use crate::iter::InternalIterator;
     pub use crate::key::{
         make_internal_key, parse_internal_key, LookupKey, ValueKind, MAX_SEQUENCE,
     };
     pub use crate::log::{LogRead, LogReader};
     pub use crate::memtable::MemTable;
+    pub use crate::range_del::RangeTombstone;
+    pub use crate::sst::TableProperties;
     pub use crate::sst::{Block, BlockIter, BlockReadOptions, IndexBlockIter, IndexForm, Table};
     pub use crate::value::LookupResult;
     pub use crate::version::VersionEdit;
+    pub use crate::write_batch::write_batch_sequence;
     pub use crate::write_batch::{write_batch_data, write_batch_from_data};
 }

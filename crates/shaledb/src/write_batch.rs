@@ -416,6 +416,12 @@ pub fn write_batch_data(batch: &WriteBatch) -> &[u8] {
     batch.data()
 }
 
+/// The sequence number of a batch's first entry (entry `i` has `sequence + i`), as a WAL
+/// record holds it; for `shale wal-dump`.
+pub fn write_batch_sequence(batch: &WriteBatch) -> u64 {
+    batch.sequence()
+}
+
 impl<'a> IntoIterator for &'a WriteBatch {
     type Item = BatchEntry<'a>;
     type IntoIter = BatchIter<'a>;

@@ -1368,3 +1368,30 @@ pub(crate) fn block_read_options(ro: &ReadOptions) -> BlockReadOptions {
         fill_cache: ro.fill_cache,
     }
 }
+
+/// Every entry of column family `cf` as stored, all versions (internal keys, values as
+/// stored: a blob reference for a value kept in a blob file), memtables and tables merged in
+/// internal-key order, plus the family's range tombstones (fragmented), as of this call; for
+/// `shale dump` (through `internals`). Blocks are read with checksums verified and not
+/// cached; the iterator's `status` reports any error.
+pub fn internal_entries(
+    db: &Db,
+    cf: &ColumnFamily,
+) -> Result<(
+    Box<dyn InternalIterator>,
+    Vec<crate::range_del::RangeTombstone>,
+)> {
+    let inner = &db.inner;
+    let data = inner.check_handle(cf)?;
+    let sv = data.super_version.load_full();
+    let ro = ReadOptions {
+        fill_cache: false,
+        ..ReadOptions::default()
+    };
+    let tombstones = sv
+        .range_tombstones(&inner.tables)?
+        .map(|t| t.tombstones().collect())
+        .unwrap_or_default();
+    // The children hold their memtables and tables (and the level iterators the version).
+    Ok((Box::new(inner.internal_iterator(&sv, &ro)), tombstones))
+}
