@@ -66,14 +66,15 @@ impl Context<'_> {
     /// Opens the database; never creates one unless `access` is `Create`.
     fn open(&self, access: Access) -> Result<Db, CliError> {
         let path = self.require_db()?;
-        // TODO(read-only): open with the read-only mode for `Access::Read` once it lands
-        // (it is being built); until then reads open the database normally, which takes its
-        // lock and may flush or compact like any open.
         let opts = Options {
             create_if_missing: access == Access::Create,
             ..Options::default()
         };
-        Ok(Db::open(path, opts)?)
+        // Commands that change nothing work beside a running primary and write nothing.
+        Ok(match access {
+            Access::Read => Db::open_read_only(path, opts)?,
+            Access::Write | Access::Create => Db::open(path, opts)?,
+        })
     }
 
     /// The handle of the family `--cf` names.
@@ -323,7 +324,8 @@ fn compact(ctx: &Context, from: &Option<String>, to: &Option<String>) -> Result<
 }
 
 fn checkpoint(ctx: &Context, dir: &Path) -> Result<(), CliError> {
-    let db = ctx.open(Access::Read)?;
+    // A checkpoint pauses the primary's deletions, which only the primary can do.
+    let db = ctx.open(Access::Write)?;
     let spinner = Spinner::start("writing the checkpoint");
     db.checkpoint(dir)?;
     drop(spinner);

@@ -685,12 +685,15 @@ fn stats_compact_checkpoint_and_approximate_size() {
 }
 
 #[test]
-fn an_open_database_is_locked_out() {
+fn reads_work_beside_an_open_database_and_writes_are_locked_out() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = small_db(dir.path());
-    let _db = Db::open(&path, Options::default()).expect("open");
+    let db = Db::open(&path, Options::default()).expect("open");
+    // Reads open read-only: they see the primary's writes up to now, even unflushed ones.
+    db.put(b"a", b"2").expect("put");
+    assert_eq!(on(&path, &["get", "a"]), ok("2\n"));
     assert_eq!(
-        on(&path, &["get", "a"]),
+        on(&path, &["put", "a", "3"]),
         failed(&format!(
             "shale: database at {} is locked: it is already open in this or another process",
             path.display()
