@@ -156,6 +156,8 @@ struct Shared {
     gate: RwLock<()>,
     rules: Mutex<Vec<ActiveRule>>,
     injected: Mutex<Vec<Injected>>,
+    /// Name suffixes of the files the disk is full for (`fill_disk`).
+    full_for: Mutex<Vec<String>>,
 }
 
 /// The fault-injecting filesystem. Clones share counters, rules and the halt switch.
@@ -199,6 +201,7 @@ impl FaultFs {
                 gate: RwLock::new(()),
                 rules: Mutex::new(Vec::new()),
                 injected: Mutex::new(Vec::new()),
+                full_for: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -225,6 +228,30 @@ impl FaultFs {
             fault,
             sticky: false,
         });
+    }
+
+    /// A full disk for files whose names end with one of `suffixes` (e.g. `[".sst", ".blob"]`):
+    /// until [`free_disk`](Self::free_disk), creating, appending to or flushing such a file
+    /// fails with ENOSPC. Files with other names (the WAL, the MANIFEST) are unaffected, as
+    /// if they had space set aside.
+    pub fn fill_disk(&self, suffixes: &[&str]) {
+        *lock(&self.s.full_for) = suffixes.iter().map(|s| s.to_string()).collect();
+    }
+
+    /// Ends [`fill_disk`](Self::fill_disk).
+    pub fn free_disk(&self) {
+        lock(&self.s.full_for).clear();
+    }
+
+    /// True if the disk is full for writes to `path`.
+    fn full_for(&self, kind: OpKind, path: &Path) -> bool {
+        if !matches!(kind, OpKind::Create | OpKind::Append | OpKind::Flush) {
+            return false;
+        }
+        let name = path.to_string_lossy();
+        lock(&self.s.full_for)
+            .iter()
+            .any(|s| name.ends_with(s.as_str()))
     }
 
     /// Disarms every rule (e.g. "the disk has space again").
@@ -281,7 +308,10 @@ impl FaultFs {
             return Err(halted_err(path));
         }
         self.s.counts[kind.index()].fetch_add(1, Ordering::SeqCst);
-        let mut verdict = Verdict::Go;
+        let mut verdict = match self.full_for(kind, path) {
+            true => Verdict::Fail(Fault::Enospc),
+            false => Verdict::Go,
+        };
         {
             let mut rules = lock(&self.s.rules);
             for r in rules.iter_mut() {

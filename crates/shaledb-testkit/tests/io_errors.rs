@@ -59,6 +59,8 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
     o.max_bytes_for_level_base = 8 << 10;
     o.target_file_size_base = 2 << 10;
     o.max_manifest_file_size = 300;
+    // No automatic retry of a failed flush within a run: `resume` at the end lifts it.
+    o.bgerror_resume_retry_interval = Duration::from_secs(3600);
     o
 }
 
@@ -145,12 +147,15 @@ fn script(fs: &FaultFs, what: &str, direct: bool) -> OpLog {
                     log.push(op, Outcome::Acked);
                 }
                 Err(e) => {
-                    log.push(op, Outcome::Failed);
+                    // A suspended write was refused before reaching the WAL: never applied.
+                    if !matches!(e, Error::Suspended(_)) {
+                        log.push(op, Outcome::Failed);
+                    }
                     if poisoned_before {
                         assert!(
-                            matches!(e, Error::Poisoned(_)),
+                            matches!(e, Error::Poisoned(_) | Error::Suspended(_)),
                             "{what}: write after a background error failed with {e}, \
-                             not Poisoned"
+                             not Poisoned or Suspended"
                         );
                     }
                     check_reads(&db, &log, what);
@@ -169,27 +174,64 @@ fn script(fs: &FaultFs, what: &str, direct: bool) -> OpLog {
         // Reads of the tables (their index and filter partitions too) the fault may hit.
         reads_under_faults(&db, &log, what);
     }
-    // Background work settles (ignore the result: it may report the injected error).
-    let _ = db.wait_for_compactions();
+    // Background work settles (the result may report the injected error).
+    let settled = db.wait_for_compactions();
     let bg_faults = fs.injected()[opened_at..]
         .iter()
         .any(|i| i.kind != OpKind::Read && i.kind != OpKind::Remove && is_background_path(&i.path));
     if bg_faults {
+        // A failed flush or MANIFEST write shows as the background error; a failed
+        // compaction (which does not stop writes) in wait_for_compactions.
         assert!(
-            db.background_error().is_some(),
-            "{what}: a table or MANIFEST write failed but background_error() is None: {:?}",
+            db.background_error().is_some() || settled.is_err(),
+            "{what}: a table or MANIFEST write failed but nothing reports it: {:?}",
             fs.injected()
         );
     }
     if db.background_error().is_some() {
         match db.put(b"after", b"error") {
-            Err(Error::Poisoned(_)) => {}
+            Err(Error::Poisoned(_) | Error::Suspended(_)) => {}
             other => panic!("{what}: write after a background error returned {other:?}"),
         }
         check_reads(&db, &log, what);
     }
+    resume_after_a_suspension(&db, &mut log, &mut rng, &mut id, what);
     let _ = db.close();
     log
+}
+
+/// A flush that failed on the (one-shot) fault suspended writes: `resume` retries it, it
+/// succeeds, and writes are acknowledged again with nothing lost. A poisoned database
+/// refuses to resume.
+fn resume_after_a_suspension(db: &Db, log: &mut OpLog, rng: &mut StdRng, id: &mut u64, what: &str) {
+    match db.background_error() {
+        None => {
+            // Compactions paused after a failure (if any) run again and succeed.
+            db.resume()
+                .unwrap_or_else(|e| panic!("{what}: resume with writes going: {e}"));
+            db.wait_for_compactions()
+                .unwrap_or_else(|e| panic!("{what}: compactions after resume: {e}"));
+            return;
+        }
+        Some(Error::Suspended(_)) => {}
+        Some(_) => {
+            assert!(db.resume().is_err(), "{what}: a poisoned database resumed");
+            return;
+        }
+    }
+    db.resume()
+        .unwrap_or_else(|e| panic!("{what}: resume after a one-shot fault failed: {e}"));
+    let cfg = cfg();
+    for _ in 0..10 {
+        let op = gen_op(rng, &cfg, *id);
+        *id += 1;
+        op.run(db)
+            .unwrap_or_else(|e| panic!("{what}: a write after resume failed: {e}"));
+        log.push(op, Outcome::Acked);
+    }
+    db.flush()
+        .unwrap_or_else(|e| panic!("{what}: a flush after resume failed: {e}"));
+    check_reads(db, log, what);
 }
 
 fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, d: Durability, what: &str, direct: bool) {

@@ -39,6 +39,12 @@ pub enum Error {
     /// Reads keep working. Reopen to recover. Holds that first failure, which
     /// [`std::error::Error::source`] also returns.
     Poisoned(Arc<Error>),
+    /// A flush failed with an IO error (a full disk, a transient EIO) and waits to be retried:
+    /// writes fail with this until the retry succeeds, by itself after
+    /// `Options::bgerror_resume_retry_interval` or at once through
+    /// [`Db::resume`](crate::Db::resume). Nothing acknowledged was lost; reads keep working.
+    /// Holds the failure, which [`std::error::Error::source`] also returns.
+    Suspended(Arc<Error>),
     /// The database is being closed or was closed.
     Closed,
     /// The database does not exist and `create_if_missing` is false.
@@ -83,6 +89,11 @@ impl fmt::Display for Error {
                 "database refuses writes after an earlier failure ({cause}); reads still work, \
                  reopen the database to recover"
             ),
+            Error::Suspended(cause) => write!(
+                f,
+                "writes are suspended after a background flush failed ({cause}); they resume \
+                 when its retry succeeds (automatically, or now with Db::resume)"
+            ),
             Error::Closed => write!(f, "database is closed"),
             Error::NotFound(p) => write!(
                 f,
@@ -109,7 +120,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Io { source, .. } => Some(source),
-            Error::Poisoned(cause) => Some(&**cause),
+            Error::Poisoned(cause) | Error::Suspended(cause) => Some(&**cause),
             _ => None,
         }
     }
@@ -146,7 +157,8 @@ impl Error {
     /// causes do not nest).
     pub(crate) fn poisoned(cause: Error) -> Error {
         match cause {
-            Error::Poisoned(_) => cause,
+            // A suspension is reported as itself: a retry may still lift it.
+            Error::Poisoned(_) | Error::Suspended(_) => cause,
             other => Error::Poisoned(Arc::new(other)),
         }
     }
@@ -175,6 +187,7 @@ impl Error {
             },
             Error::Locked(p) => Error::Locked(p.clone()),
             Error::Poisoned(cause) => Error::Poisoned(cause.clone()),
+            Error::Suspended(cause) => Error::Suspended(cause.clone()),
             Error::Closed => Error::Closed,
             Error::NotFound(p) => Error::NotFound(p.clone()),
             Error::AlreadyExists(p) => Error::AlreadyExists(p.clone()),

@@ -206,6 +206,17 @@ pub struct Options {
     /// credit accrues at this rate (at most one second's worth), and the group's leader sleeps
     /// off any debt. 0 means the default. Default 16 MiB/s.
     pub delayed_write_rate: u64,
+    /// How many times in a row a flush or compaction that failed with an IO error (a full
+    /// disk, a transient EIO) is retried by itself, `bgerror_resume_retry_interval` apart,
+    /// before the failure is final. While a failed flush waits for its retry, writes fail with
+    /// [`Error::Suspended`](crate::Error::Suspended) and [`Db::resume`](crate::Db::resume)
+    /// retries at once; a failed compaction does not stop writes. A final failure, and any
+    /// failed WAL or MANIFEST write or sync, poisons the database until it is reopened.
+    /// 0 makes every such failure final at once. Default `u32::MAX` (RocksDB's
+    /// `max_bgerror_resume_count`).
+    pub max_bgerror_resume_count: u32,
+    /// The pause before each automatic retry of a failed flush or compaction. Default 1 s.
+    pub bgerror_resume_retry_interval: std::time::Duration,
     /// Background threads for flushes and compactions. Default: the number of cores.
     pub max_background_jobs: usize,
     /// Do not compact automatically (bulk loading); `compact_range` still works. Default false.
@@ -333,6 +344,8 @@ impl Default for Options {
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
             delayed_write_rate: 16 << 20,
+            max_bgerror_resume_count: u32::MAX,
+            bgerror_resume_retry_interval: std::time::Duration::from_secs(1),
             max_background_jobs: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
@@ -406,6 +419,8 @@ impl std::fmt::Debug for Options {
             soft_pending_compaction_bytes_limit,
             hard_pending_compaction_bytes_limit,
             delayed_write_rate,
+            max_bgerror_resume_count,
+            bgerror_resume_retry_interval,
             max_background_jobs,
             disable_auto_compactions,
             merge_operator,
@@ -501,6 +516,11 @@ impl std::fmt::Debug for Options {
                 hard_pending_compaction_bytes_limit,
             )
             .field("delayed_write_rate", delayed_write_rate)
+            .field("max_bgerror_resume_count", max_bgerror_resume_count)
+            .field(
+                "bgerror_resume_retry_interval",
+                bgerror_resume_retry_interval,
+            )
             .field("max_background_jobs", max_background_jobs)
             .field("disable_auto_compactions", disable_auto_compactions)
             .field("merge_operator", merge_operator)
@@ -591,6 +611,8 @@ impl Options {
         with_soft_pending_compaction_bytes_limit => soft_pending_compaction_bytes_limit: u64,
         with_hard_pending_compaction_bytes_limit => hard_pending_compaction_bytes_limit: u64,
         with_delayed_write_rate => delayed_write_rate: u64,
+        with_max_bgerror_resume_count => max_bgerror_resume_count: u32,
+        with_bgerror_resume_retry_interval => bgerror_resume_retry_interval: std::time::Duration,
         with_max_background_jobs => max_background_jobs: usize,
         with_disable_auto_compactions => disable_auto_compactions: bool,
         with_max_key_size => max_key_size: usize,

@@ -51,7 +51,7 @@ impl DbInner {
                     if let Some(f) = st.families.get_mut(&cf) {
                         f.flush_running = false;
                     }
-                    self.record_bg_result(&mut st, res);
+                    self.record_flush_result(&mut st, res);
                 }
                 Some(Job::AtomicFlush(mems)) => {
                     let res = self.run_atomic_flush(&mut st, &mems);
@@ -60,20 +60,24 @@ impl DbInner {
                             f.flush_running = false;
                         }
                     }
-                    self.record_bg_result(&mut st, res);
+                    self.record_flush_result(&mut st, res);
                 }
                 Some(Job::Compact(cf, c)) => {
                     let res = self.run_busy_compaction(&mut st, cf, &c);
-                    self.record_bg_result(&mut st, res);
+                    self.record_compaction_result(&mut st, res);
                 }
                 None => {
-                    match self.ttl_sweep_period(&st) {
-                        Some(period) => {
+                    let retry_in = self.next_retry_in(&st);
+                    match (self.ttl_sweep_period(&st), retry_in) {
+                        (Some(period), _) if retry_in.is_none_or(|r| r >= period) => {
                             if self.work_cv.wait_for(&mut st, period).timed_out() {
                                 self.sweep_expired_files(&mut st, period);
                             }
                         }
-                        None => self.work_cv.wait(&mut st),
+                        (_, Some(retry_in)) => {
+                            self.work_cv.wait_for(&mut st, retry_in);
+                        }
+                        (_, None) => self.work_cv.wait(&mut st),
                     }
                     continue;
                 }
@@ -135,14 +139,16 @@ impl DbInner {
         self.done_cv.notify_all();
     }
 
-    fn record_bg_result(&self, st: &mut DbState, res: Result<()>) {
-        if let Err(e) = res {
-            if matches!(e, Error::Closed) {
-                return;
-            }
-            if st.bg_error.is_none() {
-                st.bg_error = Some(e);
-            }
+    /// Keeps the first failure that stops writes for good (see recovery.rs for the ones a
+    /// retry may lift).
+    pub(crate) fn record_bg_error(&self, st: &mut DbState, e: Error) {
+        if matches!(e, Error::Closed) {
+            return;
+        }
+        let suspended = matches!(st.bg_error, Some(Error::Suspended(_)));
+        if st.bg_error.is_none() || suspended {
+            st.bg_error = Some(e);
+            st.flush_retry = None;
         }
     }
 
@@ -168,7 +174,7 @@ impl DbInner {
     /// The next job: a flush of any family first (oldest memtable first within a family),
     /// else a compaction.
     fn pick_job(&self, st: &mut DbState) -> Option<Job> {
-        if st.bg_error.is_some() || st.closed {
+        if st.closed || !self.lift_suspension_if_due(st) {
             return None;
         }
         let flush = if self.opts.atomic_flush {
@@ -179,9 +185,20 @@ impl DbInner {
         if flush.is_some() {
             return flush;
         }
-        st.families
+        // A retried flush with nothing left to write (its family was dropped) is done.
+        self.flush_retry_done(st);
+        if !super::recovery::compactions_due(st) {
+            return None;
+        }
+        let job = st
+            .families
             .iter()
-            .find_map(|(&id, f)| pick_compaction(st, f).map(|c| Job::Compact(id, c)))
+            .find_map(|(&id, f)| pick_compaction(st, f).map(|c| Job::Compact(id, c)));
+        if job.is_none() && st.compaction_retry.take().is_some() {
+            // A due retry with nothing left to compact (the failed one was manual) is done.
+            self.done_cv.notify_all();
+        }
+        job
     }
 
     /// Writes family `cf`'s oldest frozen memtable to an L0 table and installs it.
@@ -566,8 +583,9 @@ impl DbInner {
             .map(|(&id, _)| id)
             .collect();
         for cf in families {
-            let res = self.drop_expired_files(st, cf);
-            self.record_bg_result(st, res);
+            if let Err(e) = self.drop_expired_files(st, cf) {
+                self.record_bg_error(st, e);
+            }
         }
     }
 
@@ -798,6 +816,10 @@ impl DbInner {
             if let Some(e) = &st.bg_error {
                 return Err(e.duplicate());
             }
+            if let Some(e) = super::recovery::compaction_failure(&st) {
+                // Retried later by itself, or now by `Db::resume`.
+                return Err(e);
+            }
             let busy = st.running_compactions > 0
                 || st.families.values().any(|f| {
                     !f.imms.is_empty() || f.flush_running || pick_compaction(&st, f).is_some()
@@ -945,9 +967,11 @@ impl DbInner {
             c.base_level = picker::base_level(&v, &f.data.opts);
         }
         let res = self.run_busy_compaction(st, cf, &c);
-        if let Err(e) = &res {
-            self.record_bg_result(st, Err(e.duplicate()));
-        }
+        let outcome = match &res {
+            Ok(()) => Ok(()),
+            Err(e) => Err(e.duplicate()),
+        };
+        self.record_compaction_result(st, outcome);
         self.notify_state_changed();
         res
     }

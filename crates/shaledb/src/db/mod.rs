@@ -17,6 +17,7 @@ mod paranoid_tests;
 mod properties;
 mod range;
 mod read_only;
+mod recovery;
 mod verify;
 mod write;
 mod write_delay;
@@ -169,8 +170,13 @@ pub(crate) struct DbState {
     /// The live column families by id.
     pub(crate) families: BTreeMap<u32, CfState>,
     pub(crate) writers: VecDeque<Arc<Writer>>,
-    /// The first failure that makes writes unsafe; reads keep working.
+    /// The first failure that makes writes unsafe; reads keep working. `Error::Suspended`
+    /// while `flush_retry` waits to retry a failed flush.
     pub(crate) bg_error: Option<Error>,
+    /// A flush that failed with an IO error and is to be retried (see recovery.rs).
+    pub(crate) flush_retry: Option<recovery::Retry>,
+    /// Compactions that failed with an IO error: none is picked before the retry time.
+    pub(crate) compaction_retry: Option<recovery::Retry>,
     pub(crate) running_compactions: usize,
     /// WALs not yet known to be obsolete; those below the MANIFEST's log number move to the
     /// deletion queue when the edit that moved it is durable.

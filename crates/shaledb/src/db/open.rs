@@ -634,6 +634,8 @@ impl DbInner {
                 families,
                 writers: VecDeque::new(),
                 bg_error: None,
+                flush_retry: None,
+                compaction_retry: None,
                 running_compactions: 0,
                 live_wals: vec![(r.wal_number, 0)],
                 manifest_writing: false,
