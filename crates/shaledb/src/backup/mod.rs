@@ -198,16 +198,16 @@ impl BackupEngine {
     }
 
     /// Deletes all but the `keep` newest backups, and the shared files no remaining backup
-    /// has. Each backup goes at once (its meta file first), so an interrupted purge leaves
-    /// every backup it did not reach intact.
+    /// has. A backup goes at once (its meta file first), so an interrupted purge leaves every
+    /// backup it did not reach intact, and the next purge (or open) removes the rest.
     pub fn purge_old(&self, keep: usize) -> Result<()> {
         let _g = self.op.lock();
         let ids = self.backup_ids()?;
         let old = &ids[..ids.len().saturating_sub(keep)];
-        if old.is_empty() {
-            return Ok(());
+        if !old.is_empty() {
+            self.remove_metas(old)?;
         }
-        self.remove_metas(old)?;
+        // Also when nothing is old: finishes an earlier purge that failed midway.
         self.collect_garbage()
     }
 
