@@ -395,6 +395,7 @@ fn leftovers_of_an_interrupted_backup_are_removed_at_open() {
         "shared/000098.sst.tmp",
         "private/2/000007.log",
         "meta/2.tmp",
+        "private/7",
     ] {
         fs.write_file_bytes(format!("{BACKUPS}/{junk}"), b"junk");
     }
@@ -402,6 +403,7 @@ fn leftovers_of_an_interrupted_backup_are_removed_at_open() {
     assert_eq!(shared(&fs), kept);
     assert!(!fs.exists(Path::new(&format!("{BACKUPS}/private/2"))));
     assert!(!fs.exists(Path::new(&format!("{BACKUPS}/meta/2.tmp"))));
+    assert!(!fs.exists(Path::new(&format!("{BACKUPS}/private/7"))));
     assert_eq!(engine.list().expect("list").len(), 1);
     engine.verify(id).expect("verify");
     assert_eq!(engine.create_backup(&db).expect("backup"), 2);
@@ -476,4 +478,22 @@ fn backups_under_a_concurrent_writer_hold_every_acknowledged_write() {
             "backup {id}: count {count}, {n} puts"
         );
     }
+}
+
+#[test]
+fn a_backup_may_live_on_another_file_system() {
+    let (db_fs, backup_fs) = (MemFileSystem::new(), MemFileSystem::new());
+    let db = open(&db_fs, "/db");
+    write_round(&db, 0, true);
+    write_round(&db, 1, false);
+    let want = contents(&db);
+    let engine = BackupEngine::open_with_fs(BACKUPS, Arc::new(backup_fs.clone())).expect("engine");
+    let id = engine.create_backup(&db).expect("backup");
+    assert!(
+        !db_fs.exists(Path::new(BACKUPS)),
+        "written to the database's file system"
+    );
+    engine.verify(id).expect("verify");
+    let restored = restore(&engine, &backup_fs, id, "/restored");
+    assert_eq!(contents(&restored), want);
 }

@@ -62,7 +62,8 @@ pub struct BackupEngine {
 #[non_exhaustive]
 pub struct BackupInfo {
     /// The backup's id, for [`BackupEngine::verify`], [`restore`](BackupEngine::restore) and
-    /// [`delete`](BackupEngine::delete). Ids grow with each backup.
+    /// [`delete`](BackupEngine::delete). A new backup's id is one above the highest
+    /// existing one.
     pub id: u64,
     /// When the backup was taken, in seconds since the Unix epoch (the database's
     /// [`Options::clock`](crate::Options::clock)).
@@ -393,9 +394,15 @@ impl BackupEngine {
         }
     }
 
-    /// Removes a directory of files (a backup's private directory) and its files.
+    /// Removes a directory of files (a backup's private directory) and its files; a file
+    /// where such a directory belongs is removed too.
     fn remove_dir_all(&self, dir: &Path) -> Result<()> {
-        for name in self.list_names(dir)? {
+        let names = match self.fs.list_dir(dir) {
+            Ok(names) => names,
+            Err(_) if self.fs.remove_file(dir).is_ok() => return Ok(()),
+            Err(e) => return Err(Error::io(format!("listing {}", dir.display()), e)),
+        };
+        for name in names {
             self.remove(&dir.join(name))?;
         }
         self.fs
