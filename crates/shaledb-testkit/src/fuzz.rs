@@ -7,9 +7,9 @@
 
 use shaledb::fs::{FileSystem, MemFileSystem};
 use shaledb::internals::{
-    parse_internal_key, write_batch_from_data, BlobFileBuilder, BlobFileReader, BlobRef, Block,
-    BlockIter, BlockReadOptions, IndexBlockIter, IndexForm, InternalIterator, LogRead, LogReader,
-    LookupKey, Table, VersionEdit, MAX_SEQUENCE,
+    parse_internal_key, write_batch_from_data, BackupMeta, BlobFileBuilder, BlobFileReader,
+    BlobRef, Block, BlockIter, BlockReadOptions, IndexBlockIter, IndexForm, InternalIterator,
+    LogRead, LogReader, LookupKey, Table, VersionEdit, MAX_SEQUENCE,
 };
 use shaledb::{CompressionType, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
@@ -332,6 +332,25 @@ pub fn version_edit(data: &[u8]) {
     }
 }
 
+/// The backup meta-file decoder (docs/format/backup.md); a decoded meta file re-encodes to
+/// exactly its bytes and names one MANIFEST.
+pub fn backup_meta(data: &[u8]) {
+    if let Ok(m) = BackupMeta::decode(data, Path::new("meta/1")) {
+        assert_eq!(
+            m.encode(),
+            data,
+            "a decoded meta file must re-encode to its bytes"
+        );
+        assert!(
+            m.manifest_number().is_some(),
+            "a decoded meta file has a MANIFEST"
+        );
+        for f in &m.files {
+            assert!(f.shared_name().len() > f.name.len() || !f.is_shared());
+        }
+    }
+}
+
 /// The write-batch decoder; a decoded batch iterates exactly its count of entries.
 pub fn write_batch(data: &[u8]) {
     if let Ok(b) = write_batch_from_data(data.to_vec()) {
@@ -471,4 +490,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("api", api),
     ("blob_file", blob_file),
     ("blob_ref", blob_ref),
+    ("backup_meta", backup_meta),
 ];

@@ -121,14 +121,12 @@ impl<'a> Decoder<'a> {
         Some(b)
     }
     /// Reads a fixed32.
-    #[cfg(test)]
     pub(crate) fn fixed32(&mut self) -> Option<u32> {
         let v = decode_fixed32(self.remaining())?;
         self.pos += 4;
         Some(v)
     }
     /// Reads a fixed64.
-    #[cfg(test)]
     pub(crate) fn fixed64(&mut self) -> Option<u64> {
         let v = decode_fixed64(self.remaining())?;
         self.pos += 8;

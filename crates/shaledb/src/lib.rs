@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
+pub(crate) mod backup;
 pub(crate) mod blob;
 pub(crate) mod cache;
 pub(crate) mod checksum;
@@ -40,6 +41,7 @@ mod value;
 pub(crate) mod version;
 pub(crate) mod write_batch;
 
+pub use backup::{BackupEngine, BackupInfo};
 pub use clock::{Clock, SystemClock};
 pub use column_family::{CfOptions, ColumnFamily};
 pub use compaction_filter::{CompactionFilter, Decision};
@@ -61,6 +63,7 @@ pub use write_batch::{BatchEntry, BatchIter, WriteBatch};
 /// Not part of the public API: anything here may change or disappear in any release.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::backup::meta::{BackupFile, BackupMeta, MAX_META_SIZE};
     pub use crate::blob::{BlobFileBuilder, BlobFileMeta, BlobFileReader, BlobRef};
     pub use crate::db::internal_entries;
     pub use crate::iter::InternalIterator;

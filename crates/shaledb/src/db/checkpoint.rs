@@ -9,10 +9,11 @@
 
 use super::{Db, DbInner};
 use crate::error::{Error, Result};
-use crate::fs::FileSystem;
+use crate::fs::{FileSystem, WritableFile};
 use crate::log::LogWriter;
 use crate::version::{filename, set::set_current_file, Version, VersionEdit};
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Bytes copied per read when a file cannot be linked.
@@ -58,14 +59,118 @@ impl Db {
                 dir.display()
             )));
         }
-        let state = take_state(inner)?;
-        let res = write_checkpoint(inner, dir, &state);
-        inner.obsolete.resume();
+        let live = self.live_files()?;
+        let res = write_checkpoint(&live, dir);
+        drop(live);
         if res.is_err() {
             // A half-made checkpoint is not a checkpoint.
             let _ = remove_dir_contents(&*inner.fs, dir);
         }
         res
+    }
+
+    /// The files of the database's current state, pinned until the result is dropped (see
+    /// [`LiveFiles`]): what checkpoints and backups copy.
+    pub(crate) fn live_files(&self) -> Result<LiveFiles<'_>> {
+        let state = take_state(&self.inner)?;
+        Ok(LiveFiles {
+            inner: &self.inner,
+            state,
+        })
+    }
+}
+
+/// A consistent set of the database's files, taken at one moment: every family's tables and
+/// blob files (their versions pinned, so they stay on disk), the WALs recovery of a copy
+/// replays, and the MANIFEST records that describe it. File deletion is paused while this
+/// lives (so no listed WAL is unlinked) and resumes when it is dropped.
+pub(crate) struct LiveFiles<'a> {
+    inner: &'a DbInner,
+    state: CheckpointState,
+}
+
+impl LiveFiles<'_> {
+    /// The database's file system (to read the files with).
+    pub(crate) fn fs(&self) -> &dyn FileSystem {
+        &*self.inner.fs
+    }
+
+    /// The database's clock, in seconds since the Unix epoch.
+    pub(crate) fn now_secs(&self) -> u64 {
+        self.inner.opts.clock.now_secs()
+    }
+
+    /// Every table and blob file with the size its version records, ascending by path.
+    pub(crate) fn immutable_files(&self) -> Vec<(PathBuf, u64)> {
+        let dir = &self.inner.dir;
+        let mut out = BTreeMap::new();
+        for v in &self.state.versions {
+            for f in v.files.iter().flatten() {
+                out.insert(filename::table_file(dir, f.number), f.file_size);
+            }
+            for b in &v.blob_files {
+                let a = &b.meta.addition;
+                out.insert(filename::blob_file(dir, a.number), a.file_size);
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// The WALs a copy needs, oldest first: copied as far as they are written when read (a
+    /// record cut at the end is a torn tail, which recovery drops).
+    pub(crate) fn wals(&self) -> Vec<PathBuf> {
+        let dir = &self.inner.dir;
+        self.state
+            .wals
+            .iter()
+            .map(|&n| filename::log_file(dir, n))
+            .collect()
+    }
+
+    /// The number of the copy's MANIFEST (taken from the database's counter).
+    pub(crate) fn manifest_number(&self) -> u64 {
+        self.state.manifest_number
+    }
+
+    /// The copy's MANIFEST: log records of the edits that recreate the state.
+    pub(crate) fn manifest_bytes(&self) -> Vec<u8> {
+        let bytes = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let mut w = LogWriter::new(Box::new(VecFile(bytes.clone())));
+        for e in &self.state.edits {
+            let mut record = Vec::new();
+            e.encode(&mut record);
+            // Appending to memory cannot fail.
+            let _ = w.add_record(&record);
+        }
+        let _ = w.flush();
+        drop(w);
+        let out = std::mem::take(&mut *bytes.lock());
+        out
+    }
+}
+
+impl Drop for LiveFiles<'_> {
+    fn drop(&mut self) {
+        self.inner.obsolete.resume();
+    }
+}
+
+/// A writable file in memory (the MANIFEST a copy gets, before it is written out).
+struct VecFile(Arc<parking_lot::Mutex<Vec<u8>>>);
+
+impl WritableFile for VecFile {
+    fn append(&mut self, data: &[u8]) -> std::io::Result<()> {
+        self.0.lock().extend_from_slice(data);
+        Ok(())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        self.0.lock().len() as u64
     }
 }
 
@@ -105,33 +210,22 @@ fn take_state(inner: &DbInner) -> Result<CheckpointState> {
     })
 }
 
-fn write_checkpoint(inner: &DbInner, dir: &Path, state: &CheckpointState) -> Result<()> {
-    let fs = &inner.fs;
+fn write_checkpoint(live: &LiveFiles<'_>, dir: &Path) -> Result<()> {
+    let fs = &live.inner.fs;
     fs.create_dir_all(dir)
         .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
-    for v in &state.versions {
-        for f in v.files.iter().flatten() {
-            link_or_copy(&**fs, &filename::table_file(&inner.dir, f.number), dir)?;
-        }
-        for b in &v.blob_files {
-            let path = filename::blob_file(&inner.dir, b.meta.addition.number);
-            link_or_copy(&**fs, &path, dir)?;
-        }
+    for (path, _) in live.immutable_files() {
+        link_or_copy(&**fs, &path, dir)?;
     }
-    for &n in &state.wals {
-        copy_file(&**fs, &filename::log_file(&inner.dir, n), dir)?;
+    for path in live.wals() {
+        copy_file(&**fs, &path, dir)?;
     }
-    let path = filename::manifest_file(dir, state.manifest_number);
+    let path = filename::manifest_file(dir, live.manifest_number());
     let writing = |e| Error::io(format!("writing {}", path.display()), e);
-    let file = fs.create(&path).map_err(writing)?;
-    let mut w = LogWriter::new(file);
-    for e in &state.edits {
-        let mut record = Vec::new();
-        e.encode(&mut record);
-        w.add_record(&record).map_err(writing)?;
-    }
-    w.sync().map_err(writing)?;
-    set_current_file(fs, dir, state.manifest_number)
+    let mut file = fs.create(&path).map_err(writing)?;
+    file.append(&live.manifest_bytes()).map_err(writing)?;
+    file.sync().map_err(writing)?;
+    set_current_file(fs, dir, live.manifest_number())
 }
 
 /// Links `from` into `dir` under its own name, or copies it where links are refused.

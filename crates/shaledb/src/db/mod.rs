@@ -8,6 +8,7 @@
 
 mod background;
 mod checkpoint;
+pub(crate) use checkpoint::LiveFiles;
 #[cfg(test)]
 mod corrupt_key_tests;
 mod families;
