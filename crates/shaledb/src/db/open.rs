@@ -514,6 +514,8 @@ impl WalReplay<'_> {
             return Ok(());
         }
         let opts = self.family_opts.get(&cf).map_or(self.opts, |o| &**o);
+        let name = self.versions.family(cf).map(|f| f.name.clone());
+        let name = name.unwrap_or_default();
         let spec = OutputSpec {
             fs: &self.opts.fs,
             dir: self.dir,
@@ -525,6 +527,7 @@ impl WalReplay<'_> {
             max_file_size: u64::MAX,
             flush: true,
             cf_id: cf,
+            cf_name: &name,
             blob_gc: None,
         };
         // No reader exists yet: every version a newer one hides can go.
