@@ -16,6 +16,7 @@ mod open;
 mod paranoid_tests;
 mod properties;
 mod range;
+mod repair;
 mod verify;
 mod write;
 mod write_delay;
@@ -24,6 +25,7 @@ pub use crate::iter::db_iter::DbIterator;
 use crate::options::CompactRangeOptions;
 pub(crate) use crate::snapshot::Snapshot;
 pub use range::{KeyRange, RangeIter};
+pub use repair::{repair, repair_cf, LostFile, RepairReport, WalSalvage};
 
 use crate::cache::BlockCache;
 use crate::cache::TableCache;

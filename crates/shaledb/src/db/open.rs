@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
-fn lock_error(dir: &Path, e: std::io::Error) -> Error {
+pub(super) fn lock_error(dir: &Path, e: std::io::Error) -> Error {
     if e.kind() == std::io::ErrorKind::WouldBlock {
         Error::Locked(dir.to_path_buf())
     } else {
@@ -38,7 +38,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
 }
 
 /// The effective options of each family `open_cf` was given, checked.
-fn requested_families(
+pub(super) fn requested_families(
     opts: &Options,
     families: Vec<(String, CfOptions)>,
 ) -> Result<BTreeMap<String, Options>> {
