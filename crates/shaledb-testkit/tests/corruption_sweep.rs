@@ -178,7 +178,11 @@ fn repair_and_read(
         let i = (0..total)
             .find(|&i| key(i) == k)
             .unwrap_or_else(|| panic!("{what}: repair brought an unwritten key {k:?}"));
-        assert_eq!(v.to_vec(), value(i), "{what}: scan: wrong value for key {i}");
+        assert_eq!(
+            v.to_vec(),
+            value(i),
+            "{what}: scan: wrong value for key {i}"
+        );
         scanned += 1;
     }
     assert_eq!(scanned, present, "{what}: scan and gets disagree");

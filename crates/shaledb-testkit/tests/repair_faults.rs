@@ -73,15 +73,18 @@ fn build() -> MemFileSystem {
         ..Default::default()
     };
     for i in 0..150 {
-        db.put(format!("k{i:04}"), value(i, "default")).expect("put");
-        db.put_cf(&x, format!("k{i:04}"), value(i, "x")).expect("put");
+        db.put(format!("k{i:04}"), value(i, "default"))
+            .expect("put");
+        db.put_cf(&x, format!("k{i:04}"), value(i, "x"))
+            .expect("put");
         if i % 50 == 49 {
             db.flush().expect("flush");
             db.flush_cf(&x).expect("flush");
         }
     }
     for i in 150..180 {
-        db.put_opt(&sync, format!("k{i:04}"), value(i, "default")).expect("put");
+        db.put_opt(&sync, format!("k{i:04}"), value(i, "default"))
+            .expect("put");
     }
     drop((x, db));
     fs.crash();
@@ -148,7 +151,10 @@ fn a_repair_crashed_at_every_point_is_completed_by_repairing_again() {
         let fault = FaultFs::new(Arc::new(fs.clone()));
         fault.halt_after_mutations(k);
         let res = repair_cf(DIR, &options(fault.as_dyn()), families());
-        assert!(res.is_err() || k == total, "{what}: repair did not notice the halt");
+        assert!(
+            res.is_err() || k == total,
+            "{what}: repair did not notice the halt"
+        );
         fs.crash();
         // Either the repair is complete, or open refuses.
         if let Ok(got) = open_contents(&fs) {

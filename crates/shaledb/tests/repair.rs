@@ -77,7 +77,8 @@ fn build(fs: &MemFileSystem, n: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
             }
         }
         if round == 0 {
-            db.compact_range(None::<&[u8]>, None::<&[u8]>).expect("compact");
+            db.compact_range(None::<&[u8]>, None::<&[u8]>)
+                .expect("compact");
         } else if round == 1 {
             db.flush().expect("flush");
         }
@@ -150,7 +151,9 @@ fn lost_manifest_is_rebuilt_from_tables_and_wals() {
 fn damaged_manifest_is_rebuilt() {
     let fs = MemFileSystem::new();
     let model = build(&fs, 200);
-    let manifest = files_with(&fs, |n| n.starts_with("MANIFEST-")).pop().expect("MANIFEST");
+    let manifest = files_with(&fs, |n| n.starts_with("MANIFEST-"))
+        .pop()
+        .expect("MANIFEST");
     let mut bytes = fs.read_file_bytes(&manifest).expect("bytes");
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x40;
@@ -187,10 +190,19 @@ fn a_damaged_table_is_moved_to_lost_and_reported() {
     assert_eq!(report.tables_lost.len(), 1, "{report}");
     let lost = &report.tables_lost[0];
     assert_eq!(lost.file, damaged);
-    assert_eq!(lost.moved_to, Path::new(DIR).join("lost").join(damaged.file_name().unwrap()));
+    assert_eq!(
+        lost.moved_to,
+        Path::new(DIR)
+            .join("lost")
+            .join(damaged.file_name().expect("name"))
+    );
     assert_eq!(lost.bytes, bytes.len() as u64);
     assert!(lost.reason.contains("corruption"), "{}", lost.reason);
-    assert_eq!(fs.read_file_bytes(&lost.moved_to), Some(bytes), "moved, not changed");
+    assert_eq!(
+        fs.read_file_bytes(&lost.moved_to),
+        Some(bytes),
+        "moved, not changed"
+    );
     assert!(report.to_string().contains("lost"), "{report}");
     let want: BTreeMap<Vec<u8>, Vec<u8>> = (100..200).map(|i| (key(i), value(i, 0))).collect();
     assert_eq!(repaired_contents(&fs), want);
@@ -216,12 +228,23 @@ fn a_damaged_wal_is_salvaged_up_to_and_after_the_damage() {
     let at: usize = (0..20).map(rec).sum::<usize>() + 20; // inside record 20
     bytes[at] ^= 0x10;
     fs.write_file_bytes(&wal, &bytes);
-    assert!(Db::open(DIR, options(&fs)).is_err(), "mid-WAL damage refused by open");
+    assert!(
+        Db::open(DIR, options(&fs)).is_err(),
+        "mid-WAL damage refused by open"
+    );
     let report = repair(DIR, &options(&fs)).expect("repair");
     assert!(report.lost_data(), "{report}");
-    let w = report.wals.iter().find(|w| !w.damage.is_empty()).expect("damage reported");
+    let w = report
+        .wals
+        .iter()
+        .find(|w| !w.damage.is_empty())
+        .expect("damage reported");
     assert_eq!(w.damage.len(), 1, "{report}");
-    assert_eq!(w.damage[0].0, (0..20).map(rec).sum::<usize>() as u64, "{report}");
+    assert_eq!(
+        w.damage[0].0,
+        (0..20).map(rec).sum::<usize>() as u64,
+        "{report}"
+    );
     assert_eq!(w.records, 49, "{report}");
     let want: BTreeMap<Vec<u8>, Vec<u8>> = (0..50)
         .filter(|&i| i != 20)
@@ -239,19 +262,28 @@ fn family_options() -> Vec<(&'static str, CfOptions)> {
         ttl: Some(Duration::from_secs(1_000_000)),
         ..Default::default()
     };
-    vec![("x", CfOptions::default()), ("counters", counters), ("ttl", ttl)]
+    vec![
+        ("x", CfOptions::default()),
+        ("counters", counters),
+        ("ttl", ttl),
+    ]
 }
 
 /// Writes to the default family and "x", "counters" (merge) and "ttl" (a TTL family), some
 /// flushed, some only in the WAL.
 fn build_families(fs: &MemFileSystem) {
     let db = Db::open_cf(DIR, options(fs), family_options()).expect("open");
-    let (x, counters, ttl) = (db.cf("x").unwrap(), db.cf("counters").unwrap(), db.cf("ttl").unwrap());
+    let (x, counters, ttl) = (
+        db.cf("x").expect("x"),
+        db.cf("counters").expect("counters"),
+        db.cf("ttl").expect("ttl"),
+    );
     for i in 0..60 {
         db.put(key(i), value(i, 0)).expect("put");
         db.put_cf(&x, key(i), value(i, 1)).expect("put");
         db.put_cf(&ttl, key(i), value(i, 2)).expect("put");
-        db.merge_cf(&counters, b"c", 1u64.to_le_bytes()).expect("merge");
+        db.merge_cf(&counters, b"c", 1u64.to_le_bytes())
+            .expect("merge");
         if i == 30 {
             for cf in [db.default_cf(), x.clone(), counters.clone(), ttl.clone()] {
                 db.flush_cf(&cf).expect("flush");
@@ -264,14 +296,27 @@ fn build_families(fs: &MemFileSystem) {
 
 fn check_families(fs: &MemFileSystem) {
     let db = Db::open_cf(DIR, options(fs), family_options()).expect("open after repair");
-    let (x, counters, ttl) = (db.cf("x").unwrap(), db.cf("counters").unwrap(), db.cf("ttl").unwrap());
+    let (x, counters, ttl) = (
+        db.cf("x").expect("x"),
+        db.cf("counters").expect("counters"),
+        db.cf("ttl").expect("ttl"),
+    );
     for i in 0..60 {
-        assert_eq!(db.get(key(i)).unwrap().as_deref(), Some(&value(i, 0)[..]));
-        assert_eq!(db.get_cf(&x, key(i)).unwrap().as_deref(), Some(&value(i, 1)[..]));
-        assert_eq!(db.get_cf(&ttl, key(i)).unwrap().as_deref(), Some(&value(i, 2)[..]));
+        assert_eq!(
+            db.get(key(i)).expect("get").as_deref(),
+            Some(&value(i, 0)[..])
+        );
+        assert_eq!(
+            db.get_cf(&x, key(i)).expect("get").as_deref(),
+            Some(&value(i, 1)[..])
+        );
+        assert_eq!(
+            db.get_cf(&ttl, key(i)).expect("get").as_deref(),
+            Some(&value(i, 2)[..])
+        );
     }
     assert_eq!(
-        db.get_cf(&counters, b"c").unwrap().as_deref(),
+        db.get_cf(&counters, b"c").expect("get").as_deref(),
         Some(&60u64.to_le_bytes()[..])
     );
     let mut names = Db::list_cf(DIR, &options(fs)).expect("list");
@@ -395,11 +440,15 @@ fn tables_of_an_interrupted_repair_are_merged_with_their_copies() {
     let report2 = repair(DIR, &options(&fs)).expect("repair");
     assert!(!report2.lost_data(), "{report2}");
     for n in &report.tables_written {
-        assert!(!report2.tables_kept.contains(n), "{n} not merged: {report2}");
+        assert!(
+            !report2.tables_kept.contains(n),
+            "{n} not merged: {report2}"
+        );
     }
     assert_eq!(repaired_contents(&fs), model);
     let db = Db::open(DIR, options(&fs)).expect("open");
     db.verify_checksums().expect("verify");
-    db.compact_range(None::<&[u8]>, None::<&[u8]>).expect("compact");
+    db.compact_range(None::<&[u8]>, None::<&[u8]>)
+        .expect("compact");
     assert_eq!(contents(&db), model);
 }

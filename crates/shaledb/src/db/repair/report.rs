@@ -79,7 +79,8 @@ impl RepairReport {
     /// it is damaged, a blob value lost, or damaged WAL bytes skipped. (Tables moved aside
     /// after a rewrite, or as part of a dropped family, lose nothing.)
     pub fn lost_data(&self) -> bool {
-        let damaged = |l: &LostFile| !l.reason.starts_with(REPLACED) && !l.reason.starts_with(DROPPED);
+        let damaged =
+            |l: &LostFile| !l.reason.starts_with(REPLACED) && !l.reason.starts_with(DROPPED);
         self.tables_lost.iter().any(damaged)
             || !self.blob_files_lost.is_empty()
             || self.blob_values_lost > 0
@@ -110,9 +111,11 @@ impl fmt::Display for RepairReport {
         match (&self.old_manifest, &self.old_manifest_damage) {
             (None, _) => writeln!(f, "no readable MANIFEST: families named from the tables")?,
             (Some(m), None) => writeln!(f, "old MANIFEST {} read to its end", m.display())?,
-            (Some(m), Some((off, d))) => {
-                writeln!(f, "old MANIFEST {} read up to offset {off}: {d}", m.display())?
-            }
+            (Some(m), Some((off, d))) => writeln!(
+                f,
+                "old MANIFEST {} read up to offset {off}: {d}",
+                m.display()
+            )?,
         }
         for w in &self.wals {
             writeln!(
