@@ -86,7 +86,9 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
 /// [`repair`] with the options of named column families, as [`crate::Db::open_cf`] takes
 /// them: tables recovered from WALs are written with them (block size, codecs, blob
 /// files), and a family whose MANIFEST is lost is recorded with their merge operator and
-/// TTL (unless its tables show values with write times).
+/// TTL (unless its tables show values with write times). Families are matched by the names
+/// their tables (or the old MANIFEST) record; one known only from WAL records is named
+/// `repaired-<id>`.
 ///
 /// ```
 /// use shaledb::{merge_operators::UInt64Add, CfOptions, Db, Options};
@@ -100,6 +102,7 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
 /// let db = Db::open_cf(dir.path(), opts.clone(), [("counters", counters.clone())]).unwrap();
 /// let cf = db.cf("counters").unwrap();
 /// db.merge_cf(&cf, b"hits", 2u64.to_le_bytes()).unwrap();
+/// db.flush_cf(&cf).unwrap(); // its table names the family
 /// drop((cf, db));
 /// for name in std::fs::read_dir(dir.path()).unwrap() {
 ///     let path = name.unwrap().path();
