@@ -47,7 +47,7 @@ use crate::version::set::set_current_file;
 use crate::version::{BlobGarbage, VersionEdit};
 use crate::write_batch::WriteBatch;
 use manifest::OldManifest;
-use report::{DROPPED, REPLACED};
+use report::{DROPPED, REPLACED, UNREFERENCED};
 use scan::{ScannedBlob, ScannedTable};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -698,8 +698,10 @@ impl<'a> Repairer<'a> {
             let lost = self.move_aside(&path, 0, reason)?;
             self.report.blob_files_lost.push(lost);
         } else if self.report.lost_data() {
-            let reason = "referenced by no kept table (kept beside the lost tables)".to_string();
-            let lost = self.move_aside(&path, 0, format!("{DROPPED}: {reason}"))?;
+            let reason = format!(
+                "{UNREFERENCED} (moved beside the lost tables, which may have referenced it)"
+            );
+            let lost = self.move_aside(&path, 0, reason)?;
             self.report.blob_files_unreferenced.push(n);
             self.report.blob_files_lost.push(lost);
         } else {

@@ -76,13 +76,16 @@ impl RepairReport {
     }
 
     /// True if repair saw data it could not keep: a table or blob file moved aside because
-    /// it is damaged, a blob value lost, or damaged WAL bytes skipped. (Tables moved aside
-    /// after a rewrite, or as part of a dropped family, lose nothing.)
+    /// it is damaged, a blob value lost, or damaged WAL bytes skipped. (Files moved aside
+    /// after a rewrite, as part of a dropped family, or as unreferenced, lose nothing.)
     pub fn lost_data(&self) -> bool {
-        let damaged =
-            |l: &LostFile| !l.reason.starts_with(REPLACED) && !l.reason.starts_with(DROPPED);
+        let damaged = |l: &LostFile| {
+            ![REPLACED, DROPPED, UNREFERENCED]
+                .iter()
+                .any(|p| l.reason.starts_with(p))
+        };
         self.tables_lost.iter().any(damaged)
-            || !self.blob_files_lost.is_empty()
+            || self.blob_files_lost.iter().any(damaged)
             || self.blob_values_lost > 0
             || self.wals.iter().any(|w| !w.damage.is_empty())
     }
@@ -92,6 +95,8 @@ impl RepairReport {
 pub(super) const REPLACED: &str = "replaced by";
 /// How the reason of a table of a dropped family starts.
 pub(super) const DROPPED: &str = "belongs to dropped";
+/// How the reason of an intact blob file no kept table references starts.
+pub(super) const UNREFERENCED: &str = "referenced by no kept table";
 
 impl fmt::Display for RepairReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
