@@ -46,7 +46,9 @@ pub use clock::{Clock, SystemClock};
 pub use column_family::{CfOptions, ColumnFamily};
 pub use compaction_filter::{CompactionFilter, Decision};
 pub use compression::CompressionType;
-pub use db::{Db, DbIterator, KeyRange, RangeIter};
+pub use db::{
+    repair, repair_cf, Db, DbIterator, KeyRange, LostFile, RangeIter, RepairReport, WalSalvage,
+};
 pub use error::{Error, Result};
 pub use merge::{merge_operators, MergeOperator};
 pub use options::{

@@ -110,6 +110,8 @@ pub(crate) struct OutputSpec<'a> {
     pub flush: bool,
     /// The column family written (recorded in blob file headers).
     pub cf_id: u32,
+    /// The family's name, recorded in each table's properties with `cf_id`.
+    pub cf_name: &'a str,
     /// Blob garbage collection: references into blob files numbered below `relocate_below`
     /// have their values read (from `version`) and written anew.
     pub blob_gc: Option<BlobGc<'a>>,
@@ -920,6 +922,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
     };
     let mut builder = TableBuilder::new(opts, file, path, number)
         .with_dictionary(spec.opts.max_dict_bytes, spec.opts.zstd_max_train_bytes);
+    builder.set_column_family(spec.cf_id, spec.cf_name);
     if spec.flush && spec.opts.prepopulate_block_cache == PrepopulateBlockCache::FlushOnly {
         let (cache, cache_id) = spec.tables.reserve_cache_id(number);
         builder = builder.warm_cache(cache, cache_id);
@@ -1165,6 +1168,7 @@ mod tests {
             max_file_size: u64::MAX,
             flush: false,
             cf_id: 0,
+            cf_name: "default",
             blob_gc: None,
         };
         let mut next = 10;

@@ -209,7 +209,10 @@ impl DbInner {
         mem: Arc<MemTable>,
     ) -> Result<()> {
         let start = Instant::now();
-        let Some(opts) = st.family(cf).map(|f| f.data.opts.clone()) else {
+        let Some((opts, name)) = st
+            .family(cf)
+            .map(|f| (f.data.opts.clone(), f.data.name.clone()))
+        else {
             return Ok(());
         };
         let policy = DropPolicy::for_flush(self.smallest_snapshot(), st.versions.current(cf));
@@ -227,6 +230,7 @@ impl DbInner {
                 max_file_size: u64::MAX,
                 flush: true,
                 cf_id: cf,
+                cf_name: &name,
                 blob_gc: None,
             };
             job::write_tables(
@@ -286,9 +290,12 @@ impl DbInner {
         mems: &[(u32, Arc<MemTable>)],
     ) -> Result<()> {
         let start = Instant::now();
-        let jobs: Vec<(u32, Arc<MemTable>, Arc<Options>)> = mems
+        let jobs: Vec<(u32, Arc<MemTable>, Arc<Options>, String)> = mems
             .iter()
-            .filter_map(|(cf, m)| Some((*cf, m.clone(), st.family(*cf)?.data.opts.clone())))
+            .filter_map(|(cf, m)| {
+                let data = &st.family(*cf)?.data;
+                Some((*cf, m.clone(), data.opts.clone(), data.name.clone()))
+            })
             .collect();
         let smallest_snapshot = self.smallest_snapshot();
         let versions: Vec<Arc<Version>> = jobs
@@ -297,7 +304,7 @@ impl DbInner {
             .collect();
         let outputs = MutexGuard::unlocked(st, || -> Result<Vec<(u32, job::Written)>> {
             let mut out = Vec::with_capacity(jobs.len());
-            for ((cf, mem, opts), version) in jobs.iter().zip(versions) {
+            for ((cf, mem, opts, name), version) in jobs.iter().zip(versions) {
                 let policy = DropPolicy::for_flush(smallest_snapshot, version);
                 let spec = OutputSpec {
                     fs: &self.fs,
@@ -310,6 +317,7 @@ impl DbInner {
                     max_file_size: u64::MAX,
                     flush: true,
                     cf_id: *cf,
+                    cf_name: name,
                     blob_gc: None,
                 };
                 let metas = job::write_tables(
@@ -494,7 +502,10 @@ impl DbInner {
         c: &Compaction,
     ) -> Result<()> {
         let start = Instant::now();
-        let Some(opts) = st.family(cf).map(|f| f.data.opts.clone()) else {
+        let Some((opts, name)) = st
+            .family(cf)
+            .map(|f| (f.data.opts.clone(), f.data.name.clone()))
+        else {
             return Ok(());
         };
         let mut edit = VersionEdit {
@@ -525,7 +536,7 @@ impl DbInner {
         let version = st.versions.current(cf);
         let smallest_snapshot = self.smallest_snapshot();
         let outputs = MutexGuard::unlocked(st, || {
-            self.merge_inputs(c, version, smallest_snapshot, &opts, cf)
+            self.merge_inputs(c, version, smallest_snapshot, &opts, (cf, &name))
         })?;
         let written = outputs.bytes();
         for f in &c.inputs[0] {
@@ -704,7 +715,7 @@ impl DbInner {
         version: Arc<Version>,
         smallest_snapshot: u64,
         family_opts: &Options,
-        cf_id: u32,
+        (cf_id, cf_name): (u32, &str),
     ) -> Result<job::Written> {
         // Compaction reads every block once: checked, and kept out of the cache.
         let opts = BlockReadOptions {
@@ -759,6 +770,7 @@ impl DbInner {
             max_file_size: picker::target_file_size(family_opts, c.output_level),
             flush: false,
             cf_id,
+            cf_name,
             blob_gc,
         };
         let policy = DropPolicy {

@@ -19,6 +19,7 @@ mod properties;
 mod range;
 mod read_only;
 mod recovery;
+mod repair;
 mod verify;
 mod write;
 mod write_delay;
@@ -27,6 +28,7 @@ pub use crate::iter::db_iter::DbIterator;
 use crate::options::CompactRangeOptions;
 pub(crate) use crate::snapshot::Snapshot;
 pub use range::{KeyRange, RangeIter};
+pub use repair::{repair, repair_cf, LostFile, RepairReport, WalSalvage};
 
 use crate::cache::BlockCache;
 use crate::cache::TableCache;

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
-fn lock_error(dir: &Path, e: std::io::Error) -> Error {
+pub(super) fn lock_error(dir: &Path, e: std::io::Error) -> Error {
     if e.kind() == std::io::ErrorKind::WouldBlock {
         Error::Locked(dir.to_path_buf())
     } else {
@@ -524,6 +524,8 @@ impl WalReplay<'_> {
             return Ok(());
         }
         let opts = self.family_opts.get(&cf).map_or(self.opts, |o| &**o);
+        let name = self.versions.family(cf).map(|f| f.name.clone());
+        let name = name.unwrap_or_default();
         let spec = OutputSpec {
             fs: &self.opts.fs,
             dir: self.dir,
@@ -535,6 +537,7 @@ impl WalReplay<'_> {
             max_file_size: u64::MAX,
             flush: true,
             cf_id: cf,
+            cf_name: &name,
             blob_gc: None,
         };
         // No reader exists yet: every version a newer one hides can go.

@@ -197,6 +197,12 @@ impl TableBuilder {
         self.props.newest_write_time = t;
     }
 
+    /// Records the column family the table belongs to (read back by repair).
+    pub(crate) fn set_column_family(&mut self, id: u32, name: &str) {
+        self.props.column_family_id = Some(id);
+        self.props.column_family_name = name.to_string();
+    }
+
     /// Sets the table's range tombstones (already clipped to the table's key range).
     pub(crate) fn set_range_tombstones(&mut self, t: FragmentedRangeTombstones) {
         self.range_dels = (!t.is_empty()).then_some(t);

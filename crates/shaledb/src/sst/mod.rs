@@ -131,6 +131,11 @@ pub struct TableProperties {
     pub prefix_extractor: String,
     /// In a family with a TTL, the newest write time of any value (0: none recorded).
     pub newest_write_time: u64,
+    /// The id of the column family the table was written for (`None`: tables written before
+    /// the property existed; repair puts them in the default family).
+    pub column_family_id: Option<u32>,
+    /// The name of that column family (empty if not recorded).
+    pub column_family_name: String,
     /// Total file size. Not stored in the properties block: it is the file's length.
     pub file_size: u64,
 }

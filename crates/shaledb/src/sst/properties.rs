@@ -5,6 +5,7 @@ use super::block::{Block, BlockBuilder, BlockIter};
 use super::TableProperties;
 use crate::coding::{get_varint64, put_varint64};
 use crate::iter::InternalIterator;
+use crate::version::edit::MAX_COLUMN_FAMILY_ID;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -25,6 +26,8 @@ pub(crate) const INDEX_PARTITIONS: &str = "shaledb.index.partitions";
 pub(crate) const FILTER_PARTITIONS: &str = "shaledb.filter.partitions";
 pub(crate) const INDEX_USER_KEYS: &str = "shaledb.index.user_keys";
 pub(crate) const INDEX_TWO_LEVEL: &str = "shaledb.index.two_level";
+pub(crate) const COLUMN_FAMILY_ID: &str = "shaledb.column.family.id";
+pub(crate) const COLUMN_FAMILY_NAME: &str = "shaledb.column.family.name";
 
 fn numeric(p: &TableProperties) -> [(&'static str, u64); 10] {
     [
@@ -67,6 +70,12 @@ pub(crate) fn encode(p: &TableProperties) -> Vec<u8> {
     if !p.prefix_extractor.is_empty() {
         entries.insert(PREFIX_EXTRACTOR, p.prefix_extractor.as_bytes().to_vec());
     }
+    if let Some(id) = p.column_family_id {
+        let mut buf = Vec::new();
+        put_varint64(&mut buf, u64::from(id));
+        entries.insert(COLUMN_FAMILY_ID, buf);
+        entries.insert(COLUMN_FAMILY_NAME, p.column_family_name.as_bytes().to_vec());
+    }
     let mut b = BlockBuilder::new(1);
     for (k, v) in &entries {
         b.add(k.as_bytes(), v);
@@ -97,6 +106,17 @@ pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
                     ))
                 }
             };
+        } else if key == COLUMN_FAMILY_ID.as_bytes() {
+            p.column_family_id = match get_varint64(value) {
+                Some((v, n)) if n == value.len() && v < u64::from(MAX_COLUMN_FAMILY_ID) => {
+                    Some(v as u32)
+                }
+                _ => return Err("property shaledb.column.family.id has a bad value".to_string()),
+            };
+        } else if key == COLUMN_FAMILY_NAME.as_bytes() {
+            p.column_family_name = std::str::from_utf8(value)
+                .map_err(|_| "column family name is not UTF-8".to_string())?
+                .to_string();
         } else if key == PREFIX_EXTRACTOR.as_bytes() {
             p.prefix_extractor = std::str::from_utf8(value)
                 .map_err(|_| "prefix extractor id is not UTF-8".to_string())?
@@ -169,6 +189,8 @@ mod tests {
             filter_partitions: 11,
             index_user_keys: true,
             index_two_level: true,
+            column_family_id: Some(300),
+            column_family_name: "counters".into(),
             file_size: 0,
         };
         let block = Arc::new(Block::new(encode(&p)).expect("block"));

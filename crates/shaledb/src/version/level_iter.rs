@@ -261,6 +261,7 @@ mod tests {
             max_file_size: 2048,
             flush: false,
             cf_id: 0,
+            cf_name: "default",
             blob_gc: None,
         };
         let mut number = 10;
