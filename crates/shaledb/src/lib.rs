@@ -25,16 +25,20 @@ pub(crate) mod db;
 pub(crate) mod error;
 pub mod fs;
 pub(crate) mod head_index;
+mod info_log;
 mod io_pool;
 pub(crate) mod iter;
 pub(crate) mod key;
+mod listener;
 pub(crate) mod log;
 pub(crate) mod memtable;
 mod merge;
 pub(crate) mod options;
 mod prefix;
 pub(crate) mod range_del;
+mod rate_limiter;
 mod snapshot;
+mod statistics;
 pub(crate) mod sst;
 mod value;
 pub(crate) mod version;
@@ -46,6 +50,11 @@ pub use compaction_filter::{CompactionFilter, Decision};
 pub use compression::CompressionType;
 pub use db::{Db, DbIterator, KeyRange, RangeIter};
 pub use error::{Error, Result};
+pub use info_log::InfoLogLevel;
+pub use listener::{
+    BackgroundErrorInfo, BackgroundErrorReason, CompactionJobInfo, EventListener, FlushJobInfo,
+    TableFileDeletionInfo, WriteStallCondition, WriteStallInfo,
+};
 pub use merge::{merge_operators, MergeOperator};
 pub use options::{
     BottommostLevelCompaction, CompactRangeOptions, IndexType, Options, PrepopulateBlockCache,
@@ -53,6 +62,7 @@ pub use options::{
 };
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use snapshot::Snapshot;
+pub use statistics::{HistogramData, HistogramKind, Statistics, StatisticsSnapshot, Ticker};
 pub use value::Value;
 pub use write_batch::{BatchEntry, BatchIter, WriteBatch};
 

@@ -10,6 +10,7 @@ mod background;
 mod checkpoint;
 #[cfg(test)]
 mod corrupt_key_tests;
+mod events;
 mod families;
 mod open;
 #[cfg(test)]
@@ -18,7 +19,7 @@ mod properties;
 mod range;
 mod verify;
 mod write;
-mod write_delay;
+pub(crate) mod write_delay;
 
 pub use crate::iter::db_iter::DbIterator;
 use crate::options::CompactRangeOptions;
@@ -187,6 +188,12 @@ pub(crate) struct DbState {
     pub(crate) closed: bool,
     /// When idle background threads last looked for expired files (TTL families).
     pub(crate) ttl_swept_at: Option<std::time::Instant>,
+    /// Events for the listeners, delivered once the mutex is released (`events.rs`).
+    pub(crate) pending_events: Vec<crate::listener::Event>,
+    /// A thread is delivering events; others leave new ones to it, so order is kept.
+    pub(crate) delivering_events: bool,
+    /// Whether writes were last found normal, slowed or stopped.
+    pub(crate) stall_condition: crate::listener::WriteStallCondition,
 }
 
 pub(crate) struct DbInner {
@@ -219,6 +226,15 @@ pub(crate) struct DbInner {
     pub(crate) shutting_down: AtomicBool,
     pub(crate) user_bytes_written: AtomicU64,
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// The `LOG` file (`info_log.rs`).
+    pub(crate) info_log: crate::info_log::InfoLog,
+    /// `Options::statistics`, copied here so the read path reaches it in one load.
+    pub(crate) stats: Option<Arc<crate::statistics::Statistics>>,
+    /// Paces flush and compaction writes (`Options::rate_limit_bytes_per_sec`).
+    pub(crate) rate_limiter: Option<Arc<crate::rate_limiter::RateLimiter>>,
+    /// The filesystem flushes and compactions write their outputs through: `fs`, through
+    /// the rate limiter when there is one.
+    pub(crate) output_fs: Arc<dyn FileSystem>,
 }
 
 /// An open database. `Send + Sync`: share it with `Arc` and use it from many threads.
@@ -823,6 +839,9 @@ impl Db {
             return Ok(());
         }
         self.inner.shutting_down.store(true, Ordering::Release);
+        if let Some(l) = &self.inner.rate_limiter {
+            l.close();
+        }
         {
             // Under the mutex, so no waiter is between checking `shutting_down` and sleeping.
             let _st = self.inner.state.lock();
@@ -843,6 +862,12 @@ impl Db {
         };
         // Delete what is obsolete now; files readers still hold stay for the next open.
         self.inner.purge_obsolete_files();
+        {
+            // Events the stopped threads queued last.
+            let mut st = self.inner.state.lock();
+            self.inner.deliver_events(&mut st);
+        }
+        crate::info_log::info_log!(self.inner.info_log, Info, "closed");
         *self.inner.lock.lock() = None;
         res
     }
