@@ -268,24 +268,6 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
-/// At most `max` bytes of `key` for a LOG line: printable ASCII as is, other bytes as `\xNN`,
-/// and `...` when cut.
-pub(crate) fn escape_key(key: &[u8], max: usize) -> String {
-    let mut s = String::new();
-    for &b in key.iter().take(max) {
-        match b {
-            b' '..=b'~' if b != b'\\' => s.push(b as char),
-            _ => {
-                let _ = write!(s, "\\x{b:02x}");
-            }
-        }
-    }
-    if key.len() > max {
-        s.push_str("...");
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,13 +275,11 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn timestamps_and_escaping() {
+    fn timestamps_and_names() {
         let t = UNIX_EPOCH + Duration::from_micros(1_764_121_873_123_456);
         assert_eq!(timestamp(t), "2025/11/26-01:51:13.123456");
         assert_eq!(timestamp(UNIX_EPOCH), "1970/01/01-00:00:00.000000");
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(escape_key(b"ab\x00\\c", 10), "ab\\x00\\x5cc");
-        assert_eq!(escape_key(b"abcdef", 3), "abc...");
         assert!(is_info_log("LOG") && is_info_log("LOG.old.123"));
         assert!(!is_info_log("LOG.old.") && !is_info_log("LOG.old.1x") && !is_info_log("LOGS"));
     }

@@ -6,6 +6,7 @@
 //! MANIFEST with the mutex released too (`log_and_apply`). A separate cleaner thread deletes
 //! obsolete files as they are queued (see version/lifecycle.rs and `purge_obsolete_files`).
 
+use super::events::OutputSummary;
 use super::CfState;
 use super::{DbInner, DbState};
 use crate::compaction::job::{self, DropPolicy, OutputSpec};
@@ -15,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
 use crate::key;
+use crate::listener::BackgroundErrorReason;
 use crate::memtable::MemTable;
 use crate::options::{BottommostLevelCompaction, CompactRangeOptions, Options};
 use crate::range_del::FragmentedRangeTombstones;
@@ -51,7 +53,7 @@ impl DbInner {
                     if let Some(f) = st.families.get_mut(&cf) {
                         f.flush_running = false;
                     }
-                    self.record_bg_result(&mut st, res);
+                    self.record_bg_result(&mut st, res, BackgroundErrorReason::Flush);
                 }
                 Some(Job::AtomicFlush(mems)) => {
                     let res = self.run_atomic_flush(&mut st, &mems);
@@ -60,13 +62,16 @@ impl DbInner {
                             f.flush_running = false;
                         }
                     }
-                    self.record_bg_result(&mut st, res);
+                    self.record_bg_result(&mut st, res, BackgroundErrorReason::Flush);
                 }
                 Some(Job::Compact(cf, c)) => {
                     let res = self.run_busy_compaction(&mut st, cf, &c);
-                    self.record_bg_result(&mut st, res);
+                    self.record_bg_result(&mut st, res, BackgroundErrorReason::Compaction);
                 }
                 None => {
+                    if self.deliver_events(&mut st) {
+                        continue;
+                    }
                     match self.ttl_sweep_period(&st) {
                         Some(period) => {
                             if self.work_cv.wait_for(&mut st, period).timed_out() {
@@ -78,6 +83,8 @@ impl DbInner {
                     continue;
                 }
             }
+            // The job's events first: a waiter woken below may expect them delivered.
+            self.deliver_events(&mut st);
             // A new version may need another compaction, free a stalled writer, or satisfy a
             // waiter; the files it replaced were queued for the cleaner when dropped.
             self.notify_state_changed();
@@ -108,7 +115,10 @@ impl DbInner {
             }
             if let Some(path) = f.path(&self.dir) {
                 // Failure only leaves garbage, which the next open removes.
-                let _ = self.fs.remove_file(&path);
+                let res = self.fs.remove_file(&path);
+                if f.kind == FileKind::Table {
+                    self.table_file_deleted(f.number, &path, res);
+                }
             }
         }
         self.obsolete.purged();
@@ -123,12 +133,13 @@ impl DbInner {
         self.done_cv.notify_all();
     }
 
-    fn record_bg_result(&self, st: &mut DbState, res: Result<()>) {
+    fn record_bg_result(&self, st: &mut DbState, res: Result<()>, reason: BackgroundErrorReason) {
         if let Err(e) = res {
             if matches!(e, Error::Closed) {
                 return;
             }
             if st.bg_error.is_none() {
+                self.note_background_error(st, reason, &e);
                 st.bg_error = Some(e);
             }
         }
@@ -188,7 +199,7 @@ impl DbInner {
             let mut it = mem.iter();
             let range_dels = mem.range_tombstones();
             let spec = OutputSpec {
-                fs: &self.fs,
+                fs: &self.output_fs,
                 dir: &self.dir,
                 opts: &opts,
                 tables: &self.tables,
@@ -218,6 +229,7 @@ impl DbInner {
             ..Default::default()
         };
         let written = metas.bytes();
+        let summary = OutputSummary::of(&metas);
         metas.add_to(&mut edit, 0);
         // WALs older than the next memtable's are no longer needed once this edit is durable.
         let next_log = f.imms.get(1).map_or(f.mem.log_number(), |m| m.log_number());
@@ -242,6 +254,7 @@ impl DbInner {
         for e in &edits {
             st.install_super_version(e.column_family);
         }
+        self.flush_completed(st, cf, &summary, start.elapsed());
         if has_range_deletions(&edits[0]) {
             self.drop_files_under_tombstones(st, cf)?;
         }
@@ -271,7 +284,7 @@ impl DbInner {
             for ((cf, mem, opts), version) in jobs.iter().zip(versions) {
                 let policy = DropPolicy::for_flush(smallest_snapshot, version);
                 let spec = OutputSpec {
-                    fs: &self.fs,
+                    fs: &self.output_fs,
                     dir: &self.dir,
                     opts,
                     tables: &self.tables,
@@ -297,11 +310,13 @@ impl DbInner {
         })?;
         let mut edits = Vec::with_capacity(outputs.len());
         let mut flushed = Vec::with_capacity(outputs.len());
+        let mut summaries = Vec::with_capacity(outputs.len());
         for (cf, metas) in outputs {
             let Some(f) = st.family(cf) else {
                 self.discard_outputs(&metas);
                 continue;
             };
+            summaries.push((cf, OutputSummary::of(&metas)));
             let mut edit = VersionEdit {
                 column_family: cf,
                 log_number: Some(f.imms.get(1).map_or(f.mem.log_number(), |m| m.log_number())),
@@ -349,6 +364,9 @@ impl DbInner {
         }
         for e in &edits {
             st.install_super_version(e.column_family);
+        }
+        for (cf, summary) in &summaries {
+            self.flush_completed(st, *cf, summary, start.elapsed());
         }
         Ok(())
     }
@@ -440,6 +458,9 @@ impl DbInner {
         };
         if let Err(e) = res {
             let err = Error::poisoned(e);
+            if st.bg_error.is_none() {
+                self.note_background_error(st, BackgroundErrorReason::Manifest, &err);
+            }
             st.bg_error = Some(err.duplicate());
             return Err(err);
         }
@@ -490,6 +511,7 @@ impl DbInner {
                 if let Some(s) = stats_at(st, cf, c.output_level) {
                     s.bytes_moved += read0;
                 }
+                self.compaction_completed(st, cf, c, None, start.elapsed());
             }
             return Ok(());
         }
@@ -499,6 +521,7 @@ impl DbInner {
             self.merge_inputs(c, version, smallest_snapshot, &opts, cf)
         })?;
         let written = outputs.bytes();
+        let summary = OutputSummary::of(&outputs);
         for f in &c.inputs[0] {
             edit.delete_file(c.level, f.number);
         }
@@ -522,6 +545,7 @@ impl DbInner {
             s.bytes_written += written;
             s.micros += start.elapsed().as_micros() as u64;
         }
+        self.compaction_completed(st, cf, c, Some(&summary), start.elapsed());
         if has_range_deletions(&edits[0]) {
             self.drop_files_under_tombstones(st, cf)?;
         }
@@ -555,7 +579,7 @@ impl DbInner {
             .collect();
         for cf in families {
             let res = self.drop_expired_files(st, cf);
-            self.record_bg_result(st, res);
+            self.record_bg_result(st, res, BackgroundErrorReason::Compaction);
         }
     }
 
@@ -719,7 +743,7 @@ impl DbInner {
             })
             .flatten();
         let spec = OutputSpec {
-            fs: &self.fs,
+            fs: &self.output_fs,
             dir: &self.dir,
             opts: family_opts,
             tables: &self.tables,
@@ -768,6 +792,7 @@ impl DbInner {
                 st.family(cf).is_none_or(|f| f.imms.is_empty())
             };
             if done {
+                self.settle_events(&mut st);
                 return Ok(());
             }
             if self.shutting_down.load(Ordering::Acquire) {
@@ -788,6 +813,7 @@ impl DbInner {
                     !f.imms.is_empty() || f.flush_running || pick_compaction(&st, f).is_some()
                 });
             if !busy {
+                self.settle_events(&mut st);
                 break;
             }
             if self.shutting_down.load(Ordering::Acquire) {
@@ -821,6 +847,7 @@ impl DbInner {
         if let Some(f) = st.families.get_mut(&cf) {
             f.manual_compaction = false;
         }
+        self.settle_events(&mut st);
         drop(st);
         self.notify_state_changed();
         res?;
@@ -931,7 +958,7 @@ impl DbInner {
         }
         let res = self.run_busy_compaction(st, cf, &c);
         if let Err(e) = &res {
-            self.record_bg_result(st, Err(e.duplicate()));
+            self.record_bg_result(st, Err(e.duplicate()), BackgroundErrorReason::Compaction);
         }
         self.notify_state_changed();
         res

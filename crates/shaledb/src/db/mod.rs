@@ -41,6 +41,7 @@ use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::range_del::FragmentedRangeTombstones;
 use crate::snapshot::SnapshotList;
+use crate::statistics::{HistogramKind, Ticker};
 use crate::sst::BlockReadOptions;
 use crate::value::{LookupResult, Value};
 use crate::version::{DeletionQueue, Version, VersionSet};
@@ -810,6 +811,26 @@ impl Db {
         self.inner.property(data, name)
     }
 
+    /// The statistics as of now (counters and latency histograms; see
+    /// [`crate::Statistics`]); `None` unless [`Options::statistics`] is set. Its `Display`
+    /// is the text form.
+    ///
+    /// ```
+    /// use shaledb::{Db, HistogramKind, Options, Statistics, Ticker};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let opts = Options::default().with_statistics(std::sync::Arc::new(Statistics::new()));
+    /// let db = Db::open(dir.path(), opts).unwrap();
+    /// db.put(b"a", b"1").unwrap();
+    /// assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    /// let s = db.statistics().unwrap();
+    /// assert_eq!(s.ticker(Ticker::KeysRead), 1);
+    /// assert_eq!(s.histogram(HistogramKind::GetMicros).count, 1);
+    /// assert!(s.to_string().contains("shaledb.number.keys.written COUNT : 1"));
+    /// ```
+    pub fn statistics(&self) -> Option<crate::StatisticsSnapshot> {
+        self.inner.stats.as_ref().map(|s| s.snapshot())
+    }
+
     /// The error that stopped writes, if any (a failed WAL or MANIFEST write or sync, or a
     /// failed background flush or compaction).
     pub fn background_error(&self) -> Option<Error> {
@@ -919,12 +940,35 @@ impl DbInner {
     }
 
     fn get(&self, ro: &ReadOptions, cf: &CfData, user_key: &[u8]) -> Result<Option<Value>> {
+        // One branch when statistics are off: no clock read.
+        let Some(stats) = &self.stats else {
+            return self.get_untimed(ro, cf, user_key);
+        };
+        let start = std::time::Instant::now();
+        let res = self.get_untimed(ro, cf, user_key);
+        stats.add(Ticker::KeysRead, 1);
+        if let Ok(Some(v)) = &res {
+            stats.add(Ticker::BytesRead, v.len() as u64);
+        }
+        stats.record_since(HistogramKind::GetMicros, start);
+        res
+    }
+
+    fn get_untimed(&self, ro: &ReadOptions, cf: &CfData, user_key: &[u8]) -> Result<Option<Value>> {
         // Super version first, then the sequence: a compaction that dropped versions hidden
         // below some sequence installed its version before we loaded it, so our sequence is
         // at least that high.
         let sv = cf.super_version.load();
         let seq = self.read_sequence(ro);
         self.get_at(ro, cf, &sv, seq, user_key)
+    }
+
+    /// Adds `n` to ticker `t` if statistics are kept.
+    #[inline]
+    pub(crate) fn count(&self, t: Ticker, n: u64) {
+        if let Some(s) = &self.stats {
+            s.add(t, n);
+        }
     }
 
     /// `get` in one super version at one sequence number.
@@ -980,9 +1024,18 @@ impl DbInner {
         user_key: &[u8],
     ) -> Result<Option<Value>> {
         let mut covering = match Self::get_from_memtables(sv, seq, user_key) {
-            MemtableLookup::Found(found) => return Ok(found),
-            MemtableLookup::Merge => return self.get_merged(ro, cf, sv, seq, user_key),
-            MemtableLookup::NotThere { covering } => covering,
+            MemtableLookup::Found(found) => {
+                self.count(Ticker::MemtableHit, 1);
+                return Ok(found);
+            }
+            MemtableLookup::Merge => {
+                self.count(Ticker::MemtableHit, 1);
+                return self.get_merged(ro, cf, sv, seq, user_key);
+            }
+            MemtableLookup::NotThere { covering } => {
+                self.count(Ticker::MemtableMiss, 1);
+                covering
+            }
         };
         let lookup = LookupKey::new(user_key, seq);
         let found = sv
@@ -1089,6 +1142,7 @@ impl DbInner {
     ) -> Vec<Result<Option<Value>>> {
         let sv = cf.super_version.load_full();
         let seq = self.read_sequence(ro);
+        self.count(Ticker::KeysRead, keys.len() as u64);
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by_key(|&i| keys[i]);
         let mut out: Vec<Option<Result<Option<Value>>>> = (0..keys.len()).map(|_| None).collect();
@@ -1339,7 +1393,7 @@ pub(crate) fn with_prefix_options(
 fn new_iterator(inner: &Arc<DbInner>, ro: &ReadOptions, cf: &Arc<CfData>) -> DbIterator {
     let (sv, seq) = inner.read_view(ro, cf);
     let it = inner.iterator_at(sv.clone(), seq, ro, cf);
-    let it = with_prefix_options(inner, it, sv, ro, cf);
+    let it = with_prefix_options(inner, it, sv, ro, cf).with_statistics(inner.stats.clone());
     if ro.snapshot.is_some() {
         return it;
     }

@@ -123,7 +123,8 @@ pub(super) fn open_with_families(
             block_cache.clone(),
         )
         .with_direct_reads(opts.use_direct_reads)
-        .with_index_and_filter_in_cache(opts.cache_index_and_filter_blocks),
+        .with_index_and_filter_in_cache(opts.cache_index_and_filter_blocks)
+        .with_statistics(opts.statistics.clone()),
     );
     let shutting_down = AtomicBool::new(false);
     let family_opts: BTreeMap<u32, Arc<Options>> = versions
