@@ -267,7 +267,8 @@ impl DbInner {
         duration: Duration,
     ) {
         let [read0, read1] = c.input_bytes();
-        let input_files: Vec<u64> = c.inputs.iter().flatten().map(|f| f.number).collect();
+        let mut input_files: Vec<u64> = c.inputs.iter().flatten().map(|f| f.number).collect();
+        input_files.sort_unstable();
         let (output_files, output_blob_files, bytes_written) = match out {
             Some(o) => (o.tables.iter().map(|t| t.0).collect(), o.blobs.clone(), o.bytes),
             None => (input_files.clone(), Vec::new(), 0),
