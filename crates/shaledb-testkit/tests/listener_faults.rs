@@ -17,11 +17,15 @@ struct Errors {
 
 impl EventListener for Errors {
     fn on_background_error(&self, info: &BackgroundErrorInfo) {
-        assert!(info.error.to_string().contains("FaultFs: injected"), "{}", info.error);
-        self.seen.lock().unwrap().push(info.reason);
+        assert!(
+            info.error.to_string().contains("FaultFs: injected"),
+            "{}",
+            info.error
+        );
+        self.seen.lock().expect("lock").push(info.reason);
     }
     fn on_flush_completed(&self, _: &FlushJobInfo) {
-        *self.flushes.lock().unwrap() += 1;
+        *self.flushes.lock().expect("lock") += 1;
     }
 }
 
@@ -47,8 +51,11 @@ fn each_failure_that_stops_writes_is_one_background_error_event() {
     assert!(db.flush().is_err());
     assert!(db.put(b"k2", b"v").is_err());
     assert!(db.flush().is_err());
-    assert_eq!(*errors.seen.lock().unwrap(), [BackgroundErrorReason::Flush]);
-    assert_eq!(*errors.flushes.lock().unwrap(), 0);
+    assert_eq!(
+        *errors.seen.lock().expect("lock"),
+        [BackgroundErrorReason::Flush]
+    );
+    assert_eq!(*errors.flushes.lock().expect("lock"), 0);
     drop(db);
 
     // A synced write's WAL sync fails.
@@ -59,7 +66,10 @@ fn each_failure_that_stops_writes_is_one_background_error_event() {
     let sync = WriteOptions::default().with_sync(true);
     assert!(db.put_opt(&sync, b"k", b"v").is_err());
     assert!(db.put(b"k2", b"v").is_err());
-    assert_eq!(*errors.seen.lock().unwrap(), [BackgroundErrorReason::WriteWal]);
+    assert_eq!(
+        *errors.seen.lock().expect("lock"),
+        [BackgroundErrorReason::WriteWal]
+    );
     drop(db);
 
     // The MANIFEST sync of a flush fails.
@@ -69,5 +79,8 @@ fn each_failure_that_stops_writes_is_one_background_error_event() {
     db.put(b"k", b"v").expect("put");
     fs.fail_nth(Target::Kind(OpKind::Sync), 3, Fault::Eio);
     assert!(db.flush().is_err());
-    assert_eq!(*errors.seen.lock().unwrap(), [BackgroundErrorReason::Manifest]);
+    assert_eq!(
+        *errors.seen.lock().expect("lock"),
+        [BackgroundErrorReason::Manifest]
+    );
 }

@@ -158,7 +158,9 @@ impl InfoLog {
             self.count_error();
             return;
         };
-        if self.max_file_size > 0 && f.len() > 0 && f.len() + out.len() as u64 > self.max_file_size
+        if self.max_file_size > 0
+            && !f.is_empty()
+            && f.len() + out.len() as u64 > self.max_file_size
         {
             *file = self.rotate(file.take());
         }
@@ -196,7 +198,10 @@ impl InfoLog {
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_micros() as u64);
             // Two rotations within one microsecond must not overwrite each other.
-            while self.fs.exists(&self.dir.join(format!("{OLD_PREFIX}{micros}"))) {
+            while self
+                .fs
+                .exists(&self.dir.join(format!("{OLD_PREFIX}{micros}")))
+            {
                 micros += 1;
             }
             let old = self.dir.join(format!("{OLD_PREFIX}{micros}"));
@@ -288,7 +293,7 @@ mod tests {
     fn rotates_by_size_and_keeps_the_newest_old_files() {
         let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
         let dir = Path::new("/db");
-        fs.create_dir_all(dir).unwrap();
+        fs.create_dir_all(dir).expect("test");
         let config = || InfoLogConfig {
             level: InfoLogLevel::Info,
             max_file_size: 200,
@@ -299,20 +304,24 @@ mod tests {
             info_log!(log, Info, "line {i} of some forty bytes");
             info_log!(log, Debug, "never written {i}");
         }
-        let mut names = fs.list_dir(dir).unwrap();
+        let mut names = fs.list_dir(dir).expect("test");
         names.sort();
         assert_eq!(names.len(), 3, "{names:?}");
         assert_eq!(names[0], "LOG");
-        let live = String::from_utf8(fs.read_to_vec(&dir.join("LOG")).unwrap()).unwrap();
+        let live =
+            String::from_utf8(fs.read_to_vec(&dir.join("LOG")).expect("test")).expect("test");
         assert!(live.len() <= 200, "{live}");
-        assert!(live.ends_with("INFO line 19 of some forty bytes\n"), "{live}");
+        assert!(
+            live.ends_with("INFO line 19 of some forty bytes\n"),
+            "{live}"
+        );
         assert!(!live.contains("never written"));
         assert_eq!(log.write_errors(), 0);
         drop(log);
         // A reopen moves the live log aside too (and prunes to two old ones).
         let _log = InfoLog::open(fs.clone(), dir, config(), None);
-        let names = fs.list_dir(dir).unwrap();
+        let names = fs.list_dir(dir).expect("test");
         assert_eq!(names.len(), 3, "{names:?}");
-        assert_eq!(fs.file_size(&dir.join("LOG")).unwrap(), 0);
+        assert_eq!(fs.file_size(&dir.join("LOG")).expect("test"), 0);
     }
 }

@@ -50,7 +50,10 @@ impl RateLimiter {
             std::thread::sleep((until - now).min(Duration::from_millis(100)));
         }
         if let Some(s) = &self.stats {
-            s.add(Ticker::RateLimiterWaitMicros, start.elapsed().as_micros() as u64);
+            s.add(
+                Ticker::RateLimiterWaitMicros,
+                start.elapsed().as_micros() as u64,
+            );
         }
     }
 
@@ -112,19 +115,23 @@ mod tests {
     fn appends_through_the_wrapper_keep_to_the_rate() {
         let limiter = Arc::new(RateLimiter::new(100_000, None));
         let fs = limiter.wrap(Arc::new(MemFileSystem::new()));
-        fs.create_dir_all(Path::new("/d")).unwrap();
-        let mut f = fs.create(Path::new("/d/1.sst")).unwrap();
+        fs.create_dir_all(Path::new("/d")).expect("test");
+        let mut f = fs.create(Path::new("/d/1.sst")).expect("test");
         let start = Instant::now();
         // 30 KB at 100 KB/s: at least 300 ms less the tenth of a second of credit a pause
         // may earn (none here: the bucket starts empty).
         for _ in 0..30 {
-            f.append(&[7u8; 1000]).unwrap();
+            f.append(&[7u8; 1000]).expect("test");
         }
-        assert!(start.elapsed() >= Duration::from_millis(290), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() >= Duration::from_millis(290),
+            "{:?}",
+            start.elapsed()
+        );
         assert_eq!(f.len(), 30_000);
         limiter.close();
         let start = Instant::now();
-        f.append(&[7u8; 1_000_000]).unwrap();
+        f.append(&[7u8; 1_000_000]).expect("test");
         assert!(start.elapsed() < Duration::from_secs(5), "close ends waits");
     }
 }

@@ -437,7 +437,10 @@ mod tests {
         assert!(h.p50_micros > 40.0 && h.p50_micros < 60.0, "{h:?}");
         assert!(h.p99_micros > 85.0 && h.p99_micros <= 100.0, "{h:?}");
         let text = snap.to_string();
-        assert!(text.contains("shaledb.number.keys.read COUNT : 7\n"), "{text}");
+        assert!(
+            text.contains("shaledb.number.keys.read COUNT : 7\n"),
+            "{text}"
+        );
         assert!(text.contains("shaledb.db.get.micros P50 : "), "{text}");
         s.reset();
         assert_eq!(s.snapshot().ticker(Ticker::KeysRead), 0);

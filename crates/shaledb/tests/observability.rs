@@ -6,9 +6,9 @@ mod common;
 
 use shaledb::fs::{FileSystem, FsCall, FsHook, HookedFileSystem, MemFileSystem, WritableFile};
 use shaledb::{
-    BackgroundErrorInfo, BackgroundErrorReason, CompactionJobInfo, Db, EventListener,
-    FlushJobInfo, HistogramKind, InfoLogLevel, Options, Statistics, TableFileDeletionInfo,
-    Ticker, WriteOptions, WriteStallCondition, WriteStallInfo,
+    BackgroundErrorInfo, BackgroundErrorReason, CompactionJobInfo, Db, EventListener, FlushJobInfo,
+    HistogramKind, InfoLogLevel, Options, Statistics, TableFileDeletionInfo, Ticker, WriteOptions,
+    WriteStallCondition, WriteStallInfo,
 };
 use std::collections::BTreeSet;
 use std::io;
@@ -62,23 +62,23 @@ struct Recorder {
 
 impl EventListener for Recorder {
     fn on_flush_completed(&self, info: &FlushJobInfo) {
-        self.flushes.lock().unwrap().push(info.clone());
+        self.flushes.lock().expect("lock").push(info.clone());
     }
     fn on_compaction_completed(&self, info: &CompactionJobInfo) {
-        self.compactions.lock().unwrap().push(info.clone());
+        self.compactions.lock().expect("lock").push(info.clone());
     }
     fn on_stall_conditions_changed(&self, info: &WriteStallInfo) {
-        self.stalls.lock().unwrap().push(*info);
+        self.stalls.lock().expect("lock").push(*info);
     }
     fn on_background_error(&self, info: &BackgroundErrorInfo) {
         self.errors
             .lock()
-            .unwrap()
+            .expect("test")
             .push((info.reason, info.error.to_string()));
     }
     fn on_table_file_deleted(&self, info: &TableFileDeletionInfo) {
         assert!(info.error.is_none(), "{:?}", info.error);
-        self.deleted.lock().unwrap().push(info.file_number);
+        self.deleted.lock().expect("lock").push(info.file_number);
     }
 }
 
@@ -188,10 +188,16 @@ fn stats_are_dumped_to_the_log_every_period() {
     }
     let started = Instant::now();
     drop(db);
-    assert!(started.elapsed() < Duration::from_secs(5), "close waits for no period");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "close waits for no period"
+    );
     let log = read_log(&fs, "LOG");
     assert!(log.contains("------- DUMPING STATS -------"), "{log}");
-    assert!(log.contains("shaledb.number.keys.written COUNT : 1"), "{log}");
+    assert!(
+        log.contains("shaledb.number.keys.written COUNT : 1"),
+        "{log}"
+    );
     // The `shaledb.stats` property's text is in it.
     assert!(log.contains("Level"), "{log}");
 }
@@ -219,7 +225,10 @@ fn statistics_count_exactly() {
     assert!(s.ticker(Ticker::BytesWritten) > bytes as u64);
     assert_eq!(s.histogram(HistogramKind::WriteMicros).count, 101);
 
-    assert_eq!(db.get(b"key007").expect("get").as_deref(), Some(&b"value7"[..]));
+    assert_eq!(
+        db.get(b"key007").expect("get").as_deref(),
+        Some(&b"value7"[..])
+    );
     let s = db.statistics().expect("on");
     assert_eq!(s.ticker(Ticker::MemtableHit), 1);
     assert_eq!(s.ticker(Ticker::MemtableMiss), 0);
@@ -231,18 +240,29 @@ fn statistics_count_exactly() {
     assert!(s.ticker(Ticker::FlushBytesWritten) > bytes as u64);
     assert_eq!(s.histogram(HistogramKind::FlushMicros).count, 1);
     let before = stats.snapshot();
-    assert_eq!(db.get(b"key042").expect("get").as_deref(), Some(&b"value42"[..]));
+    assert_eq!(
+        db.get(b"key042").expect("get").as_deref(),
+        Some(&b"value42"[..])
+    );
     let delta = |s: &shaledb::StatisticsSnapshot, t| s.ticker(t) - before.ticker(t);
     let s = stats.snapshot();
     assert_eq!(delta(&s, Ticker::MemtableMiss), 1);
-    assert_eq!(delta(&s, Ticker::BlockCacheDataMiss), 1, "first read of the block");
+    assert_eq!(
+        delta(&s, Ticker::BlockCacheDataMiss),
+        1,
+        "first read of the block"
+    );
     assert_eq!(delta(&s, Ticker::BlockCacheDataHit), 0);
     assert_eq!(delta(&s, Ticker::BloomChecked), 1);
     assert_eq!(delta(&s, Ticker::BloomUseful), 0);
     db.get(b"key043").expect("get");
     let s = stats.snapshot();
     assert_eq!(delta(&s, Ticker::BlockCacheDataMiss), 1);
-    assert_eq!(delta(&s, Ticker::BlockCacheDataHit), 1, "the block is cached now");
+    assert_eq!(
+        delta(&s, Ticker::BlockCacheDataHit),
+        1,
+        "the block is cached now"
+    );
     // An absent key inside the table's range: the filter rules it out (no block read).
     assert_eq!(db.get(b"key042x").expect("get"), None);
     let s = stats.snapshot();
@@ -262,7 +282,10 @@ fn statistics_count_exactly() {
     );
     drop(it);
     let text = db.statistics().expect("on").to_string();
-    assert!(text.contains("shaledb.number.keys.written COUNT : 101\n"), "{text}");
+    assert!(
+        text.contains("shaledb.number.keys.written COUNT : 101\n"),
+        "{text}"
+    );
     assert!(text.contains("shaledb.db.get.micros P50 : "), "{text}");
     drop(db);
 
@@ -281,7 +304,8 @@ fn listeners_receive_exactly_the_flushes_compactions_and_deletions() {
     let mut flushed = Vec::new();
     for round in 0..2u32 {
         for i in 0..10u32 {
-            db.put(format!("k{i:02}"), format!("v{round}")).expect("put");
+            db.put(format!("k{i:02}"), format!("v{round}"))
+                .expect("put");
         }
         let before = table_numbers(&fs);
         db.flush().expect("flush");
@@ -289,7 +313,7 @@ fn listeners_receive_exactly_the_flushes_compactions_and_deletions() {
         assert_eq!(new.len(), 1);
         flushed.push(new[0]);
         // Delivered before flush returned.
-        let f = rec.flushes.lock().unwrap();
+        let f = rec.flushes.lock().expect("lock");
         assert_eq!(f.len(), round as usize + 1);
         let last = &f[round as usize];
         assert_eq!(last.cf_name, "default");
@@ -305,7 +329,7 @@ fn listeners_receive_exactly_the_flushes_compactions_and_deletions() {
     db.compact_range(None, None).expect("compact");
     db.wait_for_compactions().expect("wait");
     let out = table_numbers(&fs);
-    let c = rec.compactions.lock().unwrap().clone();
+    let c = rec.compactions.lock().expect("lock").clone();
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!((c[0].base_input_level, c[0].output_level), (0, 1));
     let mut inputs = c[0].input_files.clone();
@@ -314,11 +338,14 @@ fn listeners_receive_exactly_the_flushes_compactions_and_deletions() {
     assert_eq!(c[0].output_files, out.iter().copied().collect::<Vec<_>>());
     assert!(!c[0].trivial_move);
     assert!(c[0].bytes_read > 0 && c[0].bytes_written > 0);
-    let mut deleted = rec.deleted.lock().unwrap().clone();
+    let mut deleted = rec.deleted.lock().expect("lock").clone();
     deleted.sort();
-    assert_eq!(deleted, flushed, "exactly the compaction's inputs were deleted");
-    assert!(rec.stalls.lock().unwrap().is_empty());
-    assert!(rec.errors.lock().unwrap().is_empty());
+    assert_eq!(
+        deleted, flushed,
+        "exactly the compaction's inputs were deleted"
+    );
+    assert!(rec.stalls.lock().expect("lock").is_empty());
+    assert!(rec.errors.lock().expect("lock").is_empty());
 }
 
 #[test]
@@ -336,20 +363,29 @@ fn stall_condition_changes_are_reported_once_each() {
         db.put(format!("k{i}"), b"v").expect("put");
         db.flush().expect("flush");
     }
-    assert!(rec.stalls.lock().unwrap().is_empty(), "flushes do not write");
+    assert!(
+        rec.stalls.lock().expect("lock").is_empty(),
+        "flushes do not write"
+    );
     // Two L0 files: writes are slowed.
     db.put(b"a", b"1").expect("put");
     db.put(b"b", b"1").expect("put");
     db.compact_range(None, None).expect("compact");
     db.put(b"c", b"1").expect("put");
     db.put(b"d", b"1").expect("put");
-    let stalls = rec.stalls.lock().unwrap().clone();
+    let stalls = rec.stalls.lock().expect("lock").clone();
     let pairs: Vec<_> = stalls.iter().map(|s| (s.previous, s.current)).collect();
     use WriteStallCondition::{Delayed, Normal};
     assert_eq!(pairs, [(Normal, Delayed), (Delayed, Normal)]);
     let log = read_log(&fs, "LOG");
-    assert!(log.contains("WARN write stall condition Normal -> Delayed"), "{log}");
-    assert!(log.contains("WARN write stall condition Delayed -> Normal"), "{log}");
+    assert!(
+        log.contains("WARN write stall condition Normal -> Delayed"),
+        "{log}"
+    );
+    assert!(
+        log.contains("WARN write stall condition Delayed -> Normal"),
+        "{log}"
+    );
 }
 
 /// Fails the creation of table files while armed.
@@ -382,11 +418,14 @@ fn a_failed_flush_is_one_background_error_event() {
     fs.hook().0.store(true, Ordering::Relaxed);
     assert!(db.flush().is_err());
     assert!(db.put(b"k2", b"v").is_err(), "writes are refused");
-    let errors = rec.errors.lock().unwrap().clone();
+    let errors = rec.errors.lock().expect("lock").clone();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0].0, BackgroundErrorReason::Flush);
-    assert!(errors[0].1.contains("injected: no table files"), "{errors:?}");
-    assert!(rec.flushes.lock().unwrap().is_empty());
+    assert!(
+        errors[0].1.contains("injected: no table files"),
+        "{errors:?}"
+    );
+    assert!(rec.flushes.lock().expect("lock").is_empty());
     let log = read_log(&*fs, "LOG");
     assert!(log.contains("ERROR background error (Flush)"), "{log}");
 }
@@ -442,7 +481,10 @@ fn log_write_errors_never_fail_an_operation_and_are_counted() {
         .expect("property")
         .parse()
         .expect("number");
-    assert!(errors >= 3, "open, flush and compaction lines were dropped: {errors}");
+    assert!(
+        errors >= 3,
+        "open, flush and compaction lines were dropped: {errors}"
+    );
     assert_eq!(stats.ticker(Ticker::InfoLogWriteErrors), errors);
 }
 
@@ -467,7 +509,7 @@ impl EventListener for ReadsBack {
         let db = self.db.get().and_then(Weak::upgrade).expect("db");
         let v = db.get(b"k").expect("get").map(|v| v.to_vec());
         assert!(db.property("shaledb.stats").is_some());
-        self.seen.lock().unwrap().push(v);
+        self.seen.lock().expect("lock").push(v);
     }
 }
 
@@ -488,7 +530,7 @@ fn a_panicking_listener_is_caught_and_a_callback_may_read_the_database() {
     db.flush().expect("flush");
     assert_eq!(stats.ticker(Ticker::ListenerPanics), 2);
     assert_eq!(
-        *reader.seen.lock().unwrap(),
+        *reader.seen.lock().expect("lock"),
         [Some(b"v".to_vec()), Some(b"w".to_vec())]
     );
     assert!(read_log(&fs, "LOG").contains("ERROR an event listener panicked"));

@@ -10,16 +10,16 @@
 use super::{DbInner, DbState};
 use crate::compaction::job::Written;
 use crate::compaction::Compaction;
-use crate::listener::{CompactionJobInfo, FlushJobInfo};
-use crate::statistics::HistogramKind;
-use crate::version::filename;
 use crate::error::Error;
 use crate::info_log::info_log;
 use crate::listener::{
     BackgroundErrorInfo, BackgroundErrorReason, Event, EventListener, TableFileDeletionInfo,
     WriteStallCondition, WriteStallInfo,
 };
+use crate::listener::{CompactionJobInfo, FlushJobInfo};
+use crate::statistics::HistogramKind;
 use crate::statistics::Ticker;
+use crate::version::filename;
 use parking_lot::MutexGuard;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -136,12 +136,7 @@ impl DbInner {
     }
 
     /// Reports the deletion (or failed deletion) of table file `number` at `path`.
-    pub(crate) fn table_file_deleted(
-        &self,
-        number: u64,
-        path: &Path,
-        result: std::io::Result<()>,
-    ) {
+    pub(crate) fn table_file_deleted(&self, number: u64, path: &Path, result: std::io::Result<()>) {
         match &result {
             Ok(()) => info_log!(self.info_log, Info, "deleted table #{number}"),
             Err(e) => info_log!(self.info_log, Warn, "deleting table #{number} failed: {e}"),
@@ -203,7 +198,11 @@ impl DbInner {
         let stats = self
             .property(&self.default_cf, "shaledb.stats")
             .unwrap_or_default();
-        info_log!(self.info_log, Info, "------- DUMPING STATS -------\n{stats}");
+        info_log!(
+            self.info_log,
+            Info,
+            "------- DUMPING STATS -------\n{stats}"
+        );
         if let Some(s) = &self.stats {
             info_log!(self.info_log, Info, "STATISTICS:\n{}", s.snapshot());
         }
@@ -270,7 +269,11 @@ impl DbInner {
         let mut input_files: Vec<u64> = c.inputs.iter().flatten().map(|f| f.number).collect();
         input_files.sort_unstable();
         let (output_files, output_blob_files, bytes_written) = match out {
-            Some(o) => (o.tables.iter().map(|t| t.0).collect(), o.blobs.clone(), o.bytes),
+            Some(o) => (
+                o.tables.iter().map(|t| t.0).collect(),
+                o.blobs.clone(),
+                o.bytes,
+            ),
             None => (input_files.clone(), Vec::new(), 0),
         };
         let bytes_read = if out.is_some() { read0 + read1 } else { 0 };

@@ -7,7 +7,6 @@ use super::builder::{
     RANGE_DEL_META_KEY,
 };
 use super::filter::{self, BloomFilter};
-use crate::statistics::{Statistics, Ticker};
 use super::format::{decode_handle_value, read_at, BlockSource, Footer, TableFormat, FOOTER_LEN};
 use super::index_block::{IndexBlockIter, IndexForm};
 use super::index_iter::IndexIter;
@@ -20,6 +19,7 @@ use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
 use crate::key::{self, LookupKey, SequenceNumber, ValueKind};
 use crate::range_del::FragmentedRangeTombstones;
+use crate::statistics::{Statistics, Ticker};
 use crate::value::{LookupResult, Value};
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -441,7 +441,11 @@ impl Table {
     /// The data block at `handle` if the block cache holds it.
     pub(crate) fn cached_data_block(&self, handle: BlockHandle) -> Option<Arc<Block>> {
         let b = self.cached::<Block>(&(self.cache_id, handle.offset));
-        self.note_cache(b.is_some(), Ticker::BlockCacheDataHit, Ticker::BlockCacheDataMiss);
+        self.note_cache(
+            b.is_some(),
+            Ticker::BlockCacheDataHit,
+            Ticker::BlockCacheDataMiss,
+        );
         b
     }
 
@@ -522,7 +526,11 @@ impl Table {
     pub(super) fn index_partition(&self, h: BlockHandle) -> Result<Arc<Block>> {
         let key = (self.cache_id, h.offset);
         let cached = self.cached::<Block>(&key);
-        self.note_cache(cached.is_some(), Ticker::BlockCacheIndexHit, Ticker::BlockCacheIndexMiss);
+        self.note_cache(
+            cached.is_some(),
+            Ticker::BlockCacheIndexHit,
+            Ticker::BlockCacheIndexMiss,
+        );
         if let Some(b) = cached {
             return Ok(b);
         }
@@ -763,7 +771,11 @@ impl Table {
     fn cached_index(&self) -> Result<Arc<Block>> {
         let key = (self.cache_id, self.index_handle.offset);
         let cached = self.cached::<Block>(&key);
-        self.note_cache(cached.is_some(), Ticker::BlockCacheIndexHit, Ticker::BlockCacheIndexMiss);
+        self.note_cache(
+            cached.is_some(),
+            Ticker::BlockCacheIndexHit,
+            Ticker::BlockCacheIndexMiss,
+        );
         if let Some(b) = cached {
             return Ok(b);
         }
@@ -782,7 +794,11 @@ impl Table {
     fn cached_filter(&self, h: BlockHandle) -> Option<Arc<BloomFilter>> {
         let key = (self.cache_id, h.offset);
         let cached = self.cached::<BloomFilter>(&key);
-        self.note_cache(cached.is_some(), Ticker::BlockCacheFilterHit, Ticker::BlockCacheFilterMiss);
+        self.note_cache(
+            cached.is_some(),
+            Ticker::BlockCacheFilterHit,
+            Ticker::BlockCacheFilterMiss,
+        );
         if let Some(f) = cached {
             return Some(f);
         }
@@ -981,7 +997,11 @@ impl Table {
     ) -> Result<(Arc<Block>, bool)> {
         let key = (self.cache_id, handle.offset);
         let cached = self.cached::<Block>(&key);
-        self.note_cache(cached.is_some(), Ticker::BlockCacheDataHit, Ticker::BlockCacheDataMiss);
+        self.note_cache(
+            cached.is_some(),
+            Ticker::BlockCacheDataHit,
+            Ticker::BlockCacheDataMiss,
+        );
         if let Some(b) = cached {
             return Ok((b, true));
         }
