@@ -12,8 +12,12 @@ use std::time::Duration;
 /// Callbacks run on the database's own threads (a background thread, the cleaner, or the
 /// writer that saw a stall change), never with the database's internal mutex held: a callback
 /// may read from the database. They should return quickly, since the thread that runs them
-/// waits (a slow `on_stall_conditions_changed` delays that write). Events of one kind arrive
-/// in the order they happened. A callback that panics is caught: the panic is counted
+/// waits (a slow `on_stall_conditions_changed` delays that write and those queued behind
+/// it). A callback must not write to the database or wait for background work (`flush`,
+/// `compact_range`, `wait_for_compactions`): the write queue or the job it waits for may be
+/// waiting for the callback. Events other than table deletions arrive in the order they
+/// happened; a flush's and a manual compaction's are delivered before `flush` or
+/// `compact_range` returns. A callback that panics is caught: the panic is counted
 /// ([`Ticker::ListenerPanics`](crate::Ticker::ListenerPanics)) and noted in the `LOG`, and the
 /// database goes on.
 ///
@@ -39,7 +43,8 @@ use std::time::Duration;
 /// assert_eq!(flushes.0.load(Ordering::Relaxed), 1);
 /// ```
 pub trait EventListener: Send + Sync {
-    /// A flush wrote a table and installed it (called before `Db::flush` returns).
+    /// A flush wrote a table and installed it. A flush that writes no table (every entry it
+    /// held was deleted) is only logged.
     fn on_flush_completed(&self, info: &FlushJobInfo) {
         let _ = info;
     }

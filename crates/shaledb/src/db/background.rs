@@ -784,7 +784,10 @@ impl DbInner {
         let mut st = self.state.lock();
         loop {
             if let Some(e) = &st.bg_error {
-                return Err(e.duplicate());
+                let e = e.duplicate();
+                // The failure's event reaches the listeners before the caller hears of it.
+                self.settle_events(&mut st);
+                return Err(e);
             }
             let done = if self.opts.atomic_flush {
                 st.families.values().all(|f| f.imms.is_empty())
