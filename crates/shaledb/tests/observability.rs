@@ -275,6 +275,12 @@ fn statistics_count_exactly() {
     assert_eq!(delta(&s, Ticker::BlockCacheDataHit), 1);
     assert_eq!(s.ticker(Ticker::KeysRead), 4);
     assert_eq!(s.histogram(HistogramKind::GetMicros).count, 4);
+    let bytes_read = s.ticker(Ticker::BytesRead);
+    let got = db.multi_get([&b"key001"[..], b"nope", b"key010"]);
+    assert_eq!(got.len(), 3);
+    let s = stats.snapshot();
+    assert_eq!(s.ticker(Ticker::KeysRead), 7);
+    assert_eq!(s.ticker(Ticker::BytesRead), bytes_read + 6 + 7);
 
     let mut it = db.iter(&Default::default());
     it.seek(b"key050");

@@ -1183,7 +1183,16 @@ impl DbInner {
                 out[i] = Some(stored.and_then(|v| self.user_value(cf, v)));
             }
         }
-        out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
+        let out: Vec<Result<Option<Value>>> =
+            out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect();
+        if let Some(s) = &self.stats {
+            let bytes = out
+                .iter()
+                .map(|r| r.as_ref().map_or(0, |v| v.as_ref().map_or(0, |v| v.len())))
+                .sum::<usize>();
+            s.add(Ticker::BytesRead, bytes as u64);
+        }
+        out
     }
 
     /// The slow path of `get` for a key whose newest visible version is a merge operand:
