@@ -26,17 +26,21 @@ pub(crate) mod db;
 pub(crate) mod error;
 pub mod fs;
 pub(crate) mod head_index;
+mod info_log;
 mod io_pool;
 pub(crate) mod iter;
 pub(crate) mod key;
+mod listener;
 pub(crate) mod log;
 pub(crate) mod memtable;
 mod merge;
 pub(crate) mod options;
 mod prefix;
 pub(crate) mod range_del;
+mod rate_limiter;
 mod snapshot;
 pub(crate) mod sst;
+mod statistics;
 mod value;
 pub(crate) mod version;
 pub(crate) mod write_batch;
@@ -50,6 +54,11 @@ pub use db::{
     repair, repair_cf, Db, DbIterator, KeyRange, LostFile, RangeIter, RepairReport, WalSalvage,
 };
 pub use error::{Error, Result};
+pub use info_log::InfoLogLevel;
+pub use listener::{
+    BackgroundErrorInfo, BackgroundErrorReason, CompactionJobInfo, EventListener, FlushJobInfo,
+    TableFileDeletionInfo, WriteStallCondition, WriteStallInfo,
+};
 pub use merge::{merge_operators, MergeOperator};
 pub use options::{
     BottommostLevelCompaction, CompactRangeOptions, IndexType, Options, PrepopulateBlockCache,
@@ -57,6 +66,7 @@ pub use options::{
 };
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use snapshot::Snapshot;
+pub use statistics::{HistogramData, HistogramKind, Statistics, StatisticsSnapshot, Ticker};
 pub use value::Value;
 pub use write_batch::{BatchEntry, BatchIter, WriteBatch};
 

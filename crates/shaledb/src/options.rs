@@ -290,6 +290,33 @@ pub struct Options {
     /// rarely written family does not keep old WALs alive (RocksDB's option). 0: four times
     /// the sum over families of `write_buffer_size * max_write_buffer_number`. Default 0.
     pub max_total_wal_size: u64,
+
+    // Observability (docs/operations.md, "Observability").
+    /// What goes to the `LOG` file in the database directory (open, flushes, compactions,
+    /// stalls, errors, statistics dumps). [`InfoLogLevel::Off`](crate::InfoLogLevel::Off):
+    /// no `LOG` file. Default [`InfoLogLevel::Info`](crate::InfoLogLevel::Info).
+    pub info_log_level: crate::InfoLogLevel,
+    /// The `LOG` file is moved aside to `LOG.old.<micros>` and a new one started once it
+    /// would pass this many bytes; 0: only at open (RocksDB's default). At least 1 KiB.
+    /// Default 0.
+    pub max_log_file_size: u64,
+    /// Old `LOG.old.*` files kept (the oldest are deleted). Default 1000, as RocksDB.
+    pub keep_log_file_num: usize,
+    /// Every this many seconds, `shaledb.stats` (and the statistics, when kept) is written
+    /// to the `LOG`; 0: never. Default 600, as RocksDB.
+    pub stats_dump_period: u64,
+    /// Counters and latency histograms (see [`crate::Statistics`]), read with
+    /// [`Db::statistics`](crate::Db::statistics). An `Arc` so that several databases may
+    /// share one and the caller may keep a handle. Default `None`: nothing is counted (no
+    /// cost on any path).
+    pub statistics: Option<Arc<crate::Statistics>>,
+    /// Callbacks on flushes, compactions, stalls, background errors and table file
+    /// deletions (see [`crate::EventListener`]). Default none.
+    pub listeners: Vec<Arc<dyn crate::EventListener>>,
+    /// Bytes per second that flushes and compactions together may write to table and blob
+    /// files (RocksDB's `rate_limiter`), so background writes leave the device to the
+    /// foreground; 0: no limit. Too low a rate makes writes stall behind flushes. Default 0.
+    pub rate_limit_bytes_per_sec: u64,
 }
 
 impl Default for Options {
@@ -369,6 +396,13 @@ impl Default for Options {
             max_manifest_file_size: 64 << 20,
             wal_bytes_per_sync: 1 << 20,
             max_total_wal_size: 0,
+            info_log_level: crate::InfoLogLevel::Info,
+            max_log_file_size: 0,
+            keep_log_file_num: 1000,
+            stats_dump_period: 600,
+            statistics: None,
+            listeners: Vec::new(),
+            rate_limit_bytes_per_sec: 0,
         }
     }
 }
@@ -442,6 +476,13 @@ impl std::fmt::Debug for Options {
             max_manifest_file_size,
             wal_bytes_per_sync,
             max_total_wal_size,
+            info_log_level,
+            max_log_file_size,
+            keep_log_file_num,
+            stats_dump_period,
+            statistics,
+            listeners,
+            rate_limit_bytes_per_sec,
         } = self;
         f.debug_struct("Options")
             .field("create_if_missing", create_if_missing)
@@ -550,6 +591,13 @@ impl std::fmt::Debug for Options {
             .field("max_manifest_file_size", max_manifest_file_size)
             .field("wal_bytes_per_sync", wal_bytes_per_sync)
             .field("max_total_wal_size", max_total_wal_size)
+            .field("info_log_level", info_log_level)
+            .field("max_log_file_size", max_log_file_size)
+            .field("keep_log_file_num", keep_log_file_num)
+            .field("stats_dump_period", stats_dump_period)
+            .field("statistics", &statistics.is_some())
+            .field("listeners", &listeners.len())
+            .field("rate_limit_bytes_per_sec", rate_limit_bytes_per_sec)
             .finish()
     }
 }
@@ -629,6 +677,25 @@ impl Options {
         with_enable_blob_garbage_collection => enable_blob_garbage_collection: bool,
         with_blob_garbage_collection_age_cutoff => blob_garbage_collection_age_cutoff: f64,
         with_blob_garbage_collection_force_threshold => blob_garbage_collection_force_threshold: f64,
+        with_info_log_level => info_log_level: crate::InfoLogLevel,
+        with_max_log_file_size => max_log_file_size: u64,
+        with_keep_log_file_num => keep_log_file_num: usize,
+        with_stats_dump_period => stats_dump_period: u64,
+        with_rate_limit_bytes_per_sec => rate_limit_bytes_per_sec: u64,
+    }
+
+    /// Sets [`Options::statistics`] (builder style).
+    #[must_use]
+    pub fn with_statistics(mut self, statistics: Arc<crate::Statistics>) -> Self {
+        self.statistics = Some(statistics);
+        self
+    }
+
+    /// Adds a listener to [`Options::listeners`] (builder style).
+    #[must_use]
+    pub fn with_listener(mut self, listener: Arc<dyn crate::EventListener>) -> Self {
+        self.listeners.push(listener);
+        self
     }
 
     /// Sets [`Options::fs`] (builder style), e.g. to a
@@ -764,6 +831,9 @@ impl Options {
         }
         if !(0.0..=1.0).contains(&self.blob_garbage_collection_force_threshold) {
             return bad("blob_garbage_collection_force_threshold must be between 0 and 1");
+        }
+        if self.max_log_file_size != 0 && self.max_log_file_size < 1024 {
+            return bad("max_log_file_size must be 0 (no size limit) or at least 1024 bytes");
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");

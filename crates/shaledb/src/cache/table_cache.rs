@@ -22,6 +22,9 @@ pub(crate) struct TableCache {
     direct_reads: bool,
     /// Index and filter blocks go into the block cache (`Options::cache_index_and_filter_blocks`).
     meta_in_cache: bool,
+    /// Counts block cache hits and filter answers in the tables opened
+    /// (`Options::statistics`).
+    stats: Option<Arc<crate::statistics::Statistics>>,
     /// Block-cache ids of tables written with their blocks put into the block cache
     /// (`prepopulate_block_cache`), by file number: the file's first open reads under it.
     reserved_cache_ids: Mutex<HashMap<u64, u64>>,
@@ -42,6 +45,7 @@ impl TableCache {
             block_cache,
             direct_reads: false,
             meta_in_cache: false,
+            stats: None,
             reserved_cache_ids: Mutex::new(HashMap::new()),
         }
     }
@@ -56,6 +60,15 @@ impl TableCache {
     /// than in the tables (`Options::cache_index_and_filter_blocks`).
     pub(crate) fn with_index_and_filter_in_cache(mut self, yes: bool) -> Self {
         self.meta_in_cache = yes;
+        self
+    }
+
+    /// Tables opened from now on count statistics into `stats`.
+    pub(crate) fn with_statistics(
+        mut self,
+        stats: Option<Arc<crate::statistics::Statistics>>,
+    ) -> Self {
+        self.stats = stats;
         self
     }
 
@@ -75,7 +88,7 @@ impl TableCache {
             .lock()
             .remove(&number)
             .unwrap_or_else(Table::new_cache_id);
-        let table = Arc::new(Table::open_with_cache_id(
+        let mut table = Table::open_with_cache_id(
             file,
             path,
             number,
@@ -83,7 +96,9 @@ impl TableCache {
             Some(self.block_cache.clone()),
             cache_id,
             self.meta_in_cache,
-        )?);
+        )?;
+        table.set_statistics(self.stats.clone());
+        let table = Arc::new(table);
         self.tables.insert(number, table.clone(), 1);
         Ok(table)
     }

@@ -6,6 +6,7 @@
 //! MANIFEST with the mutex released too (`log_and_apply`). A separate cleaner thread deletes
 //! obsolete files as they are queued (see version/lifecycle.rs and `purge_obsolete_files`).
 
+use super::events::OutputSummary;
 use super::CfState;
 use super::{DbInner, DbState};
 use crate::compaction::job::{self, DropPolicy, OutputSpec};
@@ -15,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
 use crate::key;
+use crate::listener::BackgroundErrorReason;
 use crate::memtable::MemTable;
 use crate::options::{BottommostLevelCompaction, CompactRangeOptions, Options};
 use crate::range_del::FragmentedRangeTombstones;
@@ -67,6 +69,9 @@ impl DbInner {
                     self.record_compaction_result(&mut st, res);
                 }
                 None => {
+                    if self.deliver_events(&mut st) {
+                        continue;
+                    }
                     let retry_in = self.next_retry_in(&st);
                     match (self.ttl_sweep_period(&st), retry_in) {
                         (Some(period), _) if retry_in.is_none_or(|r| r >= period) => {
@@ -82,6 +87,8 @@ impl DbInner {
                     continue;
                 }
             }
+            // The job's events first: a waiter woken below may expect them delivered.
+            self.deliver_events(&mut st);
             // A new version may need another compaction, free a stalled writer, or satisfy a
             // waiter; the files it replaced were queued for the cleaner when dropped.
             self.notify_state_changed();
@@ -124,7 +131,10 @@ impl DbInner {
             }
             if let Some(path) = f.path(&self.dir) {
                 // Failure only leaves garbage, which the next open removes.
-                let _ = self.fs.remove_file(&path);
+                let res = self.fs.remove_file(&path);
+                if f.kind == FileKind::Table {
+                    self.table_file_deleted(f.number, &path, res);
+                }
             }
         }
         self.obsolete.purged();
@@ -140,13 +150,19 @@ impl DbInner {
     }
 
     /// Keeps the first failure that stops writes for good (see recovery.rs for the ones a
-    /// retry may lift).
-    pub(crate) fn record_bg_error(&self, st: &mut DbState, e: Error) {
+    /// retry may lift), and reports it to the LOG and listeners.
+    pub(crate) fn record_bg_error(
+        &self,
+        st: &mut DbState,
+        e: Error,
+        reason: BackgroundErrorReason,
+    ) {
         if matches!(e, Error::Closed) {
             return;
         }
         let suspended = matches!(st.bg_error, Some(Error::Suspended(_)));
         if st.bg_error.is_none() || suspended {
+            self.note_background_error(st, reason, &e);
             st.bg_error = Some(e);
             st.flush_retry = None;
         }
@@ -220,7 +236,7 @@ impl DbInner {
             let mut it = mem.iter();
             let range_dels = mem.range_tombstones();
             let spec = OutputSpec {
-                fs: &self.fs,
+                fs: &self.output_fs,
                 dir: &self.dir,
                 opts: &opts,
                 tables: &self.tables,
@@ -251,6 +267,7 @@ impl DbInner {
             ..Default::default()
         };
         let written = metas.bytes();
+        let summary = OutputSummary::of(&metas);
         metas.add_to(&mut edit, 0);
         // WALs older than the next memtable's are no longer needed once this edit is durable.
         let next_log = f.imms.get(1).map_or(f.mem.log_number(), |m| m.log_number());
@@ -275,6 +292,7 @@ impl DbInner {
         for e in &edits {
             st.install_super_version(e.column_family);
         }
+        self.flush_completed(st, cf, &summary, start.elapsed());
         if has_range_deletions(&edits[0]) {
             self.drop_files_under_tombstones(st, cf)?;
         }
@@ -307,7 +325,7 @@ impl DbInner {
             for ((cf, mem, opts, name), version) in jobs.iter().zip(versions) {
                 let policy = DropPolicy::for_flush(smallest_snapshot, version);
                 let spec = OutputSpec {
-                    fs: &self.fs,
+                    fs: &self.output_fs,
                     dir: &self.dir,
                     opts,
                     tables: &self.tables,
@@ -334,11 +352,13 @@ impl DbInner {
         })?;
         let mut edits = Vec::with_capacity(outputs.len());
         let mut flushed = Vec::with_capacity(outputs.len());
+        let mut summaries = Vec::with_capacity(outputs.len());
         for (cf, metas) in outputs {
             let Some(f) = st.family(cf) else {
                 self.discard_outputs(&metas);
                 continue;
             };
+            summaries.push((cf, OutputSummary::of(&metas)));
             let mut edit = VersionEdit {
                 column_family: cf,
                 log_number: Some(f.imms.get(1).map_or(f.mem.log_number(), |m| m.log_number())),
@@ -386,6 +406,9 @@ impl DbInner {
         }
         for e in &edits {
             st.install_super_version(e.column_family);
+        }
+        for (cf, summary) in &summaries {
+            self.flush_completed(st, *cf, summary, start.elapsed());
         }
         Ok(())
     }
@@ -477,6 +500,9 @@ impl DbInner {
         };
         if let Err(e) = res {
             let err = Error::poisoned(e);
+            if st.bg_error.is_none() {
+                self.note_background_error(st, BackgroundErrorReason::Manifest, &err);
+            }
             st.bg_error = Some(err.duplicate());
             return Err(err);
         }
@@ -530,6 +556,7 @@ impl DbInner {
                 if let Some(s) = stats_at(st, cf, c.output_level) {
                     s.bytes_moved += read0;
                 }
+                self.compaction_completed(st, cf, c, None, start.elapsed());
             }
             return Ok(());
         }
@@ -539,6 +566,7 @@ impl DbInner {
             self.merge_inputs(c, version, smallest_snapshot, &opts, (cf, &name))
         })?;
         let written = outputs.bytes();
+        let summary = OutputSummary::of(&outputs);
         for f in &c.inputs[0] {
             edit.delete_file(c.level, f.number);
         }
@@ -562,6 +590,7 @@ impl DbInner {
             s.bytes_written += written;
             s.micros += start.elapsed().as_micros() as u64;
         }
+        self.compaction_completed(st, cf, c, Some(&summary), start.elapsed());
         if has_range_deletions(&edits[0]) {
             self.drop_files_under_tombstones(st, cf)?;
         }
@@ -595,7 +624,7 @@ impl DbInner {
             .collect();
         for cf in families {
             if let Err(e) = self.drop_expired_files(st, cf) {
-                self.record_bg_error(st, e);
+                self.record_bg_error(st, e, BackgroundErrorReason::Compaction);
             }
         }
     }
@@ -760,7 +789,7 @@ impl DbInner {
             })
             .flatten();
         let spec = OutputSpec {
-            fs: &self.fs,
+            fs: &self.output_fs,
             dir: &self.dir,
             opts: family_opts,
             tables: &self.tables,
@@ -802,7 +831,10 @@ impl DbInner {
         let mut st = self.state.lock();
         loop {
             if let Some(e) = &st.bg_error {
-                return Err(e.duplicate());
+                let e = e.duplicate();
+                // The failure's event reaches the listeners before the caller hears of it.
+                self.settle_events(&mut st);
+                return Err(e);
             }
             let done = if self.opts.atomic_flush {
                 st.families.values().all(|f| f.imms.is_empty())
@@ -810,6 +842,7 @@ impl DbInner {
                 st.family(cf).is_none_or(|f| f.imms.is_empty())
             };
             if done {
+                self.settle_events(&mut st);
                 return Ok(());
             }
             if self.shutting_down.load(Ordering::Acquire) {
@@ -837,6 +870,7 @@ impl DbInner {
                     !f.imms.is_empty() || f.flush_running || pick_compaction(&st, f).is_some()
                 });
             if !busy {
+                self.settle_events(&mut st);
                 break;
             }
             if self.shutting_down.load(Ordering::Acquire) {
@@ -870,6 +904,7 @@ impl DbInner {
         if let Some(f) = st.families.get_mut(&cf) {
             f.manual_compaction = false;
         }
+        self.settle_events(&mut st);
         drop(st);
         self.notify_state_changed();
         res?;

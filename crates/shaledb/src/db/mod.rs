@@ -11,6 +11,7 @@ mod checkpoint;
 pub(crate) use checkpoint::LiveFiles;
 #[cfg(test)]
 mod corrupt_key_tests;
+mod events;
 mod families;
 mod open;
 #[cfg(test)]
@@ -22,7 +23,7 @@ mod recovery;
 mod repair;
 mod verify;
 mod write;
-mod write_delay;
+pub(crate) mod write_delay;
 
 pub use crate::iter::db_iter::DbIterator;
 use crate::options::CompactRangeOptions;
@@ -46,6 +47,7 @@ use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::range_del::FragmentedRangeTombstones;
 use crate::snapshot::SnapshotList;
 use crate::sst::BlockReadOptions;
+use crate::statistics::{HistogramKind, Ticker};
 use crate::value::{LookupResult, Value};
 use crate::version::{DeletionQueue, Version, VersionSet};
 use crate::write_batch::WriteBatch;
@@ -197,6 +199,12 @@ pub(crate) struct DbState {
     pub(crate) closed: bool,
     /// When idle background threads last looked for expired files (TTL families).
     pub(crate) ttl_swept_at: Option<std::time::Instant>,
+    /// Events for the listeners, delivered once the mutex is released (`events.rs`).
+    pub(crate) pending_events: Vec<crate::listener::Event>,
+    /// A thread is delivering events; others leave new ones to it, so order is kept.
+    pub(crate) delivering_events: bool,
+    /// Whether writes were last found normal, slowed or stopped.
+    pub(crate) stall_condition: crate::listener::WriteStallCondition,
 }
 
 pub(crate) struct DbInner {
@@ -231,6 +239,15 @@ pub(crate) struct DbInner {
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
     /// Primary, read-only or secondary (read_only.rs).
     pub(crate) role: read_only::Role,
+    /// The `LOG` file (`info_log.rs`).
+    pub(crate) info_log: crate::info_log::InfoLog,
+    /// `Options::statistics`, copied here so the read path reaches it in one load.
+    pub(crate) stats: Option<Arc<crate::statistics::Statistics>>,
+    /// Paces flush and compaction writes (`Options::rate_limit_bytes_per_sec`).
+    pub(crate) rate_limiter: Option<Arc<crate::rate_limiter::RateLimiter>>,
+    /// The filesystem flushes and compactions write their outputs through: `fs`, through
+    /// the rate limiter when there is one.
+    pub(crate) output_fs: Arc<dyn FileSystem>,
 }
 
 /// An open database. `Send + Sync`: share it with `Arc` and use it from many threads.
@@ -806,6 +823,26 @@ impl Db {
         self.inner.property(data, name)
     }
 
+    /// The statistics as of now (counters and latency histograms; see
+    /// [`crate::Statistics`]); `None` unless [`Options::statistics`] is set. Its `Display`
+    /// is the text form.
+    ///
+    /// ```
+    /// use shaledb::{Db, HistogramKind, Options, Statistics, Ticker};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let opts = Options::default().with_statistics(std::sync::Arc::new(Statistics::new()));
+    /// let db = Db::open(dir.path(), opts).unwrap();
+    /// db.put(b"a", b"1").unwrap();
+    /// assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    /// let s = db.statistics().unwrap();
+    /// assert_eq!(s.ticker(Ticker::KeysRead), 1);
+    /// assert_eq!(s.histogram(HistogramKind::GetMicros).count, 1);
+    /// assert!(s.to_string().contains("shaledb.number.keys.written COUNT : 1"));
+    /// ```
+    pub fn statistics(&self) -> Option<crate::StatisticsSnapshot> {
+        self.inner.stats.as_ref().map(|s| s.snapshot())
+    }
+
     /// The error that stopped writes, if any (a failed WAL or MANIFEST write or sync, or a
     /// failed background flush or compaction).
     pub fn background_error(&self) -> Option<Error> {
@@ -835,6 +872,9 @@ impl Db {
             return Ok(());
         }
         self.inner.shutting_down.store(true, Ordering::Release);
+        if let Some(l) = &self.inner.rate_limiter {
+            l.close();
+        }
         {
             // Under the mutex, so no waiter is between checking `shutting_down` and sleeping.
             let _st = self.inner.state.lock();
@@ -855,6 +895,12 @@ impl Db {
         };
         // Delete what is obsolete now; files readers still hold stay for the next open.
         self.inner.purge_obsolete_files();
+        {
+            // Events the stopped threads queued last.
+            let mut st = self.inner.state.lock();
+            self.inner.deliver_events(&mut st);
+        }
+        crate::info_log::info_log!(self.inner.info_log, Info, "closed");
         *self.inner.lock.lock() = None;
         res
     }
@@ -906,12 +952,35 @@ impl DbInner {
     }
 
     fn get(&self, ro: &ReadOptions, cf: &CfData, user_key: &[u8]) -> Result<Option<Value>> {
+        // One branch when statistics are off: no clock read.
+        let Some(stats) = &self.stats else {
+            return self.get_untimed(ro, cf, user_key);
+        };
+        let start = std::time::Instant::now();
+        let res = self.get_untimed(ro, cf, user_key);
+        stats.add(Ticker::KeysRead, 1);
+        if let Ok(Some(v)) = &res {
+            stats.add(Ticker::BytesRead, v.len() as u64);
+        }
+        stats.record_since(HistogramKind::GetMicros, start);
+        res
+    }
+
+    fn get_untimed(&self, ro: &ReadOptions, cf: &CfData, user_key: &[u8]) -> Result<Option<Value>> {
         // Super version first, then the sequence: a compaction that dropped versions hidden
         // below some sequence installed its version before we loaded it, so our sequence is
         // at least that high.
         let sv = cf.super_version.load();
         let seq = self.read_sequence(ro);
         self.get_at(ro, cf, &sv, seq, user_key)
+    }
+
+    /// Adds `n` to ticker `t` if statistics are kept.
+    #[inline]
+    pub(crate) fn count(&self, t: Ticker, n: u64) {
+        if let Some(s) = &self.stats {
+            s.add(t, n);
+        }
     }
 
     /// `get` in one super version at one sequence number.
@@ -967,9 +1036,18 @@ impl DbInner {
         user_key: &[u8],
     ) -> Result<Option<Value>> {
         let mut covering = match Self::get_from_memtables(sv, seq, user_key) {
-            MemtableLookup::Found(found) => return Ok(found),
-            MemtableLookup::Merge => return self.get_merged(ro, cf, sv, seq, user_key),
-            MemtableLookup::NotThere { covering } => covering,
+            MemtableLookup::Found(found) => {
+                self.count(Ticker::MemtableHit, 1);
+                return Ok(found);
+            }
+            MemtableLookup::Merge => {
+                self.count(Ticker::MemtableHit, 1);
+                return self.get_merged(ro, cf, sv, seq, user_key);
+            }
+            MemtableLookup::NotThere { covering } => {
+                self.count(Ticker::MemtableMiss, 1);
+                covering
+            }
         };
         let lookup = LookupKey::new(user_key, seq);
         let found = sv
@@ -1076,6 +1154,7 @@ impl DbInner {
     ) -> Vec<Result<Option<Value>>> {
         let sv = cf.super_version.load_full();
         let seq = self.read_sequence(ro);
+        self.count(Ticker::KeysRead, keys.len() as u64);
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by_key(|&i| keys[i]);
         let mut out: Vec<Option<Result<Option<Value>>>> = (0..keys.len()).map(|_| None).collect();
@@ -1116,7 +1195,16 @@ impl DbInner {
                 out[i] = Some(stored.and_then(|v| self.user_value(cf, v)));
             }
         }
-        out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
+        let out: Vec<Result<Option<Value>>> =
+            out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect();
+        if let Some(s) = &self.stats {
+            let bytes = out
+                .iter()
+                .map(|r| r.as_ref().map_or(0, |v| v.as_ref().map_or(0, |v| v.len())))
+                .sum::<usize>();
+            s.add(Ticker::BytesRead, bytes as u64);
+        }
+        out
     }
 
     /// The slow path of `get` for a key whose newest visible version is a merge operand:
@@ -1326,7 +1414,7 @@ pub(crate) fn with_prefix_options(
 fn new_iterator(inner: &Arc<DbInner>, ro: &ReadOptions, cf: &Arc<CfData>) -> DbIterator {
     let (sv, seq) = inner.read_view(ro, cf);
     let it = inner.iterator_at(sv.clone(), seq, ro, cf);
-    let it = with_prefix_options(inner, it, sv, ro, cf);
+    let it = with_prefix_options(inner, it, sv, ro, cf).with_statistics(inner.stats.clone());
     if ro.snapshot.is_some() {
         return it;
     }

@@ -11,9 +11,11 @@ use crate::column_family::{CfData, CfOptions, DEFAULT_FAMILY, DEFAULT_FAMILY_NAM
 use crate::compaction::job::{self, DropPolicy, OutputSpec};
 use crate::error::{Error, Result};
 use crate::fs::FileLock;
+use crate::info_log::{InfoLog, InfoLogConfig};
 use crate::log::{replay_records, LogReader, LogWriter, RecordCheck, ReplayEnd, TailPolicy};
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::rate_limiter::RateLimiter;
 use crate::version::filename::{self, FileKind};
 use crate::version::{ObsoleteFile, Version, VersionEdit, VersionSet};
 use crate::write_batch::WriteBatch;
@@ -75,6 +77,17 @@ pub(super) fn open_with_families(
     };
     let fs = opts.fs.clone();
     let lock = create_or_lock(dir, &opts)?;
+    let info_log = InfoLog::open(
+        fs.clone(),
+        dir,
+        InfoLogConfig {
+            level: opts.info_log_level,
+            max_file_size: opts.max_log_file_size,
+            keep_file_num: opts.keep_log_file_num,
+        },
+        opts.statistics.clone(),
+    );
+    let (opts_rate, stats) = (opts.rate_limit_bytes_per_sec, opts.statistics.clone());
     let mut versions = VersionSet::recover_with(fs.clone(), dir, &opts, &family_options)?;
     check_merge_operators(&versions, &family_options)?;
     check_write_times(&versions, &family_options)?;
@@ -110,7 +123,8 @@ pub(super) fn open_with_families(
             block_cache.clone(),
         )
         .with_direct_reads(opts.use_direct_reads)
-        .with_index_and_filter_in_cache(opts.cache_index_and_filter_blocks),
+        .with_index_and_filter_in_cache(opts.cache_index_and_filter_blocks)
+        .with_statistics(opts.statistics.clone()),
     );
     let shutting_down = AtomicBool::new(false);
     let family_opts: BTreeMap<u32, Arc<Options>> = versions
@@ -161,7 +175,10 @@ pub(super) fn open_with_families(
         block_cache,
         shutting_down,
         lock: Some(lock),
+        info_log,
+        rate_limiter: (opts_rate > 0).then(|| Arc::new(RateLimiter::new(opts_rate, stats))),
     });
+    inner.log_options();
     remove_unreferenced_files(&inner, &names);
     let threads = start_background_threads(&inner)?;
     let db = Db {
@@ -601,6 +618,8 @@ pub(super) struct Recovered<'a> {
     /// None for instances that do not lock the directory (read-only and secondary).
     pub(super) lock: Option<Box<dyn FileLock>>,
     pub(super) role: super::read_only::Role,
+    pub(super) info_log: InfoLog,
+    pub(super) rate_limiter: Option<Arc<RateLimiter>>,
 }
 
 impl DbInner {
@@ -648,6 +667,9 @@ impl DbInner {
                 low_pri_delay: super::write_delay::WriteDelay::new(r.opts.delayed_write_rate),
                 closed: false,
                 ttl_swept_at: None,
+                pending_events: Vec::new(),
+                delivering_events: false,
+                stall_condition: Default::default(),
             };
             let obsolete = state.versions.deletion_queue().clone();
             DbInner {
@@ -670,6 +692,13 @@ impl DbInner {
                 user_bytes_written: AtomicU64::new(0),
                 lock: Mutex::new(r.lock),
                 role: r.role,
+                info_log: r.info_log,
+                stats: r.opts.statistics.clone(),
+                output_fs: match &r.rate_limiter {
+                    Some(l) => l.wrap(r.opts.fs.clone()),
+                    None => r.opts.fs.clone(),
+                },
+                rate_limiter: r.rate_limiter,
                 opts: r.opts,
             }
         })
@@ -723,6 +752,13 @@ fn start_background_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>>
         "shaledb-cleaner".to_string(),
         Box::new(move || cleaner.cleaner_thread()),
     )?);
+    if inner.opts.stats_dump_period > 0 && inner.info_log.enabled(crate::InfoLogLevel::Info) {
+        let dumper = inner.clone();
+        threads.push(spawn(
+            "shaledb-stats".to_string(),
+            Box::new(move || dumper.stats_dump_thread()),
+        )?);
+    }
     Ok(threads)
 }
 
@@ -766,6 +802,10 @@ pub(super) fn destroy(dir: &Path, opts: &Options) -> Result<()> {
         .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
     for name in &names {
         match filename::parse_file_name(name) {
+            None if crate::info_log::is_info_log(name) => {
+                fs.remove_file(&dir.join(name))
+                    .map_err(|e| Error::io(format!("removing {name}"), e))?;
+            }
             Some((FileKind::Lock, _)) | None => {}
             Some(_) => {
                 fs.remove_file(&dir.join(name))

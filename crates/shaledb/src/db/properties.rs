@@ -42,6 +42,7 @@ impl DbInner {
             | "live-blob-file-garbage-size" => {
                 Some(blob_property(&cf.super_version.load().version, name))
             }
+            "info-log-write-errors" => Some(self.info_log.write_errors().to_string()),
             "block-cache-usage" => Some(self.block_cache.usage().to_string()),
             "block-cache-capacity" => Some(self.block_cache.capacity().to_string()),
             "cur-size-all-mem-tables" => {

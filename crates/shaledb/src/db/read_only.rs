@@ -23,6 +23,7 @@ use super::{CfState, Db, DbInner, DbState};
 use crate::cache::{BlockCache, TableCache};
 use crate::column_family::{CfOptions, DEFAULT_FAMILY_NAME};
 use crate::error::{Error, Result};
+use crate::info_log::{InfoLog, InfoLogConfig};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::version::filename::{self, FileKind};
@@ -235,6 +236,20 @@ fn open_follower(
     let view = read_view_retrying(dir, &opts, &requested, &tables, || {
         Arc::new(DeletionQueue::default())
     })?;
+    // A secondary keeps its LOG in its own directory; a read-only instance writes none.
+    let info_log = match secondary_dir {
+        Some(d) => InfoLog::open(
+            opts.fs.clone(),
+            d,
+            InfoLogConfig {
+                level: opts.info_log_level,
+                max_file_size: opts.max_log_file_size,
+                keep_file_num: opts.keep_log_file_num,
+            },
+            opts.statistics.clone(),
+        ),
+        None => InfoLog::off(),
+    };
     let role = match secondary_dir {
         None => Role::ReadOnly,
         Some(_) => Role::Secondary(Mutex::new(Follower {
@@ -262,6 +277,8 @@ fn open_follower(
         shutting_down: AtomicBool::new(false),
         lock: None,
         role,
+        info_log,
+        rate_limiter: None,
     });
     install_memtables(&mut inner.state.lock(), &mems);
     if let Role::Secondary(f) = &inner.role {

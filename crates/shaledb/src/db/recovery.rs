@@ -18,6 +18,7 @@
 
 use super::{Db, DbInner, DbState};
 use crate::error::{Error, Result};
+use crate::listener::BackgroundErrorReason;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -88,16 +89,18 @@ impl DbInner {
         };
         let suspended = st.bg_error.is_none() || matches!(st.bg_error, Some(Error::Suspended(_)));
         if !retryable(&e) || !suspended {
-            self.record_bg_error(st, e);
+            self.record_bg_error(st, e, BackgroundErrorReason::Flush);
             return;
         }
         let failures = st.flush_retry.as_ref().map_or(0, |r| r.failures) + 1;
         match self.next_retry(failures, &e) {
             Some(retry) => {
+                let suspended = Error::Suspended(Arc::new(e));
+                self.note_background_error(st, BackgroundErrorReason::Flush, &suspended);
                 st.flush_retry = Some(retry);
-                st.bg_error = Some(Error::Suspended(Arc::new(e)));
+                st.bg_error = Some(suspended);
             }
-            None => self.record_bg_error(st, e),
+            None => self.record_bg_error(st, e, BackgroundErrorReason::Flush),
         }
     }
 
@@ -113,13 +116,16 @@ impl DbInner {
             Err(e) => e,
         };
         if !retryable(&e) {
-            self.record_bg_error(st, e);
+            self.record_bg_error(st, e, BackgroundErrorReason::Compaction);
             return;
         }
         let failures = st.compaction_retry.as_ref().map_or(0, |r| r.failures) + 1;
         match self.next_retry(failures, &e) {
-            Some(retry) => st.compaction_retry = Some(retry),
-            None => self.record_bg_error(st, e),
+            Some(retry) => {
+                self.note_background_error(st, BackgroundErrorReason::Compaction, &e);
+                st.compaction_retry = Some(retry);
+            }
+            None => self.record_bg_error(st, e, BackgroundErrorReason::Compaction),
         }
     }
 

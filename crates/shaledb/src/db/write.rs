@@ -12,9 +12,11 @@
 use super::{CfState, DbInner, DbState, Writer};
 use crate::column_family::DEFAULT_FAMILY;
 use crate::error::{Error, Result};
+use crate::listener::{BackgroundErrorReason, WriteStallCondition};
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
+use crate::statistics::{HistogramKind, Ticker};
 use crate::version::filename;
 use crate::write_batch::{BatchEntry, WriteBatch, BATCH_HEADER_SIZE};
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -88,6 +90,18 @@ impl DbInner {
 
     pub(crate) fn write_owned(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
         self.check_writable("a write")?;
+        match &self.stats {
+            None => self.write_owned_timed(wo, batch),
+            Some(s) => {
+                let start = Instant::now();
+                let res = self.write_owned_timed(wo, batch);
+                s.record_since(HistogramKind::WriteMicros, start);
+                res
+            }
+        }
+    }
+
+    fn write_owned_timed(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
         check_write_options(wo)?;
         let families = self.validate_batch(&batch)?;
         if wo.low_pri {
@@ -158,9 +172,14 @@ impl DbInner {
                     self.last_sequence.store(seq + count - 1, Ordering::Release);
                     self.user_bytes_written
                         .fetch_add(user_bytes, Ordering::Relaxed);
+                    if let Some(s) = &self.stats {
+                        s.add(Ticker::KeysWritten, count);
+                        s.add(Ticker::BytesWritten, user_bytes);
+                    }
                 }
                 Err(e) => {
                     if st.bg_error.is_none() {
+                        self.note_background_error(&mut st, BackgroundErrorReason::WriteWal, &e);
                         st.bg_error = Some(e.duplicate());
                         self.notify_state_changed();
                     }
@@ -184,6 +203,9 @@ impl DbInner {
         if let Some(next) = st.writers.front() {
             next.cv.notify_one();
         }
+        // A stall condition change this leader saw (not while it led: that would hold up
+        // the queue).
+        self.deliver_events(&mut st);
         result
     }
 
@@ -207,6 +229,7 @@ impl DbInner {
         if let Some(next) = st.writers.front() {
             next.cv.notify_one();
         }
+        self.deliver_events(&mut st);
         res
     }
 
@@ -227,6 +250,9 @@ impl DbInner {
             let res = w
                 .add_record(group.data())
                 .and_then(|_| if sync { w.sync() } else { w.flush() });
+            if let (true, Some(s)) = (sync && res.is_ok(), &self.stats) {
+                s.add(Ticker::WalSyncs, 1);
+            }
             res.map_err(|e| {
                 let path = filename::log_file(&self.dir, number);
                 Error::poisoned(Error::io(format!("writing WAL {}", path.display()), e))
@@ -319,8 +345,12 @@ impl DbInner {
                 std::thread::sleep((until - now).min(Duration::from_millis(100)));
             }
         });
+        let micros = start.elapsed().as_micros() as u64;
         st.stall_count += 1;
-        st.stall_micros += start.elapsed().as_micros() as u64;
+        st.stall_micros += micros;
+        if let Some(s) = &self.stats {
+            s.add(Ticker::StallMicros, micros);
+        }
     }
 
     /// Ensures every family's active memtable has room, freezing full ones or stalling as
@@ -332,7 +362,9 @@ impl DbInner {
         st: &mut MutexGuard<'_, DbState>,
         mut force: Option<u32>,
     ) -> Result<bool> {
-        let mut allow_delay = force.is_none();
+        // A write (not a flush request), which sees whether writes are slowed.
+        let writing = force.is_none();
+        let mut allow_delay = writing;
         let mut slow_down = false;
         let stall_start = Instant::now();
         let mut stalled = false;
@@ -360,6 +392,11 @@ impl DbInner {
                 match room.need {
                     Need::Nothing => {}
                     Need::Stall => {
+                        if self.note_stall_condition(st, WriteStallCondition::Stopped) {
+                            // Told before waiting, with the mutex released: then look again.
+                            self.deliver_events(st);
+                            continue 'retry;
+                        }
                         // Wait for a flush or compaction to finish.
                         if !stalled {
                             st.stall_count += 1;
@@ -381,7 +418,18 @@ impl DbInner {
             break;
         }
         if stalled {
-            st.stall_micros += stall_start.elapsed().as_micros() as u64;
+            let micros = stall_start.elapsed().as_micros() as u64;
+            st.stall_micros += micros;
+            if let Some(s) = &self.stats {
+                s.add(Ticker::StallMicros, micros);
+            }
+        }
+        if writing {
+            let now = match slow_down {
+                true => WriteStallCondition::Delayed,
+                false => WriteStallCondition::Normal,
+            };
+            self.note_stall_condition(st, now);
         }
         Ok(slow_down)
     }
@@ -405,6 +453,9 @@ impl DbInner {
             if let Some(old) = wal.as_mut() {
                 if let Err(e) = old.sync() {
                     let err = Error::poisoned(Error::io("syncing the WAL before rotation", e));
+                    if st.bg_error.is_none() {
+                        self.note_background_error(st, BackgroundErrorReason::WriteWal, &err);
+                    }
                     st.bg_error = Some(err.duplicate());
                     self.notify_state_changed();
                     let _ = self.fs.remove_file(&path);
@@ -413,6 +464,9 @@ impl DbInner {
             }
             if let Err(e) = self.fs.sync_dir(&self.dir) {
                 let err = Error::poisoned(Error::io("syncing the directory for a new WAL", e));
+                if st.bg_error.is_none() {
+                    self.note_background_error(st, BackgroundErrorReason::WriteWal, &err);
+                }
                 st.bg_error = Some(err.duplicate());
                 self.notify_state_changed();
                 return Err(err);

@@ -17,8 +17,11 @@ const DEFAULT_RATE: u64 = 16 << 20;
 pub(crate) struct WriteDelay {
     /// Bytes per second, at least 1.
     rate: u64,
-    /// Bytes that may pass now without waiting; at most one second's worth.
+    /// Bytes that may pass now without waiting; at most `max_credit`.
     credit: u64,
+    /// The most credit a pause earns: one second's worth for writes; less for the rate
+    /// limiter of flush and compaction writes, so they do not burst after a pause.
+    max_credit: u64,
     /// The moment up to which credit has been earned (may be in the future while a leader
     /// sleeps off debt); `None` outside a slowdown.
     accounted_to: Option<Instant>,
@@ -27,9 +30,22 @@ pub(crate) struct WriteDelay {
 impl WriteDelay {
     /// A bucket for `rate` bytes per second (0 means the default, 16 MiB/s).
     pub(crate) fn new(rate: u64) -> Self {
+        let rate = if rate == 0 { DEFAULT_RATE } else { rate };
         WriteDelay {
-            rate: if rate == 0 { DEFAULT_RATE } else { rate },
+            rate,
             credit: 0,
+            max_credit: rate,
+            accounted_to: None,
+        }
+    }
+
+    /// A bucket for `rate` bytes per second (at least 1) whose credit never exceeds
+    /// `max_credit` bytes: after a pause at most that much passes without waiting.
+    pub(crate) fn with_max_credit(rate: u64, max_credit: u64) -> Self {
+        WriteDelay {
+            rate: rate.max(1),
+            credit: 0,
+            max_credit,
             accounted_to: None,
         }
     }
@@ -39,9 +55,9 @@ impl WriteDelay {
         let start = *self.accounted_to.get_or_insert(now);
         if now > start {
             let earned = (now - start).as_nanos() * u128::from(self.rate) / 1_000_000_000;
-            // A pause inside a slowdown earns at most one second's worth, so the writes after
-            // it do not burst far above the rate.
-            let credit = (u128::from(self.credit) + earned).min(u128::from(self.rate));
+            // A pause inside a slowdown earns at most one second's worth (`max_credit`), so
+            // the writes after it do not burst far above the rate.
+            let credit = (u128::from(self.credit) + earned).min(u128::from(self.max_credit));
             self.credit = credit as u64;
             self.accounted_to = Some(now);
         }

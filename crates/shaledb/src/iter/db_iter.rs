@@ -111,6 +111,8 @@ pub struct DbIterator {
     /// `saved_value`. `value()` reads the blob once, on first use, into `blob_value`.
     current_blob: bool,
     blob_value: std::cell::OnceCell<Result<Vec<u8>>>,
+    /// Times seeks (`Options::statistics`).
+    stats: Option<Arc<crate::statistics::Statistics>>,
     // Keeps the memtables, version and snapshot this iterator reads alive.
     _pin: Option<Arc<dyn Any + Send + Sync>>,
 }
@@ -152,7 +154,32 @@ impl DbIterator {
             blobs: None,
             current_blob: false,
             blob_value: std::cell::OnceCell::new(),
+            stats: None,
             _pin: pin,
+        }
+    }
+
+    /// Records seek latencies in `stats`.
+    pub(crate) fn with_statistics(
+        mut self,
+        stats: Option<Arc<crate::statistics::Statistics>>,
+    ) -> Self {
+        self.stats = stats;
+        self
+    }
+
+    /// Runs a positioning call, timed when statistics are kept.
+    #[inline]
+    fn timed_seek(&mut self, seek: impl FnOnce(&mut Self)) {
+        // Taken out for the call (a move, not a reference count).
+        match self.stats.take() {
+            None => seek(self),
+            Some(s) => {
+                let start = std::time::Instant::now();
+                seek(self);
+                s.record_since(crate::statistics::HistogramKind::SeekMicros, start);
+                self.stats = Some(s);
+            }
         }
     }
 
@@ -489,12 +516,16 @@ impl DbIterator {
 
     /// Positions at the first key.
     pub fn seek_to_first(&mut self) {
+        self.timed_seek(Self::seek_to_first_untimed)
+    }
+
+    fn seek_to_first_untimed(&mut self) {
         self.refresh_if_tailing();
         self.active_prefix = None;
         self.choose_inner(None);
         if self.lower.is_some() {
             // `seek` raises any target to the lower bound.
-            self.seek(&[]);
+            self.seek_slice(&[]);
         } else {
             self.direction = Direction::Forward;
             self.inner.seek_to_first();
@@ -504,6 +535,10 @@ impl DbIterator {
 
     /// Positions at the last key.
     pub fn seek_to_last(&mut self) {
+        self.timed_seek(Self::seek_to_last_untimed)
+    }
+
+    fn seek_to_last_untimed(&mut self) {
         self.refresh_if_tailing();
         self.active_prefix = None;
         self.choose_inner(None);
@@ -527,7 +562,8 @@ impl DbIterator {
 
     /// Positions at the first key >= `target`.
     pub fn seek(&mut self, target: impl AsRef<[u8]>) {
-        self.seek_slice(target.as_ref())
+        let target = target.as_ref();
+        self.timed_seek(|it| it.seek_slice(target))
     }
 
     fn seek_slice(&mut self, target: &[u8]) {
@@ -550,7 +586,8 @@ impl DbIterator {
 
     /// Positions at the last key <= `target`.
     pub fn seek_for_prev(&mut self, target: impl AsRef<[u8]>) {
-        self.seek_for_prev_slice(target.as_ref())
+        let target = target.as_ref();
+        self.timed_seek(|it| it.seek_for_prev_slice(target))
     }
 
     fn seek_for_prev_slice(&mut self, target: &[u8]) {
@@ -559,7 +596,7 @@ impl DbIterator {
         self.choose_inner(Some(target));
         if let Some(u) = &self.upper {
             if target >= u.as_slice() {
-                self.seek_to_last();
+                self.seek_to_last_untimed();
                 return;
             }
         }

@@ -19,6 +19,7 @@ use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
 use crate::key::{self, LookupKey, SequenceNumber, ValueKind};
 use crate::range_del::FragmentedRangeTombstones;
+use crate::statistics::{Statistics, Ticker};
 use crate::value::{LookupResult, Value};
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -67,6 +68,8 @@ pub struct Table {
     /// The zstd dictionary the table's blocks were compressed with, if any.
     dictionary: Option<ZstdDictionary>,
     dict_handle: Option<BlockHandle>,
+    /// Counts cache hits and misses and filter answers (`Options::statistics`).
+    stats: Option<Arc<Statistics>>,
 }
 
 thread_local! {
@@ -277,6 +280,7 @@ impl Table {
             range_del_handle,
             dictionary,
             dict_handle,
+            stats: None,
         })
     }
 
@@ -295,12 +299,21 @@ impl Table {
         lookup: &LookupKey,
         opts: BlockReadOptions,
     ) -> Result<(LookupResult, SequenceNumber)> {
-        if self.filter_index.is_none() && !self.may_contain(lookup.user_key()) {
-            return Ok((LookupResult::NotPresent, 0));
+        if self.filter_index.is_none() {
+            let may = self.may_contain(lookup.user_key());
+            self.note_filter(may);
+            if !may {
+                return Ok((LookupResult::NotPresent, 0));
+            }
         }
         // One key buffer per thread serves the index and data block iterators of every get.
         let mut buf = KEY_BUFFER.take();
-        let result = match self.filter_index.is_none() || self.lookup_may_match(lookup, &mut buf) {
+        let may = self.filter_index.is_none() || {
+            let may = self.lookup_may_match(lookup, &mut buf);
+            self.note_filter(may);
+            may
+        };
+        let result = match may {
             true => self.get_with_buffer(lookup, opts, &mut buf),
             false => Ok((LookupResult::NotPresent, 0)),
         };
@@ -351,7 +364,9 @@ impl Table {
         let mut result = Ok(());
         for (i, lookup) in lookups.iter().enumerate() {
             out[i] = (LookupResult::NotPresent, 0);
-            if !self.lookup_may_match(lookup, &mut buf) {
+            let may = self.lookup_may_match(lookup, &mut buf);
+            self.note_filter(may);
+            if !may {
                 continue;
             }
             match self.index_lookup(lookup, &mut buf) {
@@ -425,7 +440,42 @@ impl Table {
 
     /// The data block at `handle` if the block cache holds it.
     pub(crate) fn cached_data_block(&self, handle: BlockHandle) -> Option<Arc<Block>> {
-        self.cached::<Block>(&(self.cache_id, handle.offset))
+        let b = self.cached::<Block>(&(self.cache_id, handle.offset));
+        self.note_cache(
+            b.is_some(),
+            Ticker::BlockCacheDataHit,
+            Ticker::BlockCacheDataMiss,
+        );
+        b
+    }
+
+    /// Counts statistics (`Options::statistics`) from now on.
+    pub(crate) fn set_statistics(&mut self, stats: Option<Arc<Statistics>>) {
+        self.stats = stats;
+    }
+
+    /// Counts a block cache lookup: `hit` or `miss`.
+    #[inline]
+    fn note_cache(&self, found: bool, hit: Ticker, miss: Ticker) {
+        if let Some(s) = &self.stats {
+            s.add(if found { hit } else { miss }, 1);
+        }
+    }
+
+    /// Counts a point lookup's filter answer (if the table has a filter).
+    #[inline]
+    fn note_filter(&self, may_contain: bool) {
+        if let Some(s) = &self.stats {
+            let has_filter = self.filter.is_some()
+                || self.filter_handle.is_some()
+                || self.filter_index.is_some();
+            if has_filter {
+                s.add(Ticker::BloomChecked, 1);
+                if !may_contain {
+                    s.add(Ticker::BloomUseful, 1);
+                }
+            }
+        }
     }
 
     /// The handle of the only data block that can hold `lookup`'s newest visible version;
@@ -475,7 +525,13 @@ impl Table {
     /// high priority.
     pub(super) fn index_partition(&self, h: BlockHandle) -> Result<Arc<Block>> {
         let key = (self.cache_id, h.offset);
-        if let Some(b) = self.cached::<Block>(&key) {
+        let cached = self.cached::<Block>(&key);
+        self.note_cache(
+            cached.is_some(),
+            Ticker::BlockCacheIndexHit,
+            Ticker::BlockCacheIndexMiss,
+        );
+        if let Some(b) = cached {
             return Ok(b);
         }
         let block = Arc::new(self.source().block(h, true, "index partition", None)?);
@@ -714,7 +770,13 @@ impl Table {
     /// The index from the block cache, read again (checksum verified) if it was evicted.
     fn cached_index(&self) -> Result<Arc<Block>> {
         let key = (self.cache_id, self.index_handle.offset);
-        if let Some(b) = self.cached::<Block>(&key) {
+        let cached = self.cached::<Block>(&key);
+        self.note_cache(
+            cached.is_some(),
+            Ticker::BlockCacheIndexHit,
+            Ticker::BlockCacheIndexMiss,
+        );
+        if let Some(b) = cached {
             return Ok(b);
         }
         let block = Arc::new(
@@ -731,7 +793,13 @@ impl Table {
     /// read fails.
     fn cached_filter(&self, h: BlockHandle) -> Option<Arc<BloomFilter>> {
         let key = (self.cache_id, h.offset);
-        if let Some(f) = self.cached::<BloomFilter>(&key) {
+        let cached = self.cached::<BloomFilter>(&key);
+        self.note_cache(
+            cached.is_some(),
+            Ticker::BlockCacheFilterHit,
+            Ticker::BlockCacheFilterMiss,
+        );
+        if let Some(f) = cached {
             return Some(f);
         }
         let f = Arc::new(read_filter(self.source(), h).ok()?);
@@ -928,7 +996,13 @@ impl Table {
         readahead: Option<&mut Readahead>,
     ) -> Result<(Arc<Block>, bool)> {
         let key = (self.cache_id, handle.offset);
-        if let Some(b) = self.cached::<Block>(&key) {
+        let cached = self.cached::<Block>(&key);
+        self.note_cache(
+            cached.is_some(),
+            Ticker::BlockCacheDataHit,
+            Ticker::BlockCacheDataMiss,
+        );
+        if let Some(b) = cached {
             return Ok((b, true));
         }
         let block = Arc::new(self.source().block(
