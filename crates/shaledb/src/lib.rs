@@ -36,6 +36,7 @@ mod prefix;
 pub(crate) mod range_del;
 mod snapshot;
 pub(crate) mod sst;
+mod sst_file_writer;
 mod value;
 pub(crate) mod version;
 pub(crate) mod write_batch;
@@ -44,7 +45,7 @@ pub use clock::{Clock, SystemClock};
 pub use column_family::{CfOptions, ColumnFamily};
 pub use compaction_filter::{CompactionFilter, Decision};
 pub use compression::CompressionType;
-pub use db::{Db, DbIterator, KeyRange, RangeIter};
+pub use db::{Db, DbIterator, IngestOptions, KeyRange, RangeIter};
 pub use error::{Error, Result};
 pub use merge::{merge_operators, MergeOperator};
 pub use options::{
@@ -53,6 +54,7 @@ pub use options::{
 };
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use snapshot::Snapshot;
+pub use sst_file_writer::{ExternalFileInfo, SstFileWriter};
 pub use value::Value;
 pub use write_batch::{BatchEntry, BatchIter, WriteBatch};
 

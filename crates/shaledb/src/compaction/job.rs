@@ -937,6 +937,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
             num_deletions: 0,
             num_range_deletions: 0,
             blob_files: Vec::new(),
+            global_seqno: None,
             open_table: Default::default(),
         },
         largest: Vec::new(),
@@ -1002,7 +1003,7 @@ fn finish_output(
     }
     // paranoid_checks: read the new table back (footer, index, filter, properties, all
     // checksummed) before anything refers to it.
-    let table = spec.tables.get(meta.number, meta.file_size)?;
+    let table = spec.tables.get(&meta)?;
     if table.properties().num_entries != meta.num_entries {
         return Err(Error::corruption(
             table.path(),
@@ -1054,6 +1055,7 @@ mod tests {
                 num_deletions: 0,
                 num_range_deletions: 0,
                 blob_files: Vec::new(),
+                global_seqno: None,
                 open_table: Default::default(),
             },
         );
@@ -1183,7 +1185,7 @@ mod tests {
         .tables;
         let mut out = Vec::new();
         for m in metas {
-            let t = tables.get(m.number, m.file_size).expect("table");
+            let t = tables.get(m).expect("table");
             let mut it = t.iter(BlockReadOptions::default());
             it.seek_to_first();
             while it.valid() {

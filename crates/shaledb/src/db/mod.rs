@@ -11,6 +11,7 @@ mod checkpoint;
 #[cfg(test)]
 mod corrupt_key_tests;
 mod families;
+mod ingest;
 mod open;
 #[cfg(test)]
 mod paranoid_tests;
@@ -23,6 +24,7 @@ mod write_delay;
 pub use crate::iter::db_iter::DbIterator;
 use crate::options::CompactRangeOptions;
 pub(crate) use crate::snapshot::Snapshot;
+pub use ingest::IngestOptions;
 pub use range::{KeyRange, RangeIter};
 
 use crate::cache::BlockCache;
@@ -171,6 +173,9 @@ pub(crate) struct DbState {
     /// The first failure that makes writes unsafe; reads keep working.
     pub(crate) bg_error: Option<Error>,
     pub(crate) running_compactions: usize,
+    /// Ingestions deciding where their files go (`Db::ingest`): no compaction starts
+    /// meanwhile, so none is picked from a version about to change under it.
+    pub(crate) ingesting: usize,
     /// WALs not yet known to be obsolete; those below the MANIFEST's log number move to the
     /// deletion queue when the edit that moved it is durable.
     /// Each as (number, bytes written to it), oldest first; the last is the one being written.

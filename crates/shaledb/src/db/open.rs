@@ -616,6 +616,7 @@ impl DbInner {
                 writers: VecDeque::new(),
                 bg_error: None,
                 running_compactions: 0,
+                ingesting: 0,
                 live_wals: vec![(r.wal_number, 0)],
                 manifest_writing: false,
                 stall_count: 0,

@@ -131,6 +131,10 @@ pub struct TableProperties {
     pub prefix_extractor: String,
     /// In a family with a TTL, the newest write time of any value (0: none recorded).
     pub newest_write_time: u64,
+    /// Written by `SstFileWriter` for ingestion: the external file format's version (1; 0
+    /// for tables the engine wrote itself). Such a table's footer names file number 0 and its
+    /// keys all carry sequence number 0.
+    pub external_file_version: u64,
     /// Total file size. Not stored in the properties block: it is the file's length.
     pub file_size: u64,
 }

@@ -25,6 +25,7 @@ pub(crate) const INDEX_PARTITIONS: &str = "shaledb.index.partitions";
 pub(crate) const FILTER_PARTITIONS: &str = "shaledb.filter.partitions";
 pub(crate) const INDEX_USER_KEYS: &str = "shaledb.index.user_keys";
 pub(crate) const INDEX_TWO_LEVEL: &str = "shaledb.index.two_level";
+pub(crate) const EXTERNAL_FILE_VERSION: &str = "shaledb.external_sst_file.version";
 
 fn numeric(p: &TableProperties) -> [(&'static str, u64); 10] {
     [
@@ -56,6 +57,7 @@ pub(crate) fn encode(p: &TableProperties) -> Vec<u8> {
         (FILTER_PARTITIONS, p.filter_partitions),
         (INDEX_USER_KEYS, u64::from(p.index_user_keys)),
         (INDEX_TWO_LEVEL, u64::from(p.index_two_level)),
+        (EXTERNAL_FILE_VERSION, p.external_file_version),
     ] {
         if v > 0 {
             let mut buf = Vec::new();
@@ -116,6 +118,7 @@ pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
                 k if k == NEWEST_WRITE_TIME.as_bytes() => Some(&mut p.newest_write_time),
                 k if k == INDEX_PARTITIONS.as_bytes() => Some(&mut p.index_partitions),
                 k if k == FILTER_PARTITIONS.as_bytes() => Some(&mut p.filter_partitions),
+                k if k == EXTERNAL_FILE_VERSION.as_bytes() => Some(&mut p.external_file_version),
                 _ => None,
             };
             if let Some(slot) = slot {
@@ -169,6 +172,7 @@ mod tests {
             filter_partitions: 11,
             index_user_keys: true,
             index_two_level: true,
+            external_file_version: 1,
             file_size: 0,
         };
         let block = Arc::new(Block::new(encode(&p)).expect("block"));
