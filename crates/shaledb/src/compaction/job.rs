@@ -1185,7 +1185,7 @@ mod tests {
         .tables;
         let mut out = Vec::new();
         for m in metas {
-            let t = tables.get(m).expect("table");
+            let t = tables.get(&m).expect("table");
             let mut it = t.iter(BlockReadOptions::default());
             it.seek_to_first();
             while it.valid() {

@@ -591,6 +591,11 @@ mod tests {
         ranged.largest = InternalKey::new(b"y", MAX_SEQUENCE, ValueKind::RangeDeletion);
         ranged.blob_files = vec![4, 5, 1 << 33];
         e.add_file(1, ranged);
+        let mut ingested = file(11, b"c", b"d");
+        ingested.smallest_seqno = 40;
+        ingested.largest_seqno = 40;
+        ingested.global_seqno = Some(40);
+        e.add_file(5, ingested);
         e.blob_files_added = vec![BlobFileAddition {
             number: 5,
             blob_count: 3,
@@ -643,6 +648,66 @@ mod tests {
         }
         let err = VersionEdit::decode(&big).expect_err("counts beyond size");
         assert!(err.contains("exceed its size"), "{err}");
+    }
+
+    #[test]
+    fn ingested_table_field_is_exact_and_checked() {
+        let mut f = file(8, b"a", b"z");
+        f.smallest_seqno = 300;
+        f.largest_seqno = 300;
+        f.global_seqno = Some(300);
+        let mut e = VersionEdit::default();
+        e.add_file(2, f.clone());
+        let bytes = encoded(&e);
+        // Tag 18, table 8, sequence number 300 (varint ac 02), after the new file.
+        assert_eq!(&bytes[bytes.len() - 4..], &[18, 8, 0xac, 0x02]);
+        assert_eq!(VersionEdit::decode(&bytes), Ok(e.clone()));
+        assert_eq!(f.footer_number(), 0);
+        // Global sequence number 0 is recorded too (the file is still external).
+        let mut zero = file(9, b"a", b"b");
+        zero.smallest_seqno = 0;
+        zero.largest_seqno = 0;
+        zero.global_seqno = Some(0);
+        let z = VersionEdit {
+            new_files: vec![(6, zero)],
+            ..Default::default()
+        };
+        assert_eq!(VersionEdit::decode(&encoded(&z)), Ok(z));
+
+        let with_tag = |fields: [u64; 2]| {
+            let mut plain = f.clone();
+            plain.global_seqno = None;
+            let mut b = encoded(&VersionEdit {
+                new_files: vec![(2, plain)],
+                ..Default::default()
+            });
+            put_varint32(&mut b, tag::INGESTED_TABLE);
+            for v in fields {
+                put_varint64(&mut b, v);
+            }
+            b
+        };
+        let bad: [(Vec<u8>, &str); 4] = [
+            (with_tag([7, 300]), "names no new file"),
+            (with_tag([8, 299]), "records sequence numbers 300..=300"),
+            (
+                with_tag([8, MAX_SEQUENCE + 1]),
+                "above the largest possible",
+            ),
+            (
+                {
+                    let mut b = bytes.clone();
+                    b.extend_from_slice(&[18, 8, 0xac, 0x02]);
+                    b
+                },
+                "or one twice",
+            ),
+        ];
+        for (b, want) in bad {
+            let err = VersionEdit::decode(&b).expect_err(want);
+            assert!(err.contains(want), "{err}");
+        }
+        assert!(VersionEdit::decode(&with_tag([8, 300])).is_ok());
     }
 
     fn encoded(e: &VersionEdit) -> Vec<u8> {
@@ -757,9 +822,10 @@ mod tests {
                 Err(_) => errors += 1,
             }
         }
-        // Only cuts at field boundaries decode (to a prefix of the fields): 13 fields, and a
-        // table's blob files cannot be cut from it (its tag 15 comes after every new file).
-        assert!(errors >= bytes.len() - 13, "{errors} of {}", bytes.len());
+        // Only cuts at field boundaries decode (to a prefix of the fields): 15 fields, and a
+        // table's blob files or global sequence number cannot be cut from it (tags 15 and 18
+        // come after every new file).
+        assert!(errors >= bytes.len() - 15, "{errors} of {}", bytes.len());
         // A cut inside the last new-file field is always an error.
         assert!(VersionEdit::decode(&bytes[..bytes.len() - 1]).is_err());
     }
