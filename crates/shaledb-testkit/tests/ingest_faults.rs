@@ -45,8 +45,8 @@ fn old_value(i: u32) -> &'static str {
 /// File `a` holds k040..k069 even keys, file `b` k070..k089 even keys: value "a"/"b".
 fn ingested_value(i: u32) -> Option<&'static str> {
     match i {
-        40..=69 if i % 2 == 0 => Some("a"),
-        70..=89 if i % 2 == 0 => Some("b"),
+        40..=69 if i.is_multiple_of(2) => Some("a"),
+        70..=89 if i.is_multiple_of(2) => Some("b"),
         _ => None,
     }
 }

@@ -406,17 +406,15 @@ fn inspect_file(opts: &Options, path: &Path) -> Result<IngestFile> {
     let reading = |e| Error::io(format!("reading {}", path.display()), e);
     let file = fs.open_random_access(path).map_err(reading)?;
     let file_size = file.len().map_err(reading)?;
-    let table = Table::open(Arc::from(file), path.to_path_buf(), 0, file_size, None).map_err(
-        |e| match e {
-            Error::Corruption { detail, .. } if detail.contains("footer names file number") => {
-                Error::InvalidArgument(format!(
-                    "ingest: {} is a database's table, not a file written by SstFileWriter",
-                    path.display()
-                ))
-            }
-            e => e,
-        },
-    )?;
+    let table = Table::open(file, path.to_path_buf(), 0, file_size, None).map_err(|e| match e {
+        Error::Corruption { detail, .. } if detail.contains("footer names file number") => {
+            Error::InvalidArgument(format!(
+                "ingest: {} is a database's table, not a file written by SstFileWriter",
+                path.display()
+            ))
+        }
+        e => e,
+    })?;
     let not_external =
         |why: &str| Error::InvalidArgument(format!("ingest: {} {why}", path.display()));
     match table.properties().external_file_version {
