@@ -490,3 +490,26 @@ fn many_keys_across_blocks_read_exactly() {
     assert_eq!(scan(&db, &ReadOptions::default()).len(), 1500 + 500);
     assert_eq!(scan(&db, &at_snap).len(), 1000);
 }
+
+#[test]
+fn a_family_with_a_ttl_refuses_ingestion() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Db::open(dir.path().join("db"), opts()).expect("open");
+    let cf = db
+        .create_cf(
+            "ttl",
+            CfOptions {
+                ttl: Some(std::time::Duration::from_secs(3600)),
+                ..Default::default()
+            },
+        )
+        .expect("cf");
+    let f = sst(dir.path(), "f.sst", &[("a", Some("1"))]);
+    let err = db
+        .ingest_cf(&cf, &[&f], &IngestOptions::default())
+        .expect_err("ttl");
+    assert!(
+        matches!(&err, Error::InvalidArgument(m) if m.contains("TTL")),
+        "{err}"
+    );
+}

@@ -156,6 +156,13 @@ impl DbInner {
             let f = st.family(cf).ok_or_else(|| dropped(cf))?;
             f.data.opts.clone()
         };
+        if family_opts.ttl.is_some() {
+            // Its values end with their write time; an external file's do not.
+            return Err(Error::InvalidArgument(
+                "ingest: the column family has a TTL; ingesting into it is not supported"
+                    .to_string(),
+            ));
+        }
         let mut files = paths
             .iter()
             .map(|p| inspect_file(&family_opts, p))
@@ -167,9 +174,16 @@ impl DbInner {
         }
         let mut st = self.state.lock();
         let barrier = self.enter_write_barrier(&mut st);
-        st.ingesting += 1;
-        let res = self.commit_ingest(&mut st, cf, &files, opts);
-        st.ingesting -= 1;
+        // The flush comes before compactions are held off: making room for it may have to
+        // wait for a compaction (too many L0 files).
+        let mut res = check_open(&st)
+            .and_then(|()| self.flush_overlapping_memtables(&mut st, cf, &files, opts))
+            .map_err(Committed::No);
+        if res.is_ok() {
+            st.ingesting += 1;
+            res = self.commit_ingest(&mut st, cf, &files, opts);
+            st.ingesting -= 1;
+        }
         self.leave_write_barrier(&mut st, &barrier);
         drop(st);
         self.notify_state_changed();
@@ -235,7 +249,8 @@ impl DbInner {
         }
     }
 
-    /// Under the write barrier: flushes if needed, places the files and logs the edit.
+    /// Under the write barrier, once the memtables the files overlap are flushed: places the
+    /// files and logs the edit.
     fn commit_ingest(
         &self,
         st: &mut MutexGuard<'_, DbState>,
@@ -244,8 +259,6 @@ impl DbInner {
         opts: &IngestOptions,
     ) -> std::result::Result<(), Committed> {
         check_open(st).map_err(Committed::No)?;
-        self.flush_overlapping_memtables(st, cf, files, opts)
-            .map_err(Committed::No)?;
         let f = st.family(cf).ok_or_else(|| Committed::No(dropped(cf)))?;
         let v = st.versions.current(cf);
         let base_level = picker::base_level(&v, &f.data.opts);
