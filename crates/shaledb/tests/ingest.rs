@@ -489,6 +489,17 @@ fn many_keys_across_blocks_read_exactly() {
     );
     assert_eq!(scan(&db, &ReadOptions::default()).len(), 1500 + 500);
     assert_eq!(scan(&db, &at_snap).len(), 1000);
+    // Seeks at the snapshot land past the ingested keys it must not see.
+    let mut it = db.iter(&at_snap);
+    it.seek("key00002");
+    assert_eq!((it.key(), it.value()), (&b"key00003"[..], &b"old"[..]));
+    it.seek_for_prev("key00002");
+    assert_eq!((it.key(), it.value()), (&b"key00000"[..], &b"old"[..]));
+    it.next();
+    assert_eq!(it.key(), b"key00003");
+    let mut it = db.iter(&ReadOptions::default());
+    it.seek("key00001");
+    assert_eq!((it.key(), it.value()), (&b"key00002"[..], &b"v2"[..]));
 }
 
 #[test]
