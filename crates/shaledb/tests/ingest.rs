@@ -524,3 +524,47 @@ fn a_family_with_a_ttl_refuses_ingestion() {
         "{err}"
     );
 }
+
+/// Snapshots taken while ingestions keep sequence number 0 (no snapshot exists when each one
+/// decides): a snapshot's view of the ingested keys never changes after it is taken.
+#[test]
+fn a_snapshot_taken_during_an_ingestion_keeps_its_view() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Arc::new(Db::open(dir.path().join("db"), opts()).expect("open"));
+    let files: Vec<PathBuf> = (0..150)
+        .map(|i| {
+            let k = format!("k{i:03}");
+            sst(dir.path(), &format!("{i}.sst"), &[(k.as_str(), Some("v"))])
+        })
+        .collect();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (db, done) = (db.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut checked = 0;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                let ro = ReadOptions {
+                    snapshot: Some(db.snapshot()),
+                    ..Default::default()
+                };
+                let before = scan(&db, &ro);
+                std::thread::yield_now();
+                assert_eq!(scan(&db, &ro), before, "a snapshot's view changed");
+                checked += 1;
+            }
+            checked
+        })
+    };
+    let o = IngestOptions {
+        snapshot_consistency: true,
+        ..Default::default()
+    };
+    for f in &files {
+        // Each file lands beside the others; with no snapshot alive it may keep sequence
+        // number 0, otherwise it takes a new one.
+        db.ingest(&[f], &o).expect("ingest");
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    assert!(reader.join().expect("reader") > 0);
+    assert_eq!(scan(&db, &ReadOptions::default()).len(), 150);
+}

@@ -265,8 +265,12 @@ impl DbInner {
         let last = self.last_sequence.load(Ordering::Acquire);
         let next = last + 1;
         // RocksDB's rule: with a snapshot alive every file takes a new sequence number, so
-        // the snapshot (at or below `last`) cannot see it.
+        // the snapshot (at or below `last`) cannot see it. Without one, no snapshot may be
+        // taken until the files are visible: one taken meanwhile would see a file kept at
+        // sequence number 0 appear.
+        let gate = self.snapshot_gate.write();
         let force = opts.snapshot_consistency && self.snapshots.count() > 0;
+        let _gate = (!force).then_some(gate);
         let mut edit = VersionEdit {
             column_family: cf,
             ..Default::default()

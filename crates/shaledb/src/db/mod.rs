@@ -221,6 +221,10 @@ pub(crate) struct DbInner {
     pub(crate) tables: Arc<TableCache>,
     pub(crate) block_cache: Arc<BlockCache>,
     pub(crate) snapshots: Arc<SnapshotList>,
+    /// Taken shared by `Db::snapshot`; an ingestion that keeps sequence number 0 for a file
+    /// (no snapshot exists) holds it exclusively until the file is visible, so no snapshot
+    /// taken meanwhile would see the file appear.
+    pub(crate) snapshot_gate: parking_lot::RwLock<()>,
     pub(crate) shutting_down: AtomicBool,
     pub(crate) user_bytes_written: AtomicU64,
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
@@ -705,6 +709,7 @@ impl Db {
 
     /// A consistent point-in-time view until dropped.
     pub fn snapshot(&self) -> Snapshot {
+        let _gate = self.inner.snapshot_gate.read();
         Snapshot::new(&self.inner.snapshots, || {
             self.inner.last_sequence.load(Ordering::Acquire)
         })

@@ -643,6 +643,7 @@ impl DbInner {
                 tables: r.tables,
                 block_cache: r.block_cache,
                 snapshots: Arc::default(),
+                snapshot_gate: Default::default(),
                 shutting_down: r.shutting_down,
                 user_bytes_written: AtomicU64::new(0),
                 lock: Mutex::new(Some(r.lock)),
