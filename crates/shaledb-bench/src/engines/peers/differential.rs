@@ -1194,11 +1194,16 @@ fn run(cfg: &Config) {
             _ => {}
         }
         if cfg.ingest && round % 2 == 0 {
-            let family = (round / 2) % FAMILIES.len();
-            let files = gen_ingestion(&mut ingest_rng, family, cfg.value_pad);
-            rocks.ingest(family, &files, ext_dir.path(), round as u64);
-            shale_ingest(&db, &cfs[family], &files, ext_dir.path(), round as u64);
-            log.extend(files.into_iter().flatten());
+            let ops = ingest_both(
+                &rocks,
+                &db,
+                &cfs,
+                round,
+                &mut ingest_rng,
+                cfg,
+                ext_dir.path(),
+            );
+            log.extend(ops);
         }
         for (i, cf) in cfs.iter().enumerate() {
             for (rs, ss) in &snapshots {
@@ -1240,13 +1245,7 @@ fn run(cfg: &Config) {
         rocks.release(rs);
     }
     if cfg.ingest {
-        // Ingested puts (values "i...") are still read at the end, not all overwritten.
-        let ingested = (0..FAMILIES.len())
-            .flat_map(|f| rocks.scan(f, false, None))
-            .filter(|(_, v)| v.starts_with(b"i"))
-            .count();
-        eprintln!("{ingested} ingested values read at the end");
-        assert!(ingested > 0, "no ingested value is left to compare");
+        assert_ingested_values_left(&rocks);
     }
     eprintln!("RocksDB's get disagreed with its own iterator {rocks_get_disagreements} times");
     assert!(
@@ -1279,6 +1278,34 @@ fn run(cfg: &Config) {
             assert!(blobs > 0, "{engine} has no blob file in {}", dir.display());
         }
     }
+}
+
+/// The ingestion of round `round` (generated from `rng`) into one family of both engines;
+/// returns its operations for the log.
+fn ingest_both(
+    rocks: &Rocks,
+    db: &Db,
+    cfs: &[ColumnFamily],
+    round: usize,
+    rng: &mut u64,
+    cfg: &Config,
+    dir: &Path,
+) -> Vec<Op> {
+    let family = (round / 2) % FAMILIES.len();
+    let files = gen_ingestion(rng, family, cfg.value_pad);
+    rocks.ingest(family, &files, dir, round as u64);
+    shale_ingest(db, &cfs[family], &files, dir, round as u64);
+    files.into_iter().flatten().collect()
+}
+
+/// Ingested puts (values "i...") are still read at the end, not all overwritten.
+fn assert_ingested_values_left(rocks: &Rocks) {
+    let ingested = (0..FAMILIES.len())
+        .flat_map(|f| rocks.scan(f, false, None))
+        .filter(|(_, v)| v.starts_with(b"i"))
+        .count();
+    eprintln!("{ingested} ingested values read at the end");
+    assert!(ingested > 0, "no ingested value is left to compare");
 }
 
 /// Compares `get` of every key of `family` in both engines; returns how many times RocksDB's
