@@ -257,6 +257,11 @@ pub trait Engine: Send + Sync {
         keys.iter().map(|k| self.get(k)).collect()
     }
 
+    /// Loads `entries` (sorted by key, each key once) as external table files, if the engine
+    /// can (`--fill_by_ingestion`).
+    fn ingest_sorted(&self, _entries: &[(Vec<u8>, Vec<u8>)]) -> EngineResult<()> {
+        Err(format!("{} cannot ingest external files", self.name()))
+    }
     fn property(&self, _name: &str) -> Option<String> {
         None
     }

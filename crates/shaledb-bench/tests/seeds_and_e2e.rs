@@ -104,6 +104,45 @@ fn every_benchmark_runs_end_to_end() {
     assert!(get("multireadrandom").message.contains("found"));
 }
 
+/// `--fill_by_ingestion`: the fills load sorted external files; the reads after them find
+/// exactly what a fill by writes would have left (same keys, same generator).
+#[test]
+fn fill_by_ingestion_loads_the_same_keys() {
+    let found = |ingest: bool| {
+        let mut a = vec![
+            "--benchmarks=fillrandom,readrandom".to_string(),
+            "--num=500".into(),
+            "--value_size=40".into(),
+            "--target_file_size_base=4096".into(),
+        ];
+        if ingest {
+            a.push("--fill_by_ingestion=1".into());
+        }
+        let mut r = Runner::new(Flags::parse(&a).unwrap()).unwrap();
+        r.verbose = false;
+        let res = r.run_all().unwrap();
+        assert_eq!(res[0].ops, 500);
+        res[1].message.clone()
+    };
+    let by_writes = found(false);
+    assert!(by_writes.contains("found"), "{by_writes}");
+    assert_eq!(found(true), by_writes);
+    // Only the plain fills, on one thread.
+    for bad in [
+        &["--benchmarks=fillsync", "--fill_by_ingestion=1"][..],
+        &[
+            "--benchmarks=fillrandom",
+            "--fill_by_ingestion=1",
+            "--threads=2",
+        ][..],
+    ] {
+        let mut r = Runner::new(Flags::parse(bad).unwrap()).unwrap();
+        r.verbose = false;
+        let e = r.run_all().unwrap_err();
+        assert!(e.contains("fill_by_ingestion"), "{e}");
+    }
+}
+
 #[test]
 fn duration_and_rate_limit() {
     let f = Flags::parse(&[

@@ -319,9 +319,20 @@ pub fn wal(data: &[u8]) {
     }
 }
 
-/// The version-edit decoder; a decoded edit must re-encode to something that decodes equal.
+/// The version-edit decoder; a decoded edit must re-encode to something that decodes equal,
+/// and an ingested table (tag 18) must read at its recorded sequence numbers.
 pub fn version_edit(data: &[u8]) {
     if let Ok(edit) = VersionEdit::decode(data) {
+        for (_, f) in &edit.new_files {
+            // An ingested table (tag 18): all its keys read at one sequence number.
+            if let Some(seq) = f.global_seqno {
+                assert_eq!(
+                    (f.smallest_seqno, f.largest_seqno),
+                    (seq, seq),
+                    "tag 18 checked"
+                );
+            }
+        }
         let mut again = Vec::new();
         edit.encode(&mut again);
         assert_eq!(

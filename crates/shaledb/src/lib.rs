@@ -40,6 +40,7 @@ pub(crate) mod range_del;
 mod rate_limiter;
 mod snapshot;
 pub(crate) mod sst;
+mod sst_file_writer;
 mod statistics;
 mod value;
 pub(crate) mod version;
@@ -51,7 +52,8 @@ pub use column_family::{CfOptions, ColumnFamily};
 pub use compaction_filter::{CompactionFilter, Decision};
 pub use compression::CompressionType;
 pub use db::{
-    repair, repair_cf, Db, DbIterator, KeyRange, LostFile, RangeIter, RepairReport, WalSalvage,
+    repair, repair_cf, Db, DbIterator, IngestOptions, KeyRange, LostFile, RangeIter, RepairReport,
+    WalSalvage,
 };
 pub use error::{Error, Result};
 pub use info_log::InfoLogLevel;
@@ -66,6 +68,7 @@ pub use options::{
 };
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use snapshot::Snapshot;
+pub use sst_file_writer::{ExternalFileInfo, SstFileWriter};
 pub use statistics::{HistogramData, HistogramKind, Statistics, StatisticsSnapshot, Ticker};
 pub use value::Value;
 pub use write_batch::{BatchEntry, BatchIter, WriteBatch};

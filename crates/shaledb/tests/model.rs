@@ -205,6 +205,52 @@ fn check_multi_get(db: &Db, ro: &ReadOptions, model: &Model, rng: &mut StdRng) {
 }
 
 fn run_model(seed: u64, opts: Options, ops: usize, dir: &Path) {
+    run_model_with(seed, opts, ops, dir, false);
+}
+
+/// Ingests one or two external files (`SstFileWriter`, `Db::ingest`) of random puts and
+/// deletions of random keys, files not overlapping each other, and applies them to the model.
+fn ingest_random_files(db: &Db, opts: &Options, model: &mut Model, rng: &mut StdRng, at: &Path) {
+    let mut entries: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+    for _ in 0..rng.gen_range(1..60) {
+        let k = random_key(rng);
+        let v = rng.gen_bool(0.8).then(|| random_value(rng));
+        entries.insert(k, v);
+    }
+    let entries: Vec<_> = entries.into_iter().collect();
+    let cut = rng.gen_range(0..entries.len());
+    let mut files = Vec::new();
+    for (i, part) in [&entries[..cut], &entries[cut..]].into_iter().enumerate() {
+        if part.is_empty() {
+            continue;
+        }
+        let path = at.with_extension(format!("{i}.sst"));
+        let mut w = shaledb::SstFileWriter::create(opts, &path).expect("writer");
+        for (k, v) in part {
+            match v {
+                Some(v) => w.put(k, v).expect("put"),
+                None => w.delete(k).expect("delete"),
+            }
+        }
+        w.finish().expect("finish");
+        files.push(path);
+    }
+    let io = shaledb::IngestOptions {
+        move_files: rng.gen_bool(0.5),
+        ..Default::default()
+    };
+    db.ingest(&files, &io).expect("ingest");
+    for (k, v) in entries {
+        match v {
+            Some(v) => model.insert(k, v),
+            None => model.remove(&k),
+        };
+    }
+}
+
+/// `run_model`; with `ingest`, 1% of the operations ingest external files (in place of a
+/// reopen).
+fn run_model_with(seed: u64, opts: Options, ops: usize, dir: &Path, ingest: bool) {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut db = Some(Db::open(dir, opts.clone()).expect("open"));
     let mut model: Model = BTreeMap::new();
@@ -332,6 +378,10 @@ fn run_model(seed: u64, opts: Options, ops: usize, dir: &Path) {
                     .map(|(k, v)| (k.clone(), shaledb::Value::from(v.clone())))
                     .collect();
                 assert!(got == want, "seed {seed} step {step}: range differs");
+            }
+            97 if ingest => {
+                let at = dir.with_extension(format!("ext{step}"));
+                ingest_random_files(d, &opts, &mut model, &mut rng, &at);
             }
             _ => {
                 // Close and reopen; snapshots do not survive a reopen.
@@ -528,5 +578,26 @@ fn model_blob_files() {
             blobs > 0,
             "seed {seed}: no blob file was left in the database"
         );
+    }
+}
+
+/// External files ingested among the other operations: over the memtable (a flush first),
+/// over tables (a global sequence number), beside them (sequence number 0), under live
+/// snapshots (which must not see them), moved or copied, then compacted with the rest; once
+/// with a partitioned index and blob files (compaction moves ingested values into blobs).
+#[test]
+fn model_with_ingestion() {
+    for (seed, partitioned) in [(18, false), (19, true)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut o = small_options(CompressionType::Lz4, 10, 256);
+        if partitioned {
+            o.index_type = IndexType::TwoLevel;
+            o.partition_filters = true;
+            o.metadata_block_size = 128;
+            o.enable_blob_files = true;
+            o.min_blob_size = 32;
+        }
+        let db = dir.path().join("db");
+        run_model_with(seed, o, ops_count(), &db, true);
     }
 }

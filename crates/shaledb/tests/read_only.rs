@@ -121,6 +121,9 @@ fn read_only_sees_everything_refuses_changes_and_writes_nothing() {
     assert_not_supported(ro.create_cf("new", CfOptions::default()), "column family");
     assert_not_supported(ro.drop_cf("blobs"), "column family");
     assert_not_supported(ro.checkpoint(dir.path().join("cp")), "a checkpoint");
+    let ingest = shaledb::IngestOptions::default();
+    assert_not_supported(ro.ingest(&[dir.path().join("x.sst")], &ingest), "ingesting");
+    assert_not_supported(ro.resume(), "resume");
     assert_not_supported(ro.try_catch_up_with_primary(), "open_secondary");
     ro.wait_for_compactions().expect("wait for compactions");
     ro.verify_checksums().expect("verify checksums");

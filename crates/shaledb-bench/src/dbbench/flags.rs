@@ -149,6 +149,12 @@ pub const FLAGS: &[FlagSpec] = &[
         "no automatic compactions (bulk load)",
     ),
     used("disable_wal", true, "write without the WAL"),
+    used(
+        "fill_by_ingestion",
+        true,
+        "fillseq/fillrandom/filluniquerandom: sort the writes and load them as external table \
+         files (SstFileWriter + ingest; ShaleDB only, one thread)",
+    ),
     used("sync", true, "fsync every write"),
     used("verify_checksum", true, "verify block checksums on reads"),
     used(
@@ -516,6 +522,8 @@ pub struct Flags {
     pub range_tombstones: RangeTombstoneFlags,
     /// Write bytes/s cap.
     pub write_rate_limit: u64,
+    /// Fills build sorted external files and ingest them instead of writing (ShaleDB).
+    pub fill_by_ingestion: bool,
     /// Engine options.
     pub opts: CommonOptions,
     /// Ignored flags that were given, with reasons.
@@ -819,6 +827,7 @@ impl Flags {
                 after: get(m, "writes_before_delete_range", 0)?,
             },
             write_rate_limit: get(m, "benchmark_write_rate_limit", 0)?,
+            fill_by_ingestion: get_bool(m, "fill_by_ingestion", false)?,
             opts,
             ignored,
         };

@@ -370,6 +370,9 @@ impl Runner {
             }
             _ => (Order::Random, (f.num / 1000).max(1), 100 * 1000),
         };
+        if f.fill_by_ingestion {
+            check_ingestion_fill(name, &f)?;
+        }
         self.fresh(&o)?;
         let r = self.write_bench(name, order, n, vsize, f.threads)?;
         if o.sync != open_opts.sync {
@@ -770,6 +773,9 @@ impl Runner {
         let num = f.num.max(1);
         let batch = f.batch_size;
         let tombstones = f.range_tombstones;
+        // `--fill_by_ingestion`: the writes are gathered (the last value of a key wins), then
+        // written as sorted external files and ingested, all inside the timed run.
+        let ingest = f.fill_by_ingestion && name.starts_with("fill");
         let max_key = match order {
             Order::Seq => n.max(num),
             _ => num,
@@ -798,6 +804,7 @@ impl Runner {
             };
             let mut i = 0u64;
             let mut ops = Vec::new();
+            let mut gathered = std::collections::BTreeMap::new();
             let (mut end_key, mut issued) = (Vec::new(), 0u64);
             while c.more(i) {
                 let t0 = Instant::now();
@@ -815,13 +822,15 @@ impl Runner {
                         l.insert(k);
                     }
                     bytes += (ks + vsize) as u64;
-                    if batch > 1 {
+                    if ingest {
+                        gathered.insert(c.key.clone(), c.gen.generate(vsize).to_vec());
+                    } else if batch > 1 {
                         ops.push(BatchOp::Put(c.key.clone(), c.gen.generate(vsize).to_vec()));
                     } else {
                         e.put(&c.key, c.gen.generate(vsize))?;
                     }
                 }
-                if batch > 1 {
+                if batch > 1 && !ingest {
                     e.write_batch(&ops)?;
                     ops.clear();
                 }
@@ -837,6 +846,11 @@ impl Runner {
                 c.finished(t0, bytes);
                 c.pace_write(bytes);
                 i += this as u64;
+            }
+            if ingest {
+                let entries: Vec<(Vec<u8>, Vec<u8>)> =
+                    std::mem::take(&mut gathered).into_iter().collect();
+                e.ingest_sorted(&entries)?;
             }
             Ok(())
         });
@@ -1072,6 +1086,24 @@ fn latency_label(name: &str) -> &'static str {
     } else {
         "read"
     }
+}
+
+/// `--fill_by_ingestion` covers the fills that only put: one thread, no range deletes.
+fn check_ingestion_fill(name: &str, f: &Flags) -> Result<(), String> {
+    if !matches!(name, "fillseq" | "fillrandom" | "filluniquerandom") {
+        return Err(format!(
+            "--fill_by_ingestion: {name} cannot load by ingestion (fillseq, fillrandom and \
+             filluniquerandom can)"
+        ));
+    }
+    if f.threads != 1 || f.range_tombstones.enabled() || f.duration > 0 {
+        return Err(
+            "--fill_by_ingestion runs one thread, a count of writes (no --duration) and no \
+             range deletes"
+                .to_string(),
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,12 +1,17 @@
 //! ShaleDB behind the benchmark [`Engine`] trait.
 
 use crate::engine::{BatchOp, BlobOptions, CommonOptions, Engine, EngineIterator, EngineResult};
-use shaledb::{CompressionType, Db, DbIterator, Options, ReadOptions, WriteBatch, WriteOptions};
+use shaledb::{
+    CompressionType, Db, DbIterator, IngestOptions, Options, ReadOptions, SstFileWriter,
+    WriteBatch, WriteOptions,
+};
 use std::path::Path;
 
 /// An open ShaleDB database.
 pub struct ShaleEngine {
     db: Db,
+    /// What the database was opened with (external files are written with it).
+    opts: Options,
     wo: WriteOptions,
     ro: ReadOptions,
 }
@@ -85,9 +90,10 @@ impl ShaleEngine {
     /// Opens (creating) a database at `path`.
     pub fn open(path: &Path, c: &CommonOptions) -> EngineResult<Self> {
         let opts = shale_options(c)?;
-        let db = Db::open(path, opts).map_err(|e| e.to_string())?;
+        let db = Db::open(path, opts.clone()).map_err(|e| e.to_string())?;
         Ok(ShaleEngine {
             db,
+            opts,
             wo: WriteOptions {
                 sync: c.sync,
                 disable_wal: c.disable_wal,
@@ -189,6 +195,9 @@ impl Engine for ShaleEngine {
         }
         self.db.write(&self.wo, b).map_err(|e| e.to_string())
     }
+    fn ingest_sorted(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> EngineResult<()> {
+        ingest_sorted(&self.db, &self.opts, entries).map_err(|e| e.to_string())
+    }
     fn iter(&self) -> Box<dyn EngineIterator + '_> {
         Box::new(ShaleIter(self.db.iter(&self.ro)))
     }
@@ -236,6 +245,46 @@ pub(crate) fn table_shapes(dir: &std::path::Path) -> Vec<(u32, bool, bool)> {
         ));
     }
     out
+}
+
+/// Writes `entries` as external files of about `target_file_size_base` bytes in a directory
+/// beside the database and ingests them all at once (moved, not copied).
+fn ingest_sorted(db: &Db, opts: &Options, entries: &[(Vec<u8>, Vec<u8>)]) -> shaledb::Result<()> {
+    let dir = db.path().with_extension("ingest");
+    let io = |e| shaledb::Error::InvalidArgument(format!("creating {}: {e}", dir.display()));
+    opts.fs.create_dir_all(&dir).map_err(io)?;
+    let target = opts.target_file_size_base.max(1 << 20);
+    let (mut files, mut writer, mut bytes) = (Vec::new(), None, 0u64);
+    for (k, v) in entries {
+        let w = match &mut writer {
+            Some(w) => w,
+            None => writer.insert(SstFileWriter::create(
+                opts,
+                dir.join(format!("{:06}.sst", files.len())),
+            )?),
+        };
+        w.put(k, v)?;
+        bytes += (k.len() + v.len()) as u64;
+        if bytes >= target {
+            if let Some(w) = writer.take() {
+                files.push(w.finish()?.path);
+            }
+            bytes = 0;
+        }
+    }
+    if let Some(w) = writer.take() {
+        files.push(w.finish()?.path);
+    }
+    if files.is_empty() {
+        return Ok(());
+    }
+    let moved = IngestOptions {
+        move_files: true,
+        ..Default::default()
+    };
+    db.ingest(&files, &moved)?;
+    let _ = opts.fs.remove_dir(&dir);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use super::ShardedCache;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::sst::Table;
-use crate::version::filename;
+use crate::version::{filename, FileMetaData};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -72,8 +72,10 @@ impl TableCache {
         self
     }
 
-    /// The table for file `number` of `file_size` bytes, opened if needed.
-    pub(crate) fn get(&self, number: u64, file_size: u64) -> Result<Arc<Table>> {
+    /// The table of file `f`, opened if needed (an ingested file with its global sequence
+    /// number).
+    pub(crate) fn get(&self, f: &FileMetaData) -> Result<Arc<Table>> {
+        let (number, file_size) = (f.number, f.file_size);
         if let Some(t) = self.tables.get(&number) {
             return Ok(t);
         }
@@ -91,14 +93,14 @@ impl TableCache {
         let mut table = Table::open_with_cache_id(
             file,
             path,
-            number,
+            f.footer_number(),
             file_size,
             Some(self.block_cache.clone()),
             cache_id,
             self.meta_in_cache,
         )?;
         table.set_statistics(self.stats.clone());
-        let table = Arc::new(table);
+        let table = Arc::new(table.with_global_seqno(f.global_seqno));
         self.tables.insert(number, table.clone(), 1);
         Ok(table)
     }

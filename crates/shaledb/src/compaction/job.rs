@@ -940,6 +940,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
             num_deletions: 0,
             num_range_deletions: 0,
             blob_files: Vec::new(),
+            global_seqno: None,
             open_table: Default::default(),
         },
         largest: Vec::new(),
@@ -1005,7 +1006,7 @@ fn finish_output(
     }
     // paranoid_checks: read the new table back (footer, index, filter, properties, all
     // checksummed) before anything refers to it.
-    let table = spec.tables.get(meta.number, meta.file_size)?;
+    let table = spec.tables.get(&meta)?;
     if table.properties().num_entries != meta.num_entries {
         return Err(Error::corruption(
             table.path(),
@@ -1057,6 +1058,7 @@ mod tests {
                 num_deletions: 0,
                 num_range_deletions: 0,
                 blob_files: Vec::new(),
+                global_seqno: None,
                 open_table: Default::default(),
             },
         );
@@ -1187,7 +1189,7 @@ mod tests {
         .tables;
         let mut out = Vec::new();
         for m in metas {
-            let t = tables.get(m.number, m.file_size).expect("table");
+            let t = tables.get(&m).expect("table");
             let mut it = t.iter(BlockReadOptions::default());
             it.seek_to_first();
             while it.valid() {

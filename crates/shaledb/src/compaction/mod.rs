@@ -138,6 +138,7 @@ mod tests {
             num_deletions: 0,
             num_range_deletions: 0,
             blob_files: Vec::new(),
+            global_seqno: None,
             open_table: Default::default(),
         })
     }

@@ -21,7 +21,7 @@ pub(crate) struct Busy {
 }
 
 impl Busy {
-    fn range_busy(&self, level: usize, smallest: &[u8], largest: &[u8]) -> bool {
+    pub(crate) fn range_busy(&self, level: usize, smallest: &[u8], largest: &[u8]) -> bool {
         self.output_ranges
             .iter()
             .any(|(l, s, e)| *l == level && !(largest < s.as_slice() || smallest > e.as_slice()))
@@ -492,6 +492,7 @@ mod tests {
                             num_deletions: 0,
                             num_range_deletions: 0,
                             blob_files,
+                            global_seqno: None,
                             open_table: Default::default(),
                         },
                     );

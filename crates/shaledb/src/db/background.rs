@@ -198,7 +198,7 @@ impl DbInner {
         } else {
             pick_flush(st)
         };
-        if flush.is_some() {
+        if flush.is_some() || st.ingesting > 0 {
             return flush;
         }
         // A retried flush with nothing left to write (its family was dropped) is done.
@@ -754,7 +754,7 @@ impl DbInner {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         if c.level == 0 {
             for f in &c.inputs[0] {
-                let t = self.tables.get(f.number, f.file_size)?;
+                let t = self.tables.get(f)?;
                 children
                     .push(Box::new(t.iter(opts).with_compaction_readahead(
                         self.opts.compaction_readahead_size,
@@ -776,7 +776,7 @@ impl DbInner {
         let mut range_dels = Vec::new();
         for f in c.inputs.iter().flatten() {
             if f.num_range_deletions > 0 {
-                let t = self.tables.get(f.number, f.file_size)?;
+                let t = self.tables.get(f)?;
                 range_dels.extend(t.range_tombstones().cloned());
             }
         }
@@ -983,7 +983,7 @@ impl DbInner {
             if self.shutting_down.load(Ordering::Acquire) {
                 return Err(Error::Closed);
             }
-            if st.family(cf).is_none_or(|f| f.busy.files.is_empty()) {
+            if st.ingesting == 0 && st.family(cf).is_none_or(|f| f.busy.files.is_empty()) {
                 return Ok(());
             }
             self.done_cv.wait(st);
@@ -1128,10 +1128,7 @@ fn expired_files(
             if older_l0 || !version.is_base_level_for_range_inclusive(level, small, large) {
                 continue;
             }
-            let newest = tables
-                .get(g.number, g.file_size)?
-                .properties()
-                .newest_write_time;
+            let newest = tables.get(g)?.properties().newest_write_time;
             if newest > 0 && expiry.expired(newest) {
                 out.push((level, g.number));
             }
@@ -1157,7 +1154,7 @@ fn files_under_tombstones(
     let mut tombstones = Vec::new();
     for f in version.files.iter().flatten() {
         if f.num_range_deletions > 0 {
-            if let Some(t) = tables.get(f.number, f.file_size)?.range_tombstones() {
+            if let Some(t) = tables.get(f)?.range_tombstones() {
                 tombstones.push((f.number, t.clone()));
             }
         }

@@ -239,12 +239,16 @@ fn link_or_copy(fs: &dyn FileSystem, from: &Path, dir: &Path) -> Result<()> {
 
 /// Copies `from` into `dir` (as much of it as is written now) and syncs the copy.
 fn copy_file(fs: &dyn FileSystem, from: &Path, dir: &Path) -> Result<()> {
-    let to = dir.join(from.file_name().unwrap_or_default());
+    copy_file_to(fs, from, &dir.join(from.file_name().unwrap_or_default()))
+}
+
+/// Copies `from` to `to` (as much of it as is written now) and syncs the copy.
+pub(super) fn copy_file_to(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<()> {
     let reading = |e| Error::io(format!("reading {}", from.display()), e);
     let src = fs.open_random_access(from).map_err(reading)?;
     let len = src.len().map_err(reading)?;
     let writing = |e| Error::io(format!("writing {}", to.display()), e);
-    let mut dst = fs.create(&to).map_err(writing)?;
+    let mut dst = fs.create(to).map_err(writing)?;
     let mut buf = vec![0u8; COPY_CHUNK];
     let mut at = 0u64;
     while at < len {

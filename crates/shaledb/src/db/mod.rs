@@ -13,6 +13,7 @@ pub(crate) use checkpoint::LiveFiles;
 mod corrupt_key_tests;
 mod events;
 mod families;
+mod ingest;
 mod open;
 #[cfg(test)]
 mod paranoid_tests;
@@ -28,6 +29,7 @@ pub(crate) mod write_delay;
 pub use crate::iter::db_iter::DbIterator;
 use crate::options::CompactRangeOptions;
 pub(crate) use crate::snapshot::Snapshot;
+pub use ingest::IngestOptions;
 pub use range::{KeyRange, RangeIter};
 pub use repair::{repair, repair_cf, LostFile, RepairReport, WalSalvage};
 
@@ -183,6 +185,9 @@ pub(crate) struct DbState {
     /// Compactions that failed with an IO error: none is picked before the retry time.
     pub(crate) compaction_retry: Option<recovery::Retry>,
     pub(crate) running_compactions: usize,
+    /// Ingestions deciding where their files go (`Db::ingest`): no compaction starts
+    /// meanwhile, so none is picked from a version about to change under it.
+    pub(crate) ingesting: usize,
     /// WALs not yet known to be obsolete; those below the MANIFEST's log number move to the
     /// deletion queue when the edit that moved it is durable.
     /// Each as (number, bytes written to it), oldest first; the last is the one being written.
@@ -234,6 +239,10 @@ pub(crate) struct DbInner {
     pub(crate) tables: Arc<TableCache>,
     pub(crate) block_cache: Arc<BlockCache>,
     pub(crate) snapshots: Arc<SnapshotList>,
+    /// Taken shared by `Db::snapshot`; an ingestion that keeps sequence number 0 for a file
+    /// (no snapshot exists) holds it exclusively until the file is visible, so no snapshot
+    /// taken meanwhile would see the file appear.
+    pub(crate) snapshot_gate: parking_lot::RwLock<()>,
     pub(crate) shutting_down: AtomicBool,
     pub(crate) user_bytes_written: AtomicU64,
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
@@ -729,6 +738,7 @@ impl Db {
 
     /// A consistent point-in-time view until dropped.
     pub fn snapshot(&self) -> Snapshot {
+        let _gate = self.inner.snapshot_gate.read();
         Snapshot::new(&self.inner.snapshots, || {
             self.inner.last_sequence.load(Ordering::Acquire)
         })

@@ -391,7 +391,7 @@ fn open_view_files(
     for f in versions.families().values() {
         let v = f.current();
         for t in v.files.iter().flatten() {
-            tables.get(t.number, t.file_size)?;
+            tables.get(t)?;
         }
         for b in &v.blob_files {
             b.open_reader(&opts.fs, dir)?;

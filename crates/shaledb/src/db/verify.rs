@@ -32,7 +32,7 @@ impl Db {
                 .fs
                 .open_random_access(&path)
                 .map_err(|e| Error::io(format!("opening table {}", path.display()), e))?;
-            let table = Table::open(file, path.clone(), f.number, f.file_size, None)?;
+            let table = Table::open(file, path.clone(), f.footer_number(), f.file_size, None)?;
             table.verify_checksums()?;
             let entries = table.properties().num_entries;
             if entries != f.num_entries {

@@ -233,6 +233,28 @@ impl DbInner {
         res
     }
 
+    /// Queues an empty writer and waits until it is at the front of the queue: from then until
+    /// [`leave_write_barrier`](Self::leave_write_barrier) no write group runs (ingestion's
+    /// barrier, RocksDB's unbatched write). Returns the writer to pass back.
+    pub(crate) fn enter_write_barrier(&self, st: &mut MutexGuard<'_, DbState>) -> Arc<Writer> {
+        let w = Writer::queued(WriteBatch::new(), false, false);
+        st.writers.push_back(w.clone());
+        while !st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w)) {
+            w.cv.wait(st);
+        }
+        w
+    }
+
+    /// Ends the barrier `w` began and hands the queue to the next writer.
+    pub(crate) fn leave_write_barrier(&self, st: &mut MutexGuard<'_, DbState>, w: &Arc<Writer>) {
+        if st.writers.front().is_some_and(|f| Arc::ptr_eq(f, w)) {
+            st.writers.pop_front();
+        }
+        if let Some(next) = st.writers.front() {
+            next.cv.notify_one();
+        }
+    }
+
     /// Appends the group to the WAL and each entry to its family's memtable (`mems`, by
     /// family id). Called without the state mutex; only the leader runs it.
     fn write_group(

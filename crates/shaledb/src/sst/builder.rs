@@ -192,6 +192,11 @@ impl TableBuilder {
         self
     }
 
+    /// Marks the table as an external file for ingestion (`SstFileWriter`), format `version`.
+    pub(crate) fn set_external_file_version(&mut self, version: u64) {
+        self.props.external_file_version = version;
+    }
+
     /// Records the newest write time of the table's values (a family with a TTL).
     pub(crate) fn set_newest_write_time(&mut self, t: u64) {
         self.props.newest_write_time = t;

@@ -136,6 +136,10 @@ pub struct TableProperties {
     pub column_family_id: Option<u32>,
     /// The name of that column family (empty if not recorded).
     pub column_family_name: String,
+    /// Written by `SstFileWriter` for ingestion: the external file format's version (1; 0
+    /// for tables the engine wrote itself). Such a table's footer names file number 0 and its
+    /// keys all carry sequence number 0.
+    pub external_file_version: u64,
     /// Total file size. Not stored in the properties block: it is the file's length.
     pub file_size: u64,
 }

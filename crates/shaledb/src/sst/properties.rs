@@ -28,6 +28,7 @@ pub(crate) const INDEX_USER_KEYS: &str = "shaledb.index.user_keys";
 pub(crate) const INDEX_TWO_LEVEL: &str = "shaledb.index.two_level";
 pub(crate) const COLUMN_FAMILY_ID: &str = "shaledb.column.family.id";
 pub(crate) const COLUMN_FAMILY_NAME: &str = "shaledb.column.family.name";
+pub(crate) const EXTERNAL_FILE_VERSION: &str = "shaledb.external_sst_file.version";
 
 fn numeric(p: &TableProperties) -> [(&'static str, u64); 10] {
     [
@@ -59,6 +60,7 @@ pub(crate) fn encode(p: &TableProperties) -> Vec<u8> {
         (FILTER_PARTITIONS, p.filter_partitions),
         (INDEX_USER_KEYS, u64::from(p.index_user_keys)),
         (INDEX_TWO_LEVEL, u64::from(p.index_two_level)),
+        (EXTERNAL_FILE_VERSION, p.external_file_version),
     ] {
         if v > 0 {
             let mut buf = Vec::new();
@@ -136,6 +138,7 @@ pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
                 k if k == NEWEST_WRITE_TIME.as_bytes() => Some(&mut p.newest_write_time),
                 k if k == INDEX_PARTITIONS.as_bytes() => Some(&mut p.index_partitions),
                 k if k == FILTER_PARTITIONS.as_bytes() => Some(&mut p.filter_partitions),
+                k if k == EXTERNAL_FILE_VERSION.as_bytes() => Some(&mut p.external_file_version),
                 _ => None,
             };
             if let Some(slot) = slot {
@@ -191,6 +194,7 @@ mod tests {
             index_two_level: true,
             column_family_id: Some(300),
             column_family_name: "counters".into(),
+            external_file_version: 1,
             file_size: 0,
         };
         let block = Arc::new(Block::new(encode(&p)).expect("block"));

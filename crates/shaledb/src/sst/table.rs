@@ -70,6 +70,10 @@ pub struct Table {
     dict_handle: Option<BlockHandle>,
     /// Counts cache hits and misses and filter answers (`Options::statistics`).
     stats: Option<Arc<Statistics>>,
+    /// An ingested table's global sequence number (`Db::ingest`): its keys, written with
+    /// sequence number 0, are read as this. `None` for every other table (and for an ingested
+    /// one kept at 0), which costs their reads one branch.
+    global_seqno: Option<SequenceNumber>,
 }
 
 thread_local! {
@@ -122,6 +126,14 @@ impl Table {
             cache_id,
             false,
         )
+    }
+
+    /// Reads every key of the table with sequence number `seq` (an ingested table's global
+    /// sequence number; `None` or 0 reads the keys as written). The file's keys must all carry
+    /// sequence number 0 and distinct user keys, which ingestion checked.
+    pub(crate) fn with_global_seqno(mut self, seq: Option<SequenceNumber>) -> Table {
+        self.global_seqno = seq.filter(|&s| s > 0);
+        self
     }
 
     /// A block-cache id no table has used: a table writer given it (see
@@ -281,6 +293,7 @@ impl Table {
             dictionary,
             dict_handle,
             stats: None,
+            global_seqno: None,
         })
     }
 
@@ -629,9 +642,17 @@ impl Table {
         let status = it.status();
         *buf = it.into_key_buffer();
         status.map_err(|e| self.name_file(e))?;
-        let Some((kind, range, seq)) = found else {
+        let Some((kind, range, mut seq)) = found else {
             return Ok((LookupResult::NotPresent, 0));
         };
+        if let Some(global) = self.global_seqno {
+            // The file holds one entry per user key, written at 0 and read at `global`: a
+            // lookup below it does not see the entry (and there is no older one here).
+            if global > lookup.sequence() {
+                return Ok((LookupResult::NotPresent, 0));
+            }
+            seq = global;
+        }
         let result = match kind {
             ValueKind::Delete | ValueKind::SingleDelete => LookupResult::Deleted,
             ValueKind::Merge => LookupResult::Merge,
@@ -677,6 +698,7 @@ impl Table {
     /// A two-level iterator over the whole table.
     pub fn iter(self: &Arc<Self>, opts: BlockReadOptions) -> TableIterator {
         TableIterator {
+            global_seqno: self.global_seqno,
             table: self.clone(),
             index: None,
             data: None,
@@ -684,6 +706,7 @@ impl Table {
             opts,
             readahead: Readahead::auto(),
             error: None,
+            global_key: Vec::new(),
         }
     }
 
@@ -1033,6 +1056,10 @@ pub struct TableIterator {
     /// Data blocks missing from the cache are read through this (see `readahead.rs`).
     readahead: Readahead,
     error: Option<Error>,
+    /// The table's global sequence number (see [`Table::with_global_seqno`]); with it, `key`
+    /// returns `global_key`, the current key with its sequence number replaced.
+    global_seqno: Option<SequenceNumber>,
+    global_key: Vec<u8>,
 }
 
 impl TableIterator {
@@ -1130,6 +1157,31 @@ impl TableIterator {
         }
     }
 
+    /// With a global sequence number: builds the current key as readers see it. Called after
+    /// every move; one branch for other tables.
+    #[inline]
+    fn present_key(&mut self) {
+        let (Some(seq), Some(d)) = (self.global_seqno, &self.data) else {
+            return;
+        };
+        if !d.valid() {
+            return;
+        }
+        let k = d.key();
+        self.global_key.clear();
+        match k.len().checked_sub(8) {
+            Some(at) => {
+                // The kind byte (the trailer's low byte) stays; the sequence number becomes
+                // the global one.
+                self.global_key.extend_from_slice(&k[..at]);
+                let trailer = (seq << 8) | u64::from(k[at]);
+                self.global_key.extend_from_slice(&trailer.to_le_bytes());
+            }
+            // Malformed: passed on as it is, for the reader to report.
+            None => self.global_key.extend_from_slice(k),
+        }
+    }
+
     fn skip_empty_backward(&mut self) {
         while !self.data.as_ref().is_some_and(|d| d.valid()) {
             if self.data_failed() || !self.index_valid() {
@@ -1164,6 +1216,7 @@ impl InternalIterator for TableIterator {
             d.seek_to_first();
         }
         self.skip_empty_forward();
+        self.present_key();
     }
 
     fn seek_to_last(&mut self) {
@@ -1178,6 +1231,7 @@ impl InternalIterator for TableIterator {
             d.seek_to_last();
         }
         self.skip_empty_backward();
+        self.present_key();
     }
 
     fn seek(&mut self, target: &[u8]) {
@@ -1192,6 +1246,15 @@ impl InternalIterator for TableIterator {
             d.seek(target);
         }
         self.skip_empty_forward();
+        self.present_key();
+        if self.global_seqno.is_some()
+            && self.valid()
+            && key::compare_internal(&self.global_key, target) == std::cmp::Ordering::Less
+        {
+            // The entry found has the target's user key but, read at the global sequence
+            // number, sorts before it; user keys are distinct, so the next entry is the one.
+            self.next();
+        }
     }
 
     fn next(&mut self) {
@@ -1202,6 +1265,7 @@ impl InternalIterator for TableIterator {
             d.next();
         }
         self.skip_empty_forward();
+        self.present_key();
     }
 
     fn prev(&mut self) {
@@ -1212,10 +1276,12 @@ impl InternalIterator for TableIterator {
             d.prev();
         }
         self.skip_empty_backward();
+        self.present_key();
     }
 
     fn key(&self) -> &[u8] {
         match &self.data {
+            Some(_) if self.global_seqno.is_some() => &self.global_key,
             Some(d) => d.key(),
             None => &[],
         }

@@ -1070,3 +1070,58 @@ fn index_and_filter_in_the_block_cache_are_charged_evicted_and_read_again() {
 
 mod partitioned;
 mod small_index;
+
+/// A table read with a global sequence number (an ingested table): every key is presented
+/// with it, a seek below it steps past the key, a lookup below it finds nothing.
+#[test]
+fn global_sequence_number_is_presented_on_every_read() {
+    let entries: Vec<(Vec<u8>, Vec<u8>)> =
+        (0..200).map(|i| (ikey(2 * i, 0), value(2 * i))).collect();
+    let (bytes, _) = build(opts(CompressionType::None), &entries);
+    let len = bytes.len() as u64;
+    let table = Table::open(Arc::new(MemRandom(bytes)), path(), FILE_NUMBER, len, None)
+        .expect("open")
+        .with_global_seqno(Some(70));
+    let t = Arc::new(table);
+    let mut it = t.iter(ro(true, false));
+    let got = collect(&mut it);
+    let want: Vec<_> = (0..200).map(|i| (ikey(2 * i, 70), value(2 * i))).collect();
+    assert_eq!(got, want);
+    // Backward too.
+    it.seek_to_last();
+    assert_eq!(it.key(), ikey(398, 70));
+    it.prev();
+    assert_eq!(it.key(), ikey(396, 70));
+    // A seek at or above 70 lands on the key; below 70 the key sorts before the target.
+    it.seek(&ikey(100, 70));
+    assert_eq!(it.key(), ikey(100, 70));
+    it.seek(&ikey(100, 69));
+    assert_eq!(it.key(), ikey(102, 70));
+    it.seek(&ikey(101, 5));
+    assert_eq!(it.key(), ikey(102, 70));
+    it.seek(&ikey(398, 3));
+    assert!(!it.valid());
+    it.status().expect("status");
+    // Point lookups: visible at 70 and above, with sequence number 70.
+    let at = |seq| {
+        t.get_entry(&LookupKey::new(&ukey(100), seq), ro(true, false))
+            .expect("get")
+    };
+    let (r, seq) = at(70);
+    assert_eq!(found(r).as_ref(), value(100).as_slice());
+    assert_eq!(seq, 70);
+    assert!(matches!(at(69).0, LookupResult::NotPresent));
+    assert!(matches!(at(u64::MAX >> 8).0, LookupResult::Found(_)));
+    // Zero means no rewriting at all.
+    let plain = Table::open(
+        Arc::new(MemRandom(build(opts(CompressionType::None), &entries).0)),
+        path(),
+        FILE_NUMBER,
+        len,
+        None,
+    )
+    .expect("open")
+    .with_global_seqno(Some(0));
+    let mut it = Arc::new(plain).iter(ro(true, false));
+    assert_eq!(collect(&mut it), entries);
+}

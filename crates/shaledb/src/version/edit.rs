@@ -10,7 +10,7 @@
 //! tag is an error because ignoring it could silently lose state.
 
 use crate::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
-use crate::key::{parse_internal_key, InternalKey};
+use crate::key::{parse_internal_key, InternalKey, MAX_SEQUENCE};
 
 /// Levels in an edit must be below this; larger values are treated as corruption.
 pub(crate) const MAX_LEVELS: usize = 64;
@@ -34,6 +34,7 @@ mod tag {
     pub(super) const TABLE_BLOB_FILES: u32 = 15;
     pub(super) const BLOB_FILE_ADDITION: u32 = 16;
     pub(super) const BLOB_FILE_GARBAGE: u32 = 17;
+    pub(super) const INGESTED_TABLE: u32 = 18;
 }
 
 /// The most blob files one table may reference (a larger count read from disk is corruption).
@@ -75,8 +76,23 @@ pub struct FileMetaData {
     /// The blob files the table's blob references point into, ascending (recorded with tag
     /// 15): a blob file is live while a live table lists it.
     pub blob_files: Vec<u64>,
+    /// `Some(seq)` for a table ingested from an external file (`Db::ingest`, recorded with
+    /// tag 18): its footer names file number 0 and every key in it is written with sequence
+    /// number 0 but read as `seq` (its global sequence number; 0 keeps the keys as written).
+    pub global_seqno: Option<u64>,
     /// The file's open table once a read has opened it (not recorded in the MANIFEST).
     pub open_table: crate::cache::OpenTable,
+}
+
+impl FileMetaData {
+    /// The file number the table's footer names: its own, or 0 for an ingested file (written
+    /// by `SstFileWriter` before it had a number).
+    pub(crate) fn footer_number(&self) -> u64 {
+        match self.global_seqno {
+            Some(_) => 0,
+            None => self.number,
+        }
+    }
 }
 
 /// A change to the set of live files and counters, one MANIFEST record.
@@ -233,6 +249,13 @@ impl VersionEdit {
                 put_varint64(dst, b);
             }
         }
+        for (_, f) in &self.new_files {
+            if let Some(seq) = f.global_seqno {
+                put_varint32(dst, tag::INGESTED_TABLE);
+                put_varint64(dst, f.number);
+                put_varint64(dst, seq);
+            }
+        }
         for b in &self.blob_files_added {
             put_varint32(dst, tag::BLOB_FILE_ADDITION);
             for v in [b.number, b.blob_count, b.blob_bytes, b.file_size] {
@@ -254,6 +277,7 @@ impl VersionEdit {
     pub fn decode(src: &[u8]) -> Result<VersionEdit, String> {
         let mut edit = VersionEdit::default();
         let mut table_blob_files = Vec::new();
+        let mut ingested = Vec::new();
         let mut d = Decoder::new(src);
         while !d.is_empty() {
             let at = d.position();
@@ -327,6 +351,10 @@ impl VersionEdit {
                     let (table, blobs) = get_table_blob_files(&mut d).map_err(|e| field(&e))?;
                     table_blob_files.push((table, blobs, at));
                 }
+                tag::INGESTED_TABLE => {
+                    let [table, seq] = get_numbers(&mut d).map_err(|e| field(&e))?;
+                    ingested.push((table, seq, at));
+                }
                 tag::BLOB_FILE_ADDITION => {
                     let [number, blob_count, blob_bytes, file_size] =
                         get_numbers(&mut d).map_err(|e| field(&e))?;
@@ -392,8 +420,41 @@ impl VersionEdit {
                 })?;
             f.1.blob_files = blobs;
         }
+        for (table, seq, at) in ingested {
+            set_global_seqno(&mut edit, table, seq, at)?;
+        }
         Ok(edit)
     }
+}
+
+/// Applies tag 18 (at byte `at`): table `table`, a new file of the edit not yet marked, was
+/// ingested with global sequence number `seq`, which must be the file's recorded sequence range.
+fn set_global_seqno(edit: &mut VersionEdit, table: u64, seq: u64, at: usize) -> Result<(), String> {
+    if seq > MAX_SEQUENCE {
+        return Err(format!(
+            "ingested table {table} (tag 18 at byte {at}) has global sequence number {seq}, \
+             above the largest possible"
+        ));
+    }
+    let (_, f) = edit
+        .new_files
+        .iter_mut()
+        .find(|(_, f)| f.number == table && f.global_seqno.is_none())
+        .ok_or_else(|| {
+            format!(
+                "ingested table {table} (tag 18 at byte {at}) names no new file of the edit, or \
+                 one twice"
+            )
+        })?;
+    if f.smallest_seqno != seq || f.largest_seqno != seq {
+        return Err(format!(
+            "ingested table {table} (tag 18 at byte {at}) has global sequence number {seq} but \
+             records sequence numbers {}..={}",
+            f.smallest_seqno, f.largest_seqno
+        ));
+    }
+    f.global_seqno = Some(seq);
+    Ok(())
 }
 
 fn put_level(dst: &mut Vec<u8>, level: usize) {
@@ -483,6 +544,7 @@ fn get_file_meta(d: &mut Decoder<'_>) -> Result<FileMetaData, String> {
         num_deletions,
         num_range_deletions: 0,
         blob_files: Vec::new(),
+        global_seqno: None,
         open_table: Default::default(),
     })
 }
@@ -490,7 +552,7 @@ fn get_file_meta(d: &mut Decoder<'_>) -> Result<FileMetaData, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{ValueKind, MAX_SEQUENCE};
+    use crate::key::ValueKind;
 
     fn file(number: u64, small: &[u8], large: &[u8]) -> FileMetaData {
         FileMetaData {
@@ -504,6 +566,7 @@ mod tests {
             num_deletions: 12,
             num_range_deletions: 0,
             blob_files: Vec::new(),
+            global_seqno: None,
             open_table: Default::default(),
         }
     }
@@ -528,6 +591,11 @@ mod tests {
         ranged.largest = InternalKey::new(b"y", MAX_SEQUENCE, ValueKind::RangeDeletion);
         ranged.blob_files = vec![4, 5, 1 << 33];
         e.add_file(1, ranged);
+        let mut ingested = file(11, b"c", b"d");
+        ingested.smallest_seqno = 40;
+        ingested.largest_seqno = 40;
+        ingested.global_seqno = Some(40);
+        e.add_file(5, ingested);
         e.blob_files_added = vec![BlobFileAddition {
             number: 5,
             blob_count: 3,
@@ -580,6 +648,66 @@ mod tests {
         }
         let err = VersionEdit::decode(&big).expect_err("counts beyond size");
         assert!(err.contains("exceed its size"), "{err}");
+    }
+
+    #[test]
+    fn ingested_table_field_is_exact_and_checked() {
+        let mut f = file(8, b"a", b"z");
+        f.smallest_seqno = 300;
+        f.largest_seqno = 300;
+        f.global_seqno = Some(300);
+        let mut e = VersionEdit::default();
+        e.add_file(2, f.clone());
+        let bytes = encoded(&e);
+        // Tag 18, table 8, sequence number 300 (varint ac 02), after the new file.
+        assert_eq!(&bytes[bytes.len() - 4..], &[18, 8, 0xac, 0x02]);
+        assert_eq!(VersionEdit::decode(&bytes), Ok(e.clone()));
+        assert_eq!(f.footer_number(), 0);
+        // Global sequence number 0 is recorded too (the file is still external).
+        let mut zero = file(9, b"a", b"b");
+        zero.smallest_seqno = 0;
+        zero.largest_seqno = 0;
+        zero.global_seqno = Some(0);
+        let z = VersionEdit {
+            new_files: vec![(6, zero)],
+            ..Default::default()
+        };
+        assert_eq!(VersionEdit::decode(&encoded(&z)), Ok(z));
+
+        let with_tag = |fields: [u64; 2]| {
+            let mut plain = f.clone();
+            plain.global_seqno = None;
+            let mut b = encoded(&VersionEdit {
+                new_files: vec![(2, plain)],
+                ..Default::default()
+            });
+            put_varint32(&mut b, tag::INGESTED_TABLE);
+            for v in fields {
+                put_varint64(&mut b, v);
+            }
+            b
+        };
+        let bad: [(Vec<u8>, &str); 4] = [
+            (with_tag([7, 300]), "names no new file"),
+            (with_tag([8, 299]), "records sequence numbers 300..=300"),
+            (
+                with_tag([8, MAX_SEQUENCE + 1]),
+                "above the largest possible",
+            ),
+            (
+                {
+                    let mut b = bytes.clone();
+                    b.extend_from_slice(&[18, 8, 0xac, 0x02]);
+                    b
+                },
+                "or one twice",
+            ),
+        ];
+        for (b, want) in bad {
+            let err = VersionEdit::decode(&b).expect_err(want);
+            assert!(err.contains(want), "{err}");
+        }
+        assert!(VersionEdit::decode(&with_tag([8, 300])).is_ok());
     }
 
     fn encoded(e: &VersionEdit) -> Vec<u8> {
@@ -694,9 +822,10 @@ mod tests {
                 Err(_) => errors += 1,
             }
         }
-        // Only cuts at field boundaries decode (to a prefix of the fields): 13 fields, and a
-        // table's blob files cannot be cut from it (its tag 15 comes after every new file).
-        assert!(errors >= bytes.len() - 13, "{errors} of {}", bytes.len());
+        // Only cuts at field boundaries decode (to a prefix of the fields): 15 fields, and a
+        // table's blob files or global sequence number cannot be cut from it (tags 15 and 18
+        // come after every new file).
+        assert!(errors >= bytes.len() - 15, "{errors} of {}", bytes.len());
         // A cut inside the last new-file field is always an error.
         assert!(VersionEdit::decode(&bytes[..bytes.len() - 1]).is_err());
     }

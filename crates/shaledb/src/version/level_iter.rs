@@ -88,7 +88,7 @@ impl LevelIterator {
         let Some(f) = self.files.as_slice().get(index) else {
             return false;
         };
-        match self.tables.get(f.number, f.file_size) {
+        match self.tables.get(f) {
             Ok(t) => {
                 let it = t.iter(self.opts);
                 self.current = Some(match self.compaction_readahead {
@@ -349,7 +349,7 @@ mod tests {
         let (version, tables, entries) = level_one(2000);
         let mut next = 0;
         for f in version.level_files(1) {
-            let table = tables.get(f.number, f.file_size).expect("open");
+            let table = tables.get(f).expect("open");
             let mut it = table.iter(crate::sst::BlockReadOptions {
                 verify_checksums: true,
                 fill_cache: false,

@@ -431,7 +431,7 @@ impl Version {
         if let Some(t) = f.open_table.get() {
             return Ok(t.clone());
         }
-        let t = tables.get(f.number, f.file_size)?;
+        let t = tables.get(f)?;
         if self.num_files() <= tables.capacity() {
             f.open_table.keep(t.clone());
         }
@@ -565,7 +565,7 @@ impl Version {
         if let Some(t) = f.open_table.get() {
             return get_in_table(t, lookup, opts, covering);
         }
-        let table = tables.get(f.number, f.file_size)?;
+        let table = tables.get(f)?;
         if self.num_files() <= tables.capacity() {
             f.open_table.keep(table.clone());
         }
@@ -582,7 +582,7 @@ impl Version {
             if f.num_range_deletions == 0 {
                 continue;
             }
-            let t = tables.get(f.number, f.file_size)?;
+            let t = tables.get(f)?;
             if let Some(r) = t.range_tombstones() {
                 out.push(r.clone());
             }
@@ -613,7 +613,7 @@ impl Version {
     ) {
         out.reserve(self.iterator_count());
         for f in self.level_files(0) {
-            match tables.get(f.number, f.file_size) {
+            match tables.get(f) {
                 Ok(t) => out.push(Box::new(t.iter(opts))),
                 Err(e) => out.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
             }
@@ -650,7 +650,7 @@ impl Version {
             if !in_range(f) {
                 return Ok(None);
             }
-            let t = tables.get(f.number, f.file_size)?;
+            let t = tables.get(f)?;
             Ok(t.may_contain_prefix(prefix, extractor_id).then_some(t))
         };
         for f in self.level_files(0) {
@@ -709,7 +709,7 @@ impl Version {
                 total += f.file_size;
                 continue;
             }
-            let table = tables.get(f.number, f.file_size)?;
+            let table = tables.get(f)?;
             let from = match &start_key {
                 Some(k) if !starts_inside => table.approximate_offset_of(k),
                 _ => 0,
@@ -854,6 +854,7 @@ mod tests {
             num_deletions: 0,
             num_range_deletions: 0,
             blob_files: Vec::new(),
+            global_seqno: None,
             open_table: Default::default(),
         }
     }
@@ -1030,6 +1031,7 @@ mod tests {
             num_deletions: 0,
             num_range_deletions: 0,
             blob_files: Vec::new(),
+            global_seqno: None,
             open_table: Default::default(),
         };
         let mut edit = crate::version::VersionEdit::default();

@@ -1088,6 +1088,7 @@ mod apply_tests {
             num_deletions: 0,
             num_range_deletions: 0,
             blob_files: Vec::new(),
+            global_seqno: None,
             open_table: Default::default(),
         }
     }
@@ -1253,6 +1254,7 @@ mod tests {
             num_deletions: 0,
             num_range_deletions: 0,
             blob_files: Vec::new(),
+            global_seqno: None,
             open_table: Default::default(),
         }
     }

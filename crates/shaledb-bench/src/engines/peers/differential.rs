@@ -10,7 +10,7 @@
 use shaledb::merge_operators::UInt64Add;
 use shaledb::{
     BottommostLevelCompaction, CfOptions, ColumnFamily, CompactRangeOptions, CompressionType, Db,
-    Options, ReadOptions, WriteBatch, WriteOptions,
+    IngestOptions, Options, ReadOptions, SstFileWriter, WriteBatch, WriteOptions,
 };
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_uchar, CString};
@@ -32,7 +32,10 @@ mod ffi {
         rocksdb_snapshot_t,
         rocksdb_compactoptions_t,
         rocksdb_block_based_table_options_t,
-        rocksdb_filterpolicy_t
+        rocksdb_filterpolicy_t,
+        rocksdb_envoptions_t,
+        rocksdb_sstfilewriter_t,
+        rocksdb_ingestexternalfileoptions_t
     );
     pub type ErrPtr = *mut *mut c_char;
 
@@ -226,6 +229,53 @@ mod ffi {
         pub fn rocksdb_iter_next(it: *mut rocksdb_iterator_t);
         pub fn rocksdb_iter_key(it: *const rocksdb_iterator_t, len: *mut usize) -> *const c_char;
         pub fn rocksdb_iter_value(it: *const rocksdb_iterator_t, len: *mut usize) -> *const c_char;
+        pub fn rocksdb_envoptions_create() -> *mut rocksdb_envoptions_t;
+        pub fn rocksdb_envoptions_destroy(o: *mut rocksdb_envoptions_t);
+        pub fn rocksdb_sstfilewriter_create(
+            env: *const rocksdb_envoptions_t,
+            io_options: *const rocksdb_options_t,
+        ) -> *mut rocksdb_sstfilewriter_t;
+        pub fn rocksdb_sstfilewriter_open(
+            w: *mut rocksdb_sstfilewriter_t,
+            name: *const c_char,
+            errptr: ErrPtr,
+        );
+        pub fn rocksdb_sstfilewriter_put(
+            w: *mut rocksdb_sstfilewriter_t,
+            k: *const c_char,
+            klen: usize,
+            v: *const c_char,
+            vlen: usize,
+            errptr: ErrPtr,
+        );
+        pub fn rocksdb_sstfilewriter_merge(
+            w: *mut rocksdb_sstfilewriter_t,
+            k: *const c_char,
+            klen: usize,
+            v: *const c_char,
+            vlen: usize,
+            errptr: ErrPtr,
+        );
+        pub fn rocksdb_sstfilewriter_delete(
+            w: *mut rocksdb_sstfilewriter_t,
+            k: *const c_char,
+            klen: usize,
+            errptr: ErrPtr,
+        );
+        pub fn rocksdb_sstfilewriter_finish(w: *mut rocksdb_sstfilewriter_t, errptr: ErrPtr);
+        pub fn rocksdb_sstfilewriter_destroy(w: *mut rocksdb_sstfilewriter_t);
+        pub fn rocksdb_ingestexternalfileoptions_create() -> *mut rocksdb_ingestexternalfileoptions_t;
+        pub fn rocksdb_ingestexternalfileoptions_destroy(
+            o: *mut rocksdb_ingestexternalfileoptions_t,
+        );
+        pub fn rocksdb_ingest_external_file_cf(
+            db: *mut rocksdb_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            file_list: *const *const c_char,
+            list_len: usize,
+            o: *const rocksdb_ingestexternalfileoptions_t,
+            errptr: ErrPtr,
+        );
         pub fn rocksdb_iter_get_error(it: *const rocksdb_iterator_t, errptr: ErrPtr);
     }
 }
@@ -269,6 +319,9 @@ struct Config {
     /// Non-empty levels (L0 included) some family must have had at once in each engine
     /// (sampled every 10 writes): checks that the sizes spread the data as intended.
     min_levels: usize,
+    /// Every other round, one or two external files are written (RocksDB's `SstFileWriter`
+    /// and ShaleDB's) and ingested into one family of each engine.
+    ingest: bool,
 }
 
 /// Level and file sizes (the RocksDB options of the same names).
@@ -291,6 +344,7 @@ const DEFAULTS: Config = Config {
     bottommost: None,
     value_pad: 0,
     min_levels: 1,
+    ingest: false,
 };
 
 /// Dynamic level sizes, LZ4 above the bottommost level and Zstd with a dictionary on it,
@@ -311,6 +365,7 @@ const DYNAMIC_LEVELS_BOTTOMMOST_CODEC: Config = Config {
     bottommost: Some(BottommostLevelCompaction::Force),
     value_pad: 300,
     min_levels: 3,
+    ingest: false,
 };
 
 /// The previous configuration with 256-byte blocks under a two-level index with bloom filter
@@ -327,6 +382,18 @@ const DYNAMIC_LEVELS_BLOB_FILES: Config = Config {
     // Tables hold references, not the padded values, so they stay small: RocksDB's data
     // does not always reach a third level.
     min_levels: 2,
+    ..DYNAMIC_LEVELS_BOTTOMMOST_CODEC
+};
+
+/// Both engines' defaults, with ingestions.
+const DEFAULTS_WITH_INGESTION: Config = Config {
+    ingest: true,
+    ..DEFAULTS
+};
+
+/// The dynamic-levels configuration with ingestions (files land at many levels).
+const DYNAMIC_LEVELS_WITH_INGESTION: Config = Config {
+    ingest: true,
     ..DYNAMIC_LEVELS_BOTTOMMOST_CODEC
 };
 
@@ -510,6 +577,68 @@ impl Rocks {
             ffi::rocksdb_write(self.db, self.wo, b, &mut err);
             ffi::rocksdb_writebatch_destroy(b);
             check_err(err, "write");
+        }
+    }
+
+    /// Writes each of `files` (sorted operations of `family`) with RocksDB's SstFileWriter
+    /// into `dir` and ingests them together with the default IngestExternalFileOptions.
+    fn ingest(&self, family: usize, files: &[Vec<Op>], dir: &Path, tag: u64) {
+        let paths: Vec<CString> = (0..files.len())
+            .map(|i| {
+                let p = dir.join(format!("rocks-{tag}-{i}.sst"));
+                CString::new(p.to_string_lossy().as_bytes()).expect("path")
+            })
+            .collect();
+        // SAFETY: every object created here is destroyed here, once; key, value and path
+        // buffers outlive the calls that read them; the handles belong to the open database.
+        unsafe {
+            let env = ffi::rocksdb_envoptions_create();
+            let mut err = std::ptr::null_mut();
+            for (ops, path) in files.iter().zip(&paths) {
+                let w = ffi::rocksdb_sstfilewriter_create(env, self.options[family]);
+                ffi::rocksdb_sstfilewriter_open(w, path.as_ptr(), &mut err);
+                check_err(err, "sst file writer open");
+                for op in ops {
+                    let (k, kl) = (op.key.as_ptr().cast::<c_char>(), op.key.len());
+                    match &op.kind {
+                        Kind::Put(v) => ffi::rocksdb_sstfilewriter_put(
+                            w,
+                            k,
+                            kl,
+                            v.as_ptr().cast(),
+                            v.len(),
+                            &mut err,
+                        ),
+                        Kind::Merge(v) => ffi::rocksdb_sstfilewriter_merge(
+                            w,
+                            k,
+                            kl,
+                            v.as_ptr().cast(),
+                            v.len(),
+                            &mut err,
+                        ),
+                        Kind::Delete => ffi::rocksdb_sstfilewriter_delete(w, k, kl, &mut err),
+                        other => panic!("no {other:?} in an ingested file"),
+                    }
+                    check_err(err, "sst file writer add");
+                }
+                ffi::rocksdb_sstfilewriter_finish(w, &mut err);
+                check_err(err, "sst file writer finish");
+                ffi::rocksdb_sstfilewriter_destroy(w);
+            }
+            let ptrs: Vec<*const c_char> = paths.iter().map(|p| p.as_ptr()).collect();
+            let io = ffi::rocksdb_ingestexternalfileoptions_create();
+            ffi::rocksdb_ingest_external_file_cf(
+                self.db,
+                self.cfs[family],
+                ptrs.as_ptr(),
+                ptrs.len(),
+                io,
+                &mut err,
+            );
+            ffi::rocksdb_ingestexternalfileoptions_destroy(io);
+            ffi::rocksdb_envoptions_destroy(env);
+            check_err(err, "ingest");
         }
     }
 
@@ -780,6 +909,75 @@ fn shale_write(db: &Db, cfs: &[ColumnFamily], ops: &[Op]) {
     db.write(&WriteOptions::default(), &b).expect("write");
 }
 
+/// `Rocks::ingest` on ShaleDB: `SstFileWriter`, then `ingest_cf` (moving the files when
+/// `move_files`).
+fn shale_ingest(db: &Db, cf: &ColumnFamily, files: &[Vec<Op>], dir: &Path, tag: u64) {
+    let paths: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(i, ops)| {
+            let path = dir.join(format!("shale-{tag}-{i}.sst"));
+            let mut w = SstFileWriter::create(&Options::default(), &path).expect("writer");
+            for op in ops {
+                match &op.kind {
+                    Kind::Put(v) => w.put(&op.key, v),
+                    Kind::Merge(v) => w.merge(&op.key, v),
+                    Kind::Delete => w.delete(&op.key),
+                    other => panic!("no {other:?} in an ingested file"),
+                }
+                .expect("add");
+            }
+            w.finish().expect("finish");
+            path
+        })
+        .collect();
+    let o = IngestOptions {
+        move_files: tag % 2 == 1,
+        ..Default::default()
+    };
+    db.ingest_cf(cf, &paths, &o).expect("ingest");
+}
+
+/// One ingestion into `family`: up to 30 keys of k000..k059 (never the single-delete keys),
+/// each a put, a delete or (in the merge families) a merge, split into one or two files that
+/// do not overlap.
+fn gen_ingestion(rng: &mut u64, family: usize, pad: usize) -> Vec<Vec<Op>> {
+    let mut next = |n: u64| {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        *rng % n
+    };
+    let mut entries = BTreeMap::new();
+    for _ in 0..1 + next(30) {
+        let key = format!("k{:03}", next(60)).into_bytes();
+        let roll = next(100);
+        let kind = match family {
+            1 if roll < 50 => Kind::Merge(next(1000).to_le_bytes().to_vec()),
+            3 if roll < 50 => Kind::Merge(format!("i{}", next(1000)).into_bytes()),
+            1 if roll < 85 => Kind::Put(next(1000).to_le_bytes().to_vec()),
+            _ if roll < 85 => {
+                let mut v = format!("i{}", next(1_000_000)).into_bytes();
+                v.resize(v.len() + pad, b'p');
+                Kind::Put(v)
+            }
+            _ => Kind::Delete,
+        };
+        entries.insert(key, kind);
+    }
+    let ops: Vec<Op> = entries
+        .into_iter()
+        .map(|(key, kind)| Op { family, key, kind })
+        .collect();
+    let cut = next(ops.len() as u64) as usize;
+    let (a, b) = ops.split_at(cut);
+    [a, b]
+        .into_iter()
+        .filter(|f| !f.is_empty())
+        .map(<[Op]>::to_vec)
+        .collect()
+}
+
 fn shale_scan(
     db: &Db,
     cf: &ColumnFamily,
@@ -896,6 +1094,14 @@ fn shaledb_and_rocksdb_agree_with_blob_files() {
     run(&DYNAMIC_LEVELS_BLOB_FILES);
 }
 
+/// External files (puts, deletes, merges) ingested among the writes, over the memtable, over
+/// tables and under snapshots: RocksDB's ingestion and ShaleDB's give the same reads.
+#[test]
+fn shaledb_and_rocksdb_agree_on_ingested_files() {
+    run(&DEFAULTS_WITH_INGESTION);
+    run(&DYNAMIC_LEVELS_WITH_INGESTION);
+}
+
 /// Prints the entries of a scan of `family` only one engine returned, and the operations on
 /// the first such key (numbered from the first of the run), when the scans differ.
 fn explain(want: &[(Vec<u8>, Vec<u8>)], got: &[(Vec<u8>, Vec<u8>)], family: usize, log: &[Op]) {
@@ -952,6 +1158,8 @@ fn run(cfg: &Config) {
     let mut history = BTreeMap::new();
     let mut step = 0u64;
     let mut rocks_get_disagreements = 0;
+    let ext_dir = tempfile::tempdir().expect("tempdir");
+    let mut ingest_rng = 0x2545_F491_4F6C_DD1Du64;
     // A snapshot taken every 10 rounds, compared (in both engines) in later rounds.
     let mut snapshots: Vec<(*const ffi::rocksdb_snapshot_t, shaledb::Snapshot)> = Vec::new();
     for round in 0..40 {
@@ -984,6 +1192,18 @@ fn run(cfg: &Config) {
                 shale_compact(&db, &cfs[family], cfg.bottommost);
             }
             _ => {}
+        }
+        if cfg.ingest && round % 2 == 0 {
+            let ops = ingest_both(
+                &rocks,
+                &db,
+                &cfs,
+                round,
+                &mut ingest_rng,
+                cfg,
+                ext_dir.path(),
+            );
+            log.extend(ops);
         }
         for (i, cf) in cfs.iter().enumerate() {
             for (rs, ss) in &snapshots {
@@ -1024,6 +1244,9 @@ fn run(cfg: &Config) {
     for (rs, _) in snapshots {
         rocks.release(rs);
     }
+    if cfg.ingest {
+        assert_ingested_values_left(&rocks);
+    }
     eprintln!("RocksDB's get disagreed with its own iterator {rocks_get_disagreements} times");
     assert!(
         cfg.partitioned || rocks_get_disagreements == 0,
@@ -1055,6 +1278,34 @@ fn run(cfg: &Config) {
             assert!(blobs > 0, "{engine} has no blob file in {}", dir.display());
         }
     }
+}
+
+/// The ingestion of round `round` (generated from `rng`) into one family of both engines;
+/// returns its operations for the log.
+fn ingest_both(
+    rocks: &Rocks,
+    db: &Db,
+    cfs: &[ColumnFamily],
+    round: usize,
+    rng: &mut u64,
+    cfg: &Config,
+    dir: &Path,
+) -> Vec<Op> {
+    let family = (round / 2) % FAMILIES.len();
+    let files = gen_ingestion(rng, family, cfg.value_pad);
+    rocks.ingest(family, &files, dir, round as u64);
+    shale_ingest(db, &cfs[family], &files, dir, round as u64);
+    files.into_iter().flatten().collect()
+}
+
+/// Ingested puts (values "i...") are still read at the end, not all overwritten.
+fn assert_ingested_values_left(rocks: &Rocks) {
+    let ingested = (0..FAMILIES.len())
+        .flat_map(|f| rocks.scan(f, false, None))
+        .filter(|(_, v)| v.starts_with(b"i"))
+        .count();
+    eprintln!("{ingested} ingested values read at the end");
+    assert!(ingested > 0, "no ingested value is left to compare");
 }
 
 /// Compares `get` of every key of `family` in both engines; returns how many times RocksDB's

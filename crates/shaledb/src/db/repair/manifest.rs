@@ -31,6 +31,9 @@ pub(super) struct OldManifest {
     pub dropped: BTreeSet<u32>,
     pub max_column_family: u32,
     pub last_sequence: u64,
+    /// Ingested tables' global sequence numbers (MANIFEST tag 18), by file number: their
+    /// keys are stored with sequence number 0 and mean this one.
+    pub global_seqnos: std::collections::HashMap<u64, u64>,
 }
 
 impl OldManifest {
@@ -48,12 +51,18 @@ impl OldManifest {
             dropped: BTreeSet::new(),
             max_column_family: 0,
             last_sequence: 0,
+            global_seqnos: Default::default(),
         }
     }
 
     /// Applies what of `edit` fits the state so far.
     fn apply(&mut self, edit: &VersionEdit) {
         let id = edit.column_family;
+        for (_, f) in &edit.new_files {
+            if let Some(seq) = f.global_seqno {
+                self.global_seqnos.insert(f.number, seq);
+            }
+        }
         if let Some(n) = edit.max_column_family {
             self.max_column_family = self.max_column_family.max(n);
         }

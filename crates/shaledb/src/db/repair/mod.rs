@@ -334,7 +334,13 @@ impl<'a> Repairer<'a> {
     fn scan_tables(&mut self, numbers: &[u64]) -> Result<()> {
         for &n in numbers {
             let path = filename::table_file(self.dir, n);
-            let t = match scan::scan_table(&self.fs, self.dir, n) {
+            // An ingested table's keys mean the sequence number the old MANIFEST gave it;
+            // without that record they read as 0, older than everything else.
+            let global = self
+                .old
+                .as_ref()
+                .and_then(|m| m.global_seqnos.get(&n).copied());
+            let t = match scan::scan_table(&self.fs, self.dir, n, global) {
                 Ok(Some(t)) => t,
                 Ok(None) => continue, // empty: nothing to keep, the next open deletes it
                 Err(e) => {
@@ -412,7 +418,7 @@ impl<'a> Repairer<'a> {
         let mut out = Vec::with_capacity(written.tables.len());
         for m in &written.tables {
             self.report.tables_written.push(m.number);
-            if let Some(t) = scan::scan_table(&self.fs, self.dir, m.number)? {
+            if let Some(t) = scan::scan_table(&self.fs, self.dir, m.number, None)? {
                 out.push(t);
             }
         }
@@ -996,6 +1002,7 @@ mod tests {
                 num_range_deletions: 0,
                 blob_files: Vec::new(),
                 open_table: Default::default(),
+                global_seqno: None,
             },
             family: None,
             newest_write_time: 0,

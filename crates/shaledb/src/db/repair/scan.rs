@@ -37,13 +37,15 @@ pub(super) fn scan_table(
     fs: &Arc<dyn FileSystem>,
     dir: &Path,
     number: u64,
+    global_seqno: Option<u64>,
 ) -> Result<Option<ScannedTable>> {
     let path = filename::table_file(dir, number);
     let size = file_size(&**fs, &path)?;
     let file = fs
         .open_random_access(&path)
         .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-    let table = Arc::new(Table::open(file, path.clone(), number, size, None)?);
+    let table = Table::open(file, path.clone(), number, size, None)?;
+    let table = Arc::new(table.with_global_seqno(global_seqno));
     table.verify_checksums()?;
     let mut meta = FileMetaData {
         number,
@@ -57,6 +59,7 @@ pub(super) fn scan_table(
         num_range_deletions: 0,
         blob_files: Vec::new(),
         open_table: Default::default(),
+        global_seqno: global_seqno.filter(|&s| s > 0),
     };
     let blob_refs = scan_entries(&table, &path, &mut meta)?;
     let props = table.properties();
