@@ -21,7 +21,7 @@ pub(crate) struct Context<'a> {
 
 /// How a command opens the database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access {
+pub(crate) enum Access {
     /// The command changes nothing.
     Read,
     /// The command writes; the database must exist.
@@ -64,7 +64,7 @@ impl Context<'_> {
     }
 
     /// Opens the database; never creates one unless `access` is `Create`.
-    fn open(&self, access: Access) -> Result<Db, CliError> {
+    pub(crate) fn open(&self, access: Access) -> Result<Db, CliError> {
         let path = self.require_db()?;
         let opts = Options {
             create_if_missing: access == Access::Create,
@@ -111,12 +111,17 @@ pub(crate) fn run(ctx: &Context, command: &Command, out: &mut dyn Write) -> Resu
         Command::Compact { from, to } => compact(ctx, from, to),
         Command::Checkpoint { dir } => checkpoint(ctx, dir),
         Command::ApproximateSize { from, to } => approximate_size(ctx, from, to, out),
+        Command::Repair => crate::ops_commands::repair(ctx, out),
+        Command::Ingest { files, move_files } => {
+            crate::ops_commands::ingest(ctx, files, *move_files)
+        }
         Command::SstDump { .. }
         | Command::WalDump { .. }
         | Command::BlobDump { .. }
-        | Command::ManifestDump { .. } => {
-            Err(CliError::msg("this command reads files, not the database"))
-        }
+        | Command::ManifestDump { .. }
+        | Command::Backup { .. } => Err(CliError::msg(
+            "this command is not run through an open database",
+        )),
     }
 }
 

@@ -8,6 +8,7 @@ mod bytes;
 mod db_commands;
 mod error;
 mod file_dumps;
+mod ops_commands;
 mod progress;
 
 use bytes::Codec;
@@ -106,6 +107,46 @@ enum Command {
         #[arg(long, value_name = "KEY")]
         to: Option<String>,
     },
+    /// Backups in --backup-dir: create (needs --db), list, verify, restore, delete, purge.
+    Backup {
+        /// The backup directory (created if missing).
+        #[arg(long, value_name = "DIR")]
+        backup_dir: PathBuf,
+        #[command(subcommand)]
+        action: BackupAction,
+    },
+    /// Rebuilds the MANIFEST from the tables and WALs present (after CURRENT or the MANIFEST
+    /// was lost or damaged); damaged files are moved to lost/, never deleted. Prints what was
+    /// kept and lost; exit code 1 if data was lost.
+    Repair,
+    /// Adds SST files written by SstFileWriter to the family (atomically, all or none).
+    Ingest {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Hard-link the files instead of copying them (copied where links fail).
+        #[arg(long = "move")]
+        move_files: bool,
+    },
+}
+
+/// What `shale backup` does.
+#[derive(Subcommand, Debug)]
+enum BackupAction {
+    /// Backs up the database (--db): only files not in an earlier backup are copied.
+    Create,
+    /// Lists the backups: id, time, files, bytes.
+    List,
+    /// Re-reads every file of backup ID and checks its checksum.
+    Verify { id: u64 },
+    /// Restores backup ID into DIR (which must not exist or be empty).
+    Restore { id: u64, dir: PathBuf },
+    /// Deletes backup ID (and the files no other backup uses).
+    Delete { id: u64 },
+    /// Deletes all but the newest KEEP backups.
+    Purge {
+        #[arg(long)]
+        keep: usize,
+    },
 }
 
 /// `scan`'s options.
@@ -183,6 +224,9 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
                 None => file_dumps::current_manifest(ctx.require_db()?)?,
             };
             file_dumps::manifest_dump(&file, codec, out)
+        }
+        Command::Backup { backup_dir, action } => {
+            ops_commands::backup(&ctx, backup_dir, action, out)
         }
         command => db_commands::run(&ctx, command, out),
     }

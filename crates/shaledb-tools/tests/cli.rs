@@ -703,3 +703,90 @@ fn reads_work_beside_an_open_database_and_writes_are_locked_out() {
     let table = files(&path, "sst").remove(0);
     assert_eq!(shale(&["sst-dump", path_str(&table)]).code, 0);
 }
+
+#[test]
+fn backup_create_list_verify_restore_purge() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = small_db(dir.path());
+    let backups = dir.path().join("backups");
+    let b = path_str(&backups);
+    assert_eq!(
+        on(&path, &["backup", "--backup-dir", b, "create"]),
+        ok("backup 1 created\n")
+    );
+    assert_eq!(on(&path, &["put", "d", "4"]), ok(""));
+    assert_eq!(
+        on(&path, &["backup", "--backup-dir", b, "create"]),
+        ok("backup 2 created\n")
+    );
+    let list = shale(&["backup", "--backup-dir", b, "list"]);
+    assert_eq!(list.code, 0, "{list:?}");
+    let lines: Vec<&str> = list.stdout.lines().collect();
+    assert_eq!(lines[0], "id\ttimestamp\tfiles\tbytes");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[1].starts_with("1\t") && lines[2].starts_with("2\t"));
+    assert_eq!(
+        shale(&["backup", "--backup-dir", b, "verify", "2"]),
+        ok("backup 2 is intact\n")
+    );
+    let restored = dir.path().join("restored");
+    let r = path_str(&restored);
+    assert_eq!(
+        shale(&["backup", "--backup-dir", b, "restore", "1", r]),
+        ok(&format!("backup 1 restored to {r}\n"))
+    );
+    // Backup 1 was taken before d.
+    assert_eq!(
+        on(&restored, &["scan"]),
+        ok("a\t1\nb\\x00\ttwo\\x09tabs\\x09\nc\t3\n")
+    );
+    assert_eq!(
+        shale(&["backup", "--backup-dir", b, "purge", "--keep", "1"]),
+        ok("")
+    );
+    let list = shale(&["backup", "--backup-dir", b, "list"]);
+    assert_eq!(list.stdout.lines().count(), 2, "{list:?}");
+    let missing = shale(&["backup", "--backup-dir", b, "verify", "1"]);
+    assert_eq!(missing.code, 1);
+    assert!(missing.stderr.starts_with("shale: "), "{missing:?}");
+}
+
+#[test]
+fn repair_rebuilds_a_lost_manifest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = small_db(dir.path());
+    {
+        let db = Db::open(&path, Options::default()).expect("open");
+        db.put(b"in-wal", b"yes").expect("put");
+    }
+    std::fs::remove_file(path.join("CURRENT")).expect("remove CURRENT");
+    let broken = on(&path, &["get", "a"]);
+    assert_eq!(broken.code, 1);
+    let run = on(&path, &["repair"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(!run.stdout.is_empty());
+    assert_eq!(on(&path, &["get", "a"]), ok("1\n"));
+    assert_eq!(on(&path, &["get", "in-wal"]), ok("yes\n"));
+}
+
+#[test]
+fn ingest_adds_files_written_by_sst_file_writer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = small_db(dir.path());
+    let file = dir.path().join("bulk.sst");
+    let mut w = shaledb::SstFileWriter::create(&Options::default(), &file).expect("writer");
+    w.put(b"x1", b"one").expect("put");
+    w.put(b"x2", b"two").expect("put");
+    w.finish().expect("finish");
+    assert_eq!(on(&path, &["ingest", path_str(&file)]), ok(""));
+    assert_eq!(
+        on(&path, &["scan", "--prefix", "x"]),
+        ok("x1\tone\nx2\ttwo\n")
+    );
+    // A file that is not an SST file is refused with one sentence.
+    let junk = dir.path().join("junk.sst");
+    std::fs::write(&junk, b"not a table").expect("write");
+    let run = on(&path, &["ingest", path_str(&junk)]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+}
