@@ -253,6 +253,9 @@ fn ingest_random_files(db: &Db, opts: &Options, model: &mut Model, rng: &mut Std
 fn run_model_with(seed: u64, opts: Options, ops: usize, dir: &Path, ingest: bool) {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut db = Some(Db::open(dir, opts.clone()).expect("open"));
+    // Follows the primary for the whole run (checked at every reopen step).
+    let secondary = Db::open_secondary(dir, dir.with_extension("secondary"), opts.clone())
+        .expect("open a secondary");
     let mut model: Model = BTreeMap::new();
     let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
     for step in 0..ops {
@@ -384,6 +387,9 @@ fn run_model_with(seed: u64, opts: Options, ops: usize, dir: &Path, ingest: bool
                 ingest_random_files(d, &opts, &mut model, &mut rng, &at);
             }
             _ => {
+                // Other instances see exactly the primary's state (no rng drawn, so the
+                // runs are otherwise unchanged).
+                check_other_instances(dir, &opts, &secondary, &model);
                 // Close and reopen; snapshots do not survive a reopen.
                 snapshots.clear();
                 let old = db.take().expect("db");
@@ -395,7 +401,18 @@ fn run_model_with(seed: u64, opts: Options, ops: usize, dir: &Path, ingest: bool
     }
     let d = db.as_ref().expect("db");
     check_full_scan(d, &ReadOptions::default(), &model);
+    check_other_instances(dir, &opts, &secondary, &model);
     d.close().expect("final close");
+}
+
+/// A read-only instance opened now, and the secondary after catching up, hold the model.
+fn check_other_instances(dir: &Path, opts: &Options, secondary: &Db, model: &Model) {
+    let ro = Db::open_read_only(dir, opts.clone()).expect("open read-only");
+    check_full_scan(&ro, &ReadOptions::default(), model);
+    secondary
+        .try_catch_up_with_primary()
+        .expect("catch up with the primary");
+    check_full_scan(secondary, &ReadOptions::default(), model);
 }
 
 fn ops_count() -> usize {
