@@ -144,6 +144,7 @@ pub(super) fn open_with_families(
         mems: BTreeMap::new(),
         wal_number: 0,
         keep_in_memory: false,
+        resume: BTreeMap::new(),
     };
     replay.replay_all(&wals)?;
     let (mut edits, last_sequence) = replay.finish()?;
@@ -422,6 +423,9 @@ pub(super) struct WalReplay<'a> {
     /// Read-only and secondary instances write nothing: full memtables are not flushed, and
     /// the replayed memtables become the instance's (see read_only.rs).
     pub(super) keep_in_memory: bool,
+    /// Per WAL: where a later reading can go on (after its last record, or at its torn
+    /// tail), or where this one starts (a secondary's catch-up). Absent: from the start.
+    pub(super) resume: BTreeMap<u64, u64>,
 }
 
 impl WalReplay<'_> {
@@ -440,18 +444,28 @@ impl WalReplay<'_> {
     /// here and ignore later WALs (point-in-time recovery found damage).
     fn replay_log_file(&mut self, number: u64, newest: bool) -> Result<bool> {
         let path = filename::log_file(self.dir, number);
-        let file = self
-            .opts
-            .fs
-            .open_sequential(&path)
-            .map_err(|e| Error::io(format!("opening WAL {}", path.display()), e))?;
+        let start = self.resume.remove(&number).unwrap_or(0);
+        let opened = match start {
+            0 => self.opts.fs.open_sequential(&path),
+            _ => crate::fs::sequential_from_block_of(&*self.opts.fs, &path, start),
+        };
+        let file = opened.map_err(|e| Error::io(format!("opening WAL {}", path.display()), e))?;
         self.wal_number = number;
-        let mut reader = LogReader::new(file, path.clone());
+        let mut reader = LogReader::new_at(file, path.clone(), start);
         let policy = TailPolicy::for_wal(self.opts.wal_recovery_mode);
         let context = format!("reading WAL {}", path.display());
         let end = replay_records(&mut reader, policy, &context, |data, offset| {
             self.apply_record(&path, data, offset)
         })?;
+        // A torn tail may be a record still being written (a secondary reads a live log):
+        // reading goes on from its start.
+        match &end {
+            ReplayEnd::Eof {
+                torn_tail: Some((off, _)),
+            } => self.resume.insert(number, *off),
+            ReplayEnd::Eof { torn_tail: None } => self.resume.insert(number, reader.position()),
+            ReplayEnd::Stopped => None,
+        };
         match end {
             ReplayEnd::Stopped => Ok(false),
             ReplayEnd::Eof {

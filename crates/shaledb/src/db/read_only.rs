@@ -54,6 +54,8 @@ pub(crate) struct Follower {
     seen: Fingerprint,
     /// Options of the families requested at open, by name.
     requested: BTreeMap<String, Options>,
+    /// Per WAL read so far: where its next record starts.
+    resume: BTreeMap<u64, u64>,
 }
 
 /// CURRENT's contents, the MANIFEST's size and every WAL's number and size.
@@ -71,6 +73,8 @@ struct View {
     last_sequence: u64,
     family_opts: BTreeMap<u32, Arc<Options>>,
     seen: Fingerprint,
+    /// Per WAL: where reading can go on.
+    resume: BTreeMap<u64, u64>,
 }
 
 impl Db {
@@ -157,9 +161,10 @@ impl Db {
     /// Moves a secondary instance to the primary's current state: the tables of its newest
     /// MANIFEST and the writes in its WALs. Readers already running (iterators, gets) finish
     /// on the state they started with. Cheap when the primary wrote nothing since the last
-    /// call; otherwise it reads the MANIFEST and the WALs not yet flushed again. Families the
-    /// primary created since appear (with default options unless named at open); families it
-    /// dropped disappear.
+    /// call; when it only wrote (no flush, compaction or family change) the WALs are read on
+    /// from where the last call stopped; otherwise the MANIFEST and the WALs not yet flushed
+    /// are read again. Families the primary created since appear (with default options unless
+    /// named at open); families it dropped disappear.
     ///
     /// Fails with [`Error::NotSupported`] on any other kind of instance.
     pub fn try_catch_up_with_primary(&self) -> Result<()> {
@@ -171,13 +176,31 @@ impl Db {
             ));
         };
         let mut follower = follower.lock();
-        if fingerprint(&inner.opts, &inner.dir)? == follower.seen {
+        let now = fingerprint(&inner.opts, &inner.dir)?;
+        if now == follower.seen {
             return Ok(());
+        }
+        let same_manifest = now.current == follower.seen.current
+            && now.manifest_size == follower.seen.manifest_size;
+        if same_manifest {
+            match tail_wals(inner, &now, follower.resume.clone()) {
+                Ok(Some(resume)) => {
+                    follower.seen = now;
+                    follower.resume = resume;
+                    return Ok(());
+                }
+                // Damage stopped a WAL (point-in-time recovery): read everything again.
+                Ok(None) => {}
+                // A WAL flushed and deleted meanwhile: the MANIFEST moved on, read it again.
+                Err(e) if may_be_a_race(&e) => {}
+                Err(e) => return Err(e),
+            }
         }
         let requested = follower.requested.clone();
         let view = read_view_retrying(&inner.dir, &inner.opts, &requested, &inner.tables, || {
             inner.obsolete.clone()
         })?;
+        follower.resume = view.resume.clone();
         follower.seen = install_view(inner, view);
         drop(follower);
         // Files only older views used are closed (never unlinked: see unlink_obsolete).
@@ -255,6 +278,7 @@ fn open_follower(
         Some(_) => Role::Secondary(Mutex::new(Follower {
             seen: Fingerprint::default(),
             requested,
+            resume: view.resume.clone(),
         })),
     };
     let View {
@@ -263,6 +287,7 @@ fn open_follower(
         last_sequence,
         family_opts,
         seen,
+        resume: _,
     } = view;
     let inner = DbInner::recovered(Recovered {
         dir,
@@ -368,8 +393,10 @@ fn read_view(
         mems: BTreeMap::new(),
         wal_number: 0,
         keep_in_memory: true,
+        resume: BTreeMap::new(),
     };
     replay.replay_all(&wals)?;
+    let resume = std::mem::take(&mut replay.resume);
     let (mems, last_sequence) = replay.into_memtables();
     Ok(View {
         versions,
@@ -377,6 +404,7 @@ fn read_view(
         last_sequence,
         family_opts,
         seen,
+        resume,
     })
 }
 
@@ -438,6 +466,7 @@ fn install_view(inner: &DbInner, view: View) -> Fingerprint {
         last_sequence,
         family_opts,
         seen,
+        resume: _,
     } = view;
     let mut st = inner.state.lock();
     st.versions = versions;
@@ -489,4 +518,61 @@ fn install_memtables(st: &mut DbState, mems: &BTreeMap<u32, Arc<MemTable>>) {
         }
         st.install_super_version(id);
     }
+}
+
+/// Reads on in the live WALs from where the last catch-up stopped, into the memtables readers
+/// already use (the MANIFEST did not change, so neither did the versions or which WALs are
+/// live), then publishes the new last sequence number: entries are invisible until then.
+/// Returns where to go on next time; `None` (nothing published) if damage stopped a WAL
+/// where reading cannot go on.
+fn tail_wals(
+    inner: &DbInner,
+    now: &Fingerprint,
+    resume: BTreeMap<u64, u64>,
+) -> Result<Option<BTreeMap<u64, u64>>> {
+    let mut st = inner.state.lock();
+    let log_number = st.versions.log_number();
+    let wals: Vec<u64> = now
+        .wals
+        .iter()
+        .filter(|&&(number, size)| {
+            number >= log_number && resume.get(&number).is_none_or(|&at| at < size)
+        })
+        .map(|&(number, _)| number)
+        .collect();
+    let mems: BTreeMap<u32, Arc<MemTable>> = st
+        .families
+        .iter()
+        .map(|(&id, f)| (id, f.mem.clone()))
+        .collect();
+    let family_opts: BTreeMap<u32, Arc<Options>> = st
+        .families
+        .iter()
+        .map(|(&id, f)| (id, f.data.opts.clone()))
+        .collect();
+    let shutting_down = AtomicBool::new(false);
+    let mut replay = WalReplay {
+        dir: &inner.dir,
+        opts: &inner.opts,
+        family_opts: &family_opts,
+        tables: &inner.tables,
+        shutting_down: &shutting_down,
+        last_sequence: inner.last_sequence.load(Ordering::Acquire),
+        versions: &mut st.versions,
+        edits: BTreeMap::new(),
+        mems,
+        wal_number: 0,
+        keep_in_memory: true,
+        resume,
+    };
+    replay.replay_all(&wals)?;
+    let resume = std::mem::take(&mut replay.resume);
+    if wals.iter().any(|w| !resume.contains_key(w)) {
+        // Entries already added stay invisible: the sequence number is not published, and
+        // the full reading that follows replaces these memtables.
+        return Ok(None);
+    }
+    let (_, last_sequence) = replay.into_memtables();
+    inner.last_sequence.store(last_sequence, Ordering::Release);
+    Ok(Some(resume))
 }

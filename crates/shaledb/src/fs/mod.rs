@@ -153,3 +153,37 @@ fn direct_io_unsupported(fs: &str, path: &Path) -> io::Error {
 pub fn default_fs() -> Arc<dyn FileSystem> {
     Arc::new(PosixFileSystem::new())
 }
+
+/// `path` read sequentially from the start of the 32 KiB log block holding `offset` (so a
+/// `LogReader::new_at(.., offset)` can go on reading a log there) up to the file's size at
+/// this call. A positional reader underneath: nothing before the block is read.
+pub(crate) fn sequential_from_block_of(
+    fs: &dyn FileSystem,
+    path: &Path,
+    offset: u64,
+) -> io::Result<Box<dyn SequentialFile>> {
+    let block = crate::log::BLOCK_SIZE as u64;
+    let file = fs.open_random_access(path)?;
+    let end = file.len()?;
+    Ok(Box::new(PositionedReader {
+        file,
+        pos: (offset - offset % block).min(end),
+        end,
+    }))
+}
+
+/// A [`SequentialFile`] over a [`RandomAccessFile`] from a position.
+struct PositionedReader {
+    file: Arc<dyn RandomAccessFile>,
+    pos: u64,
+    end: u64,
+}
+
+impl SequentialFile for PositionedReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = (self.end - self.pos).min(buf.len() as u64) as usize;
+        self.file.read_exact_at(self.pos, &mut buf[..n])?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}

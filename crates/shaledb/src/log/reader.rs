@@ -74,6 +74,8 @@ pub struct LogReader {
     resyncing: bool,
     /// A record found while reporting damage, returned by the next call.
     pending: Option<LogRead>,
+    /// Bytes of the first block to pass over (`new_at`: reading starts mid-block).
+    skip: usize,
 }
 
 impl LogReader {
@@ -92,7 +94,26 @@ impl LogReader {
             record_start: 0,
             resyncing: false,
             pending: None,
+            skip: 0,
         }
+    }
+
+    /// Reads from `offset`, which must be where a record starts (or the end of the file):
+    /// [`position`](Self::position) after an earlier reader's last record, or the start of a
+    /// torn tail it reported. `file` must be positioned at the start of `offset`'s block
+    /// (`offset` rounded down to the block size), so fragment offsets stay file offsets.
+    pub fn new_at(file: Box<dyn SequentialFile>, path: PathBuf, offset: u64) -> Self {
+        let block = offset - offset % super::BLOCK_SIZE as u64;
+        let mut reader = Self::new(file, path);
+        reader.block_file_offset = block;
+        reader.skip = (offset - block) as usize;
+        reader
+    }
+
+    /// The file offset just past the last fragment read: after a record, where the next one
+    /// starts (a reader made later with [`new_at`](Self::new_at) there continues the log).
+    pub fn position(&self) -> u64 {
+        self.block_file_offset + self.pos as u64
     }
 
     /// The file being read, as given to [`new`](Self::new).
@@ -250,6 +271,7 @@ impl LogReader {
             }
             self.block_len += n.min(BLOCK_SIZE - self.block_len);
         }
+        self.pos = std::mem::take(&mut self.skip).min(self.block_len);
         Ok(())
     }
 
