@@ -247,37 +247,57 @@ pub(crate) fn table_shapes(dir: &std::path::Path) -> Vec<(u32, bool, bool)> {
     out
 }
 
-/// Writes `entries` as external files of about `target_file_size_base` bytes in a directory
-/// beside the database and ingests them all at once (moved, not copied).
+/// Writes `entries` (sorted by key) as external files of about `target_file_size_base` bytes,
+/// several at once (one thread per core), in a directory beside the database, and ingests
+/// them all at once (moved, not copied).
 fn ingest_sorted(db: &Db, opts: &Options, entries: &[(Vec<u8>, Vec<u8>)]) -> shaledb::Result<()> {
     let dir = db.path().with_extension("ingest");
     let io = |e| shaledb::Error::InvalidArgument(format!("creating {}: {e}", dir.display()));
     opts.fs.create_dir_all(&dir).map_err(io)?;
-    let target = opts.target_file_size_base.max(1 << 20);
-    let (mut files, mut writer, mut bytes) = (Vec::new(), None, 0u64);
-    for (k, v) in entries {
-        let w = match &mut writer {
-            Some(w) => w,
-            None => writer.insert(SstFileWriter::create(
-                opts,
-                dir.join(format!("{:06}.sst", files.len())),
-            )?),
-        };
-        w.put(k, v)?;
-        bytes += (k.len() + v.len()) as u64;
-        if bytes >= target {
-            if let Some(w) = writer.take() {
-                files.push(w.finish()?.path);
-            }
-            bytes = 0;
-        }
-    }
-    if let Some(w) = writer.take() {
-        files.push(w.finish()?.path);
-    }
-    if files.is_empty() {
+    let ranges = file_ranges(entries, opts.target_file_size_base.max(4096));
+    if ranges.is_empty() {
         return Ok(());
     }
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(ranges.len());
+    let write_file = |i: usize| -> shaledb::Result<std::path::PathBuf> {
+        let mut w = SstFileWriter::create(opts, dir.join(format!("{i:06}.sst")))?;
+        for (k, v) in &entries[ranges[i].clone()] {
+            w.put(k, v)?;
+        }
+        Ok(w.finish()?.path)
+    };
+    let written: Vec<shaledb::Result<Vec<(usize, std::path::PathBuf)>>> =
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|t| {
+                    let (write_file, count) = (&write_file, ranges.len());
+                    scope.spawn(move || {
+                        (t..count)
+                            .step_by(workers)
+                            .map(|i| write_file(i).map(|p| (i, p)))
+                            .collect::<shaledb::Result<Vec<_>>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(shaledb::Error::InvalidArgument(
+                            "a file-writing thread panicked".to_string(),
+                        ))
+                    })
+                })
+                .collect()
+        });
+    let mut files = Vec::with_capacity(ranges.len());
+    for w in written {
+        files.extend(w?);
+    }
+    files.sort();
+    let files: Vec<std::path::PathBuf> = files.into_iter().map(|(_, p)| p).collect();
     let moved = IngestOptions {
         move_files: true,
         ..Default::default()
@@ -287,9 +307,39 @@ fn ingest_sorted(db: &Db, opts: &Options, entries: &[(Vec<u8>, Vec<u8>)]) -> sha
     Ok(())
 }
 
+/// Splits `entries` into consecutive runs of about `target` bytes of keys and values.
+fn file_ranges(entries: &[(Vec<u8>, Vec<u8>)], target: u64) -> Vec<std::ops::Range<usize>> {
+    let (mut ranges, mut start, mut bytes) = (Vec::new(), 0, 0u64);
+    for (i, (k, v)) in entries.iter().enumerate() {
+        bytes += (k.len() + v.len()) as u64;
+        if bytes >= target {
+            ranges.push(start..i + 1);
+            (start, bytes) = (i + 1, 0);
+        }
+    }
+    if start < entries.len() {
+        ranges.push(start..entries.len());
+    }
+    ranges
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_ranges_cover_every_entry_once_in_order() {
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..100u32)
+            .map(|i| (format!("k{i:03}").into_bytes(), vec![b'v'; 6]))
+            .collect();
+        // 10 bytes an entry: files of 3 entries (30 bytes), the last one of 1.
+        let ranges = file_ranges(&entries, 25);
+        assert_eq!(ranges.len(), 34);
+        assert_eq!(ranges[0], 0..3);
+        assert_eq!(ranges[33], 99..100);
+        assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+        assert!(file_ranges(&[], 25).is_empty());
+    }
 
     /// The shaledb options of a db_bench command line.
     fn options_of(args: &[&str]) -> Options {
