@@ -158,6 +158,8 @@ struct Shared {
     injected: Mutex<Vec<Injected>>,
     /// Name suffixes of the files the disk is full for (`fill_disk`).
     full_for: Mutex<Vec<String>>,
+    /// The disk is full only once this many mutating operations were done (`fill_disk_from`).
+    full_from: AtomicU64,
 }
 
 /// The fault-injecting filesystem. Clones share counters, rules and the halt switch.
@@ -202,6 +204,7 @@ impl FaultFs {
                 rules: Mutex::new(Vec::new()),
                 injected: Mutex::new(Vec::new()),
                 full_for: Mutex::new(Vec::new()),
+                full_from: AtomicU64::new(0),
             }),
         }
     }
@@ -235,6 +238,14 @@ impl FaultFs {
     /// fails with ENOSPC. Files with other names (the WAL, the MANIFEST) are unaffected, as
     /// if they had space set aside.
     pub fn fill_disk(&self, suffixes: &[&str]) {
+        self.fill_disk_from(0, suffixes);
+    }
+
+    /// [`fill_disk`](Self::fill_disk) once `mutations` mutating operations (counted from the
+    /// file system's creation, see [`mutations`](Self::mutations)) were done: the disk fills
+    /// up at that point of a workload.
+    pub fn fill_disk_from(&self, mutations: u64, suffixes: &[&str]) {
+        self.s.full_from.store(mutations, Ordering::SeqCst);
         *lock(&self.s.full_for) = suffixes.iter().map(|s| s.to_string()).collect();
     }
 
@@ -246,6 +257,9 @@ impl FaultFs {
     /// True if the disk is full for writes to `path`.
     fn full_for(&self, kind: OpKind, path: &Path) -> bool {
         if !matches!(kind, OpKind::Create | OpKind::Append | OpKind::Flush) {
+            return false;
+        }
+        if self.s.mutations.load(Ordering::SeqCst) < self.s.full_from.load(Ordering::SeqCst) {
             return false;
         }
         let name = path.to_string_lossy();

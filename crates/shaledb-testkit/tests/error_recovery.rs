@@ -271,3 +271,65 @@ fn fill_disk_only_refuses_the_named_files() {
     fs.free_disk();
     inner.create(Path::new("/x.sst")).expect("room again");
 }
+
+/// One run of a write workload (puts, deletes, flushes) during which the disk fills up for
+/// tables and blob files after `fill_at` mutating operations (never if `None`); then space
+/// is freed, `resume` must lift any suspension, more writes and a compaction succeed, and
+/// the state equals the acknowledged writes, live and after a reopen. Returns the mutating
+/// operations the workload took, and whether writes were suspended.
+fn disk_fills_during_a_workload(fill_at: Option<u64>) -> (u64, bool) {
+    let fs = FaultFs::new(Arc::new(MemFileSystem::new()));
+    let mut o = options(&fs, Duration::from_secs(3600));
+    o.info_log_level = shaledb::InfoLogLevel::Off;
+    let db = Db::open(DIR, o).expect("open");
+    let start = fs.mutations();
+    if let Some(n) = fill_at {
+        fs.fill_disk_from(start + n, &[".sst", ".blob"]);
+    }
+    let mut model = Model::new();
+    let mut suspended = false;
+    for i in 0..600u32 {
+        let res = if i % 7 == 3 {
+            db.delete(key(i))
+                .map(|()| model.remove(&key(i)).map_or((), drop))
+        } else {
+            db.put(key(i), value(i))
+                .map(|()| model.insert(key(i), value(i)).map_or((), drop))
+        };
+        if let Err(e) = res {
+            assert!(matches!(e, Error::Suspended(_)), "write {i}: {e:?}");
+            suspended = true;
+        }
+        if i % 150 == 149 {
+            if let Err(e) = db.flush() {
+                assert!(matches!(e, Error::Suspended(_)), "flush at {i}: {e:?}");
+            }
+        }
+    }
+    let used = fs.mutations() - start;
+    fs.free_disk();
+    db.resume().expect("resume once space is free");
+    assert!(write_some(&db, &mut model, 1000, 200).is_none());
+    db.compact_range(None, None).expect("compact");
+    check(&db, &model);
+    drop(db);
+    reopen_and_check(&fs, &model);
+    (used, suspended)
+}
+
+#[test]
+fn the_disk_filling_at_any_point_of_a_workload_loses_nothing() {
+    let (total, suspended) = disk_fills_during_a_workload(None);
+    assert!(total > 50 && !suspended, "{total} mutating operations");
+    let step = (total / 150).max(1);
+    let (mut runs, mut suspensions) = (0, 0);
+    for n in (0..total).step_by(step as usize) {
+        runs += 1;
+        suspensions += usize::from(disk_fills_during_a_workload(Some(n)).1);
+    }
+    // Filling before the last flush stops writes; later, only the final flush fails.
+    assert!(
+        suspensions * 2 > runs,
+        "{suspensions} of {runs} runs saw writes suspended"
+    );
+}
