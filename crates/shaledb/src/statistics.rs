@@ -115,6 +115,8 @@ histograms! {
     WriteMicros => "shaledb.db.write.micros",
     /// Iterator seek latency (`seek`, `seek_for_prev`, `seek_to_first`, `seek_to_last`).
     SeekMicros => "shaledb.db.seek.micros",
+    /// `multi_get` (and `multi_get_cf`) latency, per call.
+    MultiGetMicros => "shaledb.db.multiget.micros",
     /// Duration of a flush job.
     FlushMicros => "shaledb.db.flush.micros",
     /// Duration of a compaction job.

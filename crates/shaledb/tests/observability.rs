@@ -276,11 +276,16 @@ fn statistics_count_exactly() {
     assert_eq!(s.ticker(Ticker::KeysRead), 4);
     assert_eq!(s.histogram(HistogramKind::GetMicros).count, 4);
     let bytes_read = s.ticker(Ticker::BytesRead);
-    let got = db.multi_get([&b"key001"[..], b"nope", b"key010"]);
-    assert_eq!(got.len(), 3);
+    let misses = s.ticker(Ticker::MemtableMiss);
+    db.put(b"key002", b"in-mem").expect("put");
+    let got = db.multi_get([&b"key001"[..], b"nope", b"key010", b"key002"]);
+    assert_eq!(got.len(), 4);
     let s = stats.snapshot();
-    assert_eq!(s.ticker(Ticker::KeysRead), 7);
-    assert_eq!(s.ticker(Ticker::BytesRead), bytes_read + 6 + 7);
+    assert_eq!(s.ticker(Ticker::KeysRead), 8);
+    assert_eq!(s.ticker(Ticker::BytesRead), bytes_read + 6 + 7 + 6);
+    // key002 is in the memtable; the three others go to the tables.
+    assert_eq!(s.ticker(Ticker::MemtableMiss), misses + 3);
+    assert_eq!(s.histogram(HistogramKind::MultiGetMicros).count, 1);
 
     let mut it = db.iter(&Default::default());
     it.seek(b"key050");
@@ -293,7 +298,7 @@ fn statistics_count_exactly() {
     drop(it);
     let text = db.statistics().expect("on").to_string();
     assert!(
-        text.contains("shaledb.number.keys.written COUNT : 101\n"),
+        text.contains("shaledb.number.keys.written COUNT : 102\n"),
         "{text}"
     );
     assert!(text.contains("shaledb.db.get.micros P50 : "), "{text}");

@@ -1162,6 +1162,22 @@ impl DbInner {
         cf: &CfData,
         keys: &[&[u8]],
     ) -> Vec<Result<Option<Value>>> {
+        // One branch when statistics are off: no clock read.
+        let Some(stats) = &self.stats else {
+            return self.multi_get_untimed(ro, cf, keys);
+        };
+        let start = std::time::Instant::now();
+        let out = self.multi_get_untimed(ro, cf, keys);
+        stats.record_since(HistogramKind::MultiGetMicros, start);
+        out
+    }
+
+    fn multi_get_untimed(
+        &self,
+        ro: &ReadOptions,
+        cf: &CfData,
+        keys: &[&[u8]],
+    ) -> Vec<Result<Option<Value>>> {
         let sv = cf.super_version.load_full();
         let seq = self.read_sequence(ro);
         self.count(Ticker::KeysRead, keys.len() as u64);
@@ -1173,9 +1189,16 @@ impl DbInner {
         let mut covering: Vec<SequenceNumber> = Vec::with_capacity(keys.len());
         for i in order {
             let stored = match Self::get_from_memtables(&sv, seq, keys[i]) {
-                MemtableLookup::Found(found) => Ok(found),
-                MemtableLookup::Merge => self.get_merged(ro, cf, &sv, seq, keys[i]),
+                MemtableLookup::Found(found) => {
+                    self.count(Ticker::MemtableHit, 1);
+                    Ok(found)
+                }
+                MemtableLookup::Merge => {
+                    self.count(Ticker::MemtableHit, 1);
+                    self.get_merged(ro, cf, &sv, seq, keys[i])
+                }
                 MemtableLookup::NotThere { covering: c } => {
+                    self.count(Ticker::MemtableMiss, 1);
                     pending.push(i);
                     covering.push(c);
                     continue;
