@@ -386,6 +386,12 @@ fn stall_condition_changes_are_reported_once_each() {
     db.put(b"a", b"1").expect("put");
     db.put(b"b", b"1").expect("put");
     db.compact_range(None, None).expect("compact");
+    // Said when the compaction ends, not at the next write.
+    assert_eq!(
+        rec.stalls.lock().expect("lock").len(),
+        2,
+        "the compaction ended the slowdown"
+    );
     db.put(b"c", b"1").expect("put");
     db.put(b"d", b"1").expect("put");
     let stalls = rec.stalls.lock().expect("lock").clone();

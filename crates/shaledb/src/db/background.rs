@@ -91,6 +91,7 @@ impl DbInner {
             self.deliver_events(&mut st);
             // A new version may need another compaction, free a stalled writer, or satisfy a
             // waiter; the files it replaced were queued for the cleaner when dropped.
+            self.recheck_stall_condition(&mut st);
             self.notify_state_changed();
         }
     }
@@ -1019,6 +1020,7 @@ impl DbInner {
             Err(e) => Err(e.duplicate()),
         };
         self.record_compaction_result(st, outcome);
+        self.recheck_stall_condition(st);
         self.notify_state_changed();
         res
     }

@@ -135,6 +135,22 @@ impl DbInner {
         true
     }
 
+    /// After a flush or compaction: writes that were slowed are slowed no more if no family
+    /// still needs it, said now rather than at the next write (a stopped writer wakes and
+    /// says so itself).
+    pub(crate) fn recheck_stall_condition(&self, st: &mut DbState) {
+        if st.stall_condition != WriteStallCondition::Delayed {
+            return;
+        }
+        let slowed = st
+            .families
+            .values()
+            .any(|cf| super::write::family_room(st, cf, false).slow_down);
+        if !slowed {
+            self.note_stall_condition(st, WriteStallCondition::Normal);
+        }
+    }
+
     /// Reports the deletion (or failed deletion) of table file `number` at `path`.
     pub(crate) fn table_file_deleted(&self, number: u64, path: &Path, result: std::io::Result<()>) {
         match &result {

@@ -581,15 +581,15 @@ enum Need {
     Stall,
 }
 
-struct Room {
+pub(super) struct Room {
     need: Need,
     /// L0 files or pending compaction bytes are at the slowdown limits.
-    slow_down: bool,
+    pub(super) slow_down: bool,
 }
 
 /// Whether family `cf` has room for the next write (`force`: freeze its memtable anyway if it
 /// holds anything).
-fn family_room(st: &DbState, cf: &CfState, force: bool) -> Room {
+pub(super) fn family_room(st: &DbState, cf: &CfState, force: bool) -> Room {
     let o = &cf.data.opts;
     let version = st.versions.current(cf.data.id);
     let l0 = version.level_files(0).len();
