@@ -272,7 +272,8 @@ fn log_size_for_flush_flushes_first_and_the_copy_carries_no_wal() {
     assert_eq!(wal_names(&fs, "/at"), Vec::<String>::new());
     check_copy(&db, Path::new("/at"), opts.clone());
     // 0 always flushes; with nothing unflushed there is nothing to flush, and still no WAL.
-    db.checkpoint_opt("/always", &flush_at(0)).expect("checkpoint");
+    db.checkpoint_opt("/always", &flush_at(0))
+        .expect("checkpoint");
     assert_eq!(wal_names(&fs, "/always"), Vec::<String>::new());
     check_copy(&db, Path::new("/always"), opts.clone());
     // Writes after the flush are in the WAL again, and a copy without flushing carries it.
