@@ -14,12 +14,15 @@ use shaledb_testkit::model::{
     self, gen_op, read_all_cf, spread_over_families, GenConfig, Model, Op, OpLog, Outcome,
 };
 use shaledb_testkit::with_timeout;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const FAMILIES: [&str; 3] = ["default", "blobs", "third"];
+/// Ops the writer runs at least (it goes on until every copy is taken, then `AFTER` more).
 const OPS: usize = 3000;
+/// Ops after the last copy returned: none of them may be in any copy.
+const AFTER: usize = 50;
 /// Copies taken while the writer runs: checkpoints and backups in turn.
 const COPIES: usize = 10;
 
@@ -86,6 +89,62 @@ fn check(fs: &MemFileSystem, dir: &str, log: &OpLog, required: usize, what: &str
         .unwrap_or_else(|e| panic!("{what} ({required} ops acknowledged before it): {e}"))
 }
 
+/// What the writer thread shares with the test: the ops it acknowledged, in order, their
+/// count, and whether every copy has been taken.
+#[derive(Default)]
+struct Shared {
+    log: Mutex<Vec<Op>>,
+    acked: AtomicUsize,
+    copied: AtomicBool,
+}
+
+/// Runs at least `OPS` random ops, until every copy is taken and `AFTER` ops more.
+fn spawn_writer(db: Arc<Db>, shared: Arc<Shared>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let cfs = handles(&db);
+        let mut rng = StdRng::seed_from_u64(5);
+        let mut end = None;
+        for id in 0.. {
+            if id >= OPS
+                && shared.copied.load(Ordering::SeqCst)
+                && id == *end.get_or_insert(id + AFTER)
+            {
+                break;
+            }
+            let mut op = gen_op(&mut rng, &cfg(), id as u64);
+            spread_over_families(&mut rng, &mut op, FAMILIES.len());
+            op.run_cf(&db, &cfs).expect("write");
+            // Logged before the count moves: a copy never requires an unlogged op.
+            shared.log.lock().expect("log").push(op);
+            shared.acked.fetch_add(1, Ordering::SeqCst);
+        }
+    })
+}
+
+/// Takes the copies, spread over the writer's first `OPS` ops, checkpoints (every other one
+/// flushing first) and backups in turn.
+fn take_copies(db: &Db, engine: &BackupEngine, shared: &Shared) -> Vec<Copy> {
+    let mut copies = Vec::new();
+    for i in 0..COPIES {
+        while shared.acked.load(Ordering::SeqCst) < (i + 1) * OPS / (COPIES + 2) {
+            std::thread::yield_now();
+        }
+        let required = shared.acked.load(Ordering::SeqCst);
+        if i % 2 == 0 {
+            let dir = format!("/checkpoint{i}");
+            let opts = CheckpointOptions {
+                log_size_for_flush: if i % 4 == 0 { u64::MAX } else { 0 },
+            };
+            db.checkpoint_opt(&dir, &opts).expect("checkpoint");
+            copies.push(Copy::Checkpoint(dir, required));
+        } else {
+            let id = engine.create_backup(db).expect("backup");
+            copies.push(Copy::Backup(id, required));
+        }
+    }
+    copies
+}
+
 #[test]
 fn checkpoints_and_backups_under_a_writer_equal_one_prefix_of_the_writes() {
     with_timeout(
@@ -97,71 +156,39 @@ fn checkpoints_and_backups_under_a_writer_equal_one_prefix_of_the_writes() {
             let db = Arc::new(Db::open_cf("/db", o.clone(), families(&o)).expect("open"));
             let engine = BackupEngine::open_with_fs("/backups", Arc::new(fs.clone()))
                 .expect("backup engine");
-            let log: Arc<Mutex<Vec<Op>>> = Arc::default();
-            let acked = Arc::new(AtomicUsize::new(0));
-            let writer = {
-                let (db, log, acked) = (db.clone(), log.clone(), acked.clone());
-                std::thread::spawn(move || {
-                    let cfs = handles(&db);
-                    let mut rng = StdRng::seed_from_u64(5);
-                    for id in 0..OPS as u64 {
-                        let mut op = gen_op(&mut rng, &cfg(), id);
-                        spread_over_families(&mut rng, &mut op, FAMILIES.len());
-                        op.run_cf(&db, &cfs).expect("write");
-                        // Logged before the count moves: a copy never requires an unlogged op.
-                        log.lock().expect("log").push(op);
-                        acked.fetch_add(1, Ordering::SeqCst);
-                    }
-                })
-            };
-            let mut copies = Vec::new();
-            for i in 0..COPIES {
-                // Spread over the run: wait for the writer to get this far.
-                while acked.load(Ordering::SeqCst) < (i + 1) * OPS / (COPIES + 2) {
-                    std::thread::yield_now();
-                }
-                let required = acked.load(Ordering::SeqCst);
-                if i % 2 == 0 {
-                    let dir = format!("/checkpoint{i}");
-                    // Every other checkpoint flushes every family first.
-                    let opts = CheckpointOptions {
-                        log_size_for_flush: if i % 4 == 0 { u64::MAX } else { 0 },
-                    };
-                    db.checkpoint_opt(&dir, &opts).expect("checkpoint");
-                    copies.push(Copy::Checkpoint(dir, required));
-                } else {
-                    let id = engine.create_backup(&db).expect("backup");
-                    copies.push(Copy::Backup(id, required));
-                }
-            }
+            let shared = Arc::new(Shared::default());
+            let writer = spawn_writer(db.clone(), shared.clone());
+            let copies = take_copies(&db, &engine, &shared);
+            shared.copied.store(true, Ordering::SeqCst);
             writer.join().expect("writer");
-            let ops = std::mem::take(&mut *log.lock().expect("log"));
-            assert_eq!(ops.len(), OPS);
+            let ops = std::mem::take(&mut *shared.log.lock().expect("log"));
+            let total = ops.len();
+            assert!(total >= OPS + AFTER, "{total} ops");
             let log = OpLog {
                 ops: ops.into_iter().map(|op| (op, Outcome::Acked)).collect(),
             };
             // The source itself holds every write.
             let state = read_all_cf(&db, &handles(&db), &model::all_keys(&cfg())).expect("read");
-            assert_eq!(log.check_at_least(&Model::new(), &state, OPS), Ok(OPS));
+            assert_eq!(log.check_at_least(&Model::new(), &state, total), Ok(total));
             drop(db);
             let mut prefixes = Vec::new();
             for c in copies {
-                let (prefix, required) = match c {
-                    Copy::Checkpoint(dir, required) => {
-                        (check(&fs, &dir, &log, required, &dir), required)
-                    }
+                let (dir, what, required) = match c {
+                    Copy::Checkpoint(dir, required) => (dir.clone(), dir, required),
                     Copy::Backup(id, required) => {
                         let dir = format!("/restored{id}");
                         engine.restore(id, &dir).expect("restore");
-                        let what = format!("backup {id}");
-                        (check(&fs, &dir, &log, required, &what), required)
+                        (dir, format!("backup {id}"), required)
                     }
                 };
-                prefixes.push((required, prefix));
+                prefixes.push((required, check(&fs, &dir, &log, required, &what)));
             }
             eprintln!("(ops acknowledged before the copy, ops in the copy): {prefixes:?}");
-            // The copies were taken while the writer ran (none holds every op).
-            assert!(prefixes.iter().all(|&(_, p)| p < OPS), "{prefixes:?}");
+            // No copy holds a write made after the last copy returned.
+            assert!(
+                prefixes.iter().all(|&(_, p)| p <= total - AFTER),
+                "{prefixes:?} of {total}"
+            );
         },
     );
 }
