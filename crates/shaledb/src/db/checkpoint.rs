@@ -55,10 +55,13 @@ impl Db {
     /// Makes an openable, consistent copy of the database in `dir`, which must not exist:
     /// tables and blob files are hard links where the file system allows them (copies
     /// otherwise, e.g. across file systems), the write-ahead logs are copied as far as they
-    /// are written, and a new MANIFEST and CURRENT describe the state at the moment the
-    /// checkpoint began. Writes, flushes and compactions go on meanwhile; file deletion waits
-    /// until the copy is done. Opening `dir` gives every write acknowledged before the call,
-    /// and possibly some made during it (RocksDB's `Checkpoint::CreateCheckpoint`).
+    /// are written (none when no family holds unflushed writes), and a new MANIFEST and
+    /// CURRENT describe the state at the moment the checkpoint began. Writes, flushes and
+    /// compactions go on meanwhile; file deletion waits until the copy is done. Opening `dir`
+    /// gives every write acknowledged before the call, and possibly some made during it
+    /// (RocksDB's `Checkpoint::CreateCheckpoint`). CURRENT is written last: a checkpoint cut
+    /// short by a crash has none, and opening it without `create_if_missing` fails with
+    /// [`Error::NotFound`].
     ///
     /// ```
     /// use shaledb::{Db, Options};
