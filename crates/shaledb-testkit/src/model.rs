@@ -2,7 +2,7 @@
 //! operation generator, and the checker that decides whether a recovered state is allowed.
 
 use rand::Rng;
-use shaledb::{Db, WriteBatch, WriteOptions};
+use shaledb::{ColumnFamily, Db, ReadOptions, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -226,7 +226,18 @@ impl OpLog {
     /// of the log at least `required_prefix(d)` long, where acknowledged ops in the prefix are
     /// applied and failed ones may or may not be. Returns a description of the mismatch.
     pub fn check(&self, base: &Model, state: &Model, d: Durability) -> Result<usize, String> {
-        let required = self.required_prefix(d);
+        self.check_at_least(base, state, self.required_prefix(d))
+    }
+
+    /// [`check`](Self::check) with the shortest allowed prefix given: `state` must equal the
+    /// state after some prefix of at least `required` ops (e.g. those acknowledged before a
+    /// checkpoint began). Returns the prefix's length.
+    pub fn check_at_least(
+        &self,
+        base: &Model,
+        state: &Model,
+        required: usize,
+    ) -> Result<usize, String> {
         // Candidate states after each prefix; failed ops fork them (kept small by dedup).
         let mut cands: Vec<Model> = vec![base.clone()];
         if required == 0 && cands.iter().any(|c| c == state) {
@@ -321,6 +332,116 @@ pub fn read_all(db: &Db, probe: &[Vec<u8>]) -> Result<Model, String> {
 /// Every key of the generator's key space (for probing point reads).
 pub fn all_keys(cfg: &GenConfig) -> Vec<Vec<u8>> {
     (0..cfg.key_space).map(key).collect()
+}
+
+// Several column families in one model: a model key is the family's index (one digit), `/`,
+// then the key, so the state of every family is one `Model` and `OpLog::check` applies as is.
+
+/// The model key of `key` in the family with index `family` (below 10).
+pub fn family_key(family: usize, key: &[u8]) -> Vec<u8> {
+    let mut k = format!("{family}/").into_bytes();
+    k.extend_from_slice(key);
+    k
+}
+
+/// The family index and key of a model key made by [`family_key`].
+pub fn split_family_key(k: &[u8]) -> Option<(usize, &[u8])> {
+    match k {
+        [d @ b'0'..=b'9', b'/', rest @ ..] => Some(((d - b'0') as usize, rest)),
+        _ => None,
+    }
+}
+
+/// Moves each entry of `op` (made by [`gen_op`]) to one of `families` families, at random:
+/// its keys become [`family_key`]s, a range deletion's two ends in the same family.
+pub fn spread_over_families(rng: &mut impl Rng, op: &mut Op, families: usize) {
+    for e in &mut op.entries {
+        let f = rng.gen_range(0..families.clamp(1, 10));
+        match e {
+            Entry::Put(k, _) | Entry::Delete(k) | Entry::Merge(k, _) => *k = family_key(f, k),
+            Entry::DeleteRange(b, end) => {
+                *b = family_key(f, b);
+                *end = family_key(f, end);
+            }
+        }
+    }
+}
+
+impl Op {
+    /// Runs an op whose keys are [`family_key`]s, each entry in its family `cfs[index]`.
+    pub fn run_cf(&self, db: &Db, cfs: &[ColumnFamily]) -> shaledb::Result<()> {
+        let place = |k: &[u8]| -> shaledb::Result<(&ColumnFamily, Vec<u8>)> {
+            split_family_key(k)
+                .and_then(|(f, key)| Some((cfs.get(f)?, key.to_vec())))
+                .ok_or_else(|| {
+                    shaledb::Error::InvalidArgument(format!(
+                        "{} names no family of the {} given",
+                        String::from_utf8_lossy(k),
+                        cfs.len()
+                    ))
+                })
+        };
+        // Every op as a batch: entries of one op in several families stay atomic.
+        let mut b = WriteBatch::new();
+        for e in &self.entries {
+            match e {
+                Entry::Put(k, v) => {
+                    let (cf, k) = place(k)?;
+                    b.put_cf(cf, k, v)
+                }
+                Entry::Delete(k) => {
+                    let (cf, k) = place(k)?;
+                    b.delete_cf(cf, k)
+                }
+                Entry::Merge(k, v) => {
+                    let (cf, k) = place(k)?;
+                    b.merge_cf(cf, k, v)
+                }
+                Entry::DeleteRange(begin, end) => {
+                    let (cf, begin) = place(begin)?;
+                    let (_, end) = place(end)?;
+                    b.delete_range_cf(cf, begin, end)
+                }
+            }
+        }
+        let wo = WriteOptions {
+            sync: self.sync,
+            ..Default::default()
+        };
+        db.write(&wo, &b)
+    }
+}
+
+/// [`read_all`] over families `cfs`: every family scanned (keys become [`family_key`]s) and
+/// point reads of the scanned keys and of `probe` keys checked against the scan.
+pub fn read_all_cf(db: &Db, cfs: &[ColumnFamily], probe: &[Vec<u8>]) -> Result<Model, String> {
+    let mut m = Model::new();
+    for (f, cf) in cfs.iter().enumerate() {
+        let mut it = db
+            .iter_cf(cf, &ReadOptions::default())
+            .map_err(|e| format!("family {f}: {e}"))?;
+        let mut scanned = Model::new();
+        it.seek_to_first();
+        while it.valid() {
+            scanned.insert(it.key().to_vec(), it.value().to_vec());
+            it.next();
+        }
+        it.status()
+            .map_err(|e| format!("family {f}: scan failed: {e}"))?;
+        for k in scanned.keys().chain(probe.iter()) {
+            let got = db
+                .get_cf(cf, k)
+                .map_err(|e| format!("family {f}: get failed: {e}"))?;
+            if got.as_deref() != scanned.get(k).map(Vec::as_slice) {
+                return Err(format!(
+                    "family {f}: get({}) disagrees with the scan",
+                    String::from_utf8_lossy(k)
+                ));
+            }
+        }
+        m.extend(scanned.into_iter().map(|(k, v)| (family_key(f, &k), v)));
+    }
+    Ok(m)
 }
 
 #[cfg(test)]

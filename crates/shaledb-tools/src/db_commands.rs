@@ -109,7 +109,7 @@ pub(crate) fn run(ctx: &Context, command: &Command, out: &mut dyn Write) -> Resu
         Command::Stats { property } => stats(ctx, property.as_deref(), out),
         Command::Verify => verify(ctx, out),
         Command::Compact { from, to } => compact(ctx, from, to),
-        Command::Checkpoint { dir } => checkpoint(ctx, dir),
+        Command::Checkpoint { dir, flush } => checkpoint(ctx, dir, *flush),
         Command::ApproximateSize { from, to } => approximate_size(ctx, from, to, out),
         Command::Repair => crate::ops_commands::repair(ctx, out),
         Command::Ingest { files, move_files } => {
@@ -328,11 +328,15 @@ fn compact(ctx: &Context, from: &Option<String>, to: &Option<String>) -> Result<
     Ok(db.close()?)
 }
 
-fn checkpoint(ctx: &Context, dir: &Path) -> Result<(), CliError> {
+fn checkpoint(ctx: &Context, dir: &Path, flush: bool) -> Result<(), CliError> {
     // A checkpoint pauses the primary's deletions, which only the primary can do.
     let db = ctx.open(Access::Write)?;
     let spinner = Spinner::start("writing the checkpoint");
-    db.checkpoint(dir)?;
+    let opts = shaledb::CheckpointOptions {
+        // 0: flush whatever the logs' size.
+        log_size_for_flush: if flush { 0 } else { u64::MAX },
+    };
+    db.checkpoint_opt(dir, &opts)?;
     drop(spinner);
     Ok(())
 }

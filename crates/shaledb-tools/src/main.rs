@@ -98,7 +98,12 @@ enum Command {
         to: Option<String>,
     },
     /// Makes an openable copy of the database in DIR (which must not exist).
-    Checkpoint { dir: PathBuf },
+    Checkpoint {
+        dir: PathBuf,
+        /// Flush every column family first, so the copy holds tables and no write-ahead log.
+        #[arg(long)]
+        flush: bool,
+    },
     /// Prints about how many bytes of table files hold the keys from --from to --to
     /// (--to excluded; default: unbounded).
     ApproximateSize {

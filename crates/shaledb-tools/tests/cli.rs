@@ -790,3 +790,33 @@ fn ingest_adds_files_written_by_sst_file_writer() {
     assert_eq!(run.code, 1);
     assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
 }
+
+#[test]
+fn checkpoint_with_flush_copies_tables_and_no_wal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    {
+        let opts = Options {
+            create_missing_column_families: true,
+            ..Default::default()
+        };
+        let families = [("default", opts.cf_options()), ("logs", opts.cf_options())];
+        let db = Db::open_cf(&path, opts, families).expect("open");
+        db.put(b"a", b"1").expect("put");
+        let logs = db.cf("logs").expect("family");
+        db.put_cf(&logs, b"k", b"in logs").expect("put");
+    }
+    let copy = dir.path().join("copy");
+    assert_eq!(
+        on(&path, &["checkpoint", "--flush", path_str(&copy)]),
+        ok("")
+    );
+    assert_eq!(files(&copy, "log"), Vec::<PathBuf>::new());
+    assert!(!files(&copy, "sst").is_empty());
+    assert_eq!(on(&copy, &["get", "a"]), ok("1\n"));
+    assert_eq!(on(&copy, &["--cf", "logs", "scan"]), ok("k\tin logs\n"));
+    // The copy is a database of its own.
+    assert_eq!(on(&copy, &["put", "b", "2"]), ok(""));
+    assert_eq!(on(&copy, &["scan"]), ok("a\t1\nb\t2\n"));
+    assert_eq!(on(&path, &["get", "b"]), failed("shale: key b not found"));
+}

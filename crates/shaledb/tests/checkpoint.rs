@@ -5,7 +5,7 @@
 mod common;
 
 use shaledb::fs::MemFileSystem;
-use shaledb::{CfOptions, Db, Options, ReadOptions};
+use shaledb::{CfOptions, CheckpointOptions, Db, Options, ReadOptions};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -228,4 +228,64 @@ fn a_finished_checkpoint_survives_a_power_loss() {
     fs.crash();
     let copy = Db::open_cf("/copy", opts, families()).expect("open the checkpoint");
     assert_eq!(contents(&copy), want);
+}
+
+/// The copy's WAL file names.
+fn wal_names(fs: &MemFileSystem, dir: &str) -> Vec<String> {
+    fs.file_names()
+        .iter()
+        .filter(|p| p.starts_with(dir) && p.extension().is_some_and(|e| e == "log"))
+        .map(|p| p.display().to_string())
+        .collect()
+}
+
+#[test]
+fn log_size_for_flush_flushes_first_and_the_copy_carries_no_wal() {
+    let fs = MemFileSystem::new();
+    let opts = options().with_fs(fs.clone());
+    let db = Db::open_cf("/db", opts.clone(), families()).expect("open");
+    load(&db);
+    let mut wal_bytes = 0;
+    for p in fs.file_names() {
+        if p.starts_with("/db") && p.extension().is_some_and(|e| e == "log") {
+            wal_bytes += fs.read_file_bytes(&p).map_or(0, |b| b.len() as u64);
+        }
+    }
+    assert!(wal_bytes > 0, "load leaves unflushed writes");
+    let flush_at = |bytes| CheckpointOptions {
+        log_size_for_flush: bytes,
+    };
+    // The default and a threshold above the logs' size copy the WAL without flushing.
+    assert_eq!(CheckpointOptions::default(), flush_at(u64::MAX));
+    db.checkpoint_opt("/never", &CheckpointOptions::default())
+        .expect("checkpoint");
+    db.checkpoint_opt("/above", &flush_at(wal_bytes * 2 + (1 << 20)))
+        .expect("checkpoint");
+    for copy in ["/never", "/above"] {
+        assert!(!wal_names(&fs, copy).is_empty(), "{copy} has no WAL");
+        check_copy(&db, Path::new(copy), opts.clone());
+    }
+    // At or below the logs' size every family is flushed first: the copy is tables and blob
+    // files.
+    db.checkpoint_opt("/at", &flush_at(wal_bytes / 2))
+        .expect("checkpoint");
+    assert_eq!(wal_names(&fs, "/at"), Vec::<String>::new());
+    check_copy(&db, Path::new("/at"), opts.clone());
+    // 0 always flushes; with nothing unflushed there is nothing to flush, and still no WAL.
+    db.checkpoint_opt("/always", &flush_at(0))
+        .expect("checkpoint");
+    assert_eq!(wal_names(&fs, "/always"), Vec::<String>::new());
+    check_copy(&db, Path::new("/always"), opts.clone());
+    // Writes after the flush are in the WAL again, and a copy without flushing carries it.
+    db.put(b"late", b"write").expect("put");
+    db.checkpoint("/late").expect("checkpoint");
+    assert!(!wal_names(&fs, "/late").is_empty());
+    check_copy(&db, Path::new("/late"), opts.clone());
+    // A WAL-less copy reopens twice (its first open starts a WAL and records its number).
+    drop(db);
+    let copy = Db::open_cf("/at", opts.clone(), families()).expect("reopen");
+    copy.put(b"x", b"y").expect("put");
+    drop(copy);
+    let copy = Db::open_cf("/at", opts, families()).expect("reopen again");
+    assert_eq!(copy.get(b"x").expect("get").as_deref(), Some(&b"y"[..]));
 }

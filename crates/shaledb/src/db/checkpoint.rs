@@ -6,6 +6,10 @@
 //! the mutex: hard-link (or copy) the tables and blob files, copy the WALs as far as they are
 //! written (a record cut at the end is a torn tail, which recovery drops), write the MANIFEST
 //! and CURRENT, sync everything, and resume deletions.
+//!
+//! `Db::checkpoint_opt` may flush every family first (RocksDB's `log_size_for_flush`). When
+//! no family holds unflushed data at the moment the state is taken, the WALs hold nothing the
+//! tables lack, and the copy carries none.
 
 use super::{Db, DbInner};
 use crate::error::{Error, Result};
@@ -29,14 +33,35 @@ struct CheckpointState {
     edits: Vec<VersionEdit>,
 }
 
+/// How [`Db::checkpoint_opt`] makes a checkpoint (RocksDB's `CreateCheckpoint` arguments).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointOptions {
+    /// Flush every column family first when the live write-ahead logs total at least this many
+    /// bytes: 0 always flushes, `u64::MAX` (the default) never does. A checkpoint made right
+    /// after a flush carries the data in tables, which are linked rather than copied, and no
+    /// write-ahead log unless writes arrived between the flush and the copy.
+    pub log_size_for_flush: u64,
+}
+
+impl Default for CheckpointOptions {
+    fn default() -> Self {
+        CheckpointOptions {
+            log_size_for_flush: u64::MAX,
+        }
+    }
+}
+
 impl Db {
     /// Makes an openable, consistent copy of the database in `dir`, which must not exist:
     /// tables and blob files are hard links where the file system allows them (copies
     /// otherwise, e.g. across file systems), the write-ahead logs are copied as far as they
-    /// are written, and a new MANIFEST and CURRENT describe the state at the moment the
-    /// checkpoint began. Writes, flushes and compactions go on meanwhile; file deletion waits
-    /// until the copy is done. Opening `dir` gives every write acknowledged before the call,
-    /// and possibly some made during it (RocksDB's `Checkpoint::CreateCheckpoint`).
+    /// are written (none when no family holds unflushed writes), and a new MANIFEST and
+    /// CURRENT describe the state at the moment the checkpoint began. Writes, flushes and
+    /// compactions go on meanwhile; file deletion waits until the copy is done. Opening `dir`
+    /// gives every write acknowledged before the call, and possibly some made during it
+    /// (RocksDB's `Checkpoint::CreateCheckpoint`). CURRENT is written last: a checkpoint cut
+    /// short by a crash has none, and opening it without `create_if_missing` fails with
+    /// [`Error::NotFound`].
     ///
     /// ```
     /// use shaledb::{Db, Options};
@@ -49,6 +74,28 @@ impl Db {
     /// assert_eq!(copy.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
     /// ```
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
+        self.checkpoint_opt(dir, &CheckpointOptions::default())
+    }
+
+    /// [`Db::checkpoint`] with options: with [`CheckpointOptions::log_size_for_flush`] it
+    /// flushes every column family first when the write-ahead logs have grown that large, so
+    /// the copy holds its data in (linked) tables instead of copied logs.
+    ///
+    /// ```
+    /// use shaledb::{CheckpointOptions, Db, Options};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path().join("db"), Options::default()).unwrap();
+    /// db.put(b"k", b"v").unwrap();
+    /// // Flush first whatever the logs' size: the copy carries no write-ahead log.
+    /// let always = CheckpointOptions { log_size_for_flush: 0 };
+    /// db.checkpoint_opt(dir.path().join("copy"), &always).unwrap();
+    /// let names = std::fs::read_dir(dir.path().join("copy")).unwrap();
+    /// assert!(names.flatten().all(|e| !e.file_name().to_string_lossy().ends_with(".log")));
+    /// drop(db);
+    /// let copy = Db::open(dir.path().join("copy"), Options::default()).unwrap();
+    /// assert_eq!(copy.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    /// ```
+    pub fn checkpoint_opt(&self, dir: impl AsRef<Path>, opts: &CheckpointOptions) -> Result<()> {
         let inner = &self.inner;
         let dir = dir.as_ref();
         // A copy of an instance that pins nothing on the primary's side could miss files.
@@ -58,6 +105,9 @@ impl Db {
                 "the checkpoint directory {} already exists; give one that does not",
                 dir.display()
             )));
+        }
+        if inner.live_wal_bytes() >= opts.log_size_for_flush {
+            inner.flush_every_family()?;
         }
         let live = self.live_files()?;
         let res = write_checkpoint(&live, dir);
@@ -77,6 +127,24 @@ impl Db {
             inner: &self.inner,
             state,
         })
+    }
+}
+
+impl DbInner {
+    /// Bytes written to the WALs not yet known to be obsolete.
+    fn live_wal_bytes(&self) -> u64 {
+        let st = self.state.lock();
+        st.live_wals.iter().map(|&(_, bytes)| bytes).sum()
+    }
+
+    /// Flushes every column family's memtables and waits (families dropped meanwhile are
+    /// skipped).
+    fn flush_every_family(&self) -> Result<()> {
+        let ids: Vec<u32> = self.state.lock().families.keys().copied().collect();
+        for id in ids {
+            self.flush_and_wait(id)?;
+        }
+        Ok(())
     }
 }
 
@@ -193,13 +261,28 @@ fn take_state(inner: &DbInner) -> Result<CheckpointState> {
         .map(|f| f.log_number())
         .min()
         .unwrap_or(0);
+    // With every memtable empty, each WAL record is already in a table: the copy needs no WAL
+    // (a write in flight is not acknowledged yet, so leaving it out is allowed).
+    let unflushed = st
+        .families
+        .values()
+        .any(|f| !f.mem.is_empty() || !f.imms.is_empty());
     let wals = st
         .live_wals
         .iter()
         .map(|&(n, _)| n)
-        .filter(|&n| n >= oldest_log)
+        .filter(|&n| unflushed && n >= oldest_log)
         .collect();
-    let edits = st.versions.checkpoint_edits();
+    let mut edits = st.versions.checkpoint_edits();
+    if !unflushed {
+        // Log number 0: the copy replays whatever WALs it has (none) instead of requiring
+        // the one a log number names; its first open starts a WAL and records its number.
+        for e in &mut edits {
+            if e.log_number.is_some() {
+                e.log_number = Some(0);
+            }
+        }
+    }
     inner.obsolete.pause();
     drop(st);
     Ok(CheckpointState {
@@ -225,7 +308,16 @@ fn write_checkpoint(live: &LiveFiles<'_>, dir: &Path) -> Result<()> {
     let mut file = fs.create(&path).map_err(writing)?;
     file.append(&live.manifest_bytes()).map_err(writing)?;
     file.sync().map_err(writing)?;
-    set_current_file(fs, dir, live.manifest_number())
+    set_current_file(fs, dir, live.manifest_number())?;
+    // The directory's own entry: a checkpoint that returned Ok survives a power loss.
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    fs.sync_dir(parent).map_err(|e| {
+        let what = format!("syncing the directory that holds {}", dir.display());
+        Error::io(what, e)
+    })
 }
 
 /// Links `from` into `dir` under its own name, or copies it where links are refused.

@@ -29,6 +29,7 @@ pub(crate) mod write_delay;
 pub use crate::iter::db_iter::DbIterator;
 use crate::options::CompactRangeOptions;
 pub(crate) use crate::snapshot::Snapshot;
+pub use checkpoint::CheckpointOptions;
 pub use ingest::IngestOptions;
 pub use range::{KeyRange, RangeIter};
 pub use repair::{repair, repair_cf, LostFile, RepairReport, WalSalvage};
