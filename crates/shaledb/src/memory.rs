@@ -15,10 +15,12 @@ use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Size of one dummy cache entry charging memtable memory to a [`Cache`] (RocksDB's 256 KiB):
-/// small enough that the entries spread over the cache's shards, large enough that a write
-/// group rarely crosses a boundary (the only time the cache is touched).
-pub(crate) const DUMMY_ENTRY_SIZE: usize = 256 << 10;
+/// Largest size of one dummy cache entry charging memtable memory to a [`Cache`] (RocksDB's
+/// 256 KiB): large enough that a write group rarely crosses a boundary (the only time the
+/// cache is touched). A cache with shards smaller than 512 KiB gets entries of half a shard
+/// (at least 4 KiB), so that one entry never outgrows the shard it lands in.
+const MAX_DUMMY_ENTRY_SIZE: usize = 256 << 10;
+const MIN_DUMMY_ENTRY_SIZE: usize = 4 << 10;
 
 /// Shard bits of a [`Cache`] made by [`Cache::new`] (64 shards).
 const DEFAULT_SHARD_BITS: u32 = 6;
@@ -126,6 +128,8 @@ struct CacheCharge {
     cache: Cache,
     /// The first key component of this manager's entries (a table cache id no table has).
     id: u64,
+    /// Bytes each dummy entry charges.
+    entry_size: usize,
     /// How many dummy entries are inserted; changed only under this lock.
     entries: Mutex<usize>,
     /// A copy of `entries` read without the lock: a reservation that stays within the
@@ -143,7 +147,9 @@ impl WriteBufferManager {
     /// so the cache evicts blocks to make room for memtables: the cache's capacity then
     /// bounds blocks and memtables together.
     pub fn with_cache(buffer_size: usize, cache: &Cache) -> WriteBufferManager {
+        let per_shard = cache.capacity() / cache.inner.shard_count();
         let charge = CacheCharge {
+            entry_size: (per_shard / 2).clamp(MIN_DUMMY_ENTRY_SIZE, MAX_DUMMY_ENTRY_SIZE),
             cache: cache.clone(),
             id: Table::new_cache_id(),
             entries: Mutex::new(0),
@@ -234,18 +240,16 @@ impl WriteBufferManager {
         let Some(c) = &self.inner.cache else {
             return;
         };
-        if used.div_ceil(DUMMY_ENTRY_SIZE) == c.entries_hint.load(Ordering::Relaxed) {
+        if used.div_ceil(c.entry_size) == c.entries_hint.load(Ordering::Relaxed) {
             return;
         }
         let mut entries = c.entries.lock();
         // Read again under the lock: concurrent reservations and frees settle in turn, and
         // the last one to take the lock sees the final count.
-        let want = self.memory_usage().div_ceil(DUMMY_ENTRY_SIZE);
+        let want = self.memory_usage().div_ceil(c.entry_size);
         while *entries < want {
             let key = (c.id, *entries as u64);
-            c.cache
-                .inner
-                .insert_pinned(key, Arc::new(()), DUMMY_ENTRY_SIZE);
+            c.cache.inner.insert_pinned(key, Arc::new(()), c.entry_size);
             *entries += 1;
         }
         while *entries > want {
@@ -304,7 +308,8 @@ impl MemCharge {
     /// The memtable was frozen: its charge no longer counts as active.
     pub(crate) fn freeze(&self) {
         if self.active.swap(false, Ordering::Relaxed) {
-            self.wbm.mark_immutable(self.charged.load(Ordering::Relaxed));
+            self.wbm
+                .mark_immutable(self.charged.load(Ordering::Relaxed));
         }
     }
 }

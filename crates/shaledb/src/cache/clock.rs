@@ -300,6 +300,11 @@ impl<K: Hash + Eq + Clone, V: ?Sized> ShardedCache<K, V> {
         self.shards.iter().map(|s| s.read().pinned_usage).sum()
     }
 
+    /// How many shards the capacity is split into.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
     /// The configured capacity.
     pub fn capacity(&self) -> usize {
         self.capacity
