@@ -288,6 +288,12 @@ impl Runner {
                 self.write_json()?;
             }
         }
+        if let Some(kb) = peak_rss_kb() {
+            self.say(&format!(
+                "Peak RSS:   {:.1} MB (VmHWM, {kb} kB)",
+                kb as f64 / 1024.0
+            ));
+        }
         Ok(self.results.clone())
     }
 
@@ -1104,6 +1110,15 @@ fn check_ingestion_fill(name: &str, f: &Flags) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// The process's peak resident set size in kB (`VmHWM` in /proc/self/status; Linux only).
+pub fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 #[cfg(test)]
