@@ -180,8 +180,9 @@ pub struct Options {
     /// database gets a [`crate::Cache`] of this many bytes and a
     /// [`crate::WriteBufferManager`] of a quarter of it charged to that cache, with stalls
     /// (writes wait rather than exceed it). Cannot be combined with `block_cache` or
-    /// `write_buffer_manager` (give both of those to share a budget among databases).
-    /// Default `None`.
+    /// `write_buffer_manager` (give both of those to share a budget among databases). It
+    /// also caps `compaction_readahead_size` at 1/1024 of the budget, since readahead
+    /// buffers are not charged to the cache. Default `None`.
     pub memory_budget: Option<usize>,
     /// Open table files kept in the table cache. Default 5000.
     pub max_open_files: usize,
@@ -755,6 +756,10 @@ impl Options {
             let wbm = crate::WriteBufferManager::with_cache(budget / 4, &cache).allow_stall(true);
             self.block_cache = Some(cache);
             self.write_buffer_manager = Some(wbm);
+            // Readahead buffers are outside the cache, and what background threads allocate
+            // stays with their allocator arenas once freed: keep them small against the
+            // budget (1/1024 of it: 256 KiB for 256 MiB; RocksDB 7's default is none).
+            self.compaction_readahead_size = self.compaction_readahead_size.min(budget >> 10);
         }
         self
     }

@@ -294,7 +294,23 @@ impl Runner {
                 kb as f64 / 1024.0
             ));
         }
+        self.say_memory();
         Ok(self.results.clone())
+    }
+
+    /// The engine's own view of its memory at the end of a run (ShaleDB's properties).
+    fn say_memory(&self) {
+        let Some(e) = &self.engine else { return };
+        let mb = |name: &str| {
+            e.property(name)
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .map(|b| format!("{:.1} MB", b / 1048576.0))
+        };
+        if let (Some(usage), Some(pinned)) =
+            (mb("block-cache-usage"), mb("block-cache-pinned-usage"))
+        {
+            self.say(&format!("Block cache: {usage} (pinned {pinned})"));
+        }
     }
 
     fn write_json(&self) -> Result<(), String> {
