@@ -50,7 +50,7 @@ fn usage_is_the_memtables_and_is_released_after_flush() {
     let mem = prop(&db, "shaledb.cur-size-all-mem-tables");
     assert_eq!(wbm.memory_usage(), mem);
     assert_eq!(wbm.mutable_memory_usage(), mem);
-    assert!(mem >= 1000 * 1000 && mem < 1100 * 1000, "{mem}");
+    assert!((1000 * 1000..1100 * 1000).contains(&mem), "{mem}");
     assert_eq!(prop(&db, "shaledb.write-buffer-manager-usage"), mem);
     assert_eq!(
         prop(&db, "shaledb.write-buffer-manager-buffer-size"),
@@ -103,7 +103,10 @@ fn one_databases_memtables_evict_anothers_blocks() {
     let shared = big_memtables()
         .with_block_cache(cache.clone())
         .with_write_buffer_manager(wbm.clone());
-    let (da, db_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (da, db_dir) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
     let a = Db::open(da.path(), shared.clone()).expect("open a");
     for i in 0..8000u32 {
         a.put(format!("key{i:06}"), [2u8; 1000]).expect("put");
@@ -177,7 +180,10 @@ fn writes_stall_at_the_budget_until_another_database_flushes() {
     let budget = 2 << 20;
     let wbm = WriteBufferManager::new(budget).allow_stall(true);
     let opts = big_memtables().with_write_buffer_manager(wbm.clone());
-    let (da, dbd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (da, dbd) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
     let a = Db::open(da.path(), opts.clone()).expect("open a");
     let b = Db::open(dbd.path(), opts).expect("open b");
     let value = vec![5u8; 100 << 10];
