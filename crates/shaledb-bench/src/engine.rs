@@ -79,6 +79,13 @@ pub struct CommonOptions {
     /// Entries between restart points of index blocks (db_bench's
     /// `--index_block_restart_interval`; ShaleDB's and RocksDB's default 1).
     pub index_block_restart_interval: u64,
+    /// One number bounding memtables and cached blocks together (ShaleDB's
+    /// `Options::memory_budget`; RocksDB: a block cache of 3/4 of it and `db_write_buffer_size`
+    /// of 1/4, as its C API cannot charge memtables to the cache); 0: none.
+    pub memory_budget: u64,
+    /// db_bench's `--num_column_families`: keys are spread over this many families by a
+    /// hash of the key (see [`family_of`]). Default 1.
+    pub num_column_families: u32,
     /// Open an existing database instead of creating a fresh one.
     pub use_existing_db: bool,
     /// db_bench's `--merge_operator`: "" (none) or "uint64add".
@@ -173,6 +180,8 @@ impl Default for CommonOptions {
             partition_filters: false,
             metadata_block_size: 4096,
             index_block_restart_interval: 1,
+            memory_budget: 0,
+            num_column_families: 1,
             use_existing_db: false,
             merge_operator: String::new(),
             prefix_size: 0,
@@ -282,4 +291,22 @@ pub fn size_on_disk(path: &Path) -> u64 {
         }
     }
     walk(path)
+}
+
+/// The family (of `n`) a key is written to and read from with `--num_column_families`: an
+/// FNV-1a hash of the key, so every engine spreads the same keys the same way.
+pub fn family_of(key: &[u8], n: usize) -> usize {
+    if n <= 1 {
+        return 0;
+    }
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % n as u64) as usize
+}
+
+/// The names of the families beside the default one with `--num_column_families=n`.
+pub fn family_names(n: u32) -> Vec<String> {
+    (1..n.max(1)).map(|i| format!("cf{i}")).collect()
 }

@@ -32,6 +32,7 @@ pub(crate) mod iter;
 pub(crate) mod key;
 mod listener;
 pub(crate) mod log;
+pub(crate) mod memory;
 pub(crate) mod memtable;
 mod merge;
 pub(crate) mod options;
@@ -61,6 +62,7 @@ pub use listener::{
     BackgroundErrorInfo, BackgroundErrorReason, CompactionJobInfo, EventListener, FlushJobInfo,
     TableFileDeletionInfo, WriteStallCondition, WriteStallInfo,
 };
+pub use memory::{Cache, WriteBufferManager};
 pub use merge::{merge_operators, MergeOperator};
 pub use options::{
     BottommostLevelCompaction, CompactRangeOptions, IndexType, Options, PrepopulateBlockCache,

@@ -167,6 +167,23 @@ pub struct Options {
     pub block_cache_size: usize,
     /// The block cache is split into 2^bits shards. Default 4.
     pub block_cache_shard_bits: u32,
+    /// A block cache shared with other databases, used instead of a private one of
+    /// `block_cache_size` bytes (RocksDB's `BlockBasedTableOptions::block_cache`). Default
+    /// `None`.
+    pub block_cache: Option<crate::Cache>,
+    /// Bounds the memory of the memtables of every family (and of every database sharing
+    /// it), flushing early and optionally stalling writes (RocksDB's `write_buffer_manager`;
+    /// see [`crate::WriteBufferManager`]). Default `None`: only `write_buffer_size` and
+    /// `max_write_buffer_number` per family bound them.
+    pub write_buffer_manager: Option<crate::WriteBufferManager>,
+    /// One number bounding memtables, data blocks, index and filter blocks together: the
+    /// database gets a [`crate::Cache`] of this many bytes and a
+    /// [`crate::WriteBufferManager`] of a quarter of it charged to that cache, with stalls
+    /// (writes wait rather than exceed it). Cannot be combined with `block_cache` or
+    /// `write_buffer_manager` (give both of those to share a budget among databases). It
+    /// also caps `compaction_readahead_size` at 1/1024 of the budget, since readahead
+    /// buffers are not charged to the cache. Default `None`.
+    pub memory_budget: Option<usize>,
     /// Open table files kept in the table cache. Default 5000.
     pub max_open_files: usize,
 
@@ -358,6 +375,9 @@ impl Default for Options {
             cache_index_and_filter_blocks: false,
             block_cache_size: 32 << 20,
             block_cache_shard_bits: 4,
+            block_cache: None,
+            write_buffer_manager: None,
+            memory_budget: None,
             max_open_files: 5000,
             num_levels: 7,
             level0_file_num_compaction_trigger: 4,
@@ -440,6 +460,9 @@ impl std::fmt::Debug for Options {
             cache_index_and_filter_blocks,
             block_cache_size,
             block_cache_shard_bits,
+            block_cache,
+            write_buffer_manager,
+            memory_budget,
             max_open_files,
             num_levels,
             level0_file_num_compaction_trigger,
@@ -526,6 +549,9 @@ impl std::fmt::Debug for Options {
             )
             .field("block_cache_size", block_cache_size)
             .field("block_cache_shard_bits", block_cache_shard_bits)
+            .field("block_cache", block_cache)
+            .field("write_buffer_manager", write_buffer_manager)
+            .field("memory_budget", memory_budget)
             .field("max_open_files", max_open_files)
             .field("num_levels", num_levels)
             .field(
@@ -691,6 +717,64 @@ impl Options {
         self
     }
 
+    /// Sets [`Options::block_cache`] (builder style).
+    #[must_use]
+    pub fn with_block_cache(mut self, cache: crate::Cache) -> Self {
+        self.block_cache = Some(cache);
+        self
+    }
+
+    /// Sets [`Options::write_buffer_manager`] (builder style).
+    #[must_use]
+    pub fn with_write_buffer_manager(mut self, wbm: crate::WriteBufferManager) -> Self {
+        self.write_buffer_manager = Some(wbm);
+        self
+    }
+
+    /// Sets [`Options::memory_budget`] (builder style).
+    ///
+    /// ```
+    /// use shaledb::{Db, Options};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let opts = Options::default().with_memory_budget(64 << 20);
+    /// let db = Db::open(dir.path(), opts).unwrap();
+    /// db.put(b"k", b"v").unwrap();
+    /// let cap = db.property("shaledb.block-cache-capacity").unwrap();
+    /// assert_eq!(cap, (64 << 20).to_string());
+    /// ```
+    #[must_use]
+    pub fn with_memory_budget(mut self, bytes: usize) -> Self {
+        self.memory_budget = Some(bytes);
+        self
+    }
+
+    /// `memory_budget` turned into the cache and manager it stands for (and cleared), so the
+    /// families derived from these options share them.
+    pub(crate) fn resolve_memory_budget(mut self) -> Self {
+        if let Some(budget) = self.memory_budget.take() {
+            let cache = crate::Cache::with_shard_bits(budget, self.block_cache_shard_bits);
+            let wbm = crate::WriteBufferManager::with_cache(budget / 4, &cache).allow_stall(true);
+            self.block_cache = Some(cache);
+            self.write_buffer_manager = Some(wbm);
+            // Readahead buffers are outside the cache, and what background threads allocate
+            // stays with their allocator arenas once freed: keep them small against the
+            // budget (1/1024 of it: 256 KiB for 256 MiB; RocksDB 7's default is none).
+            self.compaction_readahead_size = self.compaction_readahead_size.min(budget >> 10);
+        }
+        self
+    }
+
+    /// The block cache these options name: the shared one, or a new private one.
+    pub(crate) fn block_cache_for_open(&self) -> Arc<crate::cache::BlockCache> {
+        match &self.block_cache {
+            Some(c) => c.inner.clone(),
+            None => Arc::new(crate::cache::BlockCache::new(
+                self.block_cache_size,
+                self.block_cache_shard_bits,
+            )),
+        }
+    }
+
     /// Adds a listener to [`Options::listeners`] (builder style).
     #[must_use]
     pub fn with_listener(mut self, listener: Arc<dyn crate::EventListener>) -> Self {
@@ -840,6 +924,21 @@ impl Options {
         }
         if self.max_value_size > u32::MAX as usize {
             return bad("max_value_size must fit in 32 bits");
+        }
+        if let Some(budget) = self.memory_budget {
+            if self.block_cache.is_some() || self.write_buffer_manager.is_some() {
+                return bad(
+                    "memory_budget makes its own block cache and write buffer manager; it \
+                     cannot be combined with block_cache or write_buffer_manager (give both \
+                     of those instead to share one budget among databases)",
+                );
+            }
+            if budget < 1 << 20 {
+                return Err(crate::Error::InvalidArgument(format!(
+                    "memory_budget is {budget} bytes; at least 1 MiB is needed (a quarter \
+                     of it bounds the memtables)"
+                )));
+            }
         }
         if self.block_cache_shard_bits > MAX_BLOCK_CACHE_SHARD_BITS {
             return Err(crate::Error::InvalidArgument(format!(

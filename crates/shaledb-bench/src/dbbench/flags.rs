@@ -350,6 +350,17 @@ pub const FLAGS: &[FlagSpec] = &[
         "bytes of an index or filter partition, default 4096 (ShaleDB and RocksDB)",
     ),
     used(
+        "memory_budget",
+        false,
+        "bytes bounding memtables and cached blocks together, 0: none (ShaleDB's \
+         Options::memory_budget; RocksDB: 3/4 block cache + 1/4 db_write_buffer_size)",
+    ),
+    used(
+        "num_column_families",
+        false,
+        "column families the keys are spread over by a hash of the key, default 1",
+    ),
+    used(
         "index_block_restart_interval",
         false,
         "index entries between restart points, default 1 (ShaleDB and RocksDB)",
@@ -773,6 +784,11 @@ impl Flags {
                 "index_block_restart_interval",
                 d.index_block_restart_interval,
             )?,
+            memory_budget: get(m, "memory_budget", d.memory_budget)?,
+            num_column_families: match get(m, "num_column_families", d.num_column_families)? {
+                0 => return Err("flag --num_column_families: at least 1".to_string()),
+                n => n,
+            },
             use_existing_db: get_bool(m, "use_existing_db", d.use_existing_db)?,
             merge_operator: merge_operator_flag(m)?,
             prefix_size: get(m, "prefix_size", d.prefix_size)?,
@@ -934,6 +950,16 @@ mod tests {
         assert!(Flags::parse(&["--index_type=two"]).is_err());
         assert!(Flags::parse(&["--metadata_block_size=-1"]).is_err());
         assert!(Flags::parse(&["--partition_index=maybe"]).is_err());
+    }
+
+    #[test]
+    fn memory_budget_and_column_families_are_used() {
+        let f = Flags::parse(&["--memory_budget=268435456", "--num_column_families=4"]).unwrap();
+        assert_eq!(f.opts.memory_budget, 256 << 20);
+        assert_eq!(f.opts.num_column_families, 4);
+        let d = Flags::parse::<&str>(&[]).unwrap();
+        assert_eq!((d.opts.memory_budget, d.opts.num_column_families), (0, 1));
+        assert!(Flags::parse(&["--num_column_families=0"]).is_err());
     }
 
     #[test]

@@ -288,7 +288,29 @@ impl Runner {
                 self.write_json()?;
             }
         }
+        if let Some(kb) = peak_rss_kb() {
+            self.say(&format!(
+                "Peak RSS:   {:.1} MB (VmHWM, {kb} kB)",
+                kb as f64 / 1024.0
+            ));
+        }
+        self.say_memory();
         Ok(self.results.clone())
+    }
+
+    /// The engine's own view of its memory at the end of a run (ShaleDB's properties).
+    fn say_memory(&self) {
+        let Some(e) = &self.engine else { return };
+        let mb = |name: &str| {
+            e.property(name)
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .map(|b| format!("{:.1} MB", b / 1048576.0))
+        };
+        if let (Some(usage), Some(pinned)) =
+            (mb("block-cache-usage"), mb("block-cache-pinned-usage"))
+        {
+            self.say(&format!("Block cache: {usage} (pinned {pinned})"));
+        }
     }
 
     fn write_json(&self) -> Result<(), String> {
@@ -1104,6 +1126,15 @@ fn check_ingestion_fill(name: &str, f: &Flags) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// The process's peak resident set size in kB (`VmHWM` in /proc/self/status; Linux only).
+pub fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 #[cfg(test)]

@@ -1,15 +1,20 @@
 //! ShaleDB behind the benchmark [`Engine`] trait.
 
-use crate::engine::{BatchOp, BlobOptions, CommonOptions, Engine, EngineIterator, EngineResult};
+use crate::engine::{
+    family_names, family_of, BatchOp, BlobOptions, CommonOptions, Engine, EngineIterator,
+    EngineResult,
+};
 use shaledb::{
-    CompressionType, Db, DbIterator, IngestOptions, Options, ReadOptions, SstFileWriter,
-    WriteBatch, WriteOptions,
+    ColumnFamily, CompressionType, Db, DbIterator, IngestOptions, Options, ReadOptions,
+    SstFileWriter, WriteBatch, WriteOptions,
 };
 use std::path::Path;
 
 /// An open ShaleDB database.
 pub struct ShaleEngine {
     db: Db,
+    /// The families keys are spread over (`--num_column_families`), the default first.
+    cfs: Vec<ColumnFamily>,
     /// What the database was opened with (external files are written with it).
     opts: Options,
     wo: WriteOptions,
@@ -69,6 +74,9 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
         usize::try_from(c.index_block_restart_interval).unwrap_or(usize::MAX);
     o.use_direct_io_for_flush_and_compaction = c.use_direct_io_for_flush_and_compaction;
     set_blob_options(&mut o, &c.blob)?;
+    if c.memory_budget > 0 {
+        o.memory_budget = Some(usize::try_from(c.memory_budget).unwrap_or(usize::MAX));
+    }
     Ok(o)
 }
 
@@ -90,9 +98,26 @@ impl ShaleEngine {
     /// Opens (creating) a database at `path`.
     pub fn open(path: &Path, c: &CommonOptions) -> EngineResult<Self> {
         let opts = shale_options(c)?;
-        let db = Db::open(path, opts.clone()).map_err(|e| e.to_string())?;
+        let names = family_names(c.num_column_families);
+        let db = match names.is_empty() {
+            true => Db::open(path, opts.clone()),
+            false => Db::open_cf(
+                path,
+                opts.clone().with_create_missing_column_families(true),
+                names.iter().map(|n| (n.clone(), opts.cf_options())),
+            ),
+        }
+        .map_err(|e| e.to_string())?;
+        let mut cfs = vec![db.default_cf()];
+        for n in &names {
+            cfs.push(
+                db.cf(n)
+                    .ok_or_else(|| format!("family {n} missing after open"))?,
+            );
+        }
         Ok(ShaleEngine {
             db,
+            cfs,
             opts,
             wo: WriteOptions {
                 sync: c.sync,
@@ -110,6 +135,11 @@ impl ShaleEngine {
     /// The underlying database.
     pub fn db(&self) -> &Db {
         &self.db
+    }
+
+    /// The family `key` goes to.
+    fn cf(&self, key: &[u8]) -> &ColumnFamily {
+        &self.cfs[family_of(key, self.cfs.len())]
     }
 }
 
@@ -151,19 +181,19 @@ impl Engine for ShaleEngine {
     }
     fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
         self.db
-            .put_opt(&self.wo, key, value)
+            .put_cf_opt(&self.wo, self.cf(key), key, value)
             .map_err(|e| e.to_string())
     }
     fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
         // The harness wants owned bytes (as from every engine); the copy happens here.
         self.db
-            .get_opt(&self.ro, key)
+            .get_cf_opt(&self.ro, self.cf(key), key)
             .map(|v| v.map(shaledb::Value::into_vec))
             .map_err(|e| e.to_string())
     }
     fn merge(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
         self.db
-            .merge_opt(&self.wo, key, value)
+            .merge_cf_opt(&self.wo, self.cf(key), key, value)
             .map_err(|e| e.to_string())
     }
     fn delete_range(&self, begin: &[u8], end: &[u8]) -> EngineResult<()> {
@@ -172,6 +202,10 @@ impl Engine for ShaleEngine {
             .map_err(|e| e.to_string())
     }
     fn multi_get(&self, keys: &[&[u8]]) -> EngineResult<Vec<Option<Vec<u8>>>> {
+        if self.cfs.len() > 1 {
+            // Keys of several families: one lookup each.
+            return keys.iter().map(|k| self.get(k)).collect();
+        }
         let cf = self.db.default_cf();
         self.db
             .multi_get_cf(&self.ro, &cf, keys.iter().copied())
@@ -183,14 +217,16 @@ impl Engine for ShaleEngine {
             .collect()
     }
     fn delete(&self, key: &[u8]) -> EngineResult<()> {
-        self.db.delete_opt(&self.wo, key).map_err(|e| e.to_string())
+        self.db
+            .delete_cf_opt(&self.wo, self.cf(key), key)
+            .map_err(|e| e.to_string())
     }
     fn write_batch(&self, ops: &[BatchOp]) -> EngineResult<()> {
         let mut b = WriteBatch::new();
         for op in ops {
             match op {
-                BatchOp::Put(k, v) => b.put(k, v),
-                BatchOp::Delete(k) => b.delete(k),
+                BatchOp::Put(k, v) => b.put_cf(self.cf(k), k, v),
+                BatchOp::Delete(k) => b.delete_cf(self.cf(k), k),
             }
         }
         self.db.write(&self.wo, b).map_err(|e| e.to_string())
@@ -202,7 +238,10 @@ impl Engine for ShaleEngine {
         Box::new(ShaleIter(self.db.iter(&self.ro)))
     }
     fn flush(&self) -> EngineResult<()> {
-        self.db.flush().map_err(|e| e.to_string())
+        for cf in &self.cfs {
+            self.db.flush_cf(cf).map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
     fn compact(&self) -> EngineResult<()> {
         self.db.compact_range(None, None).map_err(|e| e.to_string())

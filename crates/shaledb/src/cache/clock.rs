@@ -104,6 +104,8 @@ struct Shard<K, V: ?Sized> {
     usage: usize,
     /// Charge of the high-priority entries.
     high_usage: usize,
+    /// Charge of the pinned entries.
+    pinned_usage: usize,
     capacity: usize,
     /// The charge high-priority entries may hold before the sweep takes them like others.
     high_capacity: usize,
@@ -118,6 +120,7 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
             hand: 0,
             usage: 0,
             high_usage: 0,
+            pinned_usage: 0,
             capacity,
             high_capacity: (capacity as f64 * HIGH_PRIORITY_SHARE) as usize,
         }
@@ -138,6 +141,9 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
                 self.usage -= s.charge;
                 if s.high {
                     self.high_usage -= s.charge;
+                }
+                if s.pinned {
+                    self.pinned_usage -= s.charge;
                 }
                 self.free.push(idx);
                 s.charge
@@ -179,6 +185,9 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shard<K, V> {
         self.usage += charge;
         if priority == Priority::High {
             self.high_usage += charge;
+        }
+        if priority == Priority::Pinned {
+            self.pinned_usage += charge;
         }
         // Sweep: at most two passes (the first may only clear reference bits).
         let mut steps = 2 * self.slots.len();
@@ -284,6 +293,16 @@ impl<K: Hash + Eq + Clone, V: ?Sized> ShardedCache<K, V> {
     /// Total charge of the entries held.
     pub fn usage(&self) -> usize {
         self.usage.load(Ordering::Relaxed)
+    }
+
+    /// Total charge of the pinned entries (summed over the shards: not for hot paths).
+    pub fn pinned_usage(&self) -> usize {
+        self.shards.iter().map(|s| s.read().pinned_usage).sum()
+    }
+
+    /// How many shards the capacity is split into.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
     }
 
     /// The configured capacity.

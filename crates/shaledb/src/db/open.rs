@@ -69,6 +69,7 @@ pub(super) fn open_with_families(
     families: Vec<(String, CfOptions)>,
 ) -> Result<Db> {
     opts.validate()?;
+    let opts = opts.resolve_memory_budget();
     let requested = requested_families(&opts, families)?;
     let family_options = |name: &str| match requested.get(name) {
         Some(o) => o.clone(),
@@ -111,10 +112,7 @@ pub(super) fn open_with_families(
         }
     }
 
-    let block_cache = Arc::new(BlockCache::new(
-        opts.block_cache_size,
-        opts.block_cache_shard_bits,
-    ));
+    let block_cache = opts.block_cache_for_open();
     let tables = Arc::new(
         TableCache::new(
             fs.clone(),

@@ -45,6 +45,18 @@ impl DbInner {
             "info-log-write-errors" => Some(self.info_log.write_errors().to_string()),
             "block-cache-usage" => Some(self.block_cache.usage().to_string()),
             "block-cache-capacity" => Some(self.block_cache.capacity().to_string()),
+            "block-cache-pinned-usage" => Some(self.block_cache.pinned_usage().to_string()),
+            // Of every database sharing the manager; absent without one.
+            "write-buffer-manager-usage" => self
+                .opts
+                .write_buffer_manager
+                .as_ref()
+                .map(|w| w.memory_usage().to_string()),
+            "write-buffer-manager-buffer-size" => self
+                .opts
+                .write_buffer_manager
+                .as_ref()
+                .map(|w| w.buffer_size().to_string()),
             "cur-size-all-mem-tables" => {
                 let sv = cf.super_version.load();
                 let n: usize = std::iter::once(&sv.mem)

@@ -20,7 +20,7 @@
 
 use super::open::{self, Recovered, WalReplay};
 use super::{CfState, Db, DbInner, DbState};
-use crate::cache::{BlockCache, TableCache};
+use crate::cache::TableCache;
 use crate::column_family::{CfOptions, DEFAULT_FAMILY_NAME};
 use crate::error::{Error, Result};
 use crate::info_log::{InfoLog, InfoLogConfig};
@@ -237,14 +237,12 @@ fn open_follower(
     secondary_dir: Option<&Path>,
 ) -> Result<Db> {
     opts.validate()?;
+    let opts = opts.resolve_memory_budget();
     let requested = open::requested_families(&opts, families)?;
     if !opts.fs.exists(&filename::current_file(dir)) {
         return Err(Error::NotFound(dir.to_path_buf()));
     }
-    let block_cache = Arc::new(BlockCache::new(
-        opts.block_cache_size,
-        opts.block_cache_shard_bits,
-    ));
+    let block_cache = opts.block_cache_for_open();
     // Never evicts: every table of the view stays open (see the module comment).
     let tables = Arc::new(
         TableCache::new(

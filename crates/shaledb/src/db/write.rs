@@ -290,6 +290,12 @@ impl DbInner {
             let (kind, k, v) = e.parts();
             mem.add(s, kind, k, v);
         }
+        if self.opts.write_buffer_manager.is_some() {
+            // Once per group: the growth of each memtable, one reservation each.
+            for (_, mem) in mems {
+                mem.charge_growth();
+            }
+        }
         Ok(())
     }
 
@@ -390,12 +396,30 @@ impl DbInner {
         let mut slow_down = false;
         let stall_start = Instant::now();
         let mut stalled = false;
+        let mut wbm_switched = false;
         'retry: loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::poisoned(e.duplicate()));
             }
             if self.shutting_down.load(Ordering::Acquire) {
                 return Err(Error::Closed);
+            }
+            if writing && self.opts.write_buffer_manager.is_some() {
+                match self.write_buffer_room(st, &mut wbm_switched)? {
+                    BufferRoom::Fine => {}
+                    BufferRoom::Switched => continue 'retry,
+                    BufferRoom::Stall => {
+                        if !stalled {
+                            st.stall_count += 1;
+                            stalled = true;
+                        }
+                        self.work_cv.notify_all();
+                        // Timed: the memory may be freed by another database sharing the
+                        // manager, which does not signal this one.
+                        self.stall_cv.wait_for(st, BUFFER_STALL_POLL);
+                        continue 'retry;
+                    }
+                }
             }
             let old_wal = self.wal_to_free(st);
             for (&id, cf) in &st.families {
@@ -456,6 +480,39 @@ impl DbInner {
         Ok(slow_down)
     }
 
+    /// What the write buffer manager asks of this write: past 7/8 of its budget in active
+    /// memtables, freeze this database's largest active memtable (once per write, so
+    /// memory held by other databases cannot make it freeze one after another); at the
+    /// budget, with stalls allowed, wait.
+    fn write_buffer_room(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        switched: &mut bool,
+    ) -> Result<BufferRoom> {
+        let Some(wbm) = &self.opts.write_buffer_manager else {
+            return Ok(BufferRoom::Fine);
+        };
+        if !*switched && wbm.should_flush() {
+            *switched = true;
+            let largest = st
+                .families
+                .iter()
+                .filter(|(_, f)| !f.mem.is_empty())
+                // A family with as many memtables as it may hold waits for its flush instead.
+                .filter(|(_, f)| f.imms.len() + 1 < f.data.opts.max_write_buffer_number)
+                .max_by_key(|(_, f)| f.mem.approximate_memory_usage())
+                .map(|(&id, _)| id);
+            if let Some(id) = largest {
+                self.switch_memtable(st, id)?;
+                return Ok(BufferRoom::Switched);
+            }
+        }
+        Ok(match wbm.should_stall() {
+            true => BufferRoom::Stall,
+            false => BufferRoom::Fine,
+        })
+    }
+
     /// Freezes family `cf`'s active memtable (with `atomic_flush`, every family's that holds
     /// data) and starts a new WAL for its successor. The empty memtables of other families
     /// move to the new WAL too, so they do not keep old WALs alive.
@@ -509,6 +566,7 @@ impl DbInner {
             let fresh = Arc::new(MemTable::for_family(number, &f.data.opts));
             let old = std::mem::replace(&mut f.mem, fresh);
             if frozen {
+                old.freeze_charge();
                 f.imms.push_back(old);
             }
             f.install_super_version(versions);
@@ -569,6 +627,18 @@ fn compaction_behind(l0_files: usize, pending_bytes: u64, o: &crate::Options) ->
     let slowdown = o.level0_slowdown_writes_trigger.max(trigger);
     let l0_threshold = (trigger * 2).min(trigger + (slowdown - trigger) / 4);
     l0_files >= l0_threshold || pending_bytes >= o.soft_pending_compaction_bytes_limit / 4
+}
+
+/// How often a write stalled by the write buffer manager looks again.
+const BUFFER_STALL_POLL: Duration = Duration::from_millis(5);
+
+/// What the write buffer manager needs before the next write group.
+enum BufferRoom {
+    Fine,
+    /// A memtable was frozen: look at the families again.
+    Switched,
+    /// Memtables hold the whole budget: wait for memory to be freed.
+    Stall,
 }
 
 /// What a family needs before the next write group (see `family_room`).

@@ -32,6 +32,8 @@ pub struct MemTable {
     range_del_bytes: AtomicUsize,
     /// Whole keys and/or prefixes inserted, when the family asks for a memtable bloom.
     bloom: Option<MemTableBloom>,
+    /// The memory charged to the family's write buffer manager, released on drop.
+    charge: Option<crate::memory::MemCharge>,
 }
 
 /// What a memtable's bloom filter holds (`Options::memtable_prefix_bloom_size_ratio`).
@@ -63,6 +65,7 @@ impl MemTable {
             has_range_dels: AtomicBool::new(false),
             range_del_bytes: AtomicUsize::new(0),
             bloom: None,
+            charge: None,
         }
     }
 
@@ -79,7 +82,27 @@ impl MemTable {
                 whole_key: opts.memtable_whole_key_filtering,
                 prefix_extractor,
             }),
+            charge: opts
+                .write_buffer_manager
+                .clone()
+                .map(crate::memory::MemCharge::new),
             ..MemTable::new(log_number)
+        }
+    }
+
+    /// Charges the memory grown since the last call to the write buffer manager, if any
+    /// (the write path calls it once per write group and memtable written).
+    #[inline]
+    pub(crate) fn charge_growth(&self) {
+        if let Some(c) = &self.charge {
+            c.grow_to(self.approximate_memory_usage());
+        }
+    }
+
+    /// The memtable was frozen: its memory no longer counts as active in the manager.
+    pub(crate) fn freeze_charge(&self) {
+        if let Some(c) = &self.charge {
+            c.freeze();
         }
     }
 

@@ -159,6 +159,12 @@ impl Block {
         self.data.len()
     }
 
+    /// What the block cache charges for holding this block: its allocation and the cache's
+    /// bookkeeping for the entry.
+    pub(crate) fn cache_charge(&self) -> usize {
+        self.data.capacity() + crate::cache::BLOCK_ENTRY_OVERHEAD
+    }
+
     /// The raw block bytes.
     pub fn data(&self) -> &[u8] {
         &self.data

@@ -582,7 +582,7 @@ impl TableBuilder {
         if let Some((cache, cache_id)) = &self.warm_cache {
             // What a read of the block would produce: its uncompressed contents, validated.
             if let Ok(block) = Block::new(raw.to_vec()) {
-                let charge = block.size();
+                let charge = block.cache_charge();
                 cache.insert((*cache_id, h.offset), Arc::new(block), charge);
             }
         }

@@ -1037,7 +1037,8 @@ impl Table {
         let mut cached = false;
         if opts.fill_cache {
             if let Some(cache) = &self.cache {
-                cache.insert(key, block.clone(), block.size());
+                let charge = block.cache_charge();
+                cache.insert(key, block.clone(), charge);
                 cached = true;
             }
         }

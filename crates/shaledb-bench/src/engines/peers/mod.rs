@@ -34,6 +34,13 @@ pub const PEER_NAMES: &[&str] = &["rocksdb", "leveldb", "wiredtiger", "fjall"];
 
 /// Opens the named peer engine on a database directory at `path`.
 pub fn open(name: &str, path: &Path, opts: &CommonOptions) -> EngineResult<Box<dyn Engine>> {
+    if name != "rocksdb" && (opts.memory_budget > 0 || opts.num_column_families > 1) {
+        // Quietly ignoring them would report a different experiment under the same flags.
+        return Err(format!(
+            "{name}: --memory_budget and --num_column_families are not mapped for this \
+             engine (ShaleDB and RocksDB only)"
+        ));
+    }
     match name {
         "rocksdb" => Ok(Box::new(rocksdb::RocksEngine::open(path, opts)?)),
         "leveldb" => Ok(Box::new(leveldb::LevelEngine::open(path, opts)?)),

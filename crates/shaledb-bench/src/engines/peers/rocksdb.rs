@@ -22,7 +22,8 @@ mod ffi {
         rocksdb_filterpolicy_t,
         rocksdb_flushoptions_t,
         rocksdb_compactoptions_t,
-        rocksdb_slicetransform_t
+        rocksdb_slicetransform_t,
+        rocksdb_column_family_handle_t
     );
 
     /// `BottommostLevelCompaction::kForceOptimized` (rocksdb/options.h).
@@ -38,6 +39,47 @@ mod ffi {
     pub const TWO_LEVEL_INDEX_SEARCH: c_int = 2;
 
     extern "C" {
+        pub fn rocksdb_options_set_db_write_buffer_size(o: *mut rocksdb_options_t, v: usize);
+        pub fn rocksdb_create_column_family(
+            db: *mut rocksdb_t,
+            o: *const rocksdb_options_t,
+            name: *const c_char,
+            errptr: *mut *mut c_char,
+        ) -> *mut rocksdb_column_family_handle_t;
+        pub fn rocksdb_column_family_handle_destroy(h: *mut rocksdb_column_family_handle_t);
+        pub fn rocksdb_put_cf(
+            db: *mut rocksdb_t,
+            o: *const rocksdb_writeoptions_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            k: *const c_char,
+            klen: usize,
+            v: *const c_char,
+            vlen: usize,
+            errptr: *mut *mut c_char,
+        );
+        pub fn rocksdb_delete_cf(
+            db: *mut rocksdb_t,
+            o: *const rocksdb_writeoptions_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            k: *const c_char,
+            klen: usize,
+            errptr: *mut *mut c_char,
+        );
+        pub fn rocksdb_get_cf(
+            db: *mut rocksdb_t,
+            o: *const rocksdb_readoptions_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            k: *const c_char,
+            klen: usize,
+            vlen: *mut usize,
+            errptr: *mut *mut c_char,
+        ) -> *mut c_char;
+        pub fn rocksdb_flush_cf(
+            db: *mut rocksdb_t,
+            o: *const rocksdb_flushoptions_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            errptr: *mut *mut c_char,
+        );
         pub fn rocksdb_writebatch_create() -> *mut rocksdb_writebatch_t;
         pub fn rocksdb_writebatch_destroy(b: *mut rocksdb_writebatch_t);
         pub fn rocksdb_writebatch_delete_range(
@@ -292,6 +334,9 @@ shared_c_api!(
 /// An open RocksDB database and the option objects it was opened with. Field order matters:
 /// the database closes first, then the options and the cache handle are destroyed.
 pub struct RocksEngine {
+    /// The families beside the default one (`--num_column_families`); destroyed before the
+    /// database closes (fields drop in order).
+    cfs: Families,
     db: CDb<RocksApi>,
     _options: Handle<ffi::rocksdb_options_t>,
     _cache: Handle<ffi::rocksdb_cache_t>,
@@ -403,10 +448,17 @@ fn db_options(
         );
         set_blob_options(&options, &c.blob)?;
 
+        let mut cache_size = c.cache_size;
+        if c.memory_budget > 0 {
+            // The C API of 7.8 cannot charge memtables to the cache (no WriteBufferManager):
+            // the same total, split as ShaleDB's default split of a budget.
+            cache_size = c.memory_budget - c.memory_budget / 4;
+            ffi::rocksdb_options_set_db_write_buffer_size(o, clamp_size(c.memory_budget / 4));
+        }
         let t = ffi::rocksdb_block_based_options_create();
         ffi::rocksdb_block_based_options_set_block_size(t, clamp_size(c.block_size.max(1)));
         let cache = Handle::new(
-            ffi::rocksdb_cache_create_lru(clamp_size(c.cache_size)),
+            ffi::rocksdb_cache_create_lru(clamp_size(cache_size)),
             ffi::rocksdb_cache_destroy,
         );
         ffi::rocksdb_block_based_options_set_block_cache(t, cache.ptr());
@@ -497,7 +549,9 @@ impl RocksEngine {
         let (options, cache) = db_options(c, compression)?;
         let (ro, wo) = read_write_options(c);
         let db = CDb::open(&options, &cpath, ro, wo)?;
+        let cfs = Families::create(&db, &options, c)?;
         Ok(RocksEngine {
+            cfs,
             db,
             _options: options,
             _cache: cache,
@@ -523,18 +577,82 @@ impl Engine for RocksEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
-        self.db.put(key, value)
+        match self.cfs.of(key) {
+            None => self.db.put(key, value),
+            Some(cf) => {
+                let mut err: *mut c_char = std::ptr::null_mut();
+                // SAFETY: open database, live write options and family handle; the slices
+                // are valid during the call (copied by the library); a valid errptr.
+                unsafe {
+                    ffi::rocksdb_put_cf(
+                        self.db.raw(),
+                        self.db.write_options(),
+                        cf,
+                        key.as_ptr().cast(),
+                        key.len(),
+                        value.as_ptr().cast(),
+                        value.len(),
+                        &mut err,
+                    );
+                    take_err(NAME, err, RocksApi::FREE)
+                }
+            }
+        }
     }
 
     fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
-        self.db.get(key)
+        let Some(cf) = self.cfs.of(key) else {
+            return self.db.get(key);
+        };
+        let mut err: *mut c_char = std::ptr::null_mut();
+        let mut len = 0usize;
+        // SAFETY: open database, live read options and family handle, `key` valid during the
+        // call; a non-NULL result addresses `len` malloc'ed bytes we own: copied, then freed
+        // once; `err` is NULL or a message freed by take_err.
+        unsafe {
+            let p = ffi::rocksdb_get_cf(
+                self.db.raw(),
+                self.db.read_options(),
+                cf,
+                key.as_ptr().cast(),
+                key.len(),
+                &mut len,
+                &mut err,
+            );
+            let v =
+                (!p.is_null()).then(|| std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec());
+            if !p.is_null() {
+                (RocksApi::FREE)(p.cast());
+            }
+            take_err(NAME, err, RocksApi::FREE).map(|()| v)
+        }
     }
 
     fn delete(&self, key: &[u8]) -> EngineResult<()> {
-        self.db.delete(key)
+        let Some(cf) = self.cfs.of(key) else {
+            return self.db.delete(key);
+        };
+        let mut err: *mut c_char = std::ptr::null_mut();
+        // SAFETY: open database, live write options and family handle, `key` valid during
+        // the call, a valid errptr.
+        unsafe {
+            ffi::rocksdb_delete_cf(
+                self.db.raw(),
+                self.db.write_options(),
+                cf,
+                key.as_ptr().cast(),
+                key.len(),
+                &mut err,
+            );
+            take_err(NAME, err, RocksApi::FREE)
+        }
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> EngineResult<Vec<Option<Vec<u8>>>> {
+        if self.cfs.count() > 1 {
+            // Keys of several families: one lookup each.
+            return keys.iter().map(|k| self.get(k)).collect();
+        }
         let n = keys.len();
         let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr().cast()).collect();
         let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
@@ -620,6 +738,13 @@ impl Engine for RocksEngine {
     }
 
     fn write_batch(&self, ops: &[BatchOp]) -> EngineResult<()> {
+        if self.cfs.count() > 1 {
+            return Err(
+                "rocksdb: write batches with --num_column_families are not supported \
+                        (use --batch_size=1)"
+                    .into(),
+            );
+        }
         self.db.write_batch(ops)
     }
 
@@ -635,6 +760,11 @@ impl Engine for RocksEngine {
             let fo = ffi::rocksdb_flushoptions_create();
             ffi::rocksdb_flushoptions_set_wait(fo, 1);
             ffi::rocksdb_flush(self.db.raw(), fo, &mut err);
+            for &cf in &self.cfs.handles {
+                if err.is_null() {
+                    ffi::rocksdb_flush_cf(self.db.raw(), fo, cf, &mut err);
+                }
+            }
             ffi::rocksdb_flushoptions_destroy(fo);
         }
         // SAFETY: `err` is NULL or a malloc'ed message from RocksDB that nothing else frees.
@@ -693,5 +823,67 @@ impl Engine for RocksEngine {
         // flushes and compactions (the Sum row of the compaction table), in units of 0.01 GB.
         let stats = self.property("rocksdb.stats")?;
         super::parse_gb_after(&stats, "Cumulative compaction:")
+    }
+}
+
+/// The column families beside the default one, created in a fresh database with the
+/// database's options (`--num_column_families`); keys go to them by [`family_of`].
+struct Families {
+    handles: Vec<*mut ffi::rocksdb_column_family_handle_t>,
+}
+
+impl Families {
+    fn create(
+        db: &CDb<RocksApi>,
+        options: &Handle<ffi::rocksdb_options_t>,
+        c: &CommonOptions,
+    ) -> EngineResult<Families> {
+        let mut families = Families {
+            handles: Vec::new(),
+        };
+        let names = crate::engine::family_names(c.num_column_families);
+        if !names.is_empty() && c.use_existing_db {
+            return Err(
+                "rocksdb: --num_column_families with --use_existing_db is not supported \
+                        (families are created in a fresh database)"
+                    .into(),
+            );
+        }
+        for name in names {
+            let cname = std::ffi::CString::new(name).map_err(|e| e.to_string())?;
+            let mut err: *mut c_char = std::ptr::null_mut();
+            // SAFETY: the open database, live options (copied by the call) and a
+            // NUL-terminated name; the handle returned is ours, destroyed once in Drop.
+            let h = unsafe {
+                ffi::rocksdb_create_column_family(db.raw(), options.ptr(), cname.as_ptr(), &mut err)
+            };
+            // SAFETY: `err` is NULL or a malloc'ed message freed by take_err.
+            unsafe { take_err(NAME, err, RocksApi::FREE)? };
+            families.handles.push(h);
+        }
+        Ok(families)
+    }
+
+    /// How many families keys are spread over (the default one included).
+    fn count(&self) -> usize {
+        self.handles.len() + 1
+    }
+
+    /// The handle of the family `key` goes to; `None`: the default family.
+    fn of(&self, key: &[u8]) -> Option<*mut ffi::rocksdb_column_family_handle_t> {
+        match crate::engine::family_of(key, self.count()) {
+            0 => None,
+            i => self.handles.get(i - 1).copied(),
+        }
+    }
+}
+
+impl Drop for Families {
+    fn drop(&mut self) {
+        for &h in &self.handles {
+            // SAFETY: each handle was returned by create_column_family and is destroyed once,
+            // before the database closes (RocksEngine's field order).
+            unsafe { ffi::rocksdb_column_family_handle_destroy(h) };
+        }
     }
 }
