@@ -7,16 +7,38 @@ use crate::file_dumps::{kind_name, show_value};
 use crate::progress::Spinner;
 use crate::{Command, ScanArgs};
 use shaledb::internals::{internal_entries, parse_internal_key};
-use shaledb::{CfOptions, ColumnFamily, Db, Options, ReadOptions, WriteOptions};
+use shaledb::{
+    merge_operators, CfOptions, ColumnFamily, Db, MergeOperator, Options, ReadOptions, WriteOptions,
+};
 use std::io::Write;
 use std::ops::Bound;
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// The global options every command sees.
 pub(crate) struct Context<'a> {
     pub(crate) db: Option<&'a Path>,
     pub(crate) cf: &'a str,
     pub(crate) codec: Codec,
+    /// `--merge-operator`: given to every family.
+    pub(crate) merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// `--ttl`: given to every family.
+    pub(crate) ttl: Option<Duration>,
+}
+
+/// The built-in merge operator `--merge-operator` names.
+pub(crate) fn merge_operator(name: &str) -> Result<Arc<dyn MergeOperator>, CliError> {
+    match name.split_once(':') {
+        None if name == "uint64add" => Ok(Arc::new(merge_operators::UInt64Add)),
+        None if name == "stringappend" => Ok(Arc::new(merge_operators::StringAppend::new(","))),
+        Some(("stringappend", delimiter)) => {
+            Ok(Arc::new(merge_operators::StringAppend::new(delimiter)))
+        }
+        _ => Err(CliError::msg(format!(
+            "unknown merge operator {name:?}: use uint64add, stringappend or stringappend:DELIM"
+        ))),
+    }
 }
 
 /// How a command opens the database.
@@ -68,12 +90,23 @@ impl Context<'_> {
         let path = self.require_db()?;
         let opts = Options {
             create_if_missing: access == Access::Create,
+            merge_operator: self.merge_operator.clone(),
+            ttl: self.ttl,
             ..Options::default()
+        };
+        // Every family gets the operator and TTL too (a new database has only the default).
+        let families: Vec<(String, CfOptions)> = match Db::list_cf(path, &opts) {
+            Ok(names) => names
+                .into_iter()
+                .filter(|n| n != "default")
+                .map(|n| (n, opts.cf_options()))
+                .collect(),
+            Err(_) => Vec::new(),
         };
         // Commands that change nothing work beside a running primary and write nothing.
         Ok(match access {
-            Access::Read => Db::open_read_only(path, opts)?,
-            Access::Write | Access::Create => Db::open(path, opts)?,
+            Access::Read => Db::open_read_only_cf(path, opts, families)?,
+            Access::Write | Access::Create => Db::open_cf(path, opts, families)?,
         })
     }
 

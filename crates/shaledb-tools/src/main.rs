@@ -34,6 +34,13 @@ struct Cli {
     /// Keys and values as hex digits, on input and output.
     #[arg(long, global = true)]
     hex: bool,
+    /// The merge operator the database was written with (every family): `uint64add`,
+    /// `stringappend` (delimiter ",") or `stringappend:DELIM`.
+    #[arg(long, global = true, value_name = "NAME")]
+    merge_operator: Option<String>,
+    /// The TTL, in seconds, of a database whose families were created with one.
+    #[arg(long, global = true, value_name = "SECONDS")]
+    ttl: Option<u64>,
     #[command(subcommand)]
     command: Command,
 }
@@ -218,6 +225,12 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
         db: cli.db.as_deref(),
         cf: &cli.cf,
         codec,
+        merge_operator: cli
+            .merge_operator
+            .as_deref()
+            .map(db_commands::merge_operator)
+            .transpose()?,
+        ttl: cli.ttl.map(std::time::Duration::from_secs),
     };
     match &cli.command {
         Command::SstDump { file, verify } => file_dumps::sst_dump(file, *verify, codec, out),

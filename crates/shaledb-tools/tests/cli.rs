@@ -820,3 +820,55 @@ fn checkpoint_with_flush_copies_tables_and_no_wal() {
     assert_eq!(on(&copy, &["scan"]), ok("a\t1\nb\t2\n"));
     assert_eq!(on(&path, &["get", "b"]), failed("shale: key b not found"));
 }
+
+#[test]
+fn merge_operator_and_ttl_databases_open_with_the_flags() {
+    use shaledb::merge_operators::UInt64Add;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    {
+        let opts = Options {
+            merge_operator: Some(Arc::new(UInt64Add)),
+            create_missing_column_families: true,
+            ..Default::default()
+        };
+        let counters = CfOptions {
+            merge_operator: Some(Arc::new(UInt64Add)),
+            ..opts.cf_options()
+        };
+        let db = Db::open_cf(&path, opts, [("counters", counters)]).expect("open");
+        db.merge(b"hits", 5u64.to_le_bytes()).expect("merge");
+        db.merge(b"hits", 2u64.to_le_bytes()).expect("merge");
+        let cf = db.cf("counters").expect("family");
+        db.merge_cf(&cf, b"n", 1u64.to_le_bytes()).expect("merge");
+    }
+    let without = on(&path, &["get", "hits"]);
+    assert_eq!(without.code, 1);
+    assert!(without.stderr.contains("merge operator"), "{without:?}");
+    let with = ["--merge-operator", "uint64add", "--hex"];
+    let args = |rest: &[&'static str]| with.iter().chain(rest).copied().collect::<Vec<_>>();
+    assert_eq!(
+        on(&path, &args(&["get", "68697473"])),
+        ok("0700000000000000\n")
+    );
+    assert_eq!(
+        on(&path, &args(&["--cf", "counters", "get", "6e"])),
+        ok("0100000000000000\n")
+    );
+    let bad = on(&path, &["--merge-operator", "max", "get", "hits"]);
+    assert_eq!(bad.code, 1);
+    assert!(bad.stderr.contains("unknown merge operator"), "{bad:?}");
+
+    let ttl_path = dir.path().join("ttl");
+    {
+        let opts = Options {
+            ttl: Some(std::time::Duration::from_secs(3600)),
+            ..Default::default()
+        };
+        let db = Db::open(&ttl_path, opts).expect("open");
+        db.put(b"k", b"v").expect("put");
+    }
+    assert_eq!(on(&ttl_path, &["get", "k"]).code, 1);
+    assert_eq!(on(&ttl_path, &["--ttl", "3600", "get", "k"]), ok("v\n"));
+}
