@@ -5,6 +5,8 @@
 //! missing file into `Corruption` naming it; a backup under a concurrent writer holds a
 //! prefix of the writes with every one acknowledged before the call.
 
+mod common;
+
 use shaledb::fs::{FileSystem, FsCall, FsHook, HookedFileSystem, MemFileSystem};
 use shaledb::internals::BackupMeta;
 use shaledb::merge_operators::UInt64Add;
@@ -18,56 +20,27 @@ const BACKUPS: &str = "/backups";
 
 fn options(fs: &MemFileSystem) -> Options {
     Options {
-        create_missing_column_families: true,
-        write_buffer_size: 64 << 10,
-        target_file_size_base: 32 << 10,
-        max_bytes_for_level_base: 128 << 10,
-        level0_file_num_compaction_trigger: 2,
         merge_operator: Some(Arc::new(UInt64Add)),
-        ..Default::default()
+        ..common::small_tree_options()
     }
     .with_fs(fs.clone())
 }
 
 fn families(fs: &MemFileSystem) -> Vec<(&'static str, CfOptions)> {
-    let base = options(fs).cf_options();
-    let blobs = CfOptions {
-        enable_blob_files: true,
-        min_blob_size: 100,
-        ..base.clone()
-    };
-    vec![("default", base), ("blobs", blobs)]
+    common::default_and_blob_families(options(fs).cf_options())
 }
 
 fn open(fs: &MemFileSystem, dir: &str) -> Db {
     Db::open_cf(dir, options(fs), families(fs)).expect("open")
 }
 
-fn value(i: u32, round: u32) -> Vec<u8> {
-    let mut v = format!("v{i}-{round}-").into_bytes();
-    v.resize(20 + (i as usize % 5) * 60, b'x');
-    v
-}
+use common::round_value as value;
 
 type Contents = Vec<Vec<(Vec<u8>, Vec<u8>)>>;
 
 /// Every key and value of both families.
 fn contents(db: &Db) -> Contents {
-    ["default", "blobs"]
-        .iter()
-        .map(|name| {
-            let cf = db.cf(name).expect("family");
-            let mut it = db.iter_cf(&cf, &ReadOptions::default()).expect("iterator");
-            let mut out = Vec::new();
-            it.seek_to_first();
-            while it.valid() {
-                out.push((it.key().to_vec(), it.value().to_vec()));
-                it.next();
-            }
-            it.status().expect("scan");
-            out
-        })
-        .collect()
+    common::family_contents(db, &["default", "blobs"])
 }
 
 /// One round of writes to both families: puts (large ones go to blob files), merges, a range

@@ -11,48 +11,21 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 fn options() -> Options {
-    Options {
-        create_missing_column_families: true,
-        write_buffer_size: 64 << 10,
-        target_file_size_base: 32 << 10,
-        max_bytes_for_level_base: 128 << 10,
-        level0_file_num_compaction_trigger: 2,
-        ..Default::default()
-    }
+    common::small_tree_options()
 }
 
 fn families() -> Vec<(&'static str, CfOptions)> {
-    let blobs = CfOptions {
-        enable_blob_files: true,
-        min_blob_size: 100,
-        ..options().cf_options()
-    };
-    vec![("default", options().cf_options()), ("blobs", blobs)]
+    common::default_and_blob_families(options().cf_options())
 }
 
-fn value(i: u32, round: u32) -> Vec<u8> {
-    let mut v = format!("v{i}-{round}-").into_bytes();
-    v.resize(20 + (i as usize % 5) * 60, b'x');
-    v
-}
+use common::round_value as value;
 
 type Contents = BTreeMap<String, Vec<(Vec<u8>, Vec<u8>)>>;
 
 fn contents(db: &Db, names: &[&str]) -> Contents {
-    names
-        .iter()
-        .map(|name| {
-            let cf = db.cf(name).expect("family");
-            let mut it = db.iter_cf(&cf, &ReadOptions::default()).expect("iterator");
-            let mut out = Vec::new();
-            it.seek_to_first();
-            while it.valid() {
-                out.push((it.key().to_vec(), it.value().to_vec()));
-                it.next();
-            }
-            it.status().expect("scan");
-            (name.to_string(), out)
-        })
+    let names_owned = names.iter().map(|n| n.to_string());
+    names_owned
+        .zip(common::family_contents(db, names))
         .collect()
 }
 

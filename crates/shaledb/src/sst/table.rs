@@ -467,7 +467,20 @@ impl Table {
         self.stats = stats;
     }
 
-    /// Counts a block cache lookup: `hit` or `miss`.
+    /// A block-cache lookup ([`cached`](Self::cached)), counted as `hit` or `miss`.
+    #[inline]
+    fn cached_counted<T: Send + Sync + 'static>(
+        &self,
+        key: &(u64, u64),
+        hit: Ticker,
+        miss: Ticker,
+    ) -> Option<Arc<T>> {
+        let cached = self.cached::<T>(key);
+        self.note_cache(cached.is_some(), hit, miss);
+        cached
+    }
+
+    /// Counts a block-cache lookup as a hit or a miss (`Options::statistics`).
     #[inline]
     fn note_cache(&self, found: bool, hit: Ticker, miss: Ticker) {
         if let Some(s) = &self.stats {
@@ -538,9 +551,8 @@ impl Table {
     /// high priority.
     pub(super) fn index_partition(&self, h: BlockHandle) -> Result<Arc<Block>> {
         let key = (self.cache_id, h.offset);
-        let cached = self.cached::<Block>(&key);
-        self.note_cache(
-            cached.is_some(),
+        let cached = self.cached_counted::<Block>(
+            &key,
             Ticker::BlockCacheIndexHit,
             Ticker::BlockCacheIndexMiss,
         );
@@ -793,9 +805,8 @@ impl Table {
     /// The index from the block cache, read again (checksum verified) if it was evicted.
     fn cached_index(&self) -> Result<Arc<Block>> {
         let key = (self.cache_id, self.index_handle.offset);
-        let cached = self.cached::<Block>(&key);
-        self.note_cache(
-            cached.is_some(),
+        let cached = self.cached_counted::<Block>(
+            &key,
             Ticker::BlockCacheIndexHit,
             Ticker::BlockCacheIndexMiss,
         );
@@ -816,9 +827,8 @@ impl Table {
     /// read fails.
     fn cached_filter(&self, h: BlockHandle) -> Option<Arc<BloomFilter>> {
         let key = (self.cache_id, h.offset);
-        let cached = self.cached::<BloomFilter>(&key);
-        self.note_cache(
-            cached.is_some(),
+        let cached = self.cached_counted::<BloomFilter>(
+            &key,
             Ticker::BlockCacheFilterHit,
             Ticker::BlockCacheFilterMiss,
         );
@@ -1019,9 +1029,8 @@ impl Table {
         readahead: Option<&mut Readahead>,
     ) -> Result<(Arc<Block>, bool)> {
         let key = (self.cache_id, handle.offset);
-        let cached = self.cached::<Block>(&key);
-        self.note_cache(
-            cached.is_some(),
+        let cached = self.cached_counted::<Block>(
+            &key,
             Ticker::BlockCacheDataHit,
             Ticker::BlockCacheDataMiss,
         );

@@ -177,3 +177,61 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Options of a small tree (64 KiB memtables, 32 KiB tables, compactions after two L0 files),
+/// creating missing families: the setup of the checkpoint, backup and read-only tests.
+#[allow(dead_code)] // not every test file that declares `mod common` uses it
+pub fn small_tree_options() -> shaledb::Options {
+    shaledb::Options {
+        create_missing_column_families: true,
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 32 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        level0_file_num_compaction_trigger: 2,
+        ..Default::default()
+    }
+}
+
+/// Two families: "default" with `base`, and "blobs", the same with values of 100 bytes or
+/// more in blob files.
+#[allow(dead_code)] // not every test file that declares `mod common` uses it
+pub fn default_and_blob_families(
+    base: shaledb::CfOptions,
+) -> Vec<(&'static str, shaledb::CfOptions)> {
+    let blobs = shaledb::CfOptions {
+        enable_blob_files: true,
+        min_blob_size: 100,
+        ..base.clone()
+    };
+    vec![("default", base), ("blobs", blobs)]
+}
+
+/// The value key `i` gets in write round `round`: 20 to 260 bytes, so some go to blob files.
+#[allow(dead_code)] // not every test file that declares `mod common` uses it
+pub fn round_value(i: u32, round: u32) -> Vec<u8> {
+    let mut v = format!("v{i}-{round}-").into_bytes();
+    v.resize(20 + (i as usize % 5) * 60, b'x');
+    v
+}
+
+/// Every key and value of each family in `names`, in order (a scan of each).
+#[allow(dead_code)] // not every test file that declares `mod common` uses it
+pub fn family_contents(db: &shaledb::Db, names: &[&str]) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+    names
+        .iter()
+        .map(|name| {
+            let cf = db.cf(name).expect("family");
+            let mut it = db
+                .iter_cf(&cf, &shaledb::ReadOptions::default())
+                .expect("iterator");
+            let mut out = Vec::new();
+            it.seek_to_first();
+            while it.valid() {
+                out.push((it.key().to_vec(), it.value().to_vec()));
+                it.next();
+            }
+            it.status().expect("scan");
+            out
+        })
+        .collect()
+}
