@@ -46,6 +46,9 @@ fn build() -> (MemFileSystem, FaultFs, Db) {
             db.flush().expect("flush");
         }
     }
+    // The cleaner deletes the flushed WALs in the background: done before counting, so every
+    // mutating operation counted is the checkpoint's (under load it could run in the middle).
+    db.wait_for_compactions().expect("settle");
     (mem, fault, db)
 }
 
