@@ -6,9 +6,11 @@
 
 mod common;
 
+use shaledb::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 use shaledb::{CfOptions, Db, Error, Options, ReadOptions};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 fn options() -> Options {
     common::small_tree_options()
@@ -202,6 +204,102 @@ fn secondary_catches_up_with_writes_flushes_families_and_iterators_keep_their_vi
         Some(&b"y"[..])
     );
     assert_not_supported(sec.put(b"a", b"b"), "secondary");
+}
+
+/// The default filesystem, except that the next directory listing first runs a hook: it lets a
+/// test make the primary act at one exact point of the secondary's reading.
+struct HookedFs {
+    inner: Arc<dyn FileSystem>,
+    before_next_listing: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl FileSystem for HookedFs {
+    fn create(&self, path: &Path) -> std::io::Result<Box<dyn WritableFile>> {
+        self.inner.create(path)
+    }
+    fn open_random_access(&self, path: &Path) -> std::io::Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open_random_access(path)
+    }
+    fn open_sequential(&self, path: &Path) -> std::io::Result<Box<dyn SequentialFile>> {
+        self.inner.open_sequential(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> std::io::Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn list_dir(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        let hook = self.before_next_listing.lock().expect("hook").take();
+        if let Some(hook) = hook {
+            hook();
+        }
+        self.inner.list_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.remove_file(path)
+    }
+    fn remove_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.remove_dir(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> std::io::Result<Box<dyn FileLock>> {
+        self.inner.lock(path)
+    }
+}
+
+fn wal_count(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .expect("list")
+        .filter(|e| {
+            let name = e.as_ref().expect("entry").file_name();
+            name.to_string_lossy().ends_with(".log")
+        })
+        .count()
+}
+
+/// The primary flushes (and deletes the WAL holding writes the secondary has not read yet)
+/// between the secondary's look at the MANIFEST and its listing of the WALs: the catch-up must
+/// notice the MANIFEST moved on, not tail the WALs that are left and lose those writes.
+#[test]
+fn a_flush_during_the_catch_up_listing_loses_no_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = Options::default();
+    let db = Arc::new(Db::open(dir.path(), o.clone()).expect("open"));
+    let hooked = Arc::new(HookedFs {
+        inner: shaledb::fs::default_fs(),
+        before_next_listing: Mutex::new(None),
+    });
+    let mut so = o.clone();
+    so.fs = hooked.clone();
+    let sec = Db::open_secondary(dir.path(), dir.path().join("sec"), so).expect("secondary");
+    for i in 0..100u32 {
+        db.put(format!("a{i:03}"), value(i, 0)).expect("put");
+    }
+    sec.try_catch_up_with_primary().expect("catch up");
+    // Read by the secondary's next catch-up only through the WAL the hook's flush deletes.
+    for i in 0..100u32 {
+        db.put(format!("b{i:03}"), value(i, 1)).expect("put");
+    }
+    let primary = db.clone();
+    let path = dir.path().to_path_buf();
+    *hooked.before_next_listing.lock().expect("hook") = Some(Box::new(move || {
+        primary.flush().expect("flush");
+        common::wait_until("the flushed WAL is deleted", || wal_count(&path) == 1);
+    }));
+    sec.try_catch_up_with_primary().expect("catch up");
+    assert!(hooked.before_next_listing.lock().expect("hook").is_none());
+    let names = ["default"];
+    assert_eq!(contents(&sec, &names), contents(&db, &names));
+    assert_eq!(sec.get(b"b099").expect("get"), Some(value(99, 1).into()));
 }
 
 /// The environment variable that makes `child_primary` act as the primary process.

@@ -426,8 +426,39 @@ fn open_view_files(
     Ok(())
 }
 
-/// CURRENT's contents, the size of the MANIFEST it names and every WAL's size.
+/// CURRENT's contents, the size of the MANIFEST it names and every WAL's size, as one
+/// consistent picture: the MANIFEST is looked at again after the WALs are listed, and the whole
+/// is taken again if it moved. Otherwise a flush finishing in between would pair the old
+/// MANIFEST with a listing that lacks the WAL it just deleted, and a catch-up that tails the
+/// WALs left would lose that WAL's unread writes.
 fn fingerprint(opts: &Options, dir: &Path) -> Result<Fingerprint> {
+    let mut attempt = 1;
+    loop {
+        let (current, manifest_size) = manifest_state(opts, dir)?;
+        let wals = wal_sizes(opts, dir)?;
+        if manifest_state(opts, dir)? == (current.clone(), manifest_size) {
+            return Ok(Fingerprint {
+                current,
+                manifest_size,
+                wals,
+            });
+        }
+        if attempt >= VIEW_ATTEMPTS {
+            return Err(Error::io(
+                format!("listing the WALs of {}", dir.display()),
+                std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "the primary changed its MANIFEST during every attempt",
+                ),
+            ));
+        }
+        attempt += 1;
+        std::thread::sleep(std::time::Duration::from_millis(attempt as u64 * 5));
+    }
+}
+
+/// CURRENT's contents and the size of the MANIFEST it names.
+fn manifest_state(opts: &Options, dir: &Path) -> Result<(Vec<u8>, u64)> {
     let fs = &opts.fs;
     let current_path = filename::current_file(dir);
     let current = fs
@@ -435,6 +466,12 @@ fn fingerprint(opts: &Options, dir: &Path) -> Result<Fingerprint> {
         .map_err(|e| Error::io(format!("reading {}", current_path.display()), e))?;
     let manifest_name = String::from_utf8_lossy(&current).trim_end().to_string();
     let manifest_size = fs.file_size(&dir.join(&manifest_name)).unwrap_or(0);
+    Ok((current, manifest_size))
+}
+
+/// Every WAL's number and size, in number order.
+fn wal_sizes(opts: &Options, dir: &Path) -> Result<Vec<(u64, u64)>> {
+    let fs = &opts.fs;
     let names = fs
         .list_dir(dir)
         .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
@@ -449,11 +486,7 @@ fn fingerprint(opts: &Options, dir: &Path) -> Result<Fingerprint> {
         })
         .collect();
     wals.sort_unstable();
-    Ok(Fingerprint {
-        current,
-        manifest_size,
-        wals,
-    })
+    Ok(wals)
 }
 
 /// Swaps a newer view into a secondary instance; returns its fingerprint.
@@ -522,7 +555,7 @@ fn install_memtables(st: &mut DbState, mems: &BTreeMap<u32, Arc<MemTable>>) {
 /// already use (the MANIFEST did not change, so neither did the versions or which WALs are
 /// live), then publishes the new last sequence number: entries are invisible until then.
 /// Returns where to go on next time; `None` (nothing published) if damage stopped a WAL
-/// where reading cannot go on.
+/// where reading cannot go on, or a WAL it was reading is gone.
 fn tail_wals(
     inner: &DbInner,
     now: &Fingerprint,
@@ -530,6 +563,12 @@ fn tail_wals(
 ) -> Result<Option<BTreeMap<u64, u64>>> {
     let mut st = inner.state.lock();
     let log_number = st.versions.log_number();
+    // A live WAL of this view that is gone was flushed: its data is in a table this view does
+    // not know, so the MANIFEST must be read again.
+    let listed = |number: &u64| now.wals.iter().any(|(n, _)| n == number);
+    if resume.keys().any(|n| *n >= log_number && !listed(n)) {
+        return Ok(None);
+    }
     let wals: Vec<u64> = now
         .wals
         .iter()
