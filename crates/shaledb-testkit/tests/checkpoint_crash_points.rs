@@ -5,15 +5,17 @@
 //! - the source reopens with every acknowledged write (the last write before the checkpoint
 //!   is synced, so all of them are durable);
 //! - the checkpoint directory either opens (without `create_if_missing`) holding exactly the
-//!   writes acknowledged before the call, or has no CURRENT and `Db::open` says `NotFound`;
-//!   a checkpoint that returned `Ok` always opens.
+//!   writes acknowledged before the call, or does not exist at all (the copy is built in
+//!   `<dir>.tmp` and renamed); a checkpoint that returned `Ok` always opens;
+//! - after a crash that left no checkpoint, checkpointing again into the same directory
+//!   succeeds (the leftover `<dir>.tmp` is removed first).
 //!
 //! Plain checkpoints (the WAL copied) and `checkpoint_opt` flushing every family first.
 #![allow(clippy::field_reassign_with_default)]
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use shaledb::fs::MemFileSystem;
+use shaledb::fs::{FileSystem, MemFileSystem};
 use shaledb::{CfOptions, CheckpointOptions, ColumnFamily, Db, Error, Options};
 use shaledb_testkit::model::{
     self, gen_op, read_all_cf, spread_over_families, Durability, GenConfig, Model, OpLog, Outcome,
@@ -126,6 +128,26 @@ fn check_dir(mem: &MemFileSystem, dir: &str, log: &OpLog, what: &str) -> bool {
     true
 }
 
+/// Reopens the source after a crash that left no checkpoint and checkpoints into the same
+/// directory again: it must succeed over whatever the first attempt left behind.
+fn checkpoint_again(mem: &MemFileSystem, log: &OpLog, what: &str) {
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let o = options(&fault);
+    let db = Db::open_cf(DIR, o.clone(), families(&o)).expect("reopen the source");
+    db.checkpoint(COPY)
+        .unwrap_or_else(|e| panic!("{what}: checkpointing again: {e}"));
+    drop(db);
+    assert!(
+        check_dir(mem, COPY, log, what),
+        "{what}: the second checkpoint"
+    );
+    let again = format!("{COPY}.tmp");
+    assert!(
+        !mem.exists(std::path::Path::new(&again)),
+        "{what}: {again} left"
+    );
+}
+
 fn crash_points(flush_first: bool) {
     with_timeout(
         "checkpoint crash points",
@@ -170,7 +192,17 @@ fn crash_points(flush_first: bool) {
                         res.is_err(),
                         "{what}: a checkpoint that returned Ok is gone"
                     );
+                    let copy_files: Vec<_> = mem
+                        .file_names()
+                        .into_iter()
+                        .filter(|p| p.starts_with(COPY))
+                        .collect();
+                    assert!(copy_files.is_empty(), "{what}: left {copy_files:?}");
+                    assert!(!mem.exists(std::path::Path::new(COPY)), "{what}");
                     absent += 1;
+                    if absent % 4 == 1 {
+                        checkpoint_again(&mem, &log, &what);
+                    }
                 }
             }
             // Early crashes leave no checkpoint, the last ones a complete one.

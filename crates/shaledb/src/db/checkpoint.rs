@@ -3,9 +3,10 @@
 //! Under the state mutex: pin every family's current version (its tables and blob files then
 //! stay on disk), note the live WALs, take a new MANIFEST number and the edits that recreate
 //! the state, and pause file deletion (so no WAL the copy needs is unlinked). Then, without
-//! the mutex: hard-link (or copy) the tables and blob files, copy the WALs as far as they are
-//! written (a record cut at the end is a torn tail, which recovery drops), write the MANIFEST
-//! and CURRENT, sync everything, and resume deletions.
+//! the mutex: into `<dir>.tmp`, hard-link (or copy) the tables and blob files, copy the WALs as
+//! far as they are written (a record cut at the end is a torn tail, which recovery drops),
+//! write the MANIFEST and CURRENT, sync everything; then rename `<dir>.tmp` to `dir`, sync its
+//! parent, and resume deletions. A crash leaves either the whole checkpoint or no `dir`.
 //!
 //! `Db::checkpoint_opt` may flush every family first (RocksDB's `log_size_for_flush`). When
 //! no family holds unflushed data at the moment the state is taken, the WALs hold nothing the
@@ -59,9 +60,10 @@ impl Db {
     /// CURRENT describe the state at the moment the checkpoint began. Writes, flushes and
     /// compactions go on meanwhile; file deletion waits until the copy is done. Opening `dir`
     /// gives every write acknowledged before the call, and possibly some made during it
-    /// (RocksDB's `Checkpoint::CreateCheckpoint`). CURRENT is written last: a checkpoint cut
-    /// short by a crash has none, and opening it without `create_if_missing` fails with
-    /// [`Error::NotFound`].
+    /// (RocksDB's `Checkpoint::CreateCheckpoint`). As in RocksDB the copy is built in `dir`
+    /// with `.tmp` appended and renamed to `dir` when complete: a checkpoint cut short by a
+    /// crash leaves no `dir`, only the `.tmp` directory, which the next checkpoint into `dir`
+    /// removes.
     ///
     /// ```
     /// use shaledb::{Db, Options};
@@ -109,11 +111,18 @@ impl Db {
         if inner.live_wal_bytes() >= opts.log_size_for_flush {
             inner.flush_every_family()?;
         }
+        let staging = staging_dir(dir);
+        if inner.fs.exists(&staging) {
+            // Left by a checkpoint to the same directory that a crash cut short.
+            remove_dir_contents(&*inner.fs, &staging)
+                .map_err(|e| Error::io(format!("removing {}", staging.display()), e))?;
+        }
         let live = self.live_files()?;
-        let res = write_checkpoint(&live, dir);
+        let res = write_checkpoint(&live, &staging, dir);
         drop(live);
         if res.is_err() {
             // A half-made checkpoint is not a checkpoint.
+            let _ = remove_dir_contents(&*inner.fs, &staging);
             let _ = remove_dir_contents(&*inner.fs, dir);
         }
         res
@@ -293,8 +302,20 @@ fn take_state(inner: &DbInner) -> Result<CheckpointState> {
     })
 }
 
-fn write_checkpoint(live: &LiveFiles<'_>, dir: &Path) -> Result<()> {
+/// Where a checkpoint into `dir` is built: `dir` with `.tmp` appended (as RocksDB names it).
+fn staging_dir(dir: &Path) -> PathBuf {
+    let mut name = dir.as_os_str().to_owned();
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
+/// Builds the copy in `staging`, complete and synced, then renames it to `dir`: a checkpoint
+/// cut short leaves no `dir` at all (only `staging`, which the next checkpoint to `dir`
+/// removes).
+fn write_checkpoint(live: &LiveFiles<'_>, staging: &Path, dir: &Path) -> Result<()> {
     let fs = &live.inner.fs;
+    let final_dir = dir;
+    let dir = staging;
     fs.create_dir_all(dir)
         .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     for (path, _) in live.immutable_files() {
@@ -309,13 +330,17 @@ fn write_checkpoint(live: &LiveFiles<'_>, dir: &Path) -> Result<()> {
     file.append(&live.manifest_bytes()).map_err(writing)?;
     file.sync().map_err(writing)?;
     set_current_file(fs, dir, live.manifest_number())?;
+    fs.rename(dir, final_dir).map_err(|e| {
+        let what = format!("renaming {} to {}", dir.display(), final_dir.display());
+        Error::io(what, e)
+    })?;
     // The directory's own entry: a checkpoint that returned Ok survives a power loss.
-    let parent = match dir.parent() {
+    let parent = match final_dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
     fs.sync_dir(parent).map_err(|e| {
-        let what = format!("syncing the directory that holds {}", dir.display());
+        let what = format!("syncing the directory that holds {}", final_dir.display());
         Error::io(what, e)
     })
 }

@@ -122,6 +122,9 @@ struct State {
     dirs: BTreeSet<PathBuf>,
     /// Paths locked through [`FileSystem::lock`].
     locks: HashSet<PathBuf>,
+    /// Directory renames (from, to) not yet made durable by syncing the directory holding
+    /// `to`: until then a crash finds the files under `from`.
+    pending_dir_renames: Vec<(PathBuf, PathBuf)>,
 }
 
 /// An in-memory filesystem that can simulate a power loss. Clones share the same files.
@@ -191,6 +194,48 @@ impl State {
         files.chain(dirs).filter(move |p| p.parent() == Some(dir))
     }
 
+    /// Renames directory `from` (with everything under it) to `to`, which must not exist
+    /// or be an empty directory, as rename(2) allows. Durable once `to`'s parent is synced.
+    fn rename_dir(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+        if from == to {
+            return Ok(());
+        }
+        if to.starts_with(from) {
+            return Err(os_err(libc::EINVAL, "renaming a directory into itself", to));
+        }
+        if self.files.contains_key(to) {
+            return Err(os_err(libc::ENOTDIR, "renaming onto", to));
+        }
+        if self.dirs.contains(to) && self.has_children(to) {
+            return Err(os_err(libc::ENOTEMPTY, "renaming onto", to));
+        }
+        self.check_parent("renaming onto", to)?;
+        let files: Vec<PathBuf> = self
+            .files
+            .keys()
+            .filter(|p| p.starts_with(from))
+            .cloned()
+            .collect();
+        for p in files {
+            if let Some(inode) = self.files.remove(&p) {
+                self.files.insert(rebase(&p, from, to), inode);
+            }
+        }
+        let dirs: Vec<PathBuf> = self
+            .dirs
+            .iter()
+            .filter(|d| d.starts_with(from))
+            .cloned()
+            .collect();
+        for d in dirs {
+            self.dirs.remove(&d);
+            self.dirs.insert(rebase(&d, from, to));
+        }
+        self.pending_dir_renames
+            .push((from.to_path_buf(), to.to_path_buf()));
+        Ok(())
+    }
+
     fn add_dir_all(&mut self, dir: &Path) -> io::Result<()> {
         for d in dir.ancestors() {
             if d.parent().is_none() {
@@ -207,6 +252,40 @@ impl State {
             self.dirs.insert(d.to_path_buf());
         }
         Ok(())
+    }
+}
+
+/// `path`, which lies under `from`, moved under `to`.
+fn rebase(path: &Path, from: &Path, to: &Path) -> PathBuf {
+    match path.strip_prefix(from) {
+        Ok(rest) if rest.as_os_str().is_empty() => to.to_path_buf(),
+        Ok(rest) => to.join(rest),
+        Err(_) => path.to_path_buf(),
+    }
+}
+
+/// Makes durable the pending directory renames into `synced` (the directory whose entries
+/// are being synced): the durable files under each old name move under the new one.
+fn apply_dir_renames(
+    pending: &mut Vec<(PathBuf, PathBuf)>,
+    durable_files: &mut BTreeMap<PathBuf, Inode>,
+    synced: &Path,
+) {
+    let (done, rest): (Vec<_>, Vec<_>) = std::mem::take(pending)
+        .into_iter()
+        .partition(|(_, to)| parent_of(to) == synced);
+    *pending = rest;
+    for (from, to) in done {
+        let moved: Vec<PathBuf> = durable_files
+            .keys()
+            .filter(|p| p.starts_with(&from))
+            .cloned()
+            .collect();
+        for p in moved {
+            if let Some(inode) = durable_files.remove(&p) {
+                durable_files.insert(rebase(&p, &from, &to), inode);
+            }
+        }
     }
 }
 
@@ -254,6 +333,23 @@ impl MemFileSystem {
         let mut st = self.inner.lock();
         st.epoch += 1;
         st.locks.clear();
+        // Renamed directories whose rename never became durable are back under their old
+        // names (their files come back there from the durable namespace).
+        for (from, to) in std::mem::take(&mut st.pending_dir_renames)
+            .into_iter()
+            .rev()
+        {
+            let moved: Vec<PathBuf> = st
+                .dirs
+                .iter()
+                .filter(|d| d.starts_with(&to))
+                .cloned()
+                .collect();
+            for d in moved {
+                st.dirs.remove(&d);
+                st.dirs.insert(rebase(&d, &to, &from));
+            }
+        }
         // Fresh inodes, so nothing a stale handle holds is part of the new state. Paths that
         // named one inode still share one (keyed by the old inode's address, alive meanwhile).
         let mut renewed: HashMap<usize, Inode> = HashMap::new();
@@ -622,13 +718,7 @@ impl FileSystem for MemFileSystem {
         let (from, to) = (normalize(from), normalize(to));
         let mut st = self.inner.lock();
         if st.dirs.contains(&from) {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!(
-                    "MemFileSystem cannot rename directories ({})",
-                    from.display()
-                ),
-            ));
+            return st.rename_dir(&from, &to);
         }
         let inode = st.file("renaming", &from)?;
         if st.dirs.contains(&to) || to.parent().is_none() {
@@ -654,8 +744,10 @@ impl FileSystem for MemFileSystem {
         let State {
             files,
             durable_files,
+            pending_dir_renames,
             ..
         } = &mut *st;
+        apply_dir_renames(pending_dir_renames, durable_files, &dir);
         durable_files.retain(|p, _| parent_of(p) != dir);
         for (p, inode) in files.iter() {
             if parent_of(p) == dir {
@@ -947,6 +1039,49 @@ mod tests {
         fs.crash();
         assert_eq!(fs.read_file_bytes("/db/CURRENT").unwrap(), b"MANIFEST-2\n");
         assert_eq!(fs.file_names(), [p("/db/CURRENT")]);
+    }
+
+    #[test]
+    fn directory_rename_is_durable_once_its_parent_is_synced() {
+        let fs = fs_with_db();
+        fs.create_dir_all(&p("/db/copy.tmp/sub")).unwrap();
+        write(&fs, "/db/copy.tmp/a", b"aa", true);
+        write(&fs, "/db/copy.tmp/sub/b", b"bb", true);
+        fs.sync_dir(&p("/db/copy.tmp")).unwrap();
+        fs.sync_dir(&p("/db/copy.tmp/sub")).unwrap();
+        fs.rename(&p("/db/copy.tmp"), &p("/db/copy")).unwrap();
+        assert!(!fs.exists(&p("/db/copy.tmp")));
+        assert_eq!(fs.read_file_bytes("/db/copy/sub/b").unwrap(), b"bb");
+        let mut names = fs.list_dir(&p("/db/copy")).unwrap();
+        names.sort();
+        assert_eq!(names, ["a", "sub"]);
+        // Without syncing /db the rename is lost: the files are back under the old name.
+        fs.crash();
+        assert!(!fs.exists(&p("/db/copy")));
+        assert_eq!(fs.read_file_bytes("/db/copy.tmp/a").unwrap(), b"aa");
+        assert_eq!(fs.read_file_bytes("/db/copy.tmp/sub/b").unwrap(), b"bb");
+        fs.rename(&p("/db/copy.tmp"), &p("/db/copy")).unwrap();
+        fs.sync_dir(&p("/db")).unwrap();
+        fs.crash();
+        assert!(!fs.exists(&p("/db/copy.tmp")));
+        assert_eq!(fs.file_names(), [p("/db/copy/a"), p("/db/copy/sub/b")]);
+    }
+
+    #[test]
+    fn directory_rename_refuses_a_nonempty_target_and_moving_into_itself() {
+        let fs = fs_with_db();
+        fs.create_dir_all(&p("/db/x")).unwrap();
+        fs.create_dir_all(&p("/db/y")).unwrap();
+        write(&fs, "/db/y/f", b"", false);
+        let full = fs.rename(&p("/db/x"), &p("/db/y")).unwrap_err();
+        assert!(full.to_string().contains("not empty"), "{full}");
+        let into = fs.rename(&p("/db/x"), &p("/db/x/inner")).unwrap_err();
+        assert!(into.to_string().contains("into itself"), "{into}");
+        // An empty target directory is replaced.
+        fs.remove_file(&p("/db/y/f")).unwrap();
+        fs.rename(&p("/db/x"), &p("/db/y")).unwrap();
+        assert!(!fs.exists(&p("/db/x")));
+        assert!(fs.exists(&p("/db/y")));
     }
 
     #[test]
