@@ -389,7 +389,7 @@ fn run_model_with(seed: u64, opts: Options, ops: usize, dir: &Path, ingest: bool
             _ => {
                 // Other instances see exactly the primary's state (no rng drawn, so the
                 // runs are otherwise unchanged).
-                check_other_instances(dir, &opts, &secondary, &model);
+                check_other_instances(dir, &opts, d, &secondary, &model);
                 // Close and reopen; snapshots do not survive a reopen.
                 snapshots.clear();
                 let old = db.take().expect("db");
@@ -401,18 +401,73 @@ fn run_model_with(seed: u64, opts: Options, ops: usize, dir: &Path, ingest: bool
     }
     let d = db.as_ref().expect("db");
     check_full_scan(d, &ReadOptions::default(), &model);
-    check_other_instances(dir, &opts, &secondary, &model);
+    check_other_instances(dir, &opts, d, &secondary, &model);
     d.close().expect("final close");
 }
 
 /// A read-only instance opened now, and the secondary after catching up, hold the model.
-fn check_other_instances(dir: &Path, opts: &Options, secondary: &Db, model: &Model) {
+fn check_other_instances(dir: &Path, opts: &Options, primary: &Db, secondary: &Db, model: &Model) {
     let ro = Db::open_read_only(dir, opts.clone()).expect("open read-only");
+    explain_difference("read-only", primary, &ro, model);
     check_full_scan(&ro, &ReadOptions::default(), model);
     secondary
         .try_catch_up_with_primary()
         .expect("catch up with the primary");
+    explain_difference("secondary", primary, secondary, model);
     check_full_scan(secondary, &ReadOptions::default(), model);
+}
+
+/// Every internal entry of `key` in `db`'s default family: (sequence, kind, value length).
+fn entries_of(db: &Db, key: &[u8]) -> Vec<String> {
+    let (mut it, tombstones) =
+        shaledb::internals::internal_entries(db, &db.default_cf()).expect("internal entries");
+    let mut out = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        if let Some(p) = shaledb::internals::parse_internal_key(it.key()) {
+            if p.user_key == key {
+                out.push(format!("{}:{:?}:{}", p.sequence, p.kind, it.value().len()));
+            }
+        }
+        it.next();
+    }
+    for t in tombstones {
+        out.push(format!("range tombstone {t:?}"));
+    }
+    out
+}
+
+/// When `other` does not scan as the model, panics naming the keys that differ and what the
+/// primary and `other` hold for them, with the files of the directory.
+fn explain_difference(what: &str, primary: &Db, other: &Db, model: &Model) {
+    let got: BTreeMap<Vec<u8>, Vec<u8>> = other
+        .range::<std::ops::RangeFull>(..)
+        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
+        .collect::<Result<_, _>>()
+        .expect("scan");
+    if &got == model {
+        return;
+    }
+    let mut report = String::new();
+    let keys: std::collections::BTreeSet<&Vec<u8>> = got.keys().chain(model.keys()).collect();
+    for k in keys {
+        if got.get(k) != model.get(k) {
+            report += &format!(
+                "\nkey {:?}: model {:?}, {what} {:?}\n  primary entries {:?}\n  {what} entries {:?}",
+                String::from_utf8_lossy(k),
+                model.get(k).map(|v| v.len()),
+                got.get(k).map(|v| v.len()),
+                entries_of(primary, k),
+                entries_of(other, k),
+            );
+        }
+    }
+    let stats = |db: &Db| db.property("shaledb.levelstats").unwrap_or_default();
+    panic!(
+        "{what} differs from the model:{report}\nprimary tables:\n{}\n{what} tables:\n{}",
+        stats(primary),
+        stats(other)
+    );
 }
 
 fn ops_count() -> usize {

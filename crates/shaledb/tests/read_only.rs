@@ -10,6 +10,7 @@ use shaledb::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, Writab
 use shaledb::{CfOptions, Db, Error, Options, ReadOptions};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 fn options() -> Options {
@@ -208,9 +209,35 @@ fn secondary_catches_up_with_writes_flushes_families_and_iterators_keep_their_vi
 
 /// The default filesystem, except that the next directory listing first runs a hook: it lets a
 /// test make the primary act at one exact point of the secondary's reading.
+/// It also counts the bytes read from MANIFEST files.
 struct HookedFs {
     inner: Arc<dyn FileSystem>,
     before_next_listing: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    manifest_bytes_read: Arc<AtomicU64>,
+}
+
+impl HookedFs {
+    fn new() -> Arc<HookedFs> {
+        Arc::new(HookedFs {
+            inner: shaledb::fs::default_fs(),
+            before_next_listing: Mutex::new(None),
+            manifest_bytes_read: Arc::new(AtomicU64::new(0)),
+        })
+    }
+}
+
+/// A sequential file whose reads are counted.
+struct Counted {
+    inner: Box<dyn SequentialFile>,
+    bytes: Arc<AtomicU64>,
+}
+
+impl SequentialFile for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 impl FileSystem for HookedFs {
@@ -221,7 +248,15 @@ impl FileSystem for HookedFs {
         self.inner.open_random_access(path)
     }
     fn open_sequential(&self, path: &Path) -> std::io::Result<Box<dyn SequentialFile>> {
-        self.inner.open_sequential(path)
+        let file = self.inner.open_sequential(path)?;
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if !name.starts_with("MANIFEST") {
+            return Ok(file);
+        }
+        Ok(Box::new(Counted {
+            inner: file,
+            bytes: self.manifest_bytes_read.clone(),
+        }))
     }
     fn exists(&self, path: &Path) -> bool {
         self.inner.exists(path)
@@ -274,10 +309,7 @@ fn a_flush_during_the_catch_up_listing_loses_no_write() {
     let dir = tempfile::tempdir().expect("tempdir");
     let o = Options::default();
     let db = Arc::new(Db::open(dir.path(), o.clone()).expect("open"));
-    let hooked = Arc::new(HookedFs {
-        inner: shaledb::fs::default_fs(),
-        before_next_listing: Mutex::new(None),
-    });
+    let hooked = HookedFs::new();
     let mut so = o.clone();
     so.fs = hooked.clone();
     let sec = Db::open_secondary(dir.path(), dir.path().join("sec"), so).expect("secondary");
@@ -300,6 +332,49 @@ fn a_flush_during_the_catch_up_listing_loses_no_write() {
     let names = ["default"];
     assert_eq!(contents(&sec, &names), contents(&db, &names));
     assert_eq!(sec.get(b"b099").expect("get"), Some(value(99, 1).into()));
+}
+
+/// A secondary reads the MANIFEST on from where its last catch-up stopped (RocksDB's
+/// secondaries tail it too), not again from the start: after one more flush of a primary with
+/// a long MANIFEST, the catch-up reads a small part of it and sees the same data.
+#[test]
+fn a_catch_up_reads_only_the_new_part_of_the_manifest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = Options::default();
+    let db = Db::open(dir.path(), o.clone()).expect("open");
+    // Long keys make long edits: every flush and compaction records its files' bounds.
+    let key = |i: u32| format!("{i:04}{}", "k".repeat(2000));
+    for i in 0..60 {
+        db.put(key(i), value(i, 0)).expect("put");
+        db.flush().expect("flush");
+    }
+    db.wait_for_compactions().expect("settle");
+    let hooked = HookedFs::new();
+    let mut so = o.clone();
+    so.fs = hooked.clone();
+    let sec = Db::open_secondary(dir.path(), dir.path().join("sec"), so).expect("secondary");
+    let at_open = hooked.manifest_bytes_read.swap(0, Ordering::Relaxed);
+    assert!(
+        at_open > 96 << 10,
+        "a MANIFEST of {at_open} bytes is too short to tell"
+    );
+    for round in 1..4u32 {
+        db.put(key(1000 + round), value(round, round)).expect("put");
+        db.delete(key(round)).expect("delete");
+        db.flush().expect("flush");
+        sec.try_catch_up_with_primary().expect("catch up");
+        let read = hooked.manifest_bytes_read.swap(0, Ordering::Relaxed);
+        // From the start of the 32 KiB block where the last catch-up stopped to the end.
+        assert!(
+            read < 40 << 10,
+            "round {round}: read {read} of {at_open} MANIFEST bytes"
+        );
+        assert_eq!(
+            contents(&sec, &["default"]),
+            contents(&db, &["default"]),
+            "round {round}"
+        );
+    }
 }
 
 /// The environment variable that makes `child_primary` act as the primary process.

@@ -11,7 +11,11 @@
 //!
 //! A secondary instance moves to the primary's newer state with `try_catch_up_with_primary`,
 //! which reads the view again when CURRENT, the MANIFEST's size or the WALs changed, and swaps
-//! it in under the state mutex. Files that only older views used are closed then (the
+//! it in under the state mutex. It tails the MANIFEST as RocksDB's secondaries do: the edits
+//! read so far are kept (`ManifestTail`) and reading goes on where it stopped, so a catch-up
+//! costs the new edits plus a rebuild of the live file lists, not a replay of the MANIFEST's
+//! history (from the start only when the primary rolled over to a new MANIFEST). The live WALs
+//! are read again whole when the MANIFEST changed (they are bounded by the write buffers). Files that only older views used are closed then (the
 //! deletion queue evicts them from the table cache; the instance never unlinks).
 //!
 //! The primary may delete a WAL or MANIFEST between our reading CURRENT and opening them (a
@@ -27,7 +31,7 @@ use crate::info_log::{InfoLog, InfoLogConfig};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::version::filename::{self, FileKind};
-use crate::version::{DeletionQueue, VersionSet};
+use crate::version::{DeletionQueue, ManifestTail, VersionSet};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -45,7 +49,7 @@ pub(crate) enum Role {
     /// Opened with `Db::open_read_only`: reads of the state at open.
     ReadOnly,
     /// Opened with `Db::open_secondary`: reads, and catches up with the primary on request.
-    Secondary(Mutex<Follower>),
+    Secondary(Box<Mutex<Follower>>),
 }
 
 /// A secondary's memory of what it last read.
@@ -56,6 +60,8 @@ pub(crate) struct Follower {
     requested: BTreeMap<String, Options>,
     /// Per WAL read so far: where its next record starts.
     resume: BTreeMap<u64, u64>,
+    /// Where the MANIFEST's reading stopped: a catch-up reads on from there.
+    manifest: ManifestTail,
 }
 
 /// CURRENT's contents, the MANIFEST's size and every WAL's number and size.
@@ -75,6 +81,8 @@ struct View {
     seen: Fingerprint,
     /// Per WAL: where reading can go on.
     resume: BTreeMap<u64, u64>,
+    /// Where reading the MANIFEST can go on.
+    manifest: ManifestTail,
 }
 
 impl Db {
@@ -162,8 +170,9 @@ impl Db {
     /// MANIFEST and the writes in its WALs. Readers already running (iterators, gets) finish
     /// on the state they started with. Cheap when the primary wrote nothing since the last
     /// call; when it only wrote (no flush, compaction or family change) the WALs are read on
-    /// from where the last call stopped; otherwise the MANIFEST and the WALs not yet flushed
-    /// are read again. Families the primary created since appear (with default options unless
+    /// from where the last call stopped; otherwise the MANIFEST is read on from where the last
+    /// call stopped (whole only after the primary rolled over to a new MANIFEST) and the WALs
+    /// not yet flushed are read again. Families the primary created since appear (with default options unless
     /// named at open); families it dropped disappear.
     ///
     /// Fails with [`Error::NotSupported`] on any other kind of instance.
@@ -197,10 +206,17 @@ impl Db {
             }
         }
         let requested = follower.requested.clone();
-        let view = read_view_retrying(&inner.dir, &inner.opts, &requested, &inner.tables, || {
-            inner.obsolete.clone()
-        })?;
+        let tail = Some(&follower.manifest);
+        let view = read_view_retrying(
+            &inner.dir,
+            &inner.opts,
+            &requested,
+            &inner.tables,
+            tail,
+            || inner.obsolete.clone(),
+        )?;
         follower.resume = view.resume.clone();
+        follower.manifest = view.manifest.clone();
         follower.seen = install_view(inner, view);
         drop(follower);
         // Files only older views used are closed (never unlinked: see unlink_obsolete).
@@ -254,7 +270,7 @@ fn open_follower(
         .with_direct_reads(opts.use_direct_reads)
         .with_index_and_filter_in_cache(opts.cache_index_and_filter_blocks),
     );
-    let view = read_view_retrying(dir, &opts, &requested, &tables, || {
+    let view = read_view_retrying(dir, &opts, &requested, &tables, None, || {
         Arc::new(DeletionQueue::default())
     })?;
     // A secondary keeps its LOG in its own directory; a read-only instance writes none.
@@ -273,11 +289,12 @@ fn open_follower(
     };
     let role = match secondary_dir {
         None => Role::ReadOnly,
-        Some(_) => Role::Secondary(Mutex::new(Follower {
+        Some(_) => Role::Secondary(Box::new(Mutex::new(Follower {
             seen: Fingerprint::default(),
             requested,
             resume: view.resume.clone(),
-        })),
+            manifest: view.manifest.clone(),
+        }))),
     };
     let View {
         versions,
@@ -286,6 +303,7 @@ fn open_follower(
         family_opts,
         seen,
         resume: _,
+        manifest: _,
     } = view;
     let inner = DbInner::recovered(Recovered {
         dir,
@@ -320,11 +338,12 @@ fn read_view_retrying(
     opts: &Options,
     requested: &BTreeMap<String, Options>,
     tables: &Arc<TableCache>,
+    tail: Option<&ManifestTail>,
     queue: impl Fn() -> Arc<DeletionQueue>,
 ) -> Result<View> {
     let mut attempt = 1;
     loop {
-        match read_view(dir, opts, requested, tables, queue()) {
+        match read_view(dir, opts, requested, tables, tail, queue()) {
             Ok(v) => return Ok(v),
             Err(e) if attempt >= VIEW_ATTEMPTS || !may_be_a_race(&e) => return Err(e),
             Err(_) => {
@@ -344,12 +363,14 @@ fn may_be_a_race(e: &Error) -> bool {
     }
 }
 
-/// Reads CURRENT, the MANIFEST and the live WALs once, and opens every file of the result.
+/// Reads CURRENT, the MANIFEST (on from `tail` when it is still the same MANIFEST) and the
+/// live WALs once, and opens every file of the result.
 fn read_view(
     dir: &Path,
     opts: &Options,
     requested: &BTreeMap<String, Options>,
     tables: &Arc<TableCache>,
+    tail: Option<&ManifestTail>,
     queue: Arc<DeletionQueue>,
 ) -> Result<View> {
     let family_options = |name: &str| match requested.get(name) {
@@ -358,8 +379,15 @@ fn read_view(
         None => opts.for_family(&CfOptions::default()),
     };
     let seen = fingerprint(opts, dir)?;
-    let mut versions =
-        VersionSet::recover_into(opts.fs.clone(), dir, opts, &family_options, queue)?;
+    let fs = opts.fs.clone();
+    let tailed = match tail {
+        Some(t) => t.catch_up(fs.clone(), dir, opts, &family_options, queue.clone())?,
+        None => None,
+    };
+    let (mut versions, manifest) = match tailed {
+        Some(read_on) => read_on,
+        None => VersionSet::recover_tailable(fs, dir, opts, &family_options, queue)?,
+    };
     open::check_merge_operators(&versions, &family_options)?;
     open::check_write_times(&versions, &family_options)?;
     let names = opts
@@ -403,6 +431,7 @@ fn read_view(
         family_opts,
         seen,
         resume,
+        manifest,
     })
 }
 
@@ -498,6 +527,7 @@ fn install_view(inner: &DbInner, view: View) -> Fingerprint {
         family_opts,
         seen,
         resume: _,
+        manifest: _,
     } = view;
     let mut st = inner.state.lock();
     st.versions = versions;

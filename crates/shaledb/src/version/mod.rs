@@ -15,7 +15,7 @@ pub use edit::VersionEdit;
 pub(crate) use edit::{BlobFileAddition, BlobGarbage, FileMetaData};
 pub(crate) use level_iter::LevelIterator;
 pub(crate) use lifecycle::{DeletionQueue, FileHandle, ObsoleteFile};
-pub(crate) use set::VersionSet;
+pub(crate) use set::{ManifestTail, VersionSet};
 
 use crate::cache::TableCache;
 use crate::error::Result;

@@ -17,7 +17,7 @@ use crate::compaction::picker::{score_version, ScoreTargets};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key::{self, InternalKey};
-use crate::log::{replay_records, LogReader, LogWriter, RecordCheck, TailPolicy};
+use crate::log::{replay_records, LogReader, LogWriter, RecordCheck, ReplayEnd, TailPolicy};
 use crate::options::Options;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashSet};
@@ -97,6 +97,7 @@ pub(crate) struct VersionSet {
 
 /// A family's state while the MANIFEST is replayed (levels are bounded by `MAX_LEVELS` until
 /// the family's options say how many it has).
+#[derive(Clone)]
 struct ReplayFamily {
     name: String,
     levels: Vec<Vec<Arc<FileMetaData>>>,
@@ -127,6 +128,7 @@ fn recorded_operator(field: &str) -> Option<String> {
 }
 
 /// Everything a MANIFEST replay collects.
+#[derive(Clone)]
 struct Replayed {
     families: BTreeMap<u32, ReplayFamily>,
     max_column_family: u32,
@@ -184,7 +186,10 @@ impl Replayed {
             self.next_file_number = Some(n);
         }
         if let Some(n) = edit.last_sequence {
-            self.last_sequence = Some(n);
+            // Sequence numbers never go back: an edit that records a smaller one than an
+            // earlier edit (MANIFESTs written before that was prevented) must not lower it,
+            // or new writes after recovery would hide under older, higher-numbered entries.
+            self.last_sequence = Some(self.last_sequence.map_or(n, |m| m.max(n)));
         }
         if edit.column_family_drop {
             if id == DEFAULT_FAMILY {
@@ -289,83 +294,38 @@ impl VersionSet {
         family_options: &dyn Fn(&str) -> Options,
         obsolete: Arc<DeletionQueue>,
     ) -> Result<VersionSet> {
+        Ok(Self::recover_tailable(fs, dir, opts, family_options, obsolete)?.0)
+    }
+
+    /// [`recover_into`](Self::recover_into), also returning where the MANIFEST's reading
+    /// stopped, so that a secondary instance can read on from there.
+    pub(crate) fn recover_tailable(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        opts: &Options,
+        family_options: &dyn Fn(&str) -> Options,
+        obsolete: Arc<DeletionQueue>,
+    ) -> Result<(VersionSet, ManifestTail)> {
         let current_path = filename::current_file(dir);
         let (name, manifest_path) = read_current(&fs, dir, &current_path)?;
-        let file = fs.open_sequential(&manifest_path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                // CURRENT is replaced only after the MANIFEST it names is durable.
-                Error::corruption(
-                    &current_path,
-                    0,
-                    format!("CURRENT names {name}, which is missing"),
-                )
-            } else {
-                Error::io(format!("opening {}", manifest_path.display()), e)
-            }
-        })?;
-        let mut reader = LogReader::new(file, manifest_path.clone());
-        let mut replayed = Replayed {
-            families: BTreeMap::from([(
-                DEFAULT_FAMILY,
-                ReplayFamily::new(DEFAULT_FAMILY_NAME.to_string()),
-            )]),
-            max_column_family: DEFAULT_FAMILY,
-            next_file_number: None,
-            last_sequence: None,
-            saw_log_number: false,
-            group: Vec::new(),
-        };
-        // A torn final record (damage then end of file) is an edit that was never
-        // acknowledged: it is ignored. Damage followed by intact edits is corruption.
-        replay_records(
-            &mut reader,
-            TailPolicy::TornTailOnly,
-            &format!("reading {}", manifest_path.display()),
-            |data, _offset| {
-                let edit = match VersionEdit::decode(&data) {
-                    Ok(edit) => edit,
-                    Err(d) => return Ok(RecordCheck::Invalid(format!("bad version edit: {d}"))),
-                };
-                Ok(match replayed.add(edit) {
-                    Ok(()) => RecordCheck::Applied,
-                    Err(d) => RecordCheck::Invalid(d),
-                })
+        let start = ManifestTail {
+            manifest_name: name,
+            offset: 0,
+            replayed: Replayed {
+                families: BTreeMap::from([(
+                    DEFAULT_FAMILY,
+                    ReplayFamily::new(DEFAULT_FAMILY_NAME.to_string()),
+                )]),
+                max_column_family: DEFAULT_FAMILY,
+                next_file_number: None,
+                last_sequence: None,
+                saw_log_number: false,
+                group: Vec::new(),
             },
-        )?;
-        // An atomic group cut short by the end of the MANIFEST was never acknowledged (its
-        // records are written and synced together): none of it applies.
-        replayed.group.clear();
-        let missing =
-            |what: &str| Error::corruption(&manifest_path, 0, format!("MANIFEST has no {what}"));
-        if !replayed.saw_log_number {
-            return Err(missing("log number"));
-        }
-        let next_file_number = replayed
-            .next_file_number
-            .ok_or_else(|| missing("next file number"))?;
-        let last_sequence = replayed
-            .last_sequence
-            .ok_or_else(|| missing("last sequence number"))?;
-        let manifest_number = filename::parse_file_name(&name).map_or(0, |(_, n)| n);
-
-        let mut families = BTreeMap::new();
-        for (id, f) in replayed.families {
-            let config = FamilyConfig::from_options(&family_options(&f.name));
-            families.insert(id, finish_replayed_family(f, config, &obsolete)?);
-        }
-        Ok(VersionSet {
-            fs,
-            dir: dir.to_path_buf(),
-            max_manifest_file_size: opts.max_manifest_file_size,
-            families,
-            pending_configs: BTreeMap::new(),
-            max_column_family: replayed.max_column_family,
-            next_file_number: next_file_number.max(manifest_number + 1),
-            last_sequence,
-            manifest: None,
-            manifest_number,
-            obsolete,
-        })
+        };
+        let tail = start.read_on(&fs, &current_path, &manifest_path)?;
+        let versions = tail.build(fs, dir, opts, family_options, obsolete)?;
+        Ok((versions, tail))
     }
 
     /// The live families, by id.
@@ -479,6 +439,13 @@ impl VersionSet {
         let mut records = Vec::new();
         if let Some(first) = edits.first_mut() {
             first.next_file_number = Some(self.next_file_number);
+        }
+        // The caller read the last sequence before waiting for its turn to write the
+        // MANIFEST; an edit written meanwhile (an ingestion's) may have recorded a larger one.
+        for edit in edits.iter_mut() {
+            if let Some(n) = &mut edit.last_sequence {
+                *n = (*n).max(self.last_sequence);
+            }
         }
         if new_manifest {
             for snapshot in self.snapshot_edits(edits, &versions) {
@@ -756,6 +723,152 @@ fn read_current(
 
 /// Turns a replayed family into a live one with `config`'s levels. Files at a level the
 /// options do not have make open fail (the data would be unreachable).
+/// Where the reading of a MANIFEST stopped, with everything its edits built up to there: a
+/// secondary instance reads on from `offset` when the MANIFEST grows (RocksDB's secondary
+/// tails it the same way) instead of replaying it from the start.
+#[derive(Clone)]
+pub(crate) struct ManifestTail {
+    /// The MANIFEST's file name, as CURRENT gave it.
+    manifest_name: String,
+    /// Where the first record not yet applied starts: after the last complete edit, or at
+    /// the first edit of an atomic group whose last edit was not written yet.
+    offset: u64,
+    /// The state the edits before `offset` built.
+    replayed: Replayed,
+}
+
+impl ManifestTail {
+    /// Reads on in the MANIFEST CURRENT names, if it is still the one read so far: returns
+    /// the versions with every edit written since, and where reading stopped now. `None`
+    /// when CURRENT names another MANIFEST (it rolled over: read it from the start).
+    pub(crate) fn catch_up(
+        &self,
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        opts: &Options,
+        family_options: &dyn Fn(&str) -> Options,
+        obsolete: Arc<DeletionQueue>,
+    ) -> Result<Option<(VersionSet, ManifestTail)>> {
+        let current_path = filename::current_file(dir);
+        let (name, manifest_path) = read_current(&fs, dir, &current_path)?;
+        if name != self.manifest_name {
+            return Ok(None);
+        }
+        let tail = self.read_on(&fs, &current_path, &manifest_path)?;
+        let versions = tail.build(fs, dir, opts, family_options, obsolete)?;
+        Ok(Some((versions, tail)))
+    }
+
+    /// Applies the records from `self.offset` to the end of the MANIFEST to a copy of the
+    /// state. A torn final record (damage then end of file) is an edit not yet (or never)
+    /// completely written: reading stops before it, as before an atomic group still open.
+    fn read_on(
+        &self,
+        fs: &Arc<dyn FileSystem>,
+        current_path: &Path,
+        manifest_path: &Path,
+    ) -> Result<ManifestTail> {
+        let opened = match self.offset {
+            0 => fs.open_sequential(manifest_path),
+            at => crate::fs::sequential_from_block_of(&**fs, manifest_path, at),
+        };
+        let file = opened.map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                // CURRENT is replaced only after the MANIFEST it names is durable.
+                Error::corruption(
+                    current_path,
+                    0,
+                    format!("CURRENT names {}, which is missing", self.manifest_name),
+                )
+            } else {
+                Error::io(format!("opening {}", manifest_path.display()), e)
+            }
+        })?;
+        let mut reader = LogReader::new_at(file, manifest_path.to_path_buf(), self.offset);
+        let mut replayed = self.replayed.clone();
+        let mut group_start = self.offset;
+        let end = replay_records(
+            &mut reader,
+            TailPolicy::TornTailOnly,
+            &format!("reading {}", manifest_path.display()),
+            |data, offset| {
+                let edit = match VersionEdit::decode(&data) {
+                    Ok(edit) => edit,
+                    Err(d) => return Ok(RecordCheck::Invalid(format!("bad version edit: {d}"))),
+                };
+                if replayed.group.is_empty() {
+                    group_start = offset;
+                }
+                Ok(match replayed.add(edit) {
+                    Ok(()) => RecordCheck::Applied,
+                    Err(d) => RecordCheck::Invalid(d),
+                })
+            },
+        )?;
+        let offset = if !replayed.group.is_empty() {
+            // An atomic group cut short by the end of the MANIFEST was not acknowledged (its
+            // records are written and synced together): none of it applies yet.
+            replayed.group.clear();
+            group_start
+        } else {
+            match end {
+                ReplayEnd::Eof {
+                    torn_tail: Some((at, _)),
+                } => at,
+                _ => reader.position(),
+            }
+        };
+        Ok(ManifestTail {
+            manifest_name: self.manifest_name.clone(),
+            offset,
+            replayed,
+        })
+    }
+
+    /// The versions the edits read so far describe.
+    fn build(
+        &self,
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        opts: &Options,
+        family_options: &dyn Fn(&str) -> Options,
+        obsolete: Arc<DeletionQueue>,
+    ) -> Result<VersionSet> {
+        let manifest_path = dir.join(&self.manifest_name);
+        let replayed = self.replayed.clone();
+        let missing =
+            |what: &str| Error::corruption(&manifest_path, 0, format!("MANIFEST has no {what}"));
+        if !replayed.saw_log_number {
+            return Err(missing("log number"));
+        }
+        let next_file_number = replayed
+            .next_file_number
+            .ok_or_else(|| missing("next file number"))?;
+        let last_sequence = replayed
+            .last_sequence
+            .ok_or_else(|| missing("last sequence number"))?;
+        let manifest_number = filename::parse_file_name(&self.manifest_name).map_or(0, |(_, n)| n);
+        let mut families = BTreeMap::new();
+        for (id, f) in replayed.families {
+            let config = FamilyConfig::from_options(&family_options(&f.name));
+            families.insert(id, finish_replayed_family(f, config, &obsolete)?);
+        }
+        Ok(VersionSet {
+            fs,
+            dir: dir.to_path_buf(),
+            max_manifest_file_size: opts.max_manifest_file_size,
+            families,
+            pending_configs: BTreeMap::new(),
+            max_column_family: replayed.max_column_family,
+            next_file_number: next_file_number.max(manifest_number + 1),
+            last_sequence,
+            manifest: None,
+            manifest_number,
+            obsolete,
+        })
+    }
+}
+
 fn finish_replayed_family(
     mut f: ReplayFamily,
     config: FamilyConfig,
@@ -1301,6 +1414,59 @@ mod tests {
                 base_level: 1,
             })
         );
+    }
+
+    /// A compaction reads the last sequence, then waits for its turn at the MANIFEST while an
+    /// ingestion records a larger one: the MANIFEST must never say the sequence went back
+    /// (recovery would hand out numbers that older, ingested entries outrank). Both the
+    /// writing side and replay hold the line.
+    #[test]
+    fn the_last_sequence_never_goes_back_in_the_manifest() {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let mut vs = open_set(&fs);
+        let mut ingest = VersionEdit {
+            last_sequence: Some(1479),
+            ..Default::default()
+        };
+        ingest.add_file(0, meta(10, 300, b"a", b"c"));
+        vs.log_and_apply(&mut ingest).expect("ingest");
+        let mut stale = VersionEdit {
+            last_sequence: Some(1200),
+            ..Default::default()
+        };
+        stale.add_file(1, meta(11, 300, b"x", b"z"));
+        vs.log_and_apply(&mut stale).expect("compaction");
+        assert_eq!(stale.last_sequence, Some(1479), "written as the larger");
+        assert_eq!(vs.last_sequence(), 1479);
+        drop(vs);
+        let opts = Options {
+            num_levels: 3,
+            ..Default::default()
+        };
+        let again = VersionSet::recover(fs.clone(), Path::new("/db"), &opts).expect("recover");
+        assert_eq!(again.last_sequence(), 1479);
+
+        // A MANIFEST written before that fix, with the smaller number last, replays to the
+        // larger one.
+        let mut replayed = Replayed {
+            families: BTreeMap::from([(
+                DEFAULT_FAMILY,
+                ReplayFamily::new(DEFAULT_FAMILY_NAME.to_string()),
+            )]),
+            max_column_family: DEFAULT_FAMILY,
+            next_file_number: None,
+            last_sequence: None,
+            saw_log_number: false,
+            group: Vec::new(),
+        };
+        for n in [1479, 1200] {
+            let edit = VersionEdit {
+                last_sequence: Some(n),
+                ..Default::default()
+            };
+            replayed.add(edit).expect("apply");
+        }
+        assert_eq!(replayed.last_sequence, Some(1479));
     }
 
     #[test]
