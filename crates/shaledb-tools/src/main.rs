@@ -145,13 +145,23 @@ enum Command {
 #[derive(Subcommand, Debug)]
 enum BackupAction {
     /// Backs up the database (--db): only files not in an earlier backup are copied.
-    Create,
+    Create {
+        /// Read at most BYTES per second from the database (default: no limit).
+        #[arg(long, value_name = "BYTES")]
+        rate_limit: Option<u64>,
+    },
     /// Lists the backups: id, time, files, bytes.
     List,
     /// Re-reads every file of backup ID and checks its checksum.
     Verify { id: u64 },
     /// Restores backup ID into DIR (which must not exist or be empty).
-    Restore { id: u64, dir: PathBuf },
+    Restore {
+        id: u64,
+        dir: PathBuf,
+        /// Copy at most BYTES per second (default: no limit).
+        #[arg(long, value_name = "BYTES")]
+        rate_limit: Option<u64>,
+    },
     /// Deletes backup ID (and the files no other backup uses).
     Delete { id: u64 },
     /// Deletes all but the newest KEEP backups.

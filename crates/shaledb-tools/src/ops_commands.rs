@@ -4,7 +4,7 @@ use crate::db_commands::{Access, Context};
 use crate::error::CliError;
 use crate::progress::Spinner;
 use crate::BackupAction;
-use shaledb::{BackupEngine, IngestOptions, Options};
+use shaledb::{BackupEngine, BackupEngineOptions, IngestOptions, Options};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -15,9 +15,21 @@ pub(crate) fn backup(
     action: &BackupAction,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let engine = BackupEngine::open(backup_dir)?;
+    // A limit applies to the one command that takes it.
+    let opts = match action {
+        BackupAction::Create { rate_limit } => BackupEngineOptions {
+            backup_rate_limit: rate_limit.unwrap_or(0),
+            ..Default::default()
+        },
+        BackupAction::Restore { rate_limit, .. } => BackupEngineOptions {
+            restore_rate_limit: rate_limit.unwrap_or(0),
+            ..Default::default()
+        },
+        _ => BackupEngineOptions::default(),
+    };
+    let engine = BackupEngine::open_opt(backup_dir, opts)?;
     match action {
-        BackupAction::Create => {
+        BackupAction::Create { .. } => {
             // A backup pauses the primary's deletions while it copies: a primary open.
             let db = ctx.open(Access::Write)?;
             let spinner = Spinner::start("backing up");
@@ -42,7 +54,7 @@ pub(crate) fn backup(
             drop(spinner);
             writeln!(out, "backup {id} is intact")?;
         }
-        BackupAction::Restore { id, dir } => {
+        BackupAction::Restore { id, dir, .. } => {
             let spinner = Spinner::start("restoring");
             engine.restore(*id, dir)?;
             drop(spinner);

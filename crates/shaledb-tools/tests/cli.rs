@@ -715,9 +715,31 @@ fn backup_create_list_verify_restore_purge() {
         ok("backup 1 created\n")
     );
     assert_eq!(on(&path, &["put", "d", "4"]), ok(""));
-    assert_eq!(
-        on(&path, &["backup", "--backup-dir", b, "create"]),
-        ok("backup 2 created\n")
+    let create_limited = [
+        "backup",
+        "--backup-dir",
+        b,
+        "create",
+        "--rate-limit",
+        "1000000",
+    ];
+    assert_eq!(on(&path, &create_limited), ok("backup 2 created\n"));
+    let bad = on(
+        &path,
+        &[
+            "backup",
+            "--backup-dir",
+            b,
+            "create",
+            "--rate-limit",
+            "fast",
+        ],
+    );
+    assert_eq!(bad.code, 1, "{bad:?}");
+    assert!(
+        bad.stderr
+            .starts_with("shale: invalid value 'fast' for '--rate-limit <BYTES>'"),
+        "{bad:?}"
     );
     let list = shale(&["backup", "--backup-dir", b, "list"]);
     assert_eq!(list.code, 0, "{list:?}");
@@ -732,7 +754,16 @@ fn backup_create_list_verify_restore_purge() {
     let restored = dir.path().join("restored");
     let r = path_str(&restored);
     assert_eq!(
-        shale(&["backup", "--backup-dir", b, "restore", "1", r]),
+        shale(&[
+            "backup",
+            "--backup-dir",
+            b,
+            "restore",
+            "1",
+            r,
+            "--rate-limit",
+            "1000000"
+        ]),
         ok(&format!("backup 1 restored to {r}\n"))
     );
     // Backup 1 was taken before d.

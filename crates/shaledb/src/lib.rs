@@ -47,7 +47,7 @@ mod value;
 pub(crate) mod version;
 pub(crate) mod write_batch;
 
-pub use backup::{BackupEngine, BackupInfo};
+pub use backup::{BackupEngine, BackupEngineOptions, BackupInfo};
 pub use clock::{Clock, SystemClock};
 pub use column_family::{CfOptions, ColumnFamily};
 pub use compaction_filter::{CompactionFilter, Decision};

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 /// Bytes per second shared by every flush and compaction of one database.
 pub(crate) struct RateLimiter {
     bucket: Mutex<WriteDelay>,
+    /// Bytes per second, at least 1.
+    rate: u64,
     /// Set at close: waits end at once, so close is not held up by a long debt.
     closed: AtomicBool,
     stats: Option<Arc<Statistics>>,
@@ -27,9 +29,15 @@ impl RateLimiter {
     pub(crate) fn new(rate: u64, stats: Option<Arc<Statistics>>) -> RateLimiter {
         RateLimiter {
             bucket: Mutex::new(WriteDelay::with_max_credit(rate, (rate / 10).max(1))),
+            rate: rate.max(1),
             closed: AtomicBool::new(false),
             stats,
         }
+    }
+
+    /// The rate, in bytes per second.
+    pub(crate) fn rate(&self) -> u64 {
+        self.rate
     }
 
     /// Waits until `bytes` may be written. Concurrent callers queue behind each other's debt

@@ -3,7 +3,8 @@
 //! (the second copies only what is new); `purge_old` and `delete` remove exactly the shared
 //! files no remaining backup has; `verify` and `restore` turn a flipped byte, a cut or a
 //! missing file into `Corruption` naming it; a backup under a concurrent writer holds a
-//! prefix of the writes with every one acknowledged before the call.
+//! prefix of the writes with every one acknowledged before the call; the rate limits pace
+//! backups and restores.
 
 mod common;
 
@@ -83,9 +84,7 @@ fn restore(engine: &BackupEngine, fs: &MemFileSystem, id: u64, dir: &str) -> Db 
 }
 
 fn meta(fs: &MemFileSystem, id: u64) -> BackupMeta {
-    let path = format!("{BACKUPS}/meta/{id}");
-    let bytes = fs.read_file_bytes(&path).expect("meta file");
-    BackupMeta::decode(&bytes, Path::new(&path)).expect("decode meta")
+    meta_at(fs, BACKUPS, id)
 }
 
 /// Names in `shared/`.
@@ -469,4 +468,67 @@ fn a_backup_may_live_on_another_file_system() {
     engine.verify(id).expect("verify");
     let restored = restore(&engine, &backup_fs, id, "/restored");
     assert_eq!(contents(&restored), want);
+}
+
+/// `backup_rate_limit` and `restore_rate_limit` pace the copies: a backup whose tables, blob
+/// files and WALs hold N bytes takes at least N / limit seconds (the limiter's bucket starts
+/// empty and never grants more than the rate times the time elapsed), a restore of M bytes at
+/// least M / limit. A functional check that the limiters are applied, not a benchmark: only
+/// a lower bound with a fifth of slack is asserted, and the limits are set from the sizes so
+/// that each step should take about half a second.
+#[test]
+fn rate_limits_slow_a_backup_and_a_restore_to_their_rate() {
+    use shaledb::BackupEngineOptions;
+    use std::time::{Duration, Instant};
+    let fs = MemFileSystem::new();
+    let db = open(&fs, "/db");
+    write_round(&db, 1, true);
+    write_round(&db, 2, false);
+    // The sizes, from an unlimited backup of the same state elsewhere.
+    let plain = BackupEngine::open_with_fs("/plain", Arc::new(fs.clone())).expect("open");
+    let id = plain.create_backup(&db).expect("backup");
+    let total = plain.list().expect("list")[0].size;
+    let manifest = meta_at(&fs, "/plain", id)
+        .files
+        .iter()
+        .filter(|f| f.name.starts_with("MANIFEST-"))
+        .map(|f| f.size)
+        .sum::<u64>();
+    // Only the MANIFEST, written from memory, is not read from the database.
+    let paced = total - manifest;
+    assert!(paced > 100_000, "{paced} bytes to back up");
+    let half_second = |bytes: u64| bytes * 2;
+    let opts = BackupEngineOptions {
+        fs: Arc::new(fs.clone()),
+        backup_rate_limit: half_second(paced),
+        restore_rate_limit: half_second(total),
+    };
+    let limited = BackupEngine::open_opt(BACKUPS, opts).expect("open");
+    let least = |bytes: u64, rate: u64| Duration::from_secs_f64(0.8 * bytes as f64 / rate as f64);
+
+    let start = Instant::now();
+    let id = limited.create_backup(&db).expect("backup");
+    let took = start.elapsed();
+    assert_eq!(limited.list().expect("list")[0].size, total);
+    assert!(
+        took >= least(paced, half_second(paced)),
+        "a backup of {paced} bytes at {} bytes/s took {took:?}",
+        half_second(paced)
+    );
+
+    let start = Instant::now();
+    let restored = restore(&limited, &fs, id, "/restored");
+    let took = start.elapsed();
+    assert!(
+        took >= least(total, half_second(total)),
+        "a restore of {total} bytes at {} bytes/s took {took:?}",
+        half_second(total)
+    );
+    assert_eq!(contents(&restored), contents(&db));
+}
+
+fn meta_at(fs: &MemFileSystem, dir: &str, id: u64) -> BackupMeta {
+    let path = format!("{dir}/meta/{id}");
+    let bytes = fs.read_file_bytes(&path).expect("meta file");
+    BackupMeta::decode(&bytes, Path::new(&path)).expect("decode meta")
 }

@@ -94,7 +94,7 @@ impl BackupEngine {
             .iter()
             .any(|n| n.starts_with(&prefix) && n.ends_with(&suffix))
         {
-            let crc32c = copy::checksum(src, path, size)?;
+            let crc32c = copy::checksum(src, path, size, self.backup_limiter.as_ref())?;
             let f = BackupFile {
                 name: name.clone(),
                 size,
@@ -107,7 +107,8 @@ impl BackupEngine {
             }
         }
         let tmp = shared.join(format!("{name}{TEMP_SUFFIX}"));
-        let (_, crc32c) = copy::copy(src, path, Some(size), &*self.fs, &tmp)?;
+        let limiter = self.backup_limiter.as_ref();
+        let (_, crc32c) = copy::copy(src, path, Some(size), &*self.fs, &tmp, limiter)?;
         let f = BackupFile { name, size, crc32c };
         let to = shared.join(f.shared_name());
         self.fs
@@ -123,7 +124,8 @@ impl BackupEngine {
         for wal in live.wals() {
             let name = db_file_name(&wal)?;
             let to = private.join(&name);
-            let (size, crc32c) = copy::copy(live.fs(), &wal, None, &*self.fs, &to)?;
+            let limiter = self.backup_limiter.as_ref();
+            let (size, crc32c) = copy::copy(live.fs(), &wal, None, &*self.fs, &to, limiter)?;
             out.push(BackupFile { name, size, crc32c });
         }
         let name = filename::manifest_name(live.manifest_number());

@@ -18,6 +18,7 @@ pub(crate) mod meta;
 
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
+use crate::rate_limiter::RateLimiter;
 use crate::version::filename;
 use meta::{BackupMeta, MAX_META_SIZE};
 use parking_lot::Mutex;
@@ -52,9 +53,69 @@ use std::sync::Arc;
 pub struct BackupEngine {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
+    /// Paces the reads of a backup (`BackupEngineOptions::backup_rate_limit`).
+    backup_limiter: Option<RateLimiter>,
+    /// Paces the copies of a restore (`BackupEngineOptions::restore_rate_limit`).
+    restore_limiter: Option<RateLimiter>,
     /// One operation at a time: they all change the same directories.
     op: Mutex<()>,
     _lock: Box<dyn FileLock>,
+}
+
+/// How [`BackupEngine::open_opt`] opens a backup directory: the fields RocksDB's
+/// `BackupEngineOptions` has that apply here.
+///
+/// The rate limits follow RocksDB's `backup_rate_limit` and `restore_rate_limit` (bytes per
+/// second, 0 for none): a backup paces the bytes it reads from the database's tables, blob
+/// files and WALs (copies, and the checksum reads of files already in the directory), a
+/// restore the bytes it copies; `verify` and the small MANIFEST and meta files are not
+/// paced. Unlike RocksDB, each engine has its own limiter (no `backup_rate_limiter` object
+/// shared with other work), and the database's own flush and compaction limit
+/// (`Options::rate_limit_bytes_per_sec`) is separate from both.
+///
+/// ```
+/// use shaledb::{BackupEngine, BackupEngineOptions, Db, Options};
+/// let dir = tempfile::tempdir().unwrap();
+/// let db = Db::open(dir.path().join("db"), Options::default()).unwrap();
+/// db.put(b"k", b"v").unwrap();
+/// let opts = BackupEngineOptions {
+///     backup_rate_limit: 64 << 20,  // 64 MiB/s
+///     restore_rate_limit: 64 << 20,
+///     ..Default::default()
+/// };
+/// let backups = BackupEngine::open_opt(dir.path().join("backups"), opts).unwrap();
+/// let id = backups.create_backup(&db).unwrap();
+/// backups.restore(id, dir.path().join("restored")).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct BackupEngineOptions {
+    /// The file system the backup directory is on (default: the real one). It need not be
+    /// the database's: a database's files are read through its own file system.
+    pub fs: Arc<dyn FileSystem>,
+    /// Bytes per second a backup may read from the database; 0 (the default): no limit.
+    pub backup_rate_limit: u64,
+    /// Bytes per second a restore may copy; 0 (the default): no limit.
+    pub restore_rate_limit: u64,
+}
+
+impl Default for BackupEngineOptions {
+    fn default() -> Self {
+        BackupEngineOptions {
+            fs: crate::fs::default_fs(),
+            backup_rate_limit: 0,
+            restore_rate_limit: 0,
+        }
+    }
+}
+
+impl std::fmt::Debug for BackupEngineOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackupEngineOptions")
+            .field("fs", &self.fs.name())
+            .field("backup_rate_limit", &self.backup_rate_limit)
+            .field("restore_rate_limit", &self.restore_rate_limit)
+            .finish()
+    }
 }
 
 /// What [`BackupEngine::list`] says of one backup.
@@ -93,6 +154,22 @@ impl BackupEngine {
     /// Like [`open`](Self::open), with `dir` on the file system `fs` (which need not be the
     /// database's: files are read through the database's own file system).
     pub fn open_with_fs(dir: impl AsRef<Path>, fs: Arc<dyn FileSystem>) -> Result<BackupEngine> {
+        let opts = BackupEngineOptions {
+            fs,
+            ..Default::default()
+        };
+        Self::open_opt(dir, opts)
+    }
+
+    /// Like [`open`](Self::open), with options: the file system and rate limits (see
+    /// [`BackupEngineOptions`]).
+    pub fn open_opt(dir: impl AsRef<Path>, opts: BackupEngineOptions) -> Result<BackupEngine> {
+        let BackupEngineOptions {
+            fs,
+            backup_rate_limit,
+            restore_rate_limit,
+        } = opts;
+        let limiter = |rate: u64| (rate > 0).then(|| RateLimiter::new(rate, None));
         let dir = dir.as_ref().to_path_buf();
         let ctx = |what: &str, e| Error::io(format!("{what} {}", dir.display()), e);
         for sub in [META, SHARED, PRIVATE] {
@@ -110,6 +187,8 @@ impl BackupEngine {
         let engine = BackupEngine {
             dir,
             fs,
+            backup_limiter: limiter(backup_rate_limit),
+            restore_limiter: limiter(restore_rate_limit),
             op: Mutex::new(()),
             _lock: lock,
         };
@@ -143,7 +222,7 @@ impl BackupEngine {
         self.check_sizes(&meta)?;
         for f in &meta.files {
             let path = self.stored_path(id, f);
-            let crc = copy::checksum(&*self.fs, &path, f.size)?;
+            let crc = copy::checksum(&*self.fs, &path, f.size, None)?;
             check_crc(&path, crc, f.crc32c)?;
         }
         Ok(())
@@ -224,7 +303,9 @@ impl BackupEngine {
         for f in &meta.files {
             let from = self.stored_path(id, f);
             let fs = &*self.fs;
-            let (_, crc) = copy::copy(fs, &from, Some(f.size), fs, &db_dir.join(&f.name))?;
+            let to = db_dir.join(&f.name);
+            let limiter = self.restore_limiter.as_ref();
+            let (_, crc) = copy::copy(fs, &from, Some(f.size), fs, &to, limiter)?;
             check_crc(&from, crc, f.crc32c)?;
         }
         // Syncs the directory too, making every copied file's name durable.

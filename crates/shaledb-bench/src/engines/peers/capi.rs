@@ -610,3 +610,364 @@ impl<A: CApi> Drop for CIter<'_, A> {
         unsafe { (A::ITER_DESTROY)(self.it) }
     }
 }
+
+/// RocksDB's calls for read-only and secondary instances, checkpoints and backup engines
+/// (`rocksdb/c.h` 7.8; LevelDB has none of them), for the differential tests of those
+/// capabilities (`differential_ops.rs`). The opens are the column-family variants
+/// (`rocksdb_open_for_read_only_column_families`, `rocksdb_open_as_secondary_column_families`):
+/// RocksDB refuses to open a database with families without naming them all.
+///
+/// Callers pass their own handle types (each module declares its own opaque `rocksdb_t`),
+/// cast to these; the contracts are those of the header.
+#[cfg(test)]
+pub mod rocksdb_ops {
+    use super::super::take_err;
+    use super::{Db, ErrPtr, Handle};
+    use crate::engine::EngineResult;
+    use std::ffi::{c_char, c_int, c_uchar, c_void, CString};
+
+    opaque!(
+        /// `rocksdb_options_t`.
+        Options,
+        /// `rocksdb_column_family_handle_t`.
+        ColumnFamilyHandle,
+        /// `rocksdb_checkpoint_t`.
+        Checkpoint,
+        /// `rocksdb_backup_engine_t`.
+        BackupEngineHandle,
+        /// `rocksdb_backup_engine_info_t`.
+        BackupEngineInfo,
+        /// `rocksdb_restore_options_t`.
+        RestoreOptions
+    );
+
+    extern "C" {
+        fn rocksdb_free(p: *mut c_void);
+        fn rocksdb_options_create() -> *mut Options;
+        fn rocksdb_options_destroy(o: *mut Options);
+        fn rocksdb_open_for_read_only_column_families(
+            options: *const Options,
+            name: *const c_char,
+            num_column_families: c_int,
+            column_family_names: *const *const c_char,
+            column_family_options: *const *const Options,
+            column_family_handles: *mut *mut ColumnFamilyHandle,
+            error_if_wal_file_exists: c_uchar,
+            errptr: ErrPtr,
+        ) -> *mut Db;
+        fn rocksdb_open_as_secondary_column_families(
+            options: *const Options,
+            name: *const c_char,
+            secondary_path: *const c_char,
+            num_column_families: c_int,
+            column_family_names: *const *const c_char,
+            column_family_options: *const *const Options,
+            column_family_handles: *mut *mut ColumnFamilyHandle,
+            errptr: ErrPtr,
+        ) -> *mut Db;
+        fn rocksdb_try_catch_up_with_primary(db: *mut Db, errptr: ErrPtr);
+        fn rocksdb_checkpoint_object_create(db: *mut Db, errptr: ErrPtr) -> *mut Checkpoint;
+        fn rocksdb_checkpoint_create(
+            checkpoint: *mut Checkpoint,
+            checkpoint_dir: *const c_char,
+            log_size_for_flush: u64,
+            errptr: ErrPtr,
+        );
+        fn rocksdb_checkpoint_object_destroy(checkpoint: *mut Checkpoint);
+        fn rocksdb_backup_engine_open(
+            options: *const Options,
+            path: *const c_char,
+            errptr: ErrPtr,
+        ) -> *mut BackupEngineHandle;
+        fn rocksdb_backup_engine_create_new_backup_flush(
+            be: *mut BackupEngineHandle,
+            db: *mut Db,
+            flush_before_backup: c_uchar,
+            errptr: ErrPtr,
+        );
+        fn rocksdb_backup_engine_purge_old_backups(
+            be: *mut BackupEngineHandle,
+            num_backups_to_keep: u32,
+            errptr: ErrPtr,
+        );
+        fn rocksdb_backup_engine_verify_backup(
+            be: *mut BackupEngineHandle,
+            backup_id: u32,
+            errptr: ErrPtr,
+        );
+        fn rocksdb_restore_options_create() -> *mut RestoreOptions;
+        fn rocksdb_restore_options_destroy(o: *mut RestoreOptions);
+        fn rocksdb_backup_engine_restore_db_from_latest_backup(
+            be: *mut BackupEngineHandle,
+            db_dir: *const c_char,
+            wal_dir: *const c_char,
+            restore_options: *const RestoreOptions,
+            errptr: ErrPtr,
+        );
+        fn rocksdb_backup_engine_restore_db_from_backup(
+            be: *mut BackupEngineHandle,
+            db_dir: *const c_char,
+            wal_dir: *const c_char,
+            restore_options: *const RestoreOptions,
+            backup_id: u32,
+            errptr: ErrPtr,
+        );
+        fn rocksdb_backup_engine_get_backup_info(
+            be: *mut BackupEngineHandle,
+        ) -> *const BackupEngineInfo;
+        fn rocksdb_backup_engine_info_count(info: *const BackupEngineInfo) -> c_int;
+        fn rocksdb_backup_engine_info_timestamp(info: *const BackupEngineInfo, index: c_int)
+            -> i64;
+        fn rocksdb_backup_engine_info_backup_id(info: *const BackupEngineInfo, index: c_int)
+            -> u32;
+        fn rocksdb_backup_engine_info_size(info: *const BackupEngineInfo, index: c_int) -> u64;
+        fn rocksdb_backup_engine_info_number_files(
+            info: *const BackupEngineInfo,
+            index: c_int,
+        ) -> u32;
+        fn rocksdb_backup_engine_info_destroy(info: *const BackupEngineInfo);
+        fn rocksdb_backup_engine_close(be: *mut BackupEngineHandle);
+    }
+
+    /// Runs `call` with a fresh `errptr` and turns what it left there into the result.
+    fn with_err(call: impl FnOnce(ErrPtr)) -> EngineResult<()> {
+        let mut err: *mut c_char = std::ptr::null_mut();
+        call(&mut err);
+        // SAFETY: `err` is NULL or the malloc'ed message a RocksDB call left, which nothing
+        // else frees.
+        unsafe { take_err("rocksdb", err, rocksdb_free) }
+    }
+
+    /// A path or name as a C string.
+    fn c_string(s: &str) -> EngineResult<CString> {
+        CString::new(s).map_err(|_| format!("rocksdb: {s:?} contains a NUL byte"))
+    }
+
+    /// How [`open_families`] opens a database.
+    #[derive(Clone, Copy, Debug)]
+    pub enum Follower<'a> {
+        /// `DB::OpenForReadOnly` (a WAL present is replayed into memory, not an error).
+        ReadOnly,
+        /// `DB::OpenAsSecondary` with its own directory for its info log.
+        Secondary(&'a str),
+    }
+
+    /// Opens the database at `path` read-only or as a secondary, with every family of `names`
+    /// (the default one among them) and its options. Returns the database and one handle a
+    /// family, in the order of `names`; the caller destroys the handles, then closes the
+    /// database, each once.
+    ///
+    /// # Safety
+    /// `options` and every `cf_options[i]` must be live `rocksdb_options_t`, one a name.
+    pub unsafe fn open_families(
+        how: Follower<'_>,
+        options: *const Options,
+        path: &str,
+        names: &[&str],
+        cf_options: &[*const Options],
+    ) -> EngineResult<(*mut Db, Vec<*mut ColumnFamilyHandle>)> {
+        assert_eq!(names.len(), cf_options.len(), "one options object a family");
+        let cpath = c_string(path)?;
+        let cnames = names
+            .iter()
+            .map(|n| c_string(n))
+            .collect::<EngineResult<Vec<_>>>()?;
+        let name_ptrs: Vec<*const c_char> = cnames.iter().map(|n| n.as_ptr()).collect();
+        let mut handles = vec![std::ptr::null_mut(); names.len()];
+        let n = c_int::try_from(names.len()).map_err(|_| "rocksdb: too many families")?;
+        let secondary_dir = match how {
+            Follower::ReadOnly => None,
+            Follower::Secondary(dir) => Some(c_string(dir)?),
+        };
+        let mut db = std::ptr::null_mut();
+        let res = with_err(|err| {
+            // SAFETY: live options (the caller's contract); the C strings and the arrays of
+            // `n` names, options and handle slots outlive the call.
+            db = unsafe {
+                match &secondary_dir {
+                    None => rocksdb_open_for_read_only_column_families(
+                        options,
+                        cpath.as_ptr(),
+                        n,
+                        name_ptrs.as_ptr(),
+                        cf_options.as_ptr(),
+                        handles.as_mut_ptr(),
+                        0,
+                        err,
+                    ),
+                    Some(dir) => rocksdb_open_as_secondary_column_families(
+                        options,
+                        cpath.as_ptr(),
+                        dir.as_ptr(),
+                        n,
+                        name_ptrs.as_ptr(),
+                        cf_options.as_ptr(),
+                        handles.as_mut_ptr(),
+                        err,
+                    ),
+                }
+            }
+        });
+        res?;
+        if db.is_null() {
+            return Err(format!("rocksdb: opening {path} returned no database"));
+        }
+        Ok((db, handles))
+    }
+
+    /// `DB::TryCatchUpWithPrimary`.
+    ///
+    /// # Safety
+    /// `db` must be a live database opened by [`open_families`] as a secondary.
+    pub unsafe fn try_catch_up_with_primary(db: *mut Db) -> EngineResult<()> {
+        // SAFETY: a live secondary (the caller's contract) and a valid errptr.
+        with_err(|err| unsafe { rocksdb_try_catch_up_with_primary(db, err) })
+    }
+
+    /// Makes a checkpoint of `db` in `dir` (which must not exist), flushing first when the
+    /// WALs hold `log_size_for_flush` bytes or more (0: always; `u64::MAX`: never).
+    ///
+    /// # Safety
+    /// `db` must be a live, writable database.
+    pub unsafe fn checkpoint(db: *mut Db, dir: &str, log_size_for_flush: u64) -> EngineResult<()> {
+        let cdir = c_string(dir)?;
+        let mut object = std::ptr::null_mut();
+        with_err(|err| {
+            // SAFETY: a live database (the caller's contract) and a valid errptr.
+            object = unsafe { rocksdb_checkpoint_object_create(db, err) }
+        })?;
+        // SAFETY: a fresh checkpoint object we own, destroyed once when `object` drops (after
+        // the call below, before `db` can close: it lives only in this function).
+        let object = unsafe { Handle::new(object, rocksdb_checkpoint_object_destroy) };
+        // SAFETY: a live checkpoint object, a NUL-terminated path alive for the call, a valid
+        // errptr.
+        with_err(|err| unsafe {
+            rocksdb_checkpoint_create(object.ptr(), cdir.as_ptr(), log_size_for_flush, err)
+        })
+    }
+
+    /// What `rocksdb_backup_engine_get_backup_info` says of one backup.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct BackupSummary {
+        /// The backup's id.
+        pub id: u32,
+        /// When it was taken (seconds since the epoch).
+        pub timestamp: i64,
+        /// Its files' total size in bytes.
+        pub size: u64,
+        /// How many files it has.
+        pub files: u32,
+    }
+
+    /// An open RocksDB `BackupEngine` on a backup directory, closed on drop.
+    pub struct RocksBackups {
+        be: Handle<BackupEngineHandle>,
+    }
+
+    impl RocksBackups {
+        /// Opens (creating it if needed) the backup directory `dir` with the default
+        /// `BackupEngineOptions` (tables shared between backups, named by checksum).
+        pub fn open(dir: &str) -> EngineResult<RocksBackups> {
+            let cdir = c_string(dir)?;
+            // SAFETY: fresh default options, owned by the Handle and destroyed when it drops
+            // at the end of this function (the engine takes only the options' Env from them,
+            // the process-wide default one).
+            let options = unsafe { Handle::new(rocksdb_options_create(), rocksdb_options_destroy) };
+            let mut be = std::ptr::null_mut();
+            with_err(|err| {
+                // SAFETY: live options, a NUL-terminated path alive for the call, a valid
+                // errptr.
+                be = unsafe { rocksdb_backup_engine_open(options.ptr(), cdir.as_ptr(), err) }
+            })?;
+            if be.is_null() {
+                return Err(format!(
+                    "rocksdb: opening backups in {dir} returned no engine"
+                ));
+            }
+            // SAFETY: a fresh engine we own, closed once when the Handle drops.
+            let be = unsafe { Handle::new(be, rocksdb_backup_engine_close) };
+            Ok(RocksBackups { be })
+        }
+
+        /// `CreateNewBackup(db, flush_before_backup)`.
+        ///
+        /// # Safety
+        /// `db` must be a live, writable database.
+        pub unsafe fn create(&self, db: *mut Db, flush_before_backup: bool) -> EngineResult<()> {
+            let flush = c_uchar::from(flush_before_backup);
+            // SAFETY: a live engine, a live database (the caller's contract), a valid errptr.
+            with_err(|err| unsafe {
+                rocksdb_backup_engine_create_new_backup_flush(self.be.ptr(), db, flush, err)
+            })
+        }
+
+        /// `PurgeOldBackups(keep)`.
+        pub fn purge_old(&self, keep: u32) -> EngineResult<()> {
+            // SAFETY: a live engine and a valid errptr.
+            with_err(|err| unsafe {
+                rocksdb_backup_engine_purge_old_backups(self.be.ptr(), keep, err)
+            })
+        }
+
+        /// `VerifyBackup(id)` (sizes; not checksums, in the C API).
+        pub fn verify(&self, id: u32) -> EngineResult<()> {
+            // SAFETY: a live engine and a valid errptr.
+            with_err(|err| unsafe { rocksdb_backup_engine_verify_backup(self.be.ptr(), id, err) })
+        }
+
+        /// Restores backup `id` (the latest with `None`) into `db_dir`, its WALs there too.
+        pub fn restore(&self, id: Option<u32>, db_dir: &str) -> EngineResult<()> {
+            let cdir = c_string(db_dir)?;
+            // SAFETY: fresh restore options, owned by the Handle and destroyed once when it
+            // drops at the end of this function, after the call that reads them.
+            let ro = unsafe {
+                Handle::new(
+                    rocksdb_restore_options_create(),
+                    rocksdb_restore_options_destroy,
+                )
+            };
+            // SAFETY: a live engine and restore options, NUL-terminated paths alive for the
+            // call, a valid errptr.
+            with_err(|err| unsafe {
+                let (be, dir) = (self.be.ptr(), cdir.as_ptr());
+                match id {
+                    None => rocksdb_backup_engine_restore_db_from_latest_backup(
+                        be,
+                        dir,
+                        dir,
+                        ro.ptr(),
+                        err,
+                    ),
+                    Some(id) => rocksdb_backup_engine_restore_db_from_backup(
+                        be,
+                        dir,
+                        dir,
+                        ro.ptr(),
+                        id,
+                        err,
+                    ),
+                }
+            })
+        }
+
+        /// Every backup, as `GetBackupInfo` lists them (oldest first).
+        pub fn list(&self) -> Vec<BackupSummary> {
+            // SAFETY: a live engine; the info object returned is ours, read only within its
+            // count and destroyed once, here.
+            unsafe {
+                let info = rocksdb_backup_engine_get_backup_info(self.be.ptr());
+                let n = rocksdb_backup_engine_info_count(info);
+                let out = (0..n)
+                    .map(|i| BackupSummary {
+                        id: rocksdb_backup_engine_info_backup_id(info, i),
+                        timestamp: rocksdb_backup_engine_info_timestamp(info, i),
+                        size: rocksdb_backup_engine_info_size(info, i),
+                        files: rocksdb_backup_engine_info_number_files(info, i),
+                    })
+                    .collect();
+                rocksdb_backup_engine_info_destroy(info);
+                out
+            }
+        }
+    }
+}

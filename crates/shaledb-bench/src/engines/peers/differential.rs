@@ -5,8 +5,10 @@
 //! only. It runs in two configurations ([`Config`]), set the same way on both engines: each
 //! engine's defaults, and dynamic level sizes with a bottommost codec, small levels, 256-byte
 //! blocks under a two-level index with bloom filter partitions, and manual compactions that
-//! force the bottommost level.
+//! force the bottommost level. The child module `ops` compares secondaries, read-only opens,
+//! checkpoints and backups the same way.
 
+use super::capi::rocksdb_ops::{self, Follower};
 use shaledb::merge_operators::UInt64Add;
 use shaledb::{
     BottommostLevelCompaction, CfOptions, ColumnFamily, CompactRangeOptions, CompressionType, Db,
@@ -445,16 +447,76 @@ fn check_err(err: *mut c_char, what: &str) {
 
 impl Rocks {
     fn open(dir: &Path, cfg: &Config) -> Rocks {
+        Self::open_as(dir, cfg, None)
+    }
+
+    /// Opens the database at `dir` as [`Rocks::open`] does, or read-only or as a secondary
+    /// (`follower`).
+    fn open_as(dir: &Path, cfg: &Config, follower: Option<Follower<'_>>) -> Rocks {
         let path = CString::new(dir.to_string_lossy().as_bytes()).expect("path");
         let names: Vec<CString> = FAMILIES
             .iter()
             .map(|n| CString::new(*n).expect("name"))
             .collect();
         let name_ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
-        // SAFETY: every object created here is destroyed once in Drop; the merge operator's
-        // ownership passes to the options it is set on.
+        let options = Self::family_options(cfg);
+        let option_ptrs: Vec<*const ffi::rocksdb_options_t> =
+            options.iter().map(|o| o.cast_const()).collect();
+        if let Some(how) = follower {
+            let cast: Vec<_> = option_ptrs.iter().map(|o| o.cast()).collect();
+            // SAFETY: live options, one a family; the database and handles returned are
+            // owned by the `Rocks` built here, which destroys each once in Drop.
+            let (db, cfs) = unsafe {
+                rocksdb_ops::open_families(how, cast[0], &dir.to_string_lossy(), &FAMILIES, &cast)
+            }
+            .unwrap_or_else(|e| panic!("RocksDB follower open: {e}"));
+            // SAFETY: fresh read and write options, destroyed once in Drop.
+            let (ro, wo) = unsafe {
+                (
+                    ffi::rocksdb_readoptions_create(),
+                    ffi::rocksdb_writeoptions_create(),
+                )
+            };
+            return Rocks {
+                db: db.cast(),
+                cfs: cfs.into_iter().map(|h| h.cast()).collect(),
+                options,
+                ro,
+                wo,
+            };
+        }
+        // SAFETY: the options, paths and names outlive the open; the database, handles and
+        // read/write options are owned by the `Rocks` built here, destroyed once in Drop.
         unsafe {
-            let options: Vec<*mut ffi::rocksdb_options_t> = FAMILIES
+            let mut cfs = vec![std::ptr::null_mut(); FAMILIES.len()];
+            let mut err = std::ptr::null_mut();
+            let db = ffi::rocksdb_open_column_families(
+                options[0],
+                path.as_ptr(),
+                FAMILIES.len() as c_int,
+                name_ptrs.as_ptr(),
+                option_ptrs.as_ptr(),
+                cfs.as_mut_ptr(),
+                &mut err,
+            );
+            check_err(err, "open");
+            Rocks {
+                db,
+                cfs,
+                options,
+                ro: ffi::rocksdb_readoptions_create(),
+                wo: ffi::rocksdb_writeoptions_create(),
+            }
+        }
+    }
+
+    /// One options object a family, configured by `cfg`; the caller owns them (a `Rocks`
+    /// destroys them in Drop).
+    fn family_options(cfg: &Config) -> Vec<*mut ffi::rocksdb_options_t> {
+        // SAFETY: every object created here is returned to the caller, who destroys it once;
+        // the merge operator's ownership passes to the options it is set on.
+        unsafe {
+            FAMILIES
                 .iter()
                 .map(|name| {
                     let o = ffi::rocksdb_options_create();
@@ -521,28 +583,7 @@ impl Rocks {
                     }
                     o
                 })
-                .collect();
-            let option_ptrs: Vec<*const ffi::rocksdb_options_t> =
-                options.iter().map(|o| o.cast_const()).collect();
-            let mut cfs = vec![std::ptr::null_mut(); FAMILIES.len()];
-            let mut err = std::ptr::null_mut();
-            let db = ffi::rocksdb_open_column_families(
-                options[0],
-                path.as_ptr(),
-                FAMILIES.len() as c_int,
-                name_ptrs.as_ptr(),
-                option_ptrs.as_ptr(),
-                cfs.as_mut_ptr(),
-                &mut err,
-            );
-            check_err(err, "open");
-            Rocks {
-                db,
-                cfs,
-                options,
-                ro: ffi::rocksdb_readoptions_create(),
-                wo: ffi::rocksdb_writeoptions_create(),
-            }
+                .collect()
         }
     }
 
@@ -819,6 +860,19 @@ struct Op {
 }
 
 fn shale_open(dir: &Path, cfg: &Config) -> (Db, Vec<ColumnFamily>) {
+    let (opts, families) = shale_options(cfg);
+    let db = Db::open_cf(dir, opts, families).expect("open");
+    let cfs = shale_families(&db);
+    (db, cfs)
+}
+
+/// The handles of [`FAMILIES`] in `db`, in that order.
+fn shale_families(db: &Db) -> Vec<ColumnFamily> {
+    FAMILIES.iter().map(|n| db.cf(n).expect("family")).collect()
+}
+
+/// The options ShaleDB is opened with under `cfg`: the database's and every family's.
+fn shale_options(cfg: &Config) -> (Options, [(&'static str, CfOptions); 4]) {
     let opts = Options {
         create_missing_column_families: true,
         ..Default::default()
@@ -862,9 +916,7 @@ fn shale_open(dir: &Path, cfg: &Config) -> (Db, Vec<ColumnFamily>) {
         }
         (name, o)
     });
-    let db = Db::open_cf(dir, opts, families).expect("open");
-    let cfs = FAMILIES.iter().map(|n| db.cf(n).expect("family")).collect();
-    (db, cfs)
+    (opts, families)
 }
 
 /// Compacts the whole of `cf`, with the bottommost-level mode `bottommost` if given.
@@ -1448,3 +1500,6 @@ fn shaledb_and_rocksdb_agree_on_a_single_delete_pair_over_a_put_in_the_last_leve
         );
     }
 }
+
+/// The same comparisons for secondary instances, read-only opens, checkpoints and backups.
+mod ops;
