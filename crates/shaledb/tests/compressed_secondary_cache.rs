@@ -137,7 +137,10 @@ fn rereads(secondary: usize, direct: bool) -> (usize, u64) {
 fn a_tier_holding_the_data_serves_rereads_without_file_reads() {
     for direct in [false, true] {
         let (without, _) = rereads(0, direct);
-        assert!(without > 500, "direct {direct}: {without} reads without a tier");
+        assert!(
+            without > 500,
+            "direct {direct}: {without} reads without a tier"
+        );
         let (reads, hits) = rereads(4 << 20, direct);
         assert_eq!(reads, 0, "direct {direct}");
         assert!(hits as usize >= without, "direct {direct}: {hits} hits");

@@ -131,7 +131,12 @@ mod tests {
         let per = 1000 + BLOCK_ENTRY_OVERHEAD;
         let tier = CompressedSecondaryCache::new(4 * per + 10, 0);
         for i in 0..4u64 {
-            put(&tier, (1, i), CompressionType::Zstd, &contents(i as u8, 1000));
+            put(
+                &tier,
+                (1, i),
+                CompressionType::Zstd,
+                &contents(i as u8, 1000),
+            );
         }
         assert_eq!(tier.usage(), 4 * per);
         assert!(tier.get(&(1, 0)).is_some()); // 0 is now hot
@@ -143,7 +148,12 @@ mod tests {
         assert_eq!(kept, 2, "one cold block was evicted");
         // A stream of new blocks never takes the tier past its capacity.
         for i in 10..200u64 {
-            put(&tier, (2, i), CompressionType::Zstd, &contents(1, 100 + i as usize));
+            put(
+                &tier,
+                (2, i),
+                CompressionType::Zstd,
+                &contents(1, 100 + i as usize),
+            );
             assert!(tier.usage() <= tier.capacity(), "usage {}", tier.usage());
         }
     }
@@ -153,7 +163,12 @@ mod tests {
         let tier = CompressedSecondaryCache::new(64 << 10, 2);
         assert_eq!(tier.blocks.shard_count(), 4);
         for i in 0..1000u64 {
-            put(&tier, (3, i * 4096), CompressionType::Zstd, &contents(2, 2000));
+            put(
+                &tier,
+                (3, i * 4096),
+                CompressionType::Zstd,
+                &contents(2, 2000),
+            );
         }
         assert!(tier.usage() <= 64 << 10, "usage {}", tier.usage());
         assert!(tier.usage() >= 32 << 10, "the tier fills: {}", tier.usage());

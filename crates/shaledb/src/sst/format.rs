@@ -295,7 +295,9 @@ fn read_contents(
 fn checksum_holds(stored: &[u8], len: usize, offset: u64) -> bool {
     let (Some(&kind), Some(crc)) = (
         stored.get(len),
-        stored.get(len + 1..).and_then(crate::coding::decode_fixed32),
+        stored
+            .get(len + 1..)
+            .and_then(crate::coding::decode_fixed32),
     ) else {
         return false;
     };

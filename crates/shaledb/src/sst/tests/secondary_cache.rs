@@ -80,7 +80,10 @@ fn evicted_blocks_come_back_from_the_tier_without_a_file_read() {
         // Each block was read once (consecutive lookups in a block are primary hits).
         assert_eq!(reads.load(Ordering::SeqCst) - opened, blocks, "{what}");
         let usage = tier_usage(&cache);
-        assert!(usage > 0 && usage < props.data_size as usize + blocks * 200, "{what}");
+        assert!(
+            usage > 0 && usage < props.data_size as usize + blocks * 200,
+            "{what}"
+        );
         // Every block is in the tier: reading everything again reads no file.
         let misses = stats.ticker(Ticker::CompressedSecondaryCacheMiss);
         assert_eq!(misses, blocks as u64, "{what}");
@@ -174,7 +177,9 @@ fn a_damaged_block_is_corruption_every_time_and_never_kept() {
     let (t, _, _) = open_counted(bytes, cache.clone());
     for attempt in 0..2 {
         match get(&t, &e[0].0, true, true) {
-            Err(Error::Corruption { file, offset: at, .. }) => {
+            Err(Error::Corruption {
+                file, offset: at, ..
+            }) => {
                 assert_eq!((file, at), (path(), offset), "attempt {attempt}");
             }
             other => panic!("attempt {attempt}: expected corruption, got {other:?}"),
@@ -200,7 +205,10 @@ fn an_unverified_read_keeps_only_a_block_whose_checksum_holds() {
     // Push it out of the one-byte primary, then read it again: from the file.
     let last = e.last().expect("entries");
     assert_eq!(&found(get(&t, &last.0, false, true).expect("get")), &last.1);
-    assert!(tier_usage(&cache) > 0, "the sound block was checked and admitted");
+    assert!(
+        tier_usage(&cache) > 0,
+        "the sound block was checked and admitted"
+    );
     let before = reads.load(Ordering::SeqCst);
     assert_eq!(&found(get(&t, &e[0].0, false, true).expect("get")), &e[0].1);
     assert_eq!(reads.load(Ordering::SeqCst), before + 1);
