@@ -15,18 +15,25 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Counts positional reads of table files.
+/// Counts positional reads of table files; with `fail_every` above 0, every such read of a
+/// table file fails with EIO (and is not counted).
 #[derive(Default)]
-struct CountTableReads(Arc<AtomicUsize>);
+struct CountTableReads(Arc<AtomicUsize>, Arc<AtomicUsize>);
 
 struct CountedFile {
     inner: Arc<dyn RandomAccessFile>,
     reads: Arc<AtomicUsize>,
+    fail_every: Arc<AtomicUsize>,
 }
 
 impl RandomAccessFile for CountedFile {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
+        let n = self.reads.fetch_add(1, Ordering::SeqCst);
+        let every = self.fail_every.load(Ordering::SeqCst);
+        if every > 0 && n % every == 0 {
+            self.reads.fetch_sub(1, Ordering::SeqCst);
+            return Err(io::Error::other("injected EIO"));
+        }
         self.inner.read_exact_at(offset, buf)
     }
     fn len(&self) -> io::Result<u64> {
@@ -46,6 +53,7 @@ impl FsHook for CountTableReads {
         Arc::new(CountedFile {
             inner: file,
             reads: self.0.clone(),
+            fail_every: self.1.clone(),
         })
     }
 }
@@ -149,6 +157,35 @@ fn a_tier_holding_the_data_serves_rereads_without_file_reads() {
         // read either, and values stay right.
         assert_eq!(rereads(64 << 10, direct), (without, 0), "direct {direct}");
     }
+}
+
+#[test]
+fn failed_reads_are_errors_and_leave_nothing_wrong_in_the_tier() {
+    let fs = Arc::new(HookedFileSystem::new(
+        Arc::new(MemFileSystem::new()),
+        CountTableReads::default(),
+    ));
+    let db = Db::open("/db", options(fs.clone(), 0, false)).expect("open");
+    let model = load(&db);
+    drop(db);
+    let db = Db::open("/db", options(fs.clone(), 4 << 20, false)).expect("reopen");
+    // Every third table read fails: each get is the model's value or an IO error.
+    fs.hook().1.store(3, Ordering::SeqCst);
+    let mut failed = 0;
+    for (k, v) in &model {
+        match db.get(k) {
+            Ok(got) => assert_eq!(got.as_deref(), Some(&v[..])),
+            Err(Error::Io { .. }) => failed += 1,
+            Err(e) => panic!("expected an IO error, got {e}"),
+        }
+    }
+    assert!(failed > 10, "{failed} failed gets");
+    // Without faults everything reads right, from the tier or the files.
+    fs.hook().1.store(0, Ordering::SeqCst);
+    common::check_keys_and_scan(&db, &model, KEYS);
+    let before = fs.hook().0.load(Ordering::SeqCst);
+    common::check_keys_and_scan(&db, &model, KEYS);
+    assert_eq!(fs.hook().0.load(Ordering::SeqCst), before, "all from the tier");
 }
 
 /// The first data block of the only table of a database at `dir`, damaged (a compressed 1 KiB
