@@ -83,6 +83,10 @@ pub struct CommonOptions {
     /// `Options::memory_budget`; RocksDB: a block cache of 3/4 of it and `db_write_buffer_size`
     /// of 1/4, as its C API cannot charge memtables to the cache); 0: none.
     pub memory_budget: u64,
+    /// Bytes of a compressed secondary tier under the block cache (ShaleDB's
+    /// `Options::compressed_secondary_cache_size`; db_bench's `--use_compressed_secondary_cache`
+    /// with `--compressed_secondary_cache_size`); 0: none. No peer maps it.
+    pub compressed_secondary_cache_size: u64,
     /// db_bench's `--num_column_families`: keys are spread over this many families by a
     /// hash of the key (see [`family_of`]). Default 1.
     pub num_column_families: u32,
@@ -181,6 +185,7 @@ impl Default for CommonOptions {
             metadata_block_size: 4096,
             index_block_restart_interval: 1,
             memory_budget: 0,
+            compressed_secondary_cache_size: 0,
             num_column_families: 1,
             use_existing_db: false,
             merge_operator: String::new(),

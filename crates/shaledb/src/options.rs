@@ -167,6 +167,14 @@ pub struct Options {
     pub block_cache_size: usize,
     /// The block cache is split into 2^bits shards. Default 4.
     pub block_cache_shard_bits: u32,
+    /// Bytes of a compressed secondary tier for the block cache this database makes
+    /// (private, or from `memory_budget`): data blocks kept as stored in the file, so a
+    /// block the cache evicted is decompressed from memory instead of read again (see
+    /// [`Cache::with_compressed_secondary`](crate::Cache::with_compressed_secondary), which
+    /// gives a shared cache one). These bytes come on top of `block_cache_size` and
+    /// `memory_budget`. Cannot be combined with `block_cache` (give that cache its tier).
+    /// Default 0: no tier.
+    pub compressed_secondary_cache_size: usize,
     /// A block cache shared with other databases, used instead of a private one of
     /// `block_cache_size` bytes (RocksDB's `BlockBasedTableOptions::block_cache`). Default
     /// `None`.
@@ -375,6 +383,7 @@ impl Default for Options {
             cache_index_and_filter_blocks: false,
             block_cache_size: 32 << 20,
             block_cache_shard_bits: 4,
+            compressed_secondary_cache_size: 0,
             block_cache: None,
             write_buffer_manager: None,
             memory_budget: None,
@@ -460,6 +469,7 @@ impl std::fmt::Debug for Options {
             cache_index_and_filter_blocks,
             block_cache_size,
             block_cache_shard_bits,
+            compressed_secondary_cache_size,
             block_cache,
             write_buffer_manager,
             memory_budget,
@@ -549,6 +559,10 @@ impl std::fmt::Debug for Options {
             )
             .field("block_cache_size", block_cache_size)
             .field("block_cache_shard_bits", block_cache_shard_bits)
+            .field(
+                "compressed_secondary_cache_size",
+                compressed_secondary_cache_size,
+            )
             .field("block_cache", block_cache)
             .field("write_buffer_manager", write_buffer_manager)
             .field("memory_budget", memory_budget)
@@ -672,6 +686,7 @@ impl Options {
         with_cache_index_and_filter_blocks => cache_index_and_filter_blocks: bool,
         with_block_cache_size => block_cache_size: usize,
         with_block_cache_shard_bits => block_cache_shard_bits: u32,
+        with_compressed_secondary_cache_size => compressed_secondary_cache_size: usize,
         with_max_open_files => max_open_files: usize,
         with_num_levels => num_levels: usize,
         with_level0_file_num_compaction_trigger => level0_file_num_compaction_trigger: usize,
@@ -752,7 +767,11 @@ impl Options {
     /// families derived from these options share them.
     pub(crate) fn resolve_memory_budget(mut self) -> Self {
         if let Some(budget) = self.memory_budget.take() {
-            let cache = crate::Cache::with_shard_bits(budget, self.block_cache_shard_bits);
+            // The tier is now the cache's (and the size taken, as the budget is, so the
+            // families derived from these options pass validation with the cache given).
+            let secondary = std::mem::take(&mut self.compressed_secondary_cache_size);
+            let cache = crate::Cache::with_shard_bits(budget, self.block_cache_shard_bits)
+                .with_compressed_secondary(secondary);
             let wbm = crate::WriteBufferManager::with_cache(budget / 4, &cache).allow_stall(true);
             self.block_cache = Some(cache);
             self.write_buffer_manager = Some(wbm);
@@ -768,10 +787,10 @@ impl Options {
     pub(crate) fn block_cache_for_open(&self) -> Arc<crate::cache::BlockCache> {
         match &self.block_cache {
             Some(c) => c.inner.clone(),
-            None => Arc::new(crate::cache::BlockCache::new(
-                self.block_cache_size,
-                self.block_cache_shard_bits,
-            )),
+            None => Arc::new(
+                crate::cache::BlockCache::new(self.block_cache_size, self.block_cache_shard_bits)
+                    .with_secondary(self.compressed_secondary_cache_size),
+            ),
         }
     }
 
@@ -939,6 +958,13 @@ impl Options {
                      of it bounds the memtables)"
                 )));
             }
+        }
+        if self.block_cache.is_some() && self.compressed_secondary_cache_size > 0 {
+            return bad(
+                "compressed_secondary_cache_size applies to the block cache the database \
+                 makes; with a shared block_cache, give that cache its tier with \
+                 Cache::with_compressed_secondary instead",
+            );
         }
         if self.block_cache_shard_bits > MAX_BLOCK_CACHE_SHARD_BITS {
             return Err(crate::Error::InvalidArgument(format!(

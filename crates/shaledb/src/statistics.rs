@@ -50,6 +50,13 @@ tickers! {
     BlockCacheFilterHit => "shaledb.block.cache.filter.hit",
     /// Filters read from the file because the block cache lacked them.
     BlockCacheFilterMiss => "shaledb.block.cache.filter.miss",
+    /// Data blocks missing from the block cache found in its compressed secondary tier
+    /// (decompressed into the primary, no file read). RocksDB's
+    /// `COMPRESSED_SECONDARY_CACHE_HITS`.
+    CompressedSecondaryCacheHit => "shaledb.compressed.secondary.cache.hits",
+    /// Data blocks missing from both tiers of a block cache with a compressed secondary
+    /// tier (read from the file). Not counted without the tier.
+    CompressedSecondaryCacheMiss => "shaledb.compressed.secondary.cache.misses",
     /// Point lookups in a table that asked its bloom filter.
     BloomChecked => "shaledb.bloom.filter.checked",
     /// Of those, lookups the filter answered "certainly absent" (the table was not read).

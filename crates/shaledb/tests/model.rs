@@ -673,3 +673,27 @@ fn model_with_ingestion() {
         run_model_with(seed, o, ops_count(), &db, true);
     }
 }
+
+/// A compressed secondary tier under a primary block cache of 8 KiB (one shard): nearly
+/// every data block read is evicted from the primary at once and comes back from the tier
+/// (or, once the tier is full too, from the file); once with zstd dictionaries, index and
+/// filter blocks in the primary, and a tier smaller than the data.
+#[test]
+fn model_compressed_secondary_cache() {
+    for (seed, zstd, secondary) in [(20, false, 1 << 20), (21, true, 24 << 10)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let codec = match zstd {
+            true => CompressionType::Zstd,
+            false => CompressionType::Lz4,
+        };
+        let mut o = small_options(codec, 10, 256);
+        o.block_cache_size = 8 << 10;
+        o.block_cache_shard_bits = 0;
+        o.compressed_secondary_cache_size = secondary;
+        if zstd {
+            o.max_dict_bytes = 2048;
+            o.cache_index_and_filter_blocks = true;
+        }
+        run_model(seed, o, ops_count(), dir.path());
+    }
+}

@@ -356,6 +356,18 @@ pub const FLAGS: &[FlagSpec] = &[
          Options::memory_budget; RocksDB: 3/4 block cache + 1/4 db_write_buffer_size)",
     ),
     used(
+        "use_compressed_secondary_cache",
+        true,
+        "a compressed secondary tier under the block cache, of --compressed_secondary_cache_size \
+         bytes (ShaleDB only: RocksDB 7.8's C API cannot build one)",
+    ),
+    used(
+        "compressed_secondary_cache_size",
+        false,
+        "bytes of the compressed secondary tier, default 32 MiB (as db_bench, it needs \
+         --use_compressed_secondary_cache=1; given alone it is refused rather than ignored)",
+    ),
+    used(
         "num_column_families",
         false,
         "column families the keys are spread over by a hash of the key, default 1",
@@ -418,7 +430,8 @@ pub const FLAGS: &[FlagSpec] = &[
     ignored(
         "compressed_cache_size",
         false,
-        "ShaleDB has no compressed block cache",
+        "RocksDB's old compressed block cache (block_cache_compressed); ShaleDB's compressed \
+         tier is --use_compressed_secondary_cache",
     ),
 ];
 
@@ -567,6 +580,22 @@ fn merge_operator_flag(m: &BTreeMap<String, String>) -> Result<String, String> {
         other => Err(format!(
             "flag --merge_operator: {other:?} is not known (use uint64add)"
         )),
+    }
+}
+
+/// db_bench's two flags of the compressed secondary cache as one size (0: none): the size
+/// (default 32 MiB) counts only with `--use_compressed_secondary_cache`, as in db_bench; a
+/// size given without it is refused, since db_bench would quietly run without the tier.
+fn compressed_secondary_cache_size(m: &BTreeMap<String, String>) -> Result<u64, String> {
+    let size: u64 = get(m, "compressed_secondary_cache_size", 32 << 20)?;
+    match get_bool(m, "use_compressed_secondary_cache", false)? {
+        true => Ok(size),
+        false if m.contains_key("compressed_secondary_cache_size") => Err(
+            "flag --compressed_secondary_cache_size: give --use_compressed_secondary_cache=1 too \
+             (db_bench ignores the size without it)"
+                .to_string(),
+        ),
+        false => Ok(0),
     }
 }
 
@@ -785,6 +814,7 @@ impl Flags {
                 d.index_block_restart_interval,
             )?,
             memory_budget: get(m, "memory_budget", d.memory_budget)?,
+            compressed_secondary_cache_size: compressed_secondary_cache_size(m)?,
             num_column_families: match get(m, "num_column_families", d.num_column_families)? {
                 0 => return Err("flag --num_column_families: at least 1".to_string()),
                 n => n,
@@ -950,6 +980,28 @@ mod tests {
         assert!(Flags::parse(&["--index_type=two"]).is_err());
         assert!(Flags::parse(&["--metadata_block_size=-1"]).is_err());
         assert!(Flags::parse(&["--partition_index=maybe"]).is_err());
+    }
+
+    #[test]
+    fn compressed_secondary_cache_flags_are_used_as_db_bench_reads_them() {
+        let f = Flags::parse(&[
+            "--use_compressed_secondary_cache=1",
+            "--compressed_secondary_cache_size=1048576",
+        ])
+        .unwrap();
+        assert!(f.ignored.is_empty(), "{:?}", f.ignored);
+        assert_eq!(f.opts.compressed_secondary_cache_size, 1 << 20);
+        let f = Flags::parse(&["--use_compressed_secondary_cache"]).unwrap();
+        assert_eq!(f.opts.compressed_secondary_cache_size, 32 << 20);
+        let d = Flags::parse::<&str>(&[]).unwrap();
+        assert_eq!(d.opts.compressed_secondary_cache_size, 0);
+        let e = Flags::parse(&["--compressed_secondary_cache_size=1048576"]).unwrap_err();
+        assert!(e.contains("--use_compressed_secondary_cache=1"), "{e}");
+        assert!(Flags::parse(&[
+            "--use_compressed_secondary_cache",
+            "--compressed_secondary_cache_size=-1"
+        ])
+        .is_err());
     }
 
     #[test]

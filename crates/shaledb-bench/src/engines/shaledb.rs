@@ -27,6 +27,8 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     let mut o = Options::default();
     o.create_if_missing = true;
     o.block_cache_size = c.cache_size as usize;
+    o.compressed_secondary_cache_size =
+        usize::try_from(c.compressed_secondary_cache_size).unwrap_or(usize::MAX);
     o.write_buffer_size = c.write_buffer_size as usize;
     o.max_write_buffer_number = c.max_write_buffer_number.max(2) as usize;
     o.bloom_bits_per_key = c.bloom_bits as usize;

@@ -46,6 +46,19 @@ impl DbInner {
             "block-cache-usage" => Some(self.block_cache.usage().to_string()),
             "block-cache-capacity" => Some(self.block_cache.capacity().to_string()),
             "block-cache-pinned-usage" => Some(self.block_cache.pinned_usage().to_string()),
+            // 0 without a compressed secondary tier.
+            "compressed-secondary-cache-usage" => Some(
+                self.block_cache
+                    .secondary()
+                    .map_or(0, |s| s.usage())
+                    .to_string(),
+            ),
+            "compressed-secondary-cache-capacity" => Some(
+                self.block_cache
+                    .secondary()
+                    .map_or(0, |s| s.capacity())
+                    .to_string(),
+            ),
             // Of every database sharing the manager; absent without one.
             "write-buffer-manager-usage" => self
                 .opts

@@ -5,6 +5,7 @@ use super::block::Block;
 use super::index_block::IndexForm;
 use super::readahead::Readahead;
 use super::BlockHandle;
+use crate::cache::StoredBlock;
 use crate::checksum;
 use crate::coding::{get_varint64, put_fixed32, put_fixed64, put_varint64};
 use crate::compression::{self, CompressionType, Compressor, ZstdDictionary};
@@ -162,7 +163,40 @@ impl<'a> BlockSource<'a> {
         what: &str,
         readahead: Option<&mut Readahead>,
     ) -> Result<Block> {
-        let data = self.contents(handle, verify_checksum, what, readahead)?;
+        let (data, _) = read_contents(*self, handle, verify_checksum, what, readahead, false)?;
+        self.decoded(data, handle, what)
+    }
+
+    /// [`BlockSource::block`] that also returns a copy of the block's stored form when it is
+    /// compressed and its checksum holds (checked here if `verify_checksum` did not ask): what
+    /// the compressed secondary cache admits. A block that fails to decode returns an error
+    /// and no copy.
+    pub(crate) fn block_and_stored(
+        &self,
+        handle: BlockHandle,
+        verify_checksum: bool,
+        what: &str,
+        readahead: Option<&mut Readahead>,
+    ) -> Result<(Block, Option<StoredBlock>)> {
+        let (data, stored) = read_contents(*self, handle, verify_checksum, what, readahead, true)?;
+        Ok((self.decoded(data, handle, what)?, stored))
+    }
+
+    /// Decodes a block from a stored form kept by the compressed secondary cache (which was
+    /// read from `handle` and decoded once already, so an error here means memory damage or
+    /// a bug; it is still reported as corruption of the block, never served).
+    pub(crate) fn block_from_stored(
+        &self,
+        stored: &StoredBlock,
+        handle: BlockHandle,
+        what: &str,
+    ) -> Result<Block> {
+        let corrupt = |detail: String| Error::corruption(self.path, handle.offset, detail);
+        let data = decompress_block(&stored.contents, stored.kind, self.dict, &corrupt, what)?;
+        self.decoded(data, handle, what)
+    }
+
+    fn decoded(&self, data: Vec<u8>, handle: BlockHandle, what: &str) -> Result<Block> {
         Block::new(data)
             .map_err(|e| Error::corruption(self.path, handle.offset, format!("{what}: {e}")))
     }
@@ -177,9 +211,13 @@ impl<'a> BlockSource<'a> {
         what: &str,
         readahead: Option<&mut Readahead>,
     ) -> Result<Vec<u8>> {
-        read_contents(*self, handle, verify_checksum, what, readahead)
+        read_contents(*self, handle, verify_checksum, what, readahead, false).map(|(c, _)| c)
     }
 }
+
+/// A block's decoded contents and, with `keep_stored`, a copy of its stored form if it is
+/// compressed and its checksum holds (see [`BlockSource::block_and_stored`]).
+type Contents = (Vec<u8>, Option<StoredBlock>);
 
 fn read_contents(
     src: BlockSource<'_>,
@@ -187,7 +225,8 @@ fn read_contents(
     verify_checksum: bool,
     what: &str,
     readahead: Option<&mut Readahead>,
-) -> Result<Vec<u8>> {
+    keep_stored: bool,
+) -> Result<Contents> {
     let BlockSource {
         file,
         path,
@@ -211,14 +250,19 @@ fn read_contents(
     // Bounded by data_end <= file size, so this allocation is no larger than the file.
     let len = usize::try_from(handle.size).map_err(|_| corrupt(format!("{what} too large")))?;
     let stored_len = len + BLOCK_TRAILER_LEN;
+    let decode = |stored: &[u8], kind| -> Result<Contents> {
+        let out = decompress_block(&stored[..len], kind, dict, &corrupt, what)?;
+        let keep = keep_stored && (verify_checksum || checksum_holds(stored, len, handle.offset));
+        Ok((out, keep.then(|| stored_copy(kind, &stored[..len]))))
+    };
     if let Some(ra) = readahead {
         let mut buf = ra.read(file, path, handle.offset, stored_len, data_end, what)?;
         return match check_trailer(&buf, len, handle.offset, verify_checksum, &corrupt, what)? {
             CompressionType::None => {
                 buf.truncate(len);
-                Ok(buf)
+                Ok((buf, None))
             }
-            kind => decompress_block(&buf[..len], kind, dict, &corrupt, what),
+            kind => decode(&buf, kind),
         };
     }
     STORED_BLOCK.with(|cell| {
@@ -233,10 +277,10 @@ fn read_contents(
                 // The block keeps the buffer; the next read starts a new one.
                 let mut owned = std::mem::take(&mut *buf);
                 owned.truncate(len);
-                Ok(owned)
+                Ok((owned, None))
             }
             kind => {
-                let out = decompress_block(&buf[..len], kind, dict, &corrupt, what);
+                let out = decode(stored, kind);
                 if buf.capacity() > KEPT_STORED_BLOCK {
                     *buf = Vec::new();
                 }
@@ -244,6 +288,29 @@ fn read_contents(
             }
         }
     })
+}
+
+/// Whether the trailer's checksum matches `stored[..len]` (a read that did not verify it
+/// checks it before the block may enter the compressed secondary cache).
+fn checksum_holds(stored: &[u8], len: usize, offset: u64) -> bool {
+    let (Some(&kind), Some(crc)) = (
+        stored.get(len),
+        stored
+            .get(len + 1..)
+            .and_then(crate::coding::decode_fixed32),
+    ) else {
+        return false;
+    };
+    stored
+        .get(..len)
+        .is_some_and(|c| checksum::unmask(crc) == block_crc(c, kind, offset))
+}
+
+fn stored_copy(kind: CompressionType, contents: &[u8]) -> StoredBlock {
+    StoredBlock {
+        kind,
+        contents: contents.into(),
+    }
 }
 
 /// A read buffer larger than this is not kept for the thread's next read.

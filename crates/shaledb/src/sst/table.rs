@@ -12,7 +12,7 @@ use super::index_block::{IndexBlockIter, IndexForm};
 use super::index_iter::IndexIter;
 use super::readahead::Readahead;
 use super::{properties, BlockHandle, BlockReadOptions, TableProperties};
-use crate::cache::{BlockCache, Priority};
+use crate::cache::{BlockCache, CompressedSecondaryCache, Priority};
 use crate::compression::ZstdDictionary;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
@@ -1037,21 +1037,73 @@ impl Table {
         if let Some(b) = cached {
             return Ok((b, true));
         }
+        // Without a secondary tier a miss pays this one branch more.
+        if let Some(tier) = self.cache.as_deref().and_then(BlockCache::secondary) {
+            return self.data_block_two_tier(tier, key, handle, opts, readahead);
+        }
         let block = Arc::new(self.source().block(
             handle,
             opts.verify_checksums,
             "data block",
             readahead,
         )?);
-        let mut cached = false;
-        if opts.fill_cache {
-            if let Some(cache) = &self.cache {
+        Ok(self.fill_primary(key, block, opts))
+    }
+
+    /// A primary-cache miss with a compressed secondary tier: a block held there is
+    /// decompressed (no IO); else it is read from the file and, if compressed and
+    /// `fill_cache`, admitted to the tier in its stored form. Either way it then goes into
+    /// the primary if `fill_cache`.
+    fn data_block_two_tier(
+        &self,
+        tier: &CompressedSecondaryCache,
+        key: (u64, u64),
+        handle: BlockHandle,
+        opts: BlockReadOptions,
+        readahead: Option<&mut Readahead>,
+    ) -> Result<(Arc<Block>, bool)> {
+        let stored = tier.get(&key);
+        self.note_cache(
+            stored.is_some(),
+            Ticker::CompressedSecondaryCacheHit,
+            Ticker::CompressedSecondaryCacheMiss,
+        );
+        let source = self.source();
+        let block = match stored {
+            Some(s) => source.block_from_stored(&s, handle, "data block")?,
+            None if opts.fill_cache => {
+                let (block, stored) = source.block_and_stored(
+                    handle,
+                    opts.verify_checksums,
+                    "data block",
+                    readahead,
+                )?;
+                if let Some(s) = stored {
+                    tier.insert(key, s);
+                }
+                block
+            }
+            None => source.block(handle, opts.verify_checksums, "data block", readahead)?,
+        };
+        Ok(self.fill_primary(key, Arc::new(block), opts))
+    }
+
+    /// Puts a block just read or decompressed into the primary cache if `fill_cache`;
+    /// returns it with whether the cache now holds it.
+    fn fill_primary(
+        &self,
+        key: (u64, u64),
+        block: Arc<Block>,
+        opts: BlockReadOptions,
+    ) -> (Arc<Block>, bool) {
+        match &self.cache {
+            Some(cache) if opts.fill_cache => {
                 let charge = block.cache_charge();
                 cache.insert(key, block.clone(), charge);
-                cached = true;
+                (block, true)
             }
+            _ => (block, false),
         }
-        Ok((block, cached))
     }
 }
 

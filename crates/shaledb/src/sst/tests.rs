@@ -1069,6 +1069,7 @@ fn index_and_filter_in_the_block_cache_are_charged_evicted_and_read_again() {
 }
 
 mod partitioned;
+mod secondary_cache;
 mod small_index;
 
 /// A table read with a global sequence number (an ingested table): every key is presented

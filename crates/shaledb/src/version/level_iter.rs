@@ -219,7 +219,7 @@ impl InternalIterator for LevelIterator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::ShardedCache;
+    use crate::cache::BlockCache;
     use crate::compaction::job::{write_tables, OutputSpec};
     use crate::fs::{FileSystem, MemFileSystem};
     use crate::iter::merging::VecIterator;
@@ -239,7 +239,7 @@ mod tests {
             fs.clone(),
             dir.to_path_buf(),
             100,
-            Arc::new(ShardedCache::new(1 << 20, 2)),
+            Arc::new(BlockCache::new(1 << 20, 2)),
         ));
         let entries: Entries = (0..n)
             .map(|i| {

@@ -41,6 +41,14 @@ pub fn open(name: &str, path: &Path, opts: &CommonOptions) -> EngineResult<Box<d
              engine (ShaleDB and RocksDB only)"
         ));
     }
+    if opts.compressed_secondary_cache_size > 0 {
+        // RocksDB 7.8's C API has no secondary cache (nor an options string that makes
+        // one); the others have no such tier.
+        return Err(format!(
+            "{name}: --use_compressed_secondary_cache is not mapped for this engine (ShaleDB \
+             only: RocksDB's C API 7.8 cannot build a compressed secondary cache)"
+        ));
+    }
     match name {
         "rocksdb" => Ok(Box::new(rocksdb::RocksEngine::open(path, opts)?)),
         "leveldb" => Ok(Box::new(leveldb::LevelEngine::open(path, opts)?)),
