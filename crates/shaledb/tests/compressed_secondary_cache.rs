@@ -30,7 +30,7 @@ impl RandomAccessFile for CountedFile {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let n = self.reads.fetch_add(1, Ordering::SeqCst);
         let every = self.fail_every.load(Ordering::SeqCst);
-        if every > 0 && n % every == 0 {
+        if every > 0 && n.is_multiple_of(every) {
             self.reads.fetch_sub(1, Ordering::SeqCst);
             return Err(io::Error::other("injected EIO"));
         }
@@ -185,7 +185,11 @@ fn failed_reads_are_errors_and_leave_nothing_wrong_in_the_tier() {
     common::check_keys_and_scan(&db, &model, KEYS);
     let before = fs.hook().0.load(Ordering::SeqCst);
     common::check_keys_and_scan(&db, &model, KEYS);
-    assert_eq!(fs.hook().0.load(Ordering::SeqCst), before, "all from the tier");
+    assert_eq!(
+        fs.hook().0.load(Ordering::SeqCst),
+        before,
+        "all from the tier"
+    );
 }
 
 /// The first data block of the only table of a database at `dir`, damaged (a compressed 1 KiB
