@@ -316,13 +316,15 @@ impl DbInner {
 }
 
 impl Db {
-    /// Retries, now, the flush whose failure suspended writes ([`Error::Suspended`]) and waits
-    /// for the outcome: `Ok` once writes are accepted again, the retry's error if it failed
-    /// too (writes stay suspended; call again once the cause, e.g. a full disk, is fixed).
-    /// Also retries paused compactions. A database whose writes are poisoned
-    /// ([`Error::Poisoned`]: a failed WAL or MANIFEST write or sync, corruption, or too many
-    /// failed retries) cannot resume: it returns that error, and only a reopen recovers.
-    /// `Ok` at once when nothing failed.
+    /// Retries, now, the flush whose failure suspended writes ([`Error::Suspended`]), or the
+    /// recovery from a WAL write that failed for lack of space (a new WAL, every memtable
+    /// flushed, the failed WAL retired, as RocksDB's `DB::Resume`), and waits for the outcome:
+    /// `Ok` once writes are accepted again, the retry's error if it failed too (writes stay
+    /// suspended; call again once the cause, e.g. a full disk, is fixed). Also retries paused
+    /// compactions. A database whose writes are poisoned ([`Error::Poisoned`]: a failed
+    /// MANIFEST write, another failed WAL write, a failed WAL or MANIFEST sync, corruption, or
+    /// too many failed retries) cannot resume: it returns that error, and only a reopen
+    /// recovers. `Ok` at once when nothing failed.
     ///
     /// ```
     /// use shaledb::{Db, Options};
