@@ -5,6 +5,11 @@
 //!   lost, before and after a reopen;
 //! - a compaction that fails on a transient read error does not stop writes and succeeds on
 //!   its retry;
+//! - the disk fills up for the WAL: the write group that failed is refused and never seen,
+//!   writes are suspended, and once space is free the recovery (a new WAL, every memtable
+//!   flushed, the failed WAL retired and deleted) lets them continue, by itself or through
+//!   `resume`; a crash at any point of that recovery reopens with every acknowledged write
+//!   and without the failed one;
 //! - a failed WAL sync still poisons, and `resume` cannot lift it;
 //! - more failures in a row than `max_bgerror_resume_count` make the error final.
 
@@ -272,22 +277,37 @@ fn fill_disk_only_refuses_the_named_files() {
     inner.create(Path::new("/x.sst")).expect("room again");
 }
 
+/// True if `e` is a suspension caused by a WAL write or creation.
+fn suspended_by_the_wal(e: &Error) -> bool {
+    match e {
+        Error::Suspended(cause) => {
+            matches!(&**cause, Error::Io { context, .. } if context.contains("WAL"))
+        }
+        _ => false,
+    }
+}
+
+/// What a full disk stops: tables and blob files (flushes), or those and the WAL (writes).
+const TABLES: &[&str] = &[".sst", ".blob"];
+const TABLES_AND_WAL: &[&str] = &[".sst", ".blob", ".log"];
+
 /// One run of a write workload (puts, deletes, flushes) during which the disk fills up for
-/// tables and blob files after `fill_at` mutating operations (never if `None`); then space
-/// is freed, `resume` must lift any suspension, more writes and a compaction succeed, and
-/// the state equals the acknowledged writes, live and after a reopen. Returns the mutating
-/// operations the workload took, and whether writes were suspended.
-fn disk_fills_during_a_workload(fill_at: Option<u64>) -> (u64, bool) {
+/// files named `full` after `fill_at` mutating operations (never if `None`); then space is
+/// freed, `resume` must lift any suspension, more writes and a compaction succeed, and the
+/// state equals the acknowledged writes, live and after a reopen (a write that failed is
+/// never seen). Returns the mutating operations the workload took, whether writes were
+/// suspended, and whether by the WAL.
+fn disk_fills_during_a_workload(fill_at: Option<u64>, full: &[&str]) -> (u64, bool, bool) {
     let fs = FaultFs::new(Arc::new(MemFileSystem::new()));
     let mut o = options(&fs, Duration::from_secs(3600));
     o.info_log_level = shaledb::InfoLogLevel::Off;
     let db = Db::open(DIR, o).expect("open");
     let start = fs.mutations();
     if let Some(n) = fill_at {
-        fs.fill_disk_from(start + n, &[".sst", ".blob"]);
+        fs.fill_disk_from(start + n, full);
     }
     let mut model = Model::new();
-    let mut suspended = false;
+    let (mut suspended, mut by_wal) = (false, false);
     for i in 0..600u32 {
         let res = if i % 7 == 3 {
             db.delete(key(i))
@@ -299,6 +319,11 @@ fn disk_fills_during_a_workload(fill_at: Option<u64>) -> (u64, bool) {
         if let Err(e) = res {
             assert!(matches!(e, Error::Suspended(_)), "write {i}: {e:?}");
             suspended = true;
+            by_wal |= suspended_by_the_wal(&e);
+            // Failed, so never seen, live or after the reopen: the model keeps the last
+            // acknowledged value or absence.
+            let want = model.get(&key(i)).map(|v| &v[..]);
+            assert_eq!(db.get(key(i)).expect("get").as_deref(), want, "write {i}");
         }
         if i % 150 == 149 {
             if let Err(e) = db.flush() {
@@ -314,22 +339,245 @@ fn disk_fills_during_a_workload(fill_at: Option<u64>) -> (u64, bool) {
     check(&db, &model);
     drop(db);
     reopen_and_check(&fs, &model);
-    (used, suspended)
+    (used, suspended, by_wal)
 }
 
 #[test]
 fn the_disk_filling_at_any_point_of_a_workload_loses_nothing() {
-    let (total, suspended) = disk_fills_during_a_workload(None);
+    let (total, suspended, _) = disk_fills_during_a_workload(None, TABLES);
     assert!(total > 50 && !suspended, "{total} mutating operations");
     let step = (total / 150).max(1);
-    let (mut runs, mut suspensions) = (0, 0);
-    for n in (0..total).step_by(step as usize) {
+    let (mut runs, mut suspensions, mut by_wal) = (0, 0, 0);
+    for (i, n) in (0..total).step_by(step as usize).enumerate() {
+        // Every other run the WAL has no room either: a WAL append (or the creation of the
+        // next WAL) fails wherever the disk fills.
+        let full = [TABLES, TABLES_AND_WAL][i % 2];
+        let (_, suspended, wal) = disk_fills_during_a_workload(Some(n), full);
         runs += 1;
-        suspensions += usize::from(disk_fills_during_a_workload(Some(n)).1);
+        suspensions += usize::from(suspended);
+        by_wal += usize::from(wal);
     }
     // Filling before the last flush stops writes; later, only the final flush fails.
     assert!(
         suspensions * 2 > runs,
         "{suspensions} of {runs} runs saw writes suspended"
     );
+    assert!(
+        by_wal * 3 > runs,
+        "{by_wal} of {runs} runs saw the WAL fill"
+    );
+}
+
+/// The WAL files in the database directory, by number.
+fn wal_files(fs: &dyn shaledb::fs::FileSystem) -> Vec<String> {
+    let mut names: Vec<String> = fs
+        .list_dir(Path::new(DIR))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A key no other write uses, for the writes that fail.
+fn failed_key(i: u32) -> Vec<u8> {
+    format!("failed{i:05}").into_bytes()
+}
+
+/// The error is a suspension caused by a full disk.
+fn assert_suspended_for_space(e: &Error) {
+    match e {
+        Error::Suspended(cause) => match &**cause {
+            Error::Io { source, .. } => {
+                assert_eq!(source.kind(), std::io::ErrorKind::StorageFull, "{e}")
+            }
+            other => panic!("cause {other:?}"),
+        },
+        other => panic!("expected a suspension, got {other:?}"),
+    }
+}
+
+/// Writes a few keys to a fresh WAL, then fills the disk for the WAL only: the next write
+/// fails at its append, is never visible, and suspends writes; reads serve every
+/// acknowledged write. Returns the failed WAL's name.
+fn fill_wal_until_suspended(fs: &FaultFs, db: &Db, model: &mut Model, from: u32) -> String {
+    // A fresh WAL and memtable with room for the next writes: the failure is an append.
+    db.flush().expect("flush");
+    assert!(write_some(db, model, from, 20).is_none());
+    let wals = wal_files(&*fs.as_dyn());
+    let failed_wal = wals.last().expect("a live WAL").clone();
+    fs.fill_disk(&[".log"]);
+    let e = db
+        .put(failed_key(0), b"never")
+        .expect_err("the WAL is full");
+    assert_suspended_for_space(&e);
+    assert!(e.to_string().contains("writing WAL"), "{e}");
+    for i in 1..4 {
+        // A write batch, a sync write, a write without the WAL: all refused.
+        let mut b = shaledb::WriteBatch::new();
+        b.put(failed_key(i), b"never");
+        let wo = WriteOptions {
+            sync: i == 2,
+            disable_wal: i == 3,
+            ..Default::default()
+        };
+        let e = db.write(&wo, b).expect_err("writes stay suspended");
+        assert!(matches!(e, Error::Suspended(_)), "got {e:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(matches!(db.background_error(), Some(Error::Suspended(_))));
+    assert!(matches!(db.flush(), Err(Error::Suspended(_))));
+    for i in 0..4 {
+        assert_eq!(db.get(failed_key(i)).expect("get"), None);
+    }
+    check(db, model);
+    failed_wal
+}
+
+/// After recovery: the failed writes are nowhere, and the failed WAL was deleted.
+fn check_failed_wal_retired(fs: &FaultFs, db: &Db, failed_wal: &str) {
+    for i in 0..4 {
+        assert_eq!(db.get(failed_key(i)).expect("get"), None);
+    }
+    eventually("the failed WAL is deleted", || {
+        !wal_files(&*fs.as_dyn()).iter().any(|w| w == failed_wal)
+    });
+}
+
+#[test]
+fn a_full_disk_for_the_wal_suspends_writes_until_a_new_wal_takes_over_by_itself() {
+    let fs = FaultFs::new(Arc::new(MemFileSystem::new()));
+    let db = Db::open(DIR, options(&fs, Duration::from_millis(20))).expect("open");
+    let mut model = Model::new();
+    // Some in tables, some only in the memtable (and the WAL that fails).
+    assert!(write_some(&db, &mut model, 0, 1000).is_none());
+    let failed_wal = fill_wal_until_suspended(&fs, &db, &mut model, 5000);
+    // Retries fail while the disk stays full (no new WAL can be created).
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(matches!(db.put(b"k", b"v"), Err(Error::Suspended(_))));
+    fs.free_disk();
+    let mut i = 1000;
+    eventually("writes resume by themselves", || {
+        let ok = write_some(&db, &mut model, i, 1).is_none();
+        i += 1;
+        ok
+    });
+    assert!(db.background_error().is_none());
+    check_failed_wal_retired(&fs, &db, &failed_wal);
+    assert!(write_some(&db, &mut model, i, 2000).is_none());
+    check(&db, &model);
+    drop(db);
+    reopen_and_check(&fs, &model);
+    let db = Db::open(DIR, options(&fs, Duration::from_secs(1))).expect("reopen");
+    check_failed_wal_retired(&fs, &db, &failed_wal);
+}
+
+#[test]
+fn resume_replaces_a_wal_that_filled_up() {
+    let fs = FaultFs::new(Arc::new(MemFileSystem::new()));
+    // Column families: every family's memtable moves to the new WAL, with data or not.
+    let mut o = options(&fs, Duration::from_secs(3600));
+    o.create_missing_column_families = true;
+    let cf_opts = shaledb::CfOptions::default();
+    let db = Db::open_cf(DIR, o, vec![("other".to_string(), cf_opts)]).expect("open");
+    let other = db.cf("other").expect("family");
+    db.put_cf(&other, b"in-other", b"x").expect("put");
+    let mut model = Model::new();
+    assert!(write_some(&db, &mut model, 0, 500).is_none());
+    let failed_wal = fill_wal_until_suspended(&fs, &db, &mut model, 5000);
+    // Still full: the retry fails and says so.
+    assert_suspended_for_space(&db.resume().expect_err("the disk is still full"));
+    fs.free_disk();
+    assert!(matches!(db.put(b"k", b"v"), Err(Error::Suspended(_))));
+    db.resume().expect("resume once space is free");
+    assert!(db.background_error().is_none());
+    check_failed_wal_retired(&fs, &db, &failed_wal);
+    assert!(write_some(&db, &mut model, 500, 1000).is_none());
+    check(&db, &model);
+    assert_eq!(
+        db.get_cf(&other, b"in-other").expect("get").as_deref(),
+        Some(&b"x"[..])
+    );
+    drop(other);
+    drop(db);
+    fs.clear_rules();
+    let mut o = options(&fs, Duration::from_secs(1));
+    o.create_missing_column_families = true;
+    let db = Db::open_cf(DIR, o, vec![("other".to_string(), Default::default())]).expect("reopen");
+    check(&db, &model);
+    let other = db.cf("other").expect("family");
+    assert_eq!(
+        db.get_cf(&other, b"in-other").expect("get").as_deref(),
+        Some(&b"x"[..])
+    );
+}
+
+/// The sync writes acknowledged in the crash test: only in the failed WAL when it fails.
+const SYNCED: u32 = 40;
+
+/// A database whose WAL failed for lack of space in the middle of a record (a short write):
+/// writes 0..300 are in tables, `SYNCED` sync writes only in the failed WAL, which ends
+/// with half of the failed write's record.
+fn wal_torn_by_a_full_disk(fs: &FaultFs) -> (Db, Model) {
+    let mut o = options(fs, Duration::from_secs(3600));
+    o.info_log_level = shaledb::InfoLogLevel::Off;
+    let db = Db::open(DIR, o).expect("open");
+    let mut model = Model::new();
+    assert!(write_some(&db, &mut model, 0, 300).is_none());
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("compactions");
+    let sync = WriteOptions {
+        sync: true,
+        ..Default::default()
+    };
+    for i in 300..300 + SYNCED {
+        db.put_opt(&sync, key(i), value(i)).expect("sync put");
+        model.insert(key(i), value(i));
+    }
+    // Nothing runs in the background now: the next appends are the WAL's (header, payload).
+    fs.fail_nth(Target::Kind(OpKind::Append), 2, Fault::ShortWrite);
+    let e = db
+        .put(failed_key(0), vec![b'f'; 200])
+        .expect_err("half the record is written");
+    assert_suspended_for_space(&e);
+    (db, model)
+}
+
+#[test]
+fn a_crash_at_any_point_of_the_recovery_from_a_full_wal_loses_nothing() {
+    let (mut points, mut finished) = (0, false);
+    for k in 0..400u64 {
+        let mem = MemFileSystem::new();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        let (db, model) = wal_torn_by_a_full_disk(&fs);
+        match k {
+            0 => fs.halt(),
+            _ => fs.halt_after_mutations(fs.mutations() + k),
+        }
+        // Fails at the crash point (or succeeds if it came after the last step that counts).
+        let done = db.resume().is_ok() && !fs.is_halted();
+        // Halt + power loss: every unsynced byte is gone (the writes that count were synced
+        // or flushed), on odd k a random prefix of them stays.
+        fs.halt();
+        drop(db);
+        if k % 2 == 0 {
+            mem.crash();
+        } else {
+            mem.crash_keep_unsynced_prefix(k);
+        }
+        points += 1;
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        let db = Db::open(DIR, options(&fs, Duration::from_secs(1)))
+            .unwrap_or_else(|e| panic!("reopen after a crash at point {k}: {e}"));
+        check(&db, &model);
+        assert_eq!(db.get(failed_key(0)).expect("get"), None, "crash at {k}");
+        if done {
+            finished = true;
+            break;
+        }
+    }
+    assert!(finished, "the recovery never finished");
+    // A new WAL, a directory sync, a table, the MANIFEST edit and its sync at least.
+    assert!(points > 5, "{points} crash points");
 }

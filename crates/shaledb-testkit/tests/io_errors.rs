@@ -4,8 +4,9 @@
 //! without hitting it. Checks:
 //! - every failure is an `Err`, never a panic (foreground or background) or a hang;
 //! - once the database reports a background error (a failed WAL/MANIFEST write or sync, a
-//!   failed flush or compaction) every later write fails with `Error::Poisoned`, and reads
-//!   keep working and agree with the acknowledged writes;
+//!   failed flush or compaction) every later write fails with `Error::Poisoned`, or
+//!   `Error::Suspended` for the retried ones (a failed flush, a WAL write failing with ENOSPC),
+//!   and reads keep working and agree with the acknowledged writes;
 //! - a failed table or MANIFEST write surfaces through `db.background_error()`;
 //! - after reopening on the un-faulted filesystem every acknowledged write is there (and the
 //!   state is one allowed prefix); after a power loss every synced one is.

@@ -39,8 +39,9 @@ pub enum Error {
     /// Reads keep working. Reopen to recover. Holds that first failure, which
     /// [`std::error::Error::source`] also returns.
     Poisoned(Arc<Error>),
-    /// A flush failed with an IO error (a full disk, a transient EIO) and waits to be retried:
-    /// writes fail with this until the retry succeeds, by itself after
+    /// A flush failed with an IO error (a full disk, a transient EIO), or a WAL write failed
+    /// for lack of space, and the recovery waits to be retried: writes fail with this until
+    /// the retry succeeds, by itself after
     /// `Options::bgerror_resume_retry_interval` or at once through
     /// [`Db::resume`](crate::Db::resume). Nothing acknowledged was lost; reads keep working.
     /// Holds the failure, which [`std::error::Error::source`] also returns.
@@ -91,8 +92,8 @@ impl fmt::Display for Error {
             ),
             Error::Suspended(cause) => write!(
                 f,
-                "writes are suspended after a background flush failed ({cause}); they resume \
-                 when its retry succeeds (automatically, or now with Db::resume)"
+                "writes are suspended after a failed flush or WAL write ({cause}); they resume \
+                 when the recovery succeeds (automatically, or now with Db::resume)"
             ),
             Error::Closed => write!(f, "database is closed"),
             Error::NotFound(p) => write!(

@@ -323,3 +323,39 @@ fn missing_table_is_reported() {
     o.fs.remove_file(&sst).expect("remove");
     assert!(matches!(Db::open(dir, o), Err(Error::Corruption { .. })));
 }
+
+/// A torn tail is tolerated in a WAL followed only by empty WALs (as left by the recovery
+/// from a WAL write that failed for lack of space, or by open, crashing before the edit that
+/// retires the old WAL); a WAL holding anything after it makes the damage corruption.
+#[test]
+fn a_torn_tail_followed_only_by_empty_wals_is_dropped() {
+    let dir = Path::new("/db");
+    let fs = MemFileSystem::new();
+    {
+        let db = Db::open(dir, mem_options(&fs)).expect("open");
+        for i in 0..10 {
+            db.put_opt(&sync(), &key(i), &value(i)).expect("put");
+        }
+        fs.crash();
+        drop(db);
+    }
+    let wal = wal_files(&fs, dir).remove(0);
+    let bytes = fs.read_file_bytes(&wal).expect("wal");
+    fs.write_file_bytes(&wal, &bytes[..bytes.len() - 3]);
+    let empty_later = [dir.join("000900.log"), dir.join("000901.log")];
+    for p in &empty_later {
+        fs.write_file_bytes(p, b"");
+    }
+    let trial = clone_fs(&fs);
+    let db = Db::open(dir, mem_options(&trial)).expect("a torn tail before empty WALs");
+    assert_eq!(db.get(&key(8)).expect("get"), Some(value(8).into()));
+    assert_eq!(db.get(&key(9)).expect("get"), None);
+    drop(db);
+    // Bytes after the damage: the damaged WAL was not the last write attempt.
+    fs.write_file_bytes(&empty_later[1], b"x");
+    match Db::open(dir, mem_options(&fs)) {
+        Err(Error::Corruption { file, .. }) => assert_eq!(file, wal),
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("a torn tail before a WAL holding data was accepted"),
+    }
+}

@@ -37,6 +37,9 @@ enum Job {
     /// Flush the oldest frozen memtable of every family that has one, installed together
     /// (`Options::atomic_flush`).
     AtomicFlush(Vec<(u32, Arc<MemTable>)>),
+    /// Move every family's log number past a failed WAL whose memtables are all flushed
+    /// (recovery.rs).
+    RetireWal,
 }
 
 impl DbInner {
@@ -62,6 +65,10 @@ impl DbInner {
                             f.flush_running = false;
                         }
                     }
+                    self.record_flush_result(&mut st, res);
+                }
+                Some(Job::RetireWal) => {
+                    let res = self.retire_failed_wal(&mut st);
                     self.record_flush_result(&mut st, res);
                 }
                 Some(Job::Compact(cf, c)) => {
@@ -165,8 +172,11 @@ impl DbInner {
         if st.bg_error.is_none() || suspended {
             self.note_background_error(st, reason, &e);
             st.bg_error = Some(e);
-            st.flush_retry = None;
         }
+        // No retry once writes are stopped for good, also when the final error was recorded
+        // first by its source (the MANIFEST writer, during a flush retry): else the retry
+        // would run the failing flush again and again.
+        st.flush_retry = None;
     }
 
     /// Runs compaction `c` of family `cf` with its inputs marked busy.
@@ -201,6 +211,9 @@ impl DbInner {
         };
         if flush.is_some() || st.ingesting > 0 {
             return flush;
+        }
+        if super::recovery::failed_wal_needs_edit(st) {
+            return Some(Job::RetireWal);
         }
         // A retried flush with nothing left to write (its family was dropped) is done.
         self.flush_retry_done(st);
@@ -1088,7 +1101,7 @@ fn pick_compaction(st: &DbState, f: &CfState) -> Option<Compaction> {
 /// Edits moving other families' log numbers up to their oldest unflushed WAL (for families
 /// whose memtables were empty when the WAL switched), written with family `flushed`'s flush
 /// so idle families do not keep old WALs alive.
-fn log_number_advances(st: &DbState, flushed: &[u32]) -> Vec<VersionEdit> {
+pub(super) fn log_number_advances(st: &DbState, flushed: &[u32]) -> Vec<VersionEdit> {
     st.families
         .iter()
         .filter(|(id, _)| !flushed.contains(id))

@@ -183,6 +183,9 @@ pub(crate) struct DbState {
     pub(crate) bg_error: Option<Error>,
     /// A flush that failed with an IO error and is to be retried (see recovery.rs).
     pub(crate) flush_retry: Option<recovery::Retry>,
+    /// A WAL whose write failed for lack of space: writes stay suspended until every family's
+    /// log number is past it (see recovery.rs).
+    pub(crate) failed_wal: Option<recovery::FailedWal>,
     /// Compactions that failed with an IO error: none is picked before the retry time.
     pub(crate) compaction_retry: Option<recovery::Retry>,
     pub(crate) running_compactions: usize,

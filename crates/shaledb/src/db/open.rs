@@ -429,18 +429,34 @@ pub(super) struct WalReplay<'a> {
 impl WalReplay<'_> {
     /// Replays `wals` (oldest first) until the end or until the recovery mode says stop.
     pub(super) fn replay_all(&mut self, wals: &[u64]) -> Result<()> {
-        let newest = wals.last().copied();
-        for &number in wals {
-            if !self.replay_log_file(number, Some(number) == newest)? {
+        for (i, &number) in wals.iter().enumerate() {
+            if !self.replay_log_file(number, &wals[i + 1..])? {
                 break;
             }
         }
         Ok(())
     }
 
-    /// Replays one WAL (LevelDB's `RecoverLogFile`). Returns false if recovery must stop
-    /// here and ignore later WALs (point-in-time recovery found damage).
-    fn replay_log_file(&mut self, number: u64, newest: bool) -> Result<bool> {
+    /// True if every WAL in `later` is empty (zero bytes): nothing was written after the
+    /// WAL before them, so its tail was the last write attempt.
+    fn all_empty(&self, later: &[u64]) -> Result<bool> {
+        for &number in later {
+            let path = filename::log_file(self.dir, number);
+            let size =
+                self.opts.fs.file_size(&path).map_err(|e| {
+                    Error::io(format!("reading the size of WAL {}", path.display()), e)
+                })?;
+            if size > 0 {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Replays one WAL (LevelDB's `RecoverLogFile`), followed by the WALs `later`. Returns
+    /// false if recovery must stop here and ignore later WALs (point-in-time recovery found
+    /// damage).
+    fn replay_log_file(&mut self, number: u64, later: &[u64]) -> Result<bool> {
         let path = filename::log_file(self.dir, number);
         let start = self.resume.remove(&number).unwrap_or(0);
         let opened = match start {
@@ -468,9 +484,12 @@ impl WalReplay<'_> {
             ReplayEnd::Stopped => Ok(false),
             ReplayEnd::Eof {
                 torn_tail: Some((off, detail)),
-            } if !newest => {
-                // Older WALs were synced before the next one started: damage there is
-                // real corruption, not a torn write.
+            } if !self.all_empty(later)? => {
+                // A WAL was synced before the next one started, and the next one is written
+                // to only after that: damage before a WAL holding data is real corruption,
+                // not a torn write. Followed only by empty WALs (a WAL given up after a
+                // failed write, recovery.rs; a crash during open) it is the last write
+                // attempt, like the newest WAL's torn tail.
                 Err(Error::corruption(&path, off, detail))
             }
             ReplayEnd::Eof { .. } => Ok(true),
@@ -669,6 +688,7 @@ impl DbInner {
                 writers: VecDeque::new(),
                 bg_error: None,
                 flush_retry: None,
+                failed_wal: None,
                 compaction_retry: None,
                 running_compactions: 0,
                 ingesting: 0,

@@ -11,14 +11,42 @@
 //! - a failed **compaction** does not stop writes (RocksDB's "soft" error): compactions pause
 //!   until the retry time, and L0 or pending-bytes stalls do the rest if it lasts.
 //!
+//! - a **WAL append or flush that fails for lack of space** (ENOSPC, `StorageFull`) fails its
+//!   write group (no member acknowledged, the sequence numbers not published, nothing in the
+//!   memtables) and suspends writes like a failed flush. That WAL may end in a torn record and
+//!   its writer's block offset no longer matches the file, so it is given up for good; its
+//!   acknowledged records are still in it and in the memtables. The recovery (each retry, or
+//!   `Db::resume`): start a new WAL, freeze every family's memtable into it (`FailedWal`),
+//!   flush them all, and once the MANIFEST edits moving every family's log number past the
+//!   failed WAL are durable (which also queues it for deletion), lift the suspension. Until
+//!   then nothing is written to the new WAL, so a crash at any point reopens with the failed
+//!   WAL followed only by empty ones: its torn tail is the last write attempt and is dropped
+//!   like the newest WAL's (db/open.rs, `replay_all`). The failed WAL is not synced: its
+//!   acknowledged records need no more than they were promised (a sync write was synced), and
+//!   after the lift they are in synced tables. RocksDB does the same (`ErrorHandler`, a WAL
+//!   `NoSpace` error is a soft, auto-recoverable error; `DBImpl::ResumeImpl` flushes and
+//!   switches the WAL). A memtable switch whose new WAL cannot be created for lack of space
+//!   is recovered the same way (the current WAL is sound, but replacing it is the retry
+//!   that needs room, and nothing is lost by flushing).
+//!
 //! After `max_bgerror_resume_count` failures in a row the error is final. Errors that may have
-//! left the WAL or MANIFEST in doubt (a failed write or sync of either: the MANIFEST writer
-//! wraps them as `Error::Poisoned`; a failed fsync is never retried, its pages may be lost)
-//! and corruption are final at once: writes fail with `Error::Poisoned` until reopen.
+//! left the WAL or MANIFEST in doubt (any other failed write of either, a failed sync of
+//! either: the MANIFEST writer wraps them as `Error::Poisoned`) and corruption are final at
+//! once: writes fail with `Error::Poisoned` until reopen. A failed fsync is never retried, of
+//! the WAL either, whatever its errno: after it the kernel may have dropped the dirty pages
+//! and marked them clean, so a later sync would report success for data that is gone (the
+//! "fsyncgate" behaviour of Linux), and which of the acknowledged writes are durable is
+//! unknown. A failed write(2) is different: it reports exactly that these bytes did not reach
+//! the file, so everything before them is as durable as it was, and a new WAL can take over.
 
 use super::{Db, DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::listener::BackgroundErrorReason;
+use crate::log::LogWriter;
+use crate::memtable::MemTable;
+use crate::version::filename;
+use parking_lot::MutexGuard;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,9 +63,43 @@ pub(crate) struct Retry {
     error: Error,
 }
 
+/// A WAL given up after a write failed for lack of space (see the module comment).
+pub(crate) struct FailedWal {
+    /// Its file number.
+    number: u64,
+    /// A new WAL took over and every memtable that held its records was frozen.
+    replaced: bool,
+}
+
 /// True if a job that failed with `e` changed nothing and may simply run again.
 fn retryable(e: &Error) -> bool {
     matches!(e, Error::Io { .. })
+}
+
+/// True if `e` says the disk (or the file system) is full: ENOSPC.
+pub(super) fn is_no_space(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::StorageFull || e.raw_os_error() == Some(libc::ENOSPC)
+}
+
+/// True once the failed WAL (if any) was replaced and every family's log number is past it:
+/// nothing needs it any more, so writes may go on.
+fn failed_wal_retired(st: &DbState) -> bool {
+    st.failed_wal
+        .as_ref()
+        .is_none_or(|f| f.replaced && st.versions.log_number() > f.number)
+}
+
+/// True if the failed WAL was replaced and all its memtables are flushed, but no flush edit
+/// moved every family's log number past it (no family held data, or the families that did
+/// not were never advanced): a MANIFEST edit of log numbers alone must do it.
+pub(super) fn failed_wal_needs_edit(st: &DbState) -> bool {
+    let flushed = st
+        .families
+        .values()
+        .all(|f| f.imms.is_empty() && !f.flush_running);
+    let replaced = st.failed_wal.as_ref().is_some_and(|f| f.replaced);
+    let retrying = st.flush_retry.as_ref().is_some_and(|r| r.running);
+    replaced && retrying && flushed && !failed_wal_retired(st)
 }
 
 /// The failure compactions wait to retry, if its retry is not due yet.
@@ -48,12 +110,18 @@ pub(super) fn compaction_failure(st: &DbState) -> Option<Error> {
         .map(|r| r.error.duplicate())
 }
 
-/// Writes are accepted again: the retried flush succeeded.
-fn lift_suspension(st: &mut DbState) {
+/// Writes are accepted again: the retried flush succeeded (and a failed WAL is retired).
+/// Returns false, changing nothing, while a failed WAL is still needed.
+fn lift_suspension(st: &mut DbState) -> bool {
+    if !failed_wal_retired(st) {
+        return false;
+    }
+    st.failed_wal = None;
     st.flush_retry = None;
     if matches!(st.bg_error, Some(Error::Suspended(_))) {
         st.bg_error = None;
     }
+    true
 }
 
 /// True unless compactions wait for the retry time of an earlier failure.
@@ -78,30 +146,103 @@ impl DbInner {
     /// Records a flush's result: a success lifts a suspension, an IO failure suspends writes
     /// until a retry, anything else stops them for good.
     pub(super) fn record_flush_result(&self, st: &mut DbState, res: Result<()>) {
-        let e = match res {
+        match res {
             Ok(()) => {
                 if st.flush_retry.as_ref().is_some_and(|r| r.running) {
                     lift_suspension(st);
                 }
-                return;
             }
-            Err(e) => e,
-        };
+            Err(e) => self.suspend_writes(st, e, BackgroundErrorReason::Flush),
+        }
+    }
+
+    /// Suspends writes until a retry after a failure `e` that changed nothing (an IO error),
+    /// or stops them for good (anything else, or too many failures in a row).
+    fn suspend_writes(&self, st: &mut DbState, e: Error, reason: BackgroundErrorReason) {
         let suspended = st.bg_error.is_none() || matches!(st.bg_error, Some(Error::Suspended(_)));
         if !retryable(&e) || !suspended {
-            self.record_bg_error(st, e, BackgroundErrorReason::Flush);
+            self.record_bg_error(st, e, reason);
             return;
         }
         let failures = st.flush_retry.as_ref().map_or(0, |r| r.failures) + 1;
         match self.next_retry(failures, &e) {
             Some(retry) => {
                 let suspended = Error::Suspended(Arc::new(e));
-                self.note_background_error(st, BackgroundErrorReason::Flush, &suspended);
+                self.note_background_error(st, reason, &suspended);
                 st.flush_retry = Some(retry);
                 st.bg_error = Some(suspended);
             }
-            None => self.record_bg_error(st, e, BackgroundErrorReason::Flush),
+            None => self.record_bg_error(st, e, reason),
         }
+    }
+
+    /// A write group failed to append to WAL `number` for lack of space (`e`): gives the WAL
+    /// up (its writer is gone already), suspends writes until the recovery replaced and
+    /// retired it, and returns the error the group's writers get.
+    pub(super) fn suspend_for_failed_wal(&self, st: &mut DbState, number: u64, e: Error) -> Error {
+        st.failed_wal = Some(FailedWal {
+            number,
+            replaced: false,
+        });
+        self.suspend_writes(st, e.duplicate(), BackgroundErrorReason::WriteWal);
+        self.notify_state_changed();
+        match &st.bg_error {
+            Some(bg) => Error::poisoned(bg.duplicate()),
+            None => Error::poisoned(e),
+        }
+    }
+
+    /// The first step of recovering from a failed WAL (see the module comment): a new WAL
+    /// takes over and every family's memtable is frozen into the flush queue, each family
+    /// getting an empty one in the new WAL. Nothing is written to the new WAL before the
+    /// failed one is retired. A failed directory sync is final (a failed fsync is never
+    /// retried); any other failure leaves everything as it was, to be retried.
+    fn replace_failed_wal(&self, st: &mut DbState) -> Result<()> {
+        let number = st.versions.new_file_number();
+        let path = filename::log_file(&self.dir, number);
+        let mut file = self
+            .fs
+            .create(&path)
+            .map_err(|e| Error::io(format!("creating WAL {}", path.display()), e))?;
+        file.set_writeback_interval(self.opts.wal_bytes_per_sync);
+        if let Err(e) = self.fs.sync_dir(&self.dir) {
+            let e = Error::io("syncing the directory for a new WAL", e);
+            return Err(Error::poisoned(e));
+        }
+        *self.wal.lock() = Some(LogWriter::new(file));
+        self.wal_number.store(number, Ordering::Release);
+        st.live_wals.push((number, 0));
+        let DbState {
+            families, versions, ..
+        } = st;
+        for f in families.values_mut() {
+            let fresh = Arc::new(MemTable::for_family(number, &f.data.opts));
+            let old = std::mem::replace(&mut f.mem, fresh);
+            if !old.is_empty() {
+                old.freeze_charge();
+                f.imms.push_back(old);
+            }
+            f.install_super_version(versions);
+        }
+        if let Some(f) = &mut st.failed_wal {
+            f.replaced = true;
+        }
+        Ok(())
+    }
+
+    /// The last step of recovering from a failed WAL when no flush edit moved every family's
+    /// log number past it: logs edits of the log numbers alone (`failed_wal_needs_edit`).
+    pub(super) fn retire_failed_wal(&self, st: &mut MutexGuard<'_, DbState>) -> Result<()> {
+        let mut edits = super::background::log_number_advances(st, &[]);
+        if edits.is_empty() {
+            return Ok(());
+        }
+        edits[0].last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
+        self.log_and_apply_all(st, &mut edits)?;
+        for e in &edits {
+            st.install_super_version(e.column_family);
+        }
+        Ok(())
     }
 
     /// Records a compaction's result: an IO failure pauses compactions until a retry, anything
@@ -129,28 +270,33 @@ impl DbInner {
         }
     }
 
-    /// Starts the retry of a failed flush once it is due (writes stay suspended until it
-    /// succeeds). Returns whether background work may run at all.
+    /// Starts the retry of a failed flush (or of the recovery from a failed WAL, whose first
+    /// step it runs here) once it is due; writes stay suspended until it succeeds. Returns
+    /// whether background work may run at all.
     pub(super) fn lift_suspension_if_due(&self, st: &mut DbState) -> bool {
         if st.bg_error.is_none() {
             return true;
         }
         match &mut st.flush_retry {
-            Some(r) if r.running => true,
-            Some(r) if Instant::now() >= r.at => {
-                r.running = true;
-                true
-            }
-            _ => false,
+            Some(r) if r.running => return true,
+            Some(r) if Instant::now() >= r.at => r.running = true,
+            _ => return false,
         }
+        if st.failed_wal.as_ref().is_some_and(|f| !f.replaced) {
+            if let Err(e) = self.replace_failed_wal(st) {
+                self.suspend_writes(st, e, BackgroundErrorReason::WriteWal);
+                self.done_cv.notify_all(); // `resume` waits for this
+                return false;
+            }
+        }
+        true
     }
 
     /// A started flush retry that found nothing to flush has succeeded.
     pub(super) fn flush_retry_done(&self, st: &mut DbState) {
         if st.flush_retry.as_ref().is_some_and(|r| r.running) {
             let idle = st.families.values().all(|f| !f.flush_running);
-            if idle {
-                lift_suspension(st);
+            if idle && lift_suspension(st) {
                 self.done_cv.notify_all(); // `resume` waits for this
             }
         }
@@ -170,13 +316,15 @@ impl DbInner {
 }
 
 impl Db {
-    /// Retries, now, the flush whose failure suspended writes ([`Error::Suspended`]) and waits
-    /// for the outcome: `Ok` once writes are accepted again, the retry's error if it failed
-    /// too (writes stay suspended; call again once the cause, e.g. a full disk, is fixed).
-    /// Also retries paused compactions. A database whose writes are poisoned
-    /// ([`Error::Poisoned`]: a failed WAL or MANIFEST write or sync, corruption, or too many
-    /// failed retries) cannot resume: it returns that error, and only a reopen recovers.
-    /// `Ok` at once when nothing failed.
+    /// Retries, now, the flush whose failure suspended writes ([`Error::Suspended`]), or the
+    /// recovery from a WAL write that failed for lack of space (a new WAL, every memtable
+    /// flushed, the failed WAL retired, as RocksDB's `DB::Resume`), and waits for the outcome:
+    /// `Ok` once writes are accepted again, the retry's error if it failed too (writes stay
+    /// suspended; call again once the cause, e.g. a full disk, is fixed). Also retries paused
+    /// compactions. A database whose writes are poisoned ([`Error::Poisoned`]: a failed
+    /// MANIFEST write, another failed WAL write, a failed WAL or MANIFEST sync, corruption, or
+    /// too many failed retries) cannot resume: it returns that error, and only a reopen
+    /// recovers. `Ok` at once when nothing failed.
     ///
     /// ```
     /// use shaledb::{Db, Options};

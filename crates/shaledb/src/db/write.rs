@@ -7,9 +7,10 @@
 //! inserts it into the memtable. Then it publishes the group's last sequence number and wakes
 //! the members with the shared result. No member is acknowledged before the WAL bytes reached
 //! the OS (and, for sync writes, the disk); if that fails all of them get the error and the
-//! database refuses further writes.
+//! database refuses further writes: until recovery replaces the WAL if it was full
+//! (`Error::Suspended`, recovery.rs), for good otherwise (`Error::Poisoned`).
 
-use super::{CfState, DbInner, DbState, Writer};
+use super::{recovery, CfState, DbInner, DbState, Writer};
 use crate::column_family::DEFAULT_FAMILY;
 use crate::error::{Error, Result};
 use crate::listener::{BackgroundErrorReason, WriteStallCondition};
@@ -177,7 +178,10 @@ impl DbInner {
                         s.add(Ticker::BytesWritten, user_bytes);
                     }
                 }
-                Err(e) => {
+                Err(GroupFailure::NoSpace(number, e)) => {
+                    result = Err(self.suspend_for_failed_wal(&mut st, number, e));
+                }
+                Err(GroupFailure::Final(e)) => {
                     if st.bg_error.is_none() {
                         self.note_background_error(&mut st, BackgroundErrorReason::WriteWal, &e);
                         st.bg_error = Some(e.duplicate());
@@ -264,21 +268,36 @@ impl DbInner {
         sync: bool,
         disable_wal: bool,
         mems: &[(u32, Arc<MemTable>)],
-    ) -> Result<()> {
+    ) -> std::result::Result<(), GroupFailure> {
         if !disable_wal {
             let mut wal = self.wal.lock();
-            let w = wal.as_mut().ok_or(Error::Closed)?;
+            let w = wal.as_mut().ok_or(GroupFailure::Final(Error::Closed))?;
             let number = self.wal_number.load(Ordering::Relaxed);
-            let res = w
-                .add_record(group.data())
-                .and_then(|_| if sync { w.sync() } else { w.flush() });
-            if let (true, Some(s)) = (sync && res.is_ok(), &self.stats) {
-                s.add(Ticker::WalSyncs, 1);
+            let path = filename::log_file(&self.dir, number);
+            let written =
+                w.add_record(group.data())
+                    .and_then(|()| if sync { Ok(()) } else { w.flush() });
+            if let Err(e) = written {
+                let no_space = recovery::is_no_space(&e);
+                let err = Error::io(format!("writing WAL {}", path.display()), e);
+                if no_space {
+                    // Its tail may hold a torn record and its block offset is wrong: the
+                    // writer is given up, never appended to again (recovery.rs).
+                    *wal = None;
+                    return Err(GroupFailure::NoSpace(number, err));
+                }
+                return Err(GroupFailure::Final(Error::poisoned(err)));
             }
-            res.map_err(|e| {
-                let path = filename::log_file(&self.dir, number);
-                Error::poisoned(Error::io(format!("writing WAL {}", path.display()), e))
-            })?;
+            if sync {
+                // A failed fsync is final whatever its cause (recovery.rs).
+                w.sync().map_err(|e| {
+                    let err = Error::io(format!("syncing WAL {}", path.display()), e);
+                    GroupFailure::Final(Error::poisoned(err))
+                })?;
+                if let Some(s) = &self.stats {
+                    s.add(Ticker::WalSyncs, 1);
+                }
+            }
         }
         for (i, (cf, e)) in group.iter_cf().enumerate() {
             let s = seq + i as u64;
@@ -519,10 +538,21 @@ impl DbInner {
     fn switch_memtable(&self, st: &mut MutexGuard<'_, DbState>, cf: u32) -> Result<()> {
         let number = st.versions.new_file_number();
         let path = filename::log_file(&self.dir, number);
-        let mut file = self
-            .fs
-            .create(&path)
-            .map_err(|e| Error::io(format!("creating WAL {}", path.display()), e))?;
+        let mut file = match self.fs.create(&path) {
+            Ok(file) => file,
+            Err(e) => {
+                let no_space = recovery::is_no_space(&e);
+                let err = Error::io(format!("creating WAL {}", path.display()), e);
+                if !no_space {
+                    return Err(err);
+                }
+                // Nothing changed, but writes cannot go on until there is space: recovered
+                // like a WAL append that failed for lack of space (its retry creates the new
+                // WAL: it succeeds only once there is room).
+                let current = self.wal_number.load(Ordering::Acquire);
+                return Err(self.suspend_for_failed_wal(st, current, err));
+            }
+        };
         file.set_writeback_interval(self.opts.wal_bytes_per_sync);
         let new_writer = LogWriter::new(file);
         {
@@ -574,6 +604,15 @@ impl DbInner {
         self.work_cv.notify_all();
         Ok(())
     }
+}
+
+/// Why a write group failed.
+enum GroupFailure {
+    /// Appending to or flushing WAL number `.0` failed for lack of space: writes are
+    /// suspended until recovery replaces that WAL (recovery.rs).
+    NoSpace(u64, Error),
+    /// Anything else: the database refuses writes until reopened.
+    Final(Error),
 }
 
 /// The column families a batch names, checked against the live ones under the state mutex.

@@ -28,7 +28,10 @@ use std::sync::Arc;
 
 /// A file opened for appending. Dropping it without `sync` may lose the unsynced tail.
 pub trait WritableFile: Send {
-    /// Appends bytes (possibly buffered in user space).
+    /// Appends bytes (possibly buffered in user space). After a failed `append` or `flush`
+    /// the bytes not yet handed to the OS are dropped, never written later (not by a later
+    /// call, nor on drop): the engine gives up a WAL whose write failed (db/recovery.rs), and
+    /// the failed record must stay torn.
     fn append(&mut self, data: &[u8]) -> io::Result<()>;
     /// Hands buffered bytes to the operating system.
     fn flush(&mut self) -> io::Result<()>;
