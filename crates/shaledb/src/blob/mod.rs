@@ -11,12 +11,14 @@
 
 mod builder;
 mod format;
+mod readahead;
 mod reader;
 
 #[cfg(test)]
 mod tests;
 
 pub use builder::BlobFileBuilder;
+pub(crate) use readahead::BlobReadahead;
 pub use reader::BlobFileReader;
 
 use crate::coding::{put_varint64, varint_length, Decoder};

@@ -565,6 +565,7 @@ impl Outputs<'_, '_> {
                         user_key,
                         &r,
                         COMPACTION_BLOB_READS,
+                        None,
                     )?;
                     let put_key = key::make_internal_key(user_key, sequence, ValueKind::Put);
                     return self.add(&put_key, &value, sequence, ValueKind::Put);
@@ -879,7 +880,7 @@ fn read_input_blob(
     reference: &[u8],
 ) -> Result<Vec<u8>> {
     let r = decode_reference(spec, user_key, reference)?;
-    version.read_blob(spec.fs, spec.dir, user_key, &r, COMPACTION_BLOB_READS)
+    version.read_blob(spec.fs, spec.dir, user_key, &r, COMPACTION_BLOB_READS, None)
 }
 
 /// Decodes a blob reference read from the inputs; corruption if it does not decode.
