@@ -52,8 +52,8 @@ struct Window {
     /// Bytes of the file from `buf_offset` (empty: no window).
     buf: Vec<u8>,
     buf_offset: u64,
-    /// Where the previous read of the file ended.
-    last_end: u64,
+    /// Where the previous read of the file ended (`None`: not read yet).
+    last_end: Option<u64>,
     /// Sequential reads in a row.
     sequential: u32,
     /// Size of the next fill.
@@ -69,8 +69,8 @@ impl Window {
     }
 
     fn is_sequential(&self, offset: u64, len: usize) -> bool {
-        offset
-            .checked_sub(self.last_end)
+        self.last_end
+            .and_then(|end| offset.checked_sub(end))
             .is_some_and(|skip| skip <= SKIP_ALLOWANCE.max(len as u64))
     }
 }
@@ -105,11 +105,11 @@ impl BlobReadahead {
         let end = offset.saturating_add(len as u64);
         if let Some(bytes) = w.buffered(offset, len) {
             let out = bytes.to_vec();
-            w.last_end = end;
+            w.last_end = Some(end);
             return Ok(out);
         }
         let sequential = w.is_sequential(offset, len);
-        w.last_end = end;
+        w.last_end = Some(end);
         if !sequential {
             // Random again: free the window; the pattern must be seen anew.
             w.sequential = 0;
@@ -153,7 +153,7 @@ impl BlobReadahead {
             file_number,
             buf: Vec::new(),
             buf_offset: 0,
-            last_end: 0,
+            last_end: None,
             sequential: 0,
             next_size: INITIAL_WINDOW,
             last_use: 0,
@@ -248,7 +248,14 @@ mod tests {
 
     fn read(ra: &mut BlobReadahead, number: u64, f: &PatternFile, off: usize, len: usize) {
         let got = ra
-            .read(number, f, Path::new("x.blob"), off as u64, len, f.len as u64)
+            .read(
+                number,
+                f,
+                Path::new("x.blob"),
+                off as u64,
+                len,
+                f.len as u64,
+            )
             .expect("read");
         let want: Vec<u8> = (off..off + len).map(byte).collect();
         assert_eq!(got, want, "file {number} at {off}");
@@ -260,7 +267,11 @@ mod tests {
         let mut ra = BlobReadahead::default();
         read(&mut ra, 1, &f, 100, 1000);
         read(&mut ra, 1, &f, 1100, 1000);
-        assert_eq!((f.reads(), ra.buffered_bytes()), (2, 0), "not yet a pattern");
+        assert_eq!(
+            (f.reads(), ra.buffered_bytes()),
+            (2, 0),
+            "not yet a pattern"
+        );
         read(&mut ra, 1, &f, 2100, 1000);
         assert_eq!((f.reads(), ra.buffered_bytes()), (3, INITIAL_WINDOW));
         let mut off = 3100;
@@ -350,7 +361,9 @@ mod tests {
         let mut ra = BlobReadahead::default();
         let mut x: u64 = 12345;
         for _ in 0..1000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let off = (x >> 33) as usize % ((4 << 20) - 2000);
             read(&mut ra, 3, &f, off, 1500);
         }
@@ -373,7 +386,9 @@ mod tests {
             ra.read(7, &short, path, off, 100, 5_000).expect("read");
         }
         assert_eq!(ra.buffered_bytes(), 0);
-        let err = ra.read(7, &short, path, 950, 100, 5_000).expect_err("past the end");
+        let err = ra
+            .read(7, &short, path, 950, 100, 5_000)
+            .expect_err("past the end");
         let direct = read_at(&short, path, 950, &mut [0u8; 100], "blob record").expect_err("");
         assert_eq!(err.to_string(), direct.to_string());
         assert!(matches!(err, crate::Error::Corruption { .. }), "{err:?}");

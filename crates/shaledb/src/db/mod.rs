@@ -1406,15 +1406,17 @@ impl DbInner {
         let (version, fs, dir) = (version.clone(), self.fs.clone(), self.dir.clone());
         let cache = cf.opts.blob_cache.then(|| self.block_cache.clone());
         let (verify_checksums, fill_cache) = (ro.verify_checksums, ro.fill_cache);
-        Some(Arc::new(move |user_key: &[u8], reference: &[u8], readahead| {
-            let r = decode_blob_ref(&dir, user_key, reference)?;
-            let opts = crate::version::BlobReadOptions {
-                verify_checksums,
-                cache: cache.as_deref(),
-                fill_cache,
-            };
-            version.read_blob(&fs, &dir, user_key, &r, opts, Some(readahead))
-        }))
+        Some(Arc::new(
+            move |user_key: &[u8], reference: &[u8], readahead| {
+                let r = decode_blob_ref(&dir, user_key, reference)?;
+                let opts = crate::version::BlobReadOptions {
+                    verify_checksums,
+                    cache: cache.as_deref(),
+                    fill_cache,
+                };
+                version.read_blob(&fs, &dir, user_key, &r, opts, Some(readahead))
+            },
+        ))
     }
 }
 

@@ -33,9 +33,8 @@ pub(crate) type Refresher = Arc<
 /// Reads the value a blob reference (second argument) stored under a user key (first)
 /// points at, from the blob files of the iterator's read view, through the iterator's
 /// readahead (third).
-pub(crate) type BlobResolver = Arc<
-    dyn Fn(&[u8], &[u8], &mut crate::blob::BlobReadahead) -> Result<Vec<u8>> + Send + Sync,
->;
+pub(crate) type BlobResolver =
+    Arc<dyn Fn(&[u8], &[u8], &mut crate::blob::BlobReadahead) -> Result<Vec<u8>> + Send + Sync>;
 
 /// Builds the merged internal iterator of the iterator's read view for a seek within one
 /// prefix (`Some`: tables whose prefix bloom rules it out left out) or for any seek (`None`).
