@@ -267,7 +267,8 @@ impl DbIterator {
                 return Ok(ValueKind::Delete);
             }
         }
-        if let (Some(e), ValueKind::Put) = (&self.expiry, p.kind) {
+        // A blob reference in a TTL family ends with the value's write time, as a put does.
+        if let (Some(e), ValueKind::Put | ValueKind::BlobIndex) = (&self.expiry, p.kind) {
             let (_, write_time) = clock::split_stamp(self.inner.value()).ok_or_else(|| {
                 Error::corruption(
                     "<merged iterator input>",
