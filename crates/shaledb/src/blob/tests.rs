@@ -161,7 +161,11 @@ fn entries_are_references_with_an_optional_write_time() {
     let mut stamped = Vec::new();
     r.encode_entry_to(Some(t), &mut stamped);
     assert_eq!(&stamped[..plain.len()], &plain[..]);
-    assert_eq!(&stamped[plain.len()..], &t.to_le_bytes());
+    assert_eq!(
+        stamped,
+        [9, 0xac, 0x02, 0xf0, 0xa2, 0x04, 4, 0x00, 0x81, 0x24, 0x69, 0, 0, 0, 0],
+        "blob.md's example"
+    );
     assert_eq!(BlobRef::decode_entry(&stamped), Some((r, Some(t))));
     // A stamped entry is not a reference, and only 0 or 8 bytes may follow one.
     assert_eq!(BlobRef::decode(&stamped), None);

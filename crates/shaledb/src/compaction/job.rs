@@ -380,7 +380,14 @@ fn filter_newest_value(
         return Ok(false);
     }
     let (_, write_time) = decode_entry(spec, p.user_key, stored)?;
-    if let (Some(expiry), Some(t)) = (policy.expiry, write_time) {
+    if let Some(expiry) = policy.expiry {
+        let t = write_time.ok_or_else(|| {
+            Error::corruption(
+                "<compaction input>",
+                0,
+                "a blob reference of a family with a ttl lacks its write time",
+            )
+        })?;
         if expiry.expired(t) {
             // Its blob record becomes garbage: the reference is read and not written.
             remove_value(policy, p, out)?;
@@ -921,32 +928,15 @@ fn decode_reference(spec: &OutputSpec<'_>, user_key: &[u8], reference: &[u8]) ->
     crate::db::decode_blob_ref(spec.dir, user_key, reference)
 }
 
-/// Decodes a `BlobIndex` entry read from the inputs: its reference, and its write time (a
-/// family with a TTL; corruption if it has one and the family not, or the other way round).
+/// Decodes a `BlobIndex` entry read from the inputs: its reference, and its write time (in a
+/// family with a TTL; carried along as it is, like a put's stored value).
 fn decode_entry(
     spec: &OutputSpec<'_>,
     user_key: &[u8],
     entry: &[u8],
 ) -> Result<(BlobRef, Option<u64>)> {
     let r = decode_reference(spec, user_key, entry)?;
-    let write_time = BlobRef::decode_entry(entry).and_then(|(_, t)| t);
-    if write_time.is_some() != spec.opts.ttl.is_some() {
-        return Err(Error::corruption(
-            spec.dir,
-            0,
-            format!(
-                "the blob reference of key {:?} {} a write time, its family {} a ttl",
-                String::from_utf8_lossy(user_key),
-                if write_time.is_some() { "has" } else { "lacks" },
-                if spec.opts.ttl.is_some() {
-                    "has"
-                } else {
-                    "has no"
-                },
-            ),
-        ));
-    }
-    Ok((r, write_time))
+    Ok((r, BlobRef::decode_entry(entry).and_then(|(_, t)| t)))
 }
 
 /// Finishes a blob file (footer, sync) and describes it for the MANIFEST.
