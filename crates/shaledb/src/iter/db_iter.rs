@@ -267,9 +267,14 @@ impl DbIterator {
                 return Ok(ValueKind::Delete);
             }
         }
-        // A blob reference in a TTL family ends with the value's write time, as a put does.
         if let (Some(e), ValueKind::Put | ValueKind::BlobIndex) = (&self.expiry, p.kind) {
-            let (_, write_time) = clock::split_stamp(self.inner.value()).ok_or_else(|| {
+            let value = self.inner.value();
+            let write_time = match p.kind {
+                ValueKind::Put => clock::split_stamp(value).map(|(_, t)| t),
+                // A blob reference in a TTL family is followed by the value's write time.
+                _ => crate::blob::BlobRef::decode_entry(value).and_then(|(_, t)| t),
+            };
+            let write_time = write_time.ok_or_else(|| {
                 Error::corruption(
                     "<merged iterator input>",
                     0,
