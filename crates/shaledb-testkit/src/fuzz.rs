@@ -272,10 +272,17 @@ pub fn blob_sample() -> &'static BlobSample {
     SAMPLE.get_or_init(|| BlobSample::build(CompressionType::Snappy))
 }
 
-/// The blob reference decoder: a decoded reference has exactly the input as its encoding, and
-/// reading it from the sample file under any of its keys either fails or is exactly that
-/// key's own reference, returning its value.
+/// The blob reference decoder: a decoded reference (or table entry: a reference and a TTL
+/// family's write time) has exactly the input as its encoding, and reading it from the sample
+/// file under any of its keys either fails or is exactly that key's own reference, returning
+/// its value.
 pub fn blob_ref(data: &[u8]) {
+    if let Some((r, write_time)) = BlobRef::decode_entry(data) {
+        let mut again = Vec::new();
+        r.encode_entry_to(write_time, &mut again);
+        assert_eq!(again, data, "an entry has one encoding");
+        assert_eq!(BlobRef::decode(data).is_some(), write_time.is_none());
+    }
     let Some(r) = BlobRef::decode(data) else {
         return;
     };

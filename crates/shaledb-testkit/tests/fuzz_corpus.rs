@@ -320,6 +320,9 @@ fn blob_targets_over_a_valid_file_its_mutations_and_every_reference() {
                 r.encode_to(&mut encoded);
                 fuzz::blob_ref(&encoded);
                 fuzz::blob_ref(&encoded[..encoded.len() - 1]);
+                // A TTL family's entry: the reference and a write time.
+                encoded.extend_from_slice(&offset.to_le_bytes());
+                fuzz::blob_ref(&encoded);
             }
         }
     }

@@ -33,13 +33,14 @@ pub(crate) fn show_value(codec: Codec, kind: ValueKind, value: &[u8]) -> String 
     if kind != ValueKind::BlobIndex {
         return codec.show(value);
     }
-    match BlobRef::decode(value) {
-        Some(r) => format!(
-            "blob(file {}, offset {}, size {}, {})",
+    match BlobRef::decode_entry(value) {
+        Some((r, write_time)) => format!(
+            "blob(file {}, offset {}, size {}, {}{})",
             r.file_number,
             r.offset,
             r.size,
-            r.compression.name()
+            r.compression.name(),
+            write_time.map_or(String::new(), |t| format!(", written {t}"))
         ),
         None => format!("undecodable blob reference {}", codec.show(value)),
     }

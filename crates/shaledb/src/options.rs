@@ -258,14 +258,18 @@ pub struct Options {
     /// dropped by compaction (RocksDB's TTL, except that RocksDB may return an expired value
     /// until compaction removes it). A family with a TTL stores each value's write time (8
     /// bytes, from [`Options::clock`]) with it, so the TTL holds across reopens; whether a
-    /// family stores write times is fixed when it is created. Not combinable with a merge
-    /// operator yet. Default none.
+    /// family stores write times is fixed when it is created. With
+    /// [`enable_blob_files`](Options::enable_blob_files), a value in a blob file keeps its
+    /// write time in the table beside its reference, so reads and compactions decide expiry
+    /// without reading the blob, and an expired blob becomes garbage for blob garbage
+    /// collection (RocksDB's `DBWithTTL` appends the time to the value, so it lands in the
+    /// blob). Not combinable with a merge operator yet. Default none.
     pub ttl: Option<std::time::Duration>,
     /// Store values of at least [`min_blob_size`](Options::min_blob_size) bytes in blob files,
     /// apart from the tables, when flushes and compactions write them (RocksDB's integrated
     /// BlobDB): compactions then move a small reference instead of rewriting the value.
-    /// Values already written stay where they are until a compaction rewrites them. Not
-    /// combinable with a TTL yet. Default false.
+    /// Values already written stay where they are until a compaction rewrites them. Default
+    /// false.
     pub enable_blob_files: bool,
     /// The smallest value that goes to a blob file (with `enable_blob_files`). Default 0
     /// (RocksDB's): every value.
@@ -922,9 +926,6 @@ impl Options {
         }
         if self.ttl.is_some() && self.merge_operator.is_some() {
             return bad("a column family cannot have both a ttl and a merge operator yet");
-        }
-        if self.ttl.is_some() && self.enable_blob_files {
-            return bad("a column family cannot have both a ttl and enable_blob_files yet");
         }
         if self.blob_file_size < 4096 {
             return bad("blob_file_size must be at least 4096 bytes");

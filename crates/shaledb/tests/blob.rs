@@ -218,22 +218,6 @@ fn the_compaction_filter_sees_blob_values() {
     }
 }
 
-#[test]
-fn blob_files_with_a_ttl_are_refused() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let opts = Options {
-        ttl: Some(std::time::Duration::from_secs(60)),
-        ..blob_options()
-    };
-    let Err(err) = Db::open(dir.path(), opts) else {
-        panic!("a ttl with blob files was accepted");
-    };
-    assert_eq!(
-        err.to_string(),
-        "invalid argument: a column family cannot have both a ttl and enable_blob_files yet"
-    );
-}
-
 fn property(db: &Db, name: &str) -> u64 {
     db.property(name)
         .unwrap_or_else(|| panic!("no property {name}"))

@@ -1,6 +1,8 @@
 //! TTL (`CfOptions::ttl`): expired entries are never returned (gets, multi-gets, iterators
 //! both ways, snapshots, ranges), are dropped by compaction, keep their write time across
-//! reopens; a family's TTL-ness is fixed at creation; a model test with a test clock.
+//! reopens; a family's TTL-ness is fixed at creation; a model test with a test clock. Each
+//! test runs with values inline and in blob files (`enable_blob_files`), where expired blob
+//! values become garbage and garbage collection keeps write times.
 
 mod common;
 
@@ -30,7 +32,17 @@ impl Clock for TestClock {
     }
 }
 
-fn opts(clock: &Arc<TestClock>, ttl: Option<u64>) -> Options {
+/// How values are stored: inline in the tables, or in blob files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Values {
+    Inline,
+    /// In blob files from `min_blob_size` bytes on.
+    Blob(u64),
+}
+
+const BOTH: [Values; 2] = [Values::Inline, Values::Blob(0)];
+
+fn opts(clock: &Arc<TestClock>, ttl: Option<u64>, values: Values) -> Options {
     Options {
         write_buffer_size: 16 << 10,
         level0_file_num_compaction_trigger: 2,
@@ -38,6 +50,11 @@ fn opts(clock: &Arc<TestClock>, ttl: Option<u64>) -> Options {
         max_bytes_for_level_base: 32 << 10,
         ttl: ttl.map(Duration::from_secs),
         clock: clock.clone(),
+        enable_blob_files: values != Values::Inline,
+        min_blob_size: match values {
+            Values::Blob(min) => min,
+            Values::Inline => 0,
+        },
         ..Default::default()
     }
     .with_fs(MemFileSystem::new())
@@ -53,8 +70,14 @@ fn pairs(list: &[(&str, &str)]) -> Pairs {
 
 #[test]
 fn expired_entries_are_never_read_and_their_time_survives_reopen() {
+    for values in BOTH {
+        expired_entries_are_never_read_and_their_time_survives_reopen_with(values);
+    }
+}
+
+fn expired_entries_are_never_read_and_their_time_survives_reopen_with(values: Values) {
     let clock = Arc::new(TestClock(AtomicU64::new(1_000_000)));
-    let o = opts(&clock, Some(10));
+    let o = opts(&clock, Some(10), values);
     let dir = Path::new("/ttl-basic");
     let db = Db::open(dir, o.clone()).expect("open");
     db.put(b"a", b"old-a").expect("put");
@@ -103,6 +126,9 @@ fn expired_entries_are_never_read_and_their_time_survives_reopen() {
     );
     drop(snap);
     db.flush().expect("flush");
+    if values != Values::Inline {
+        assert_eq!(property(&db, "shaledb.num-blob-files"), 1);
+    }
     check(&db);
     drop(db);
     let db = Db::open(dir, o).expect("reopen");
@@ -120,8 +146,14 @@ fn expired_entries_are_never_read_and_their_time_survives_reopen() {
 /// once everything in them expired (idle background threads look every TTL/2, at least 1 s).
 #[test]
 fn expired_files_of_an_idle_family_are_dropped() {
+    for values in BOTH {
+        expired_files_of_an_idle_family_are_dropped_with(values);
+    }
+}
+
+fn expired_files_of_an_idle_family_are_dropped_with(values: Values) {
     let clock = Arc::new(TestClock(AtomicU64::new(1000)));
-    let db = Db::open(Path::new("/ttl-idle"), opts(&clock, Some(2))).expect("open");
+    let db = Db::open(Path::new("/ttl-idle"), opts(&clock, Some(2), values)).expect("open");
     for i in 0..500u32 {
         db.put(i.to_be_bytes(), [7u8; 50]).expect("put");
     }
@@ -157,8 +189,14 @@ fn expired_files_of_an_idle_family_are_dropped() {
 
 #[test]
 fn compaction_drops_expired_entries() {
+    for values in BOTH {
+        compaction_drops_expired_entries_with(values);
+    }
+}
+
+fn compaction_drops_expired_entries_with(values: Values) {
     let clock = Arc::new(TestClock(AtomicU64::new(50)));
-    let db = Db::open(Path::new("/ttl-space"), opts(&clock, Some(60))).expect("open");
+    let db = Db::open(Path::new("/ttl-space"), opts(&clock, Some(60), values)).expect("open");
     for i in 0..3000u32 {
         db.put(i.to_be_bytes(), [9u8; 100]).expect("put");
     }
@@ -183,10 +221,16 @@ fn compaction_drops_expired_entries() {
 
 #[test]
 fn a_family_keeps_the_ttl_choice_it_was_created_with() {
+    for values in BOTH {
+        a_family_keeps_the_ttl_choice_it_was_created_with_with(values);
+    }
+}
+
+fn a_family_keeps_the_ttl_choice_it_was_created_with_with(values: Values) {
     let clock = Arc::new(TestClock::default());
     let fs = MemFileSystem::new();
-    let with_ttl = opts(&clock, Some(10)).with_fs(fs.clone());
-    let without = opts(&clock, None).with_fs(fs.clone());
+    let with_ttl = opts(&clock, Some(10), values).with_fs(fs.clone());
+    let without = opts(&clock, None, values).with_fs(fs.clone());
     let dir = Path::new("/ttl-fixed");
     {
         let db = Db::open(dir, with_ttl.clone()).expect("open");
@@ -235,18 +279,32 @@ fn a_family_keeps_the_ttl_choice_it_was_created_with() {
 }
 
 /// Random puts, deletes and range deletes while a test clock advances, with flushes,
-/// compactions and reopens: reads always equal the model's unexpired entries.
+/// compactions and reopens: reads always equal the model's unexpired entries. Values inline,
+/// and values from 50 bytes on in small blob files with garbage collection relocating the
+/// older half (so blobs move with their write times).
 #[test]
 fn model_with_ttl() {
+    for values in [Values::Inline, Values::Blob(50)] {
+        model_with_ttl_and(values);
+    }
+}
+
+fn model_with_ttl_and(values: Values) {
     const TTL: u64 = 20;
     for seed in 0..4u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let clock = Arc::new(TestClock(AtomicU64::new(1_000)));
-        let o = opts(&clock, Some(TTL));
+        let o = Options {
+            blob_file_size: 4096,
+            enable_blob_garbage_collection: values != Values::Inline,
+            blob_garbage_collection_age_cutoff: 0.5,
+            ..opts(&clock, Some(TTL), values)
+        };
         let dir = Path::new("/ttl-model");
         let mut db = Db::open(dir, o.clone()).expect("open");
         // key -> (value, write time)
         let mut model: BTreeMap<Vec<u8>, (Vec<u8>, u64)> = BTreeMap::new();
+        let mut blob_files_seen = 0;
         for op in 0..3000 {
             let k = format!("k{:04}", rng.gen_range(0..500)).into_bytes();
             match rng.gen_range(0..100) {
@@ -268,7 +326,10 @@ fn model_with_ttl() {
                 }
                 65..=74 => clock.advance(rng.gen_range(0..4)),
                 75..=77 => db.flush().expect("flush"),
-                78 => db.compact_range(None, None).expect("compact"),
+                78 => {
+                    db.compact_range(None, None).expect("compact");
+                    blob_files_seen = blob_files_seen.max(property(&db, "shaledb.num-blob-files"));
+                }
                 79 => {
                     drop(db);
                     db = Db::open(dir, o.clone()).expect("reopen");
@@ -280,7 +341,7 @@ fn model_with_ttl() {
                         .filter(|(_, t)| now - t < TTL)
                         .map(|(v, _)| v.clone());
                     let got = db.get(&k).expect("get").map(|v| v.to_vec());
-                    assert_eq!(got, want, "seed {seed} op {op}: get");
+                    assert_eq!(got, want, "{values:?} seed {seed} op {op}: get");
                 }
                 _ => {
                     let now = clock.now_secs();
@@ -292,14 +353,111 @@ fn model_with_ttl() {
                     let ro = ReadOptions::default();
                     assert!(
                         common::scan(&db, &ro, false) == want,
-                        "seed {seed} op {op}: forward"
+                        "{values:?} seed {seed} op {op}: forward"
                     );
                     assert!(
                         common::scan(&db, &ro, true) == want,
-                        "seed {seed} op {op}: backward"
+                        "{values:?} seed {seed} op {op}: backward"
                     );
                 }
             }
         }
+        assert_eq!(blob_files_seen > 0, values != Values::Inline, "seed {seed}");
     }
+}
+
+fn property(db: &Db, name: &str) -> u64 {
+    db.property(name)
+        .unwrap_or_else(|| panic!("no property {name}"))
+        .parse()
+        .expect("a number")
+}
+
+fn blob_opts(clock: &Arc<TestClock>, ttl: u64) -> Options {
+    Options {
+        disable_auto_compactions: true,
+        write_buffer_size: 4 << 20,
+        ..opts(clock, Some(ttl), Values::Blob(100))
+    }
+}
+
+/// Expired values in blob files are dropped by compaction without their blobs being read:
+/// their records become garbage, and a blob file whose every value expired leaves.
+#[test]
+fn expired_blob_values_become_garbage() {
+    let clock = Arc::new(TestClock(AtomicU64::new(5_000)));
+    let db = Db::open(Path::new("/ttl-blob-garbage"), blob_opts(&clock, 100)).expect("open");
+    let value = |i: u32| vec![b'a' + (i % 26) as u8; 400];
+    for i in 0..100u32 {
+        db.put(i.to_be_bytes(), value(i)).expect("put");
+        if i == 49 {
+            clock.advance(50);
+        }
+    }
+    db.flush().expect("flush");
+    assert_eq!(property(&db, "shaledb.num-blob-files"), 1);
+    assert_eq!(property(&db, "shaledb.live-blob-file-garbage-size"), 0);
+    let total = property(&db, "shaledb.total-blob-file-size");
+    clock.advance(50); // the first half is now 100 s old: expired
+    db.compact_range(None, None).expect("compact");
+    let garbage = property(&db, "shaledb.live-blob-file-garbage-size");
+    // 50 records of 17 header, 4 key and 400 value bytes.
+    assert_eq!(garbage, 50 * (17 + 4 + 400), "of {total}");
+    let live: Vec<u32> = db
+        .range(..)
+        .map(|r| {
+            let (k, v) = r.expect("item");
+            let i = u32::from_be_bytes(k[..].try_into().expect("4 bytes"));
+            assert_eq!(&v[..], &value(i)[..]);
+            i
+        })
+        .collect();
+    assert_eq!(live, (50..100).collect::<Vec<_>>());
+    clock.advance(50);
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(property(&db, "shaledb.num-blob-files"), 0);
+    assert_eq!(db.range(..).count(), 0);
+}
+
+/// Garbage collection moves live blobs to new files with their write times: they expire when
+/// they would have, after the move and across a reopen.
+#[test]
+fn relocated_blobs_keep_their_write_times() {
+    let clock = Arc::new(TestClock(AtomicU64::new(9_000)));
+    let dir = Path::new("/ttl-blob-gc");
+    let o = Options {
+        enable_blob_garbage_collection: true,
+        blob_garbage_collection_age_cutoff: 1.0,
+        ..blob_opts(&clock, 100)
+    };
+    let db = Db::open(dir, o.clone()).expect("open");
+    for i in 0..40u32 {
+        db.put(i.to_be_bytes(), vec![i as u8; 300]).expect("put");
+    }
+    db.flush().expect("flush");
+    clock.advance(60);
+    // Overwrite a quarter so the first file has garbage; compaction relocates the rest into
+    // one new file (without garbage collection the first file would stay, with garbage).
+    for i in (0..40u32).step_by(4) {
+        db.put(i.to_be_bytes(), vec![200u8; 250]).expect("put");
+    }
+    db.flush().expect("flush");
+    assert_eq!(property(&db, "shaledb.num-blob-files"), 2);
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(property(&db, "shaledb.num-blob-files"), 1);
+    assert_eq!(property(&db, "shaledb.live-blob-file-garbage-size"), 0);
+    drop(db);
+    let db = Db::open(dir, o).expect("reopen");
+    let read = |db: &Db| -> Vec<u32> {
+        (0..40u32)
+            .filter(|i| db.get(i.to_be_bytes()).expect("get").is_some())
+            .collect()
+    };
+    assert_eq!(read(&db).len(), 40);
+    clock.advance(40); // the first writes are 100 s old, the overwrites 40 s
+    assert_eq!(read(&db), (0..40).step_by(4).collect::<Vec<_>>());
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(read(&db), (0..40).step_by(4).collect::<Vec<_>>());
+    let scanned: Vec<Vec<u8>> = db.range(..).map(|r| r.expect("item").1.to_vec()).collect();
+    assert_eq!(scanned, vec![vec![200u8; 250]; 10]);
 }

@@ -11,12 +11,14 @@
 
 mod builder;
 mod format;
+mod readahead;
 mod reader;
 
 #[cfg(test)]
 mod tests;
 
 pub use builder::BlobFileBuilder;
+pub(crate) use readahead::BlobReadahead;
 pub use reader::BlobFileReader;
 
 use crate::coding::{put_varint64, varint_length, Decoder};
@@ -75,6 +77,33 @@ impl BlobRef {
     /// caller reports corruption with its file and offset). Varints must be in their shortest
     /// form, so a reference has exactly one encoding.
     pub fn decode(bytes: &[u8]) -> Option<BlobRef> {
+        let (r, len) = Self::decode_prefix(bytes)?;
+        (len == bytes.len()).then_some(r)
+    }
+
+    /// Decodes the value of a `BlobIndex` entry: a reference, followed in a family with a TTL
+    /// by the value's write time (8 bytes, little-endian, as a put's value ends with it;
+    /// blob.md, "References"). A reference is self-delimiting, so the two forms differ by
+    /// length alone: exactly 0 or 8 bytes may follow it. `None` if neither decodes.
+    pub fn decode_entry(bytes: &[u8]) -> Option<(BlobRef, Option<u64>)> {
+        let (r, len) = Self::decode_prefix(bytes)?;
+        match bytes.get(len..)? {
+            [] => Some((r, None)),
+            rest => Some((r, Some(u64::from_le_bytes(rest.try_into().ok()?)))),
+        }
+    }
+
+    /// Appends the value of a `BlobIndex` entry: the reference, then the write time if the
+    /// family has a TTL ([`BlobRef::decode_entry`]).
+    pub fn encode_entry_to(&self, write_time: Option<u64>, out: &mut Vec<u8>) {
+        self.encode_to(out);
+        if let Some(t) = write_time {
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+    }
+
+    /// Decodes the reference at the start of `bytes`; returns it and its length.
+    fn decode_prefix(bytes: &[u8]) -> Option<(BlobRef, usize)> {
         let mut d = Decoder::new(bytes);
         let mut canonical_varint = || {
             let start = d.position();
@@ -85,12 +114,13 @@ impl BlobRef {
         let offset = canonical_varint()?;
         let size = canonical_varint()?;
         let compression = CompressionType::from_u8(d.u8()?)?;
-        d.is_empty().then_some(BlobRef {
+        let r = BlobRef {
             file_number,
             offset,
             size,
             compression,
-        })
+        };
+        Some((r, d.position()))
     }
 
     /// Bytes the referenced record occupies in its file (header, key and stored value), for

@@ -6,6 +6,7 @@ use super::format::{
     max_value_len, record_checksum_matches, FileHeader, Footer, RecordHeader, FOOTER_LEN,
     HEADER_LEN, RECORD_HEADER_LEN,
 };
+use super::readahead::BlobReadahead;
 use super::BlobRef;
 use crate::compression::{decompress_with, CompressionType};
 use crate::error::{Error, Result};
@@ -98,6 +99,40 @@ impl BlobFileReader {
         let len = self.record_extent(user_key.len(), r)?;
         let mut buf = vec![0u8; len];
         read_at(&*self.file, &self.path, r.offset, &mut buf, "blob record")?;
+        self.check_record(user_key, r, verify_checksums, buf)
+    }
+
+    /// [`read`](Self::read) through an iterator's readahead: the record's bytes may come from
+    /// a window of this file read earlier (see `readahead.rs`); they are checked the same way.
+    pub(crate) fn read_ahead(
+        &self,
+        user_key: &[u8],
+        r: &BlobRef,
+        verify_checksums: bool,
+        ra: &mut BlobReadahead,
+    ) -> Result<Vec<u8>> {
+        let len = self.record_extent(user_key.len(), r)?;
+        let buf = ra.read(
+            self.number(),
+            &*self.file,
+            &self.path,
+            r.offset,
+            len,
+            self.records_end,
+        )?;
+        self.check_record(user_key, r, verify_checksums, buf)
+    }
+
+    /// Checks the bytes `buf` of the record `r` points at (read for `user_key`) and returns
+    /// its value.
+    fn check_record(
+        &self,
+        user_key: &[u8],
+        r: &BlobRef,
+        verify_checksums: bool,
+        mut buf: Vec<u8>,
+    ) -> Result<Vec<u8>> {
+        let len = buf.len();
         let (head, body) = buf.split_at(RECORD_HEADER_LEN.min(len));
         if verify_checksums && !record_checksum_matches(head, body, r.offset) {
             return Err(self.corrupt(r.offset, "blob record checksum mismatch"));

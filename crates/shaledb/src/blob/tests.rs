@@ -146,6 +146,44 @@ fn reference_encoding_is_exact_and_round_trips() {
 }
 
 #[test]
+fn entries_are_references_with_an_optional_write_time() {
+    let r = BlobRef {
+        file_number: 9,
+        offset: 300,
+        size: 70_000,
+        compression: CompressionType::Lz4,
+    };
+    let mut plain = Vec::new();
+    r.encode_entry_to(None, &mut plain);
+    assert_eq!(plain, [9, 0xac, 0x02, 0xf0, 0xa2, 0x04, 4]);
+    assert_eq!(BlobRef::decode_entry(&plain), Some((r, None)));
+    let t = 1_764_000_000u64;
+    let mut stamped = Vec::new();
+    r.encode_entry_to(Some(t), &mut stamped);
+    assert_eq!(&stamped[..plain.len()], &plain[..]);
+    assert_eq!(
+        stamped,
+        [9, 0xac, 0x02, 0xf0, 0xa2, 0x04, 4, 0x00, 0x81, 0x24, 0x69, 0, 0, 0, 0],
+        "blob.md's example"
+    );
+    assert_eq!(BlobRef::decode_entry(&stamped), Some((r, Some(t))));
+    // A stamped entry is not a reference, and only 0 or 8 bytes may follow one.
+    assert_eq!(BlobRef::decode(&stamped), None);
+    for extra in (1..8).chain(9..12) {
+        let mut e = plain.clone();
+        e.extend(std::iter::repeat_n(0u8, extra));
+        assert_eq!(BlobRef::decode_entry(&e), None, "{extra} bytes after");
+    }
+    for n in 0..plain.len() {
+        assert_eq!(
+            BlobRef::decode_entry(&stamped[..n]),
+            None,
+            "truncated to {n}"
+        );
+    }
+}
+
+#[test]
 fn reference_decoding_rejects_every_truncation_extension_and_unknown_codec() {
     let r = BlobRef {
         file_number: 1 << 40,

@@ -363,8 +363,9 @@ fn write_inner(
 }
 
 /// At a key's newest entry `p` (stored value `stored`): TTL expiry and the compaction filter
-/// for a put, or for a blob reference the filter on the value read from its blob file (kept,
-/// the reference stays). Returns true if what to write was written (see [`filter_value`]).
+/// for a put; for a blob reference, expiry by the write time beside the reference (the blob
+/// is not read), then the filter on the value read from its blob file (kept, the reference
+/// stays). Returns true if what to write was written (see [`filter_value`]).
 fn filter_newest_value(
     spec: &OutputSpec<'_>,
     policy: &DropPolicy,
@@ -372,16 +373,36 @@ fn filter_newest_value(
     stored: &[u8],
     out: &mut Outputs<'_, '_>,
 ) -> Result<bool> {
-    match p.kind {
-        ValueKind::Put => filter_value(policy, p, stored, out),
-        ValueKind::BlobIndex
-            if policy.filter.is_some() && policy.newest_snapshot.is_none_or(|s| p.sequence > s) =>
-        {
-            let value = read_input_blob(spec, &policy.version, p.user_key, stored)?;
-            filter_value(policy, p, &value, out)
-        }
-        _ => Ok(false),
+    if p.kind == ValueKind::Put {
+        return filter_value(policy, p, stored, out);
     }
+    if p.kind != ValueKind::BlobIndex {
+        return Ok(false);
+    }
+    let (_, write_time) = decode_entry(spec, p.user_key, stored)?;
+    if let Some(expiry) = policy.expiry {
+        let t = write_time.ok_or_else(|| {
+            Error::corruption(
+                "<compaction input>",
+                0,
+                "a blob reference of a family with a ttl lacks its write time",
+            )
+        })?;
+        if expiry.expired(t) {
+            // Its blob record becomes garbage: the reference is read and not written.
+            remove_value(policy, p, out)?;
+            return Ok(true);
+        }
+    }
+    if policy.filter.is_none() || policy.newest_snapshot.is_some_and(|s| p.sequence <= s) {
+        return Ok(false);
+    }
+    let value = read_input_blob(spec, &policy.version, p.user_key, stored)?;
+    let value = match write_time {
+        Some(t) => clock::stamp(&value, t),
+        None => value,
+    };
+    filter_value(policy, p, &value, out)
 }
 
 /// Writes entries read ahead as they were.
@@ -528,12 +549,27 @@ impl Outputs<'_, '_> {
         let opts = self.spec.opts;
         let user_key = key::user_key(ikey);
         match kind {
-            ValueKind::Put
-                if opts.enable_blob_files && value.len() as u64 >= opts.min_blob_size =>
-            {
-                let r = self.blob_builder()?.add(user_key, value)?;
-                let mut reference = Vec::with_capacity(24);
-                r.encode_to(&mut reference);
+            ValueKind::Put if opts.enable_blob_files => {
+                // In a family with a TTL the write time stays in the table, beside the
+                // reference, so expiry is decided without reading the blob.
+                let (user_value, write_time) = match opts.ttl {
+                    Some(_) => clock::split_stamp(value)
+                        .map(|(v, t)| (v, Some(t)))
+                        .ok_or_else(|| {
+                            Error::corruption(
+                                "<compaction input>",
+                                0,
+                                "a value of a family with a ttl lacks its write time",
+                            )
+                        })?,
+                    None => (value, None),
+                };
+                if (user_value.len() as u64) < opts.min_blob_size {
+                    return self.add_entry(ikey, value, sequence, kind);
+                }
+                let r = self.blob_builder()?.add(user_key, user_value)?;
+                let mut reference = Vec::with_capacity(BlobRef::MAX_ENCODED_LEN + 8);
+                r.encode_entry_to(write_time, &mut reference);
                 let blob_key = key::make_internal_key(user_key, sequence, ValueKind::BlobIndex);
                 self.add_entry(&blob_key, &reference, sequence, ValueKind::BlobIndex)?;
                 self.note_reference(&r);
@@ -550,7 +586,7 @@ impl Outputs<'_, '_> {
                 Ok(())
             }
             ValueKind::BlobIndex => {
-                let r = decode_reference(self.spec, user_key, value)?;
+                let (r, write_time) = decode_entry(self.spec, user_key, value)?;
                 if let Some(gc) = self
                     .spec
                     .blob_gc
@@ -565,7 +601,12 @@ impl Outputs<'_, '_> {
                         user_key,
                         &r,
                         COMPACTION_BLOB_READS,
+                        None,
                     )?;
+                    let value = match write_time {
+                        Some(t) => clock::stamp(&value, t),
+                        None => value,
+                    };
                     let put_key = key::make_internal_key(user_key, sequence, ValueKind::Put);
                     return self.add(&put_key, &value, sequence, ValueKind::Put);
                 }
@@ -625,7 +666,7 @@ impl Outputs<'_, '_> {
             return Ok(());
         };
         o.builder.add(ikey, value)?;
-        if kind == ValueKind::Put && self.spec.opts.ttl.is_some() {
+        if matches!(kind, ValueKind::Put | ValueKind::BlobIndex) && self.spec.opts.ttl.is_some() {
             if let Some((_, t)) = clock::split_stamp(value) {
                 o.newest_write_time = o.newest_write_time.max(t);
             }
@@ -879,12 +920,23 @@ fn read_input_blob(
     reference: &[u8],
 ) -> Result<Vec<u8>> {
     let r = decode_reference(spec, user_key, reference)?;
-    version.read_blob(spec.fs, spec.dir, user_key, &r, COMPACTION_BLOB_READS)
+    version.read_blob(spec.fs, spec.dir, user_key, &r, COMPACTION_BLOB_READS, None)
 }
 
 /// Decodes a blob reference read from the inputs; corruption if it does not decode.
 fn decode_reference(spec: &OutputSpec<'_>, user_key: &[u8], reference: &[u8]) -> Result<BlobRef> {
     crate::db::decode_blob_ref(spec.dir, user_key, reference)
+}
+
+/// Decodes a `BlobIndex` entry read from the inputs: its reference, and its write time (in a
+/// family with a TTL; carried along as it is, like a put's stored value).
+fn decode_entry(
+    spec: &OutputSpec<'_>,
+    user_key: &[u8],
+    entry: &[u8],
+) -> Result<(BlobRef, Option<u64>)> {
+    let r = decode_reference(spec, user_key, entry)?;
+    Ok((r, BlobRef::decode_entry(entry).and_then(|(_, t)| t)))
 }
 
 /// Finishes a blob file (footer, sync) and describes it for the MANIFEST.

@@ -1111,10 +1111,44 @@ impl DbInner {
             LookupResult::Found(v) => Ok(Some(v)),
             LookupResult::Deleted | LookupResult::NotPresent => Ok(None),
             LookupResult::Merge => self.get_merged(ro, cf, sv, seq, user_key),
-            LookupResult::Blob(reference) => self
-                .read_blob(ro, cf, &sv.version, user_key, &reference)
-                .map(|v| Some(Value::from_vec(v))),
+            LookupResult::Blob(reference) => {
+                self.read_stored_blob(ro, cf, sv, user_key, &reference)
+            }
         }
+    }
+
+    /// The stored form of the value a `BlobIndex` entry refers to: the blob's value, with
+    /// the entry's write time appended in a family with a TTL (nothing, without reading the
+    /// blob, if that time says it expired).
+    fn read_stored_blob(
+        &self,
+        ro: &ReadOptions,
+        cf: &CfData,
+        sv: &Arc<SuperVersion>,
+        user_key: &[u8],
+        entry: &[u8],
+    ) -> Result<Option<Value>> {
+        let Some(expiry) = self.expiry(cf) else {
+            let value = self.read_blob(ro, cf, &sv.version, user_key, entry)?;
+            return Ok(Some(Value::from_vec(value)));
+        };
+        let Some((_, Some(write_time))) = crate::blob::BlobRef::decode_entry(entry) else {
+            return Err(Error::corruption(
+                &self.dir,
+                0,
+                format!(
+                    "the blob reference of key {:?} in a family with a ttl lacks its write time",
+                    String::from_utf8_lossy(user_key)
+                ),
+            ));
+        };
+        if expiry.expired(write_time) {
+            return Ok(None);
+        }
+        let value = self.read_blob(ro, cf, &sv.version, user_key, entry)?;
+        Ok(Some(Value::from_vec(crate::clock::stamp(
+            &value, write_time,
+        ))))
     }
 
     /// The value a blob reference (the value of a `BlobIndex` entry of `user_key`) points at,
@@ -1133,7 +1167,7 @@ impl DbInner {
             cache: cf.opts.blob_cache.then_some(&*self.block_cache),
             fill_cache: ro.fill_cache,
         };
-        version.read_blob(&self.fs, &self.dir, user_key, &r, opts)
+        version.read_blob(&self.fs, &self.dir, user_key, &r, opts, None)
     }
 
     /// `Db::approximate_size`: an inclusive end bound becomes the exclusive bound just past it.
@@ -1409,15 +1443,17 @@ impl DbInner {
         let (version, fs, dir) = (version.clone(), self.fs.clone(), self.dir.clone());
         let cache = cf.opts.blob_cache.then(|| self.block_cache.clone());
         let (verify_checksums, fill_cache) = (ro.verify_checksums, ro.fill_cache);
-        Some(Arc::new(move |user_key: &[u8], reference: &[u8]| {
-            let r = decode_blob_ref(&dir, user_key, reference)?;
-            let opts = crate::version::BlobReadOptions {
-                verify_checksums,
-                cache: cache.as_deref(),
-                fill_cache,
-            };
-            version.read_blob(&fs, &dir, user_key, &r, opts)
-        }))
+        Some(Arc::new(
+            move |user_key: &[u8], reference: &[u8], readahead| {
+                let r = decode_blob_ref(&dir, user_key, reference)?;
+                let opts = crate::version::BlobReadOptions {
+                    verify_checksums,
+                    cache: cache.as_deref(),
+                    fill_cache,
+                };
+                version.read_blob(&fs, &dir, user_key, &r, opts, Some(readahead))
+            },
+        ))
     }
 }
 
@@ -1476,23 +1512,26 @@ enum MemtableLookup {
     NotThere { covering: SequenceNumber },
 }
 
-/// Decodes a blob reference stored under `user_key`; corruption (in database `dir`) if it
-/// does not decode.
+/// Decodes a blob reference stored under `user_key` (the value of its `BlobIndex` entry, which
+/// in a family with a TTL ends with the value's write time); corruption (in database `dir`) if
+/// it does not decode.
 pub(crate) fn decode_blob_ref(
     dir: &std::path::Path,
     user_key: &[u8],
     reference: &[u8],
 ) -> Result<crate::blob::BlobRef> {
-    crate::blob::BlobRef::decode(reference).ok_or_else(|| {
-        Error::corruption(
-            dir,
-            0,
-            format!(
-                "the blob reference of key {:?} does not decode",
-                String::from_utf8_lossy(user_key)
-            ),
-        )
-    })
+    crate::blob::BlobRef::decode_entry(reference)
+        .map(|(r, _)| r)
+        .ok_or_else(|| {
+            Error::corruption(
+                dir,
+                0,
+                format!(
+                    "the blob reference of key {:?} does not decode",
+                    String::from_utf8_lossy(user_key)
+                ),
+            )
+        })
 }
 
 /// The part of `ro` the layers below the database read.

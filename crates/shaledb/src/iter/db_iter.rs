@@ -31,8 +31,10 @@ pub(crate) type Refresher = Arc<
 >;
 
 /// Reads the value a blob reference (second argument) stored under a user key (first)
-/// points at, from the blob files of the iterator's read view.
-pub(crate) type BlobResolver = Arc<dyn Fn(&[u8], &[u8]) -> Result<Vec<u8>> + Send + Sync>;
+/// points at, from the blob files of the iterator's read view, through the iterator's
+/// readahead (third).
+pub(crate) type BlobResolver =
+    Arc<dyn Fn(&[u8], &[u8], &mut crate::blob::BlobReadahead) -> Result<Vec<u8>> + Send + Sync>;
 
 /// Builds the merged internal iterator of the iterator's read view for a seek within one
 /// prefix (`Some`: tables whose prefix bloom rules it out left out) or for any seek (`None`).
@@ -111,6 +113,9 @@ pub struct DbIterator {
     /// `saved_value`. `value()` reads the blob once, on first use, into `blob_value`.
     current_blob: bool,
     blob_value: std::cell::OnceCell<Result<Vec<u8>>>,
+    /// Reads ahead in blob files whose records this iterator reads in order (kept across
+    /// refreshes: a file number always names the same bytes).
+    blob_readahead: std::cell::RefCell<crate::blob::BlobReadahead>,
     /// Times seeks (`Options::statistics`).
     stats: Option<Arc<crate::statistics::Statistics>>,
     // Keeps the memtables, version and snapshot this iterator reads alive.
@@ -154,6 +159,7 @@ impl DbIterator {
             blobs: None,
             current_blob: false,
             blob_value: std::cell::OnceCell::new(),
+            blob_readahead: Default::default(),
             stats: None,
             _pin: pin,
         }
@@ -198,7 +204,7 @@ impl DbIterator {
     /// Reads the blob `reference` of `user_key` through the view's resolver.
     fn read_blob(&self, user_key: &[u8], reference: &[u8]) -> Result<Vec<u8>> {
         match &self.blobs {
-            Some(resolve) => resolve(user_key, reference),
+            Some(resolve) => resolve(user_key, reference, &mut self.blob_readahead.borrow_mut()),
             None => Err(Error::corruption(
                 "<merged iterator input>",
                 0,
@@ -261,8 +267,14 @@ impl DbIterator {
                 return Ok(ValueKind::Delete);
             }
         }
-        if let (Some(e), ValueKind::Put) = (&self.expiry, p.kind) {
-            let (_, write_time) = clock::split_stamp(self.inner.value()).ok_or_else(|| {
+        if let (Some(e), ValueKind::Put | ValueKind::BlobIndex) = (&self.expiry, p.kind) {
+            let value = self.inner.value();
+            let write_time = match p.kind {
+                ValueKind::Put => clock::split_stamp(value).map(|(_, t)| t),
+                // A blob reference in a TTL family is followed by the value's write time.
+                _ => crate::blob::BlobRef::decode_entry(value).and_then(|(_, t)| t),
+            };
+            let write_time = write_time.ok_or_else(|| {
                 Error::corruption(
                     "<merged iterator input>",
                     0,

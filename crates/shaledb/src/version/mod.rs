@@ -183,7 +183,8 @@ impl Version {
 
     /// Reads the value `r` references, stored under `user_key`, from a blob file this version
     /// lists (opened on first use, in `dir` through `fs`). A reference to a file the version
-    /// does not list is corruption.
+    /// does not list is corruption. `readahead`: an iterator's (gets and compactions read
+    /// each record alone).
     pub(crate) fn read_blob(
         &self,
         fs: &Arc<dyn crate::fs::FileSystem>,
@@ -191,6 +192,7 @@ impl Version {
         user_key: &[u8],
         r: &crate::blob::BlobRef,
         opts: BlobReadOptions<'_>,
+        readahead: Option<&mut crate::blob::BlobReadahead>,
     ) -> Result<Vec<u8>> {
         let path = filename::blob_file(dir, r.file_number);
         let Some(b) = self.blob_file(r.file_number) else {
@@ -207,7 +209,10 @@ impl Version {
             }
         }
         let reader = b.open_reader(fs, dir)?;
-        let value = reader.read(user_key, r, opts.verify_checksums)?;
+        let value = match readahead {
+            Some(ra) => reader.read_ahead(user_key, r, opts.verify_checksums, ra)?,
+            None => reader.read(user_key, r, opts.verify_checksums)?,
+        };
         if let (Some(cache), true) = (opts.cache, opts.fill_cache) {
             let charge = value.len() + BLOB_CACHE_ENTRY_OVERHEAD;
             cache.insert(key, Arc::new(value.clone()), charge);

@@ -561,14 +561,19 @@ impl<'a> Repairer<'a> {
             let p = parse_internal_key(it.key())
                 .ok_or_else(|| Error::corruption(&path, 0, "table entry has a malformed key"))?;
             let reference = (p.kind == ValueKind::BlobIndex)
-                .then(|| crate::blob::BlobRef::decode(it.value()))
+                .then(|| crate::blob::BlobRef::decode_entry(it.value()))
                 .flatten();
             match reference {
-                Some(r) if self.blob_unusable(r.file_number) => {
+                Some((r, write_time)) if self.blob_unusable(r.file_number) => {
+                    // Back into the table as the put it was (with its write time, if any).
                     let value = self
                         .blobs
                         .get(&r.file_number)
-                        .and_then(|b| b.reader.read(p.user_key, &r, true).ok());
+                        .and_then(|b| b.reader.read(p.user_key, &r, true).ok())
+                        .map(|v| match write_time {
+                            Some(t) => crate::clock::stamp(&v, t),
+                            None => v,
+                        });
                     match value {
                         Some(v) => mem.add(p.sequence, ValueKind::Put, p.user_key, &v),
                         None => lost += 1,

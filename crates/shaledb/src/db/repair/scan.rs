@@ -115,7 +115,7 @@ fn scan_entries(table: &Arc<Table>, path: &Path, meta: &mut FileMetaData) -> Res
             meta.num_deletions += 1;
         }
         if p.kind == ValueKind::BlobIndex {
-            let r = BlobRef::decode(it.value()).ok_or_else(|| {
+            let (r, _) = BlobRef::decode_entry(it.value()).ok_or_else(|| {
                 Error::corruption(path, 0, "table entry holds an undecodable blob reference")
             })?;
             let e = refs.entry(r.file_number).or_default();
