@@ -273,13 +273,14 @@ impl DbInner {
             let mut wal = self.wal.lock();
             let w = wal.as_mut().ok_or(GroupFailure::Final(Error::Closed))?;
             let number = self.wal_number.load(Ordering::Relaxed);
-            let path = filename::log_file(&self.dir, number);
+            // The path only for an error message: built on failure, not per group.
+            let path = || filename::log_file(&self.dir, number);
             let written =
                 w.add_record(group.data())
                     .and_then(|()| if sync { Ok(()) } else { w.flush() });
             if let Err(e) = written {
                 let no_space = recovery::is_no_space(&e);
-                let err = Error::io(format!("writing WAL {}", path.display()), e);
+                let err = Error::io(format!("writing WAL {}", path().display()), e);
                 if no_space {
                     // Its tail may hold a torn record and its block offset is wrong: the
                     // writer is given up, never appended to again (recovery.rs).
@@ -291,7 +292,7 @@ impl DbInner {
             if sync {
                 // A failed fsync is final whatever its cause (recovery.rs).
                 w.sync().map_err(|e| {
-                    let err = Error::io(format!("syncing WAL {}", path.display()), e);
+                    let err = Error::io(format!("syncing WAL {}", path().display()), e);
                     GroupFailure::Final(Error::poisoned(err))
                 })?;
                 if let Some(s) = &self.stats {
