@@ -379,6 +379,11 @@ fn filter_newest_value(
     if p.kind != ValueKind::BlobIndex {
         return Ok(false);
     }
+    let filtered = policy.filter.is_some() && policy.newest_snapshot.is_none_or(|s| p.sequence > s);
+    if policy.expiry.is_none() && !filtered {
+        // Nothing to decide: the reference is not decoded here (once per entry is enough).
+        return Ok(false);
+    }
     let (_, write_time) = decode_entry(spec, p.user_key, stored)?;
     if let Some(expiry) = policy.expiry {
         let t = write_time.ok_or_else(|| {
@@ -394,7 +399,7 @@ fn filter_newest_value(
             return Ok(true);
         }
     }
-    if policy.filter.is_none() || policy.newest_snapshot.is_some_and(|s| p.sequence <= s) {
+    if !filtered {
         return Ok(false);
     }
     let value = read_input_blob(spec, &policy.version, p.user_key, stored)?;
@@ -935,8 +940,7 @@ fn decode_entry(
     user_key: &[u8],
     entry: &[u8],
 ) -> Result<(BlobRef, Option<u64>)> {
-    let r = decode_reference(spec, user_key, entry)?;
-    Ok((r, BlobRef::decode_entry(entry).and_then(|(_, t)| t)))
+    crate::db::decode_blob_entry(spec.dir, user_key, entry)
 }
 
 /// Finishes a blob file (footer, sync) and describes it for the MANIFEST.

@@ -1520,18 +1520,26 @@ pub(crate) fn decode_blob_ref(
     user_key: &[u8],
     reference: &[u8],
 ) -> Result<crate::blob::BlobRef> {
-    crate::blob::BlobRef::decode_entry(reference)
-        .map(|(r, _)| r)
-        .ok_or_else(|| {
-            Error::corruption(
-                dir,
-                0,
-                format!(
-                    "the blob reference of key {:?} does not decode",
-                    String::from_utf8_lossy(user_key)
-                ),
-            )
-        })
+    decode_blob_entry(dir, user_key, reference).map(|(r, _)| r)
+}
+
+/// [`decode_blob_ref`], also returning the write time a family with a TTL keeps after the
+/// reference.
+pub(crate) fn decode_blob_entry(
+    dir: &std::path::Path,
+    user_key: &[u8],
+    reference: &[u8],
+) -> Result<(crate::blob::BlobRef, Option<u64>)> {
+    crate::blob::BlobRef::decode_entry(reference).ok_or_else(|| {
+        Error::corruption(
+            dir,
+            0,
+            format!(
+                "the blob reference of key {:?} does not decode",
+                String::from_utf8_lossy(user_key)
+            ),
+        )
+    })
 }
 
 /// The part of `ro` the layers below the database read.
