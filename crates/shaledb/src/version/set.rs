@@ -141,6 +141,21 @@ struct Replayed {
 }
 
 impl Replayed {
+    /// The state before the MANIFEST's first edit: the default family alone.
+    fn new() -> Self {
+        Replayed {
+            families: BTreeMap::from([(
+                DEFAULT_FAMILY,
+                ReplayFamily::new(DEFAULT_FAMILY_NAME.to_string()),
+            )]),
+            max_column_family: DEFAULT_FAMILY,
+            next_file_number: None,
+            last_sequence: None,
+            saw_log_number: false,
+            group: Vec::new(),
+        }
+    }
+
     /// Takes the next edit of the MANIFEST: applies it, or buffers it while its atomic group
     /// is incomplete.
     fn add(&mut self, edit: VersionEdit) -> std::result::Result<(), String> {
@@ -311,17 +326,7 @@ impl VersionSet {
         let start = ManifestTail {
             manifest_name: name,
             offset: 0,
-            replayed: Replayed {
-                families: BTreeMap::from([(
-                    DEFAULT_FAMILY,
-                    ReplayFamily::new(DEFAULT_FAMILY_NAME.to_string()),
-                )]),
-                max_column_family: DEFAULT_FAMILY,
-                next_file_number: None,
-                last_sequence: None,
-                saw_log_number: false,
-                group: Vec::new(),
-            },
+            replayed: Replayed::new(),
         };
         let tail = start.read_on(&fs, &current_path, &manifest_path)?;
         let versions = tail.build(fs, dir, opts, family_options, obsolete)?;
@@ -1448,17 +1453,7 @@ mod tests {
 
         // A MANIFEST written before that fix, with the smaller number last, replays to the
         // larger one.
-        let mut replayed = Replayed {
-            families: BTreeMap::from([(
-                DEFAULT_FAMILY,
-                ReplayFamily::new(DEFAULT_FAMILY_NAME.to_string()),
-            )]),
-            max_column_family: DEFAULT_FAMILY,
-            next_file_number: None,
-            last_sequence: None,
-            saw_log_number: false,
-            group: Vec::new(),
-        };
+        let mut replayed = Replayed::new();
         for n in [1479, 1200] {
             let edit = VersionEdit {
                 last_sequence: Some(n),
