@@ -1,65 +1,17 @@
 //! Iterators read ahead in blob files whose records they read in order, and only there: reads
 //! and bytes read from blob files are counted through a hooked file system.
 
-use shaledb::fs::{FileSystem, FsHook, HookedFileSystem, MemFileSystem, RandomAccessFile};
+mod common;
+
+use common::CountReads;
+use shaledb::fs::{FileSystem, HookedFileSystem, MemFileSystem};
 use shaledb::{Db, Options, ReadOptions};
 use std::collections::BTreeMap;
-use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+
 use std::sync::Arc;
 
-/// Counts positional reads of blob files and the bytes they return.
-#[derive(Default)]
-struct CountBlobReads {
-    reads: Arc<AtomicU64>,
-    bytes: Arc<AtomicU64>,
-}
-
-impl CountBlobReads {
-    fn now(&self) -> (u64, u64) {
-        (
-            self.reads.load(Ordering::SeqCst),
-            self.bytes.load(Ordering::SeqCst),
-        )
-    }
-}
-
-struct CountedFile {
-    inner: Arc<dyn RandomAccessFile>,
-    reads: Arc<AtomicU64>,
-    bytes: Arc<AtomicU64>,
-}
-
-impl RandomAccessFile for CountedFile {
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
-        self.bytes.fetch_add(buf.len() as u64, Ordering::SeqCst);
-        self.inner.read_exact_at(offset, buf)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-}
-
-impl FsHook for CountBlobReads {
-    fn random_access(
-        &self,
-        path: &Path,
-        file: Arc<dyn RandomAccessFile>,
-    ) -> Arc<dyn RandomAccessFile> {
-        if path.extension().is_none_or(|e| e != "blob") {
-            return file;
-        }
-        Arc::new(CountedFile {
-            inner: file,
-            reads: self.reads.clone(),
-            bytes: self.bytes.clone(),
-        })
-    }
-}
-
-type Fs = Arc<HookedFileSystem<CountBlobReads>>;
+type Fs = Arc<HookedFileSystem<CountReads>>;
 
 /// Bytes of a blob record's header (docs/format/blob.md).
 const RECORD_HEADER: u64 = 17;
@@ -67,7 +19,7 @@ const RECORD_HEADER: u64 = 17;
 fn open() -> (Db, Fs) {
     let fs = Arc::new(HookedFileSystem::new(
         Arc::new(MemFileSystem::new()),
-        CountBlobReads::default(),
+        CountReads::of("blob"),
     ));
     let opts = Options {
         create_if_missing: true,

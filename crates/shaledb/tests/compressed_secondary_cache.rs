@@ -7,56 +7,13 @@
 
 mod common;
 
-use shaledb::fs::{FileSystem, FsHook, HookedFileSystem, MemFileSystem, RandomAccessFile};
+use common::CountReads;
+use shaledb::fs::{FileSystem, HookedFileSystem, MemFileSystem};
 use shaledb::{Cache, CompressionType, Db, Error, Options, Statistics, Ticker};
 use std::collections::BTreeMap;
-use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// Counts positional reads of table files; with `fail_every` above 0, every such read of a
-/// table file fails with EIO (and is not counted).
-#[derive(Default)]
-struct CountTableReads(Arc<AtomicUsize>, Arc<AtomicUsize>);
-
-struct CountedFile {
-    inner: Arc<dyn RandomAccessFile>,
-    reads: Arc<AtomicUsize>,
-    fail_every: Arc<AtomicUsize>,
-}
-
-impl RandomAccessFile for CountedFile {
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let n = self.reads.fetch_add(1, Ordering::SeqCst);
-        let every = self.fail_every.load(Ordering::SeqCst);
-        if every > 0 && n.is_multiple_of(every) {
-            self.reads.fetch_sub(1, Ordering::SeqCst);
-            return Err(io::Error::other("injected EIO"));
-        }
-        self.inner.read_exact_at(offset, buf)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-}
-
-impl FsHook for CountTableReads {
-    fn random_access(
-        &self,
-        path: &Path,
-        file: Arc<dyn RandomAccessFile>,
-    ) -> Arc<dyn RandomAccessFile> {
-        if path.extension().is_none_or(|e| e != "sst") {
-            return file;
-        }
-        Arc::new(CountedFile {
-            inner: file,
-            reads: self.0.clone(),
-            fail_every: self.1.clone(),
-        })
-    }
-}
 
 const KEYS: u32 = 4000;
 
@@ -106,10 +63,10 @@ fn prop(db: &Db, name: &str) -> usize {
 /// Table-file reads of the second and third reading of everything (the first fills the
 /// caches), after a reopen so nothing is cached from the writes, and the tier's hits; checks
 /// the tier's usage.
-fn rereads(secondary: usize, direct: bool) -> (usize, u64) {
+fn rereads(secondary: usize, direct: bool) -> (u64, u64) {
     let fs = Arc::new(HookedFileSystem::new(
         Arc::new(MemFileSystem::new()),
-        CountTableReads::default(),
+        CountReads::of("sst"),
     ));
     let db = Db::open("/db", options(fs.clone(), secondary, direct)).expect("open");
     let model = load(&db);
@@ -118,10 +75,10 @@ fn rereads(secondary: usize, direct: bool) -> (usize, u64) {
     let stats = opts.statistics.clone().expect("statistics");
     let db = Db::open("/db", opts).expect("reopen");
     common::check_keys_and_scan(&db, &model, KEYS);
-    let before = fs.hook().0.load(Ordering::SeqCst);
+    let before = fs.hook().reads();
     common::check_keys_and_scan(&db, &model, KEYS);
     common::check_keys_and_scan(&db, &model, KEYS);
-    let reads = fs.hook().0.load(Ordering::SeqCst) - before;
+    let reads = fs.hook().reads() - before;
 
     let usage = prop(&db, "shaledb.compressed-secondary-cache-usage");
     assert_eq!(
@@ -151,7 +108,7 @@ fn a_tier_holding_the_data_serves_rereads_without_file_reads() {
         );
         let (reads, hits) = rereads(4 << 20, direct);
         assert_eq!(reads, 0, "direct {direct}");
-        assert!(hits as usize >= without, "direct {direct}: {hits} hits");
+        assert!(hits >= without, "direct {direct}: {hits} hits");
         // A tier smaller than the data, read in a cycle larger than it, is evicted before
         // reuse (as any CLOCK or LRU cache is): it then saves nothing but costs no extra
         // read either, and values stay right.
@@ -163,14 +120,14 @@ fn a_tier_holding_the_data_serves_rereads_without_file_reads() {
 fn failed_reads_are_errors_and_leave_nothing_wrong_in_the_tier() {
     let fs = Arc::new(HookedFileSystem::new(
         Arc::new(MemFileSystem::new()),
-        CountTableReads::default(),
+        CountReads::of("sst"),
     ));
     let db = Db::open("/db", options(fs.clone(), 0, false)).expect("open");
     let model = load(&db);
     drop(db);
     let db = Db::open("/db", options(fs.clone(), 4 << 20, false)).expect("reopen");
     // Every third table read fails: each get is the model's value or an IO error.
-    fs.hook().1.store(3, Ordering::SeqCst);
+    fs.hook().fail_every.store(3, Ordering::SeqCst);
     let mut failed = 0;
     for (k, v) in &model {
         match db.get(k) {
@@ -181,15 +138,11 @@ fn failed_reads_are_errors_and_leave_nothing_wrong_in_the_tier() {
     }
     assert!(failed > 10, "{failed} failed gets");
     // Without faults everything reads right, from the tier or the files.
-    fs.hook().1.store(0, Ordering::SeqCst);
+    fs.hook().fail_every.store(0, Ordering::SeqCst);
     common::check_keys_and_scan(&db, &model, KEYS);
-    let before = fs.hook().0.load(Ordering::SeqCst);
+    let before = fs.hook().reads();
     common::check_keys_and_scan(&db, &model, KEYS);
-    assert_eq!(
-        fs.hook().0.load(Ordering::SeqCst),
-        before,
-        "all from the tier"
-    );
+    assert_eq!(fs.hook().reads(), before, "all from the tier");
 }
 
 /// The first data block of the only table of a database at `dir`, damaged (a compressed 1 KiB

@@ -5,48 +5,11 @@
 
 mod common;
 
-use shaledb::fs::{FileSystem, FsHook, HookedFileSystem, MemFileSystem, RandomAccessFile};
+use common::CountReads;
+use shaledb::fs::{FileSystem, HookedFileSystem, MemFileSystem};
 use shaledb::{Db, Options, PrepopulateBlockCache};
 use std::collections::BTreeMap;
-use std::io;
-use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-
-/// Counts positional reads of table files.
-#[derive(Default)]
-struct CountTableReads(Arc<AtomicUsize>);
-
-struct CountedFile {
-    inner: Arc<dyn RandomAccessFile>,
-    reads: Arc<AtomicUsize>,
-}
-
-impl RandomAccessFile for CountedFile {
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
-        self.inner.read_exact_at(offset, buf)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-}
-
-impl FsHook for CountTableReads {
-    fn random_access(
-        &self,
-        path: &Path,
-        file: Arc<dyn RandomAccessFile>,
-    ) -> Arc<dyn RandomAccessFile> {
-        if path.extension().is_none_or(|e| e != "sst") {
-            return file;
-        }
-        Arc::new(CountedFile {
-            inner: file,
-            reads: self.0.clone(),
-        })
-    }
-}
 
 fn options(fs: Arc<dyn FileSystem>, prepopulate: PrepopulateBlockCache) -> Options {
     Options {
@@ -88,10 +51,10 @@ fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
 
 /// Loads a database with `prepopulate`, then returns the model and the table reads that
 /// reading everything back took.
-fn reads_after_flushes(prepopulate: PrepopulateBlockCache) -> usize {
+fn reads_after_flushes(prepopulate: PrepopulateBlockCache) -> u64 {
     let fs = Arc::new(HookedFileSystem::new(
         Arc::new(MemFileSystem::new()),
-        CountTableReads::default(),
+        CountReads::of("sst"),
     ));
     let db = Db::open("/db", options(fs.clone(), prepopulate)).expect("open");
     let model = load(&db, 3);
@@ -99,17 +62,17 @@ fn reads_after_flushes(prepopulate: PrepopulateBlockCache) -> usize {
         db.property("shaledb.num-files-at-level0").as_deref(),
         Some("3")
     );
-    let before = fs.hook().0.load(Ordering::SeqCst);
+    let before = fs.hook().reads();
     check(&db, &model);
-    let reads = fs.hook().0.load(Ordering::SeqCst) - before;
+    let reads = fs.hook().reads() - before;
 
     // A compaction's outputs are not put into the cache: reading them reads the files.
     db.compact_range(None::<&[u8]>, None::<&[u8]>)
         .expect("compact");
-    let before = fs.hook().0.load(Ordering::SeqCst);
+    let before = fs.hook().reads();
     check(&db, &model);
     assert!(
-        fs.hook().0.load(Ordering::SeqCst) > before,
+        fs.hook().reads() > before,
         "compaction outputs read from their files"
     );
     drop(db);

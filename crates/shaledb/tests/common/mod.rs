@@ -235,3 +235,82 @@ pub fn family_contents(db: &shaledb::Db, names: &[&str]) -> Vec<Vec<(Vec<u8>, Ve
         })
         .collect()
 }
+
+/// A file-system hook (`shaledb::fs::HookedFileSystem`) counting the positional reads of
+/// files with one extension and the bytes they return; with `fail_every` above 0, every such
+/// read whose count is a multiple of it fails with an injected EIO instead (and is not
+/// counted).
+#[allow(dead_code)] // not every test file that declares `mod common` uses it
+pub struct CountReads {
+    extension: &'static str,
+    pub reads: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pub bytes: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pub fail_every: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+#[allow(dead_code)]
+impl CountReads {
+    /// Counts reads of files named `*.{extension}` ("sst", "blob").
+    pub fn of(extension: &'static str) -> CountReads {
+        CountReads {
+            extension,
+            reads: Default::default(),
+            bytes: Default::default(),
+            fail_every: Default::default(),
+        }
+    }
+
+    /// Reads so far.
+    pub fn reads(&self) -> u64 {
+        self.reads.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Reads and bytes so far.
+    pub fn now(&self) -> (u64, u64) {
+        let bytes = self.bytes.load(std::sync::atomic::Ordering::SeqCst);
+        (self.reads(), bytes)
+    }
+}
+
+impl shaledb::fs::FsHook for CountReads {
+    fn random_access(
+        &self,
+        path: &std::path::Path,
+        file: std::sync::Arc<dyn shaledb::fs::RandomAccessFile>,
+    ) -> std::sync::Arc<dyn shaledb::fs::RandomAccessFile> {
+        if path.extension().is_none_or(|e| e != self.extension) {
+            return file;
+        }
+        std::sync::Arc::new(CountedFile {
+            inner: file,
+            reads: self.reads.clone(),
+            bytes: self.bytes.clone(),
+            fail_every: self.fail_every.clone(),
+        })
+    }
+}
+
+/// A file whose reads [`CountReads`] counts.
+struct CountedFile {
+    inner: std::sync::Arc<dyn shaledb::fs::RandomAccessFile>,
+    reads: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    bytes: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    fail_every: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl shaledb::fs::RandomAccessFile for CountedFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let n = self.reads.fetch_add(1, SeqCst);
+        let every = self.fail_every.load(SeqCst);
+        if every > 0 && n.is_multiple_of(every) {
+            self.reads.fetch_sub(1, SeqCst);
+            return Err(std::io::Error::other("injected EIO"));
+        }
+        self.bytes.fetch_add(buf.len() as u64, SeqCst);
+        self.inner.read_exact_at(offset, buf)
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+}
