@@ -297,23 +297,15 @@ impl VersionSet {
         family_options: &dyn Fn(&str) -> Options,
     ) -> Result<VersionSet> {
         let obsolete = Arc::new(DeletionQueue::default());
-        Self::recover_into(fs, dir, opts, family_options, obsolete)
+        let tail = ManifestTail::read_from_start(&fs, dir)?;
+        tail.replayed
+            .into_versions(&tail.manifest_name, fs, dir, opts, family_options, obsolete)
     }
 
     /// [`recover_with`](Self::recover_with), queueing the files its versions stop
-    /// referencing on `obsolete` (a secondary instance's catch-up keeps one queue).
-    pub(crate) fn recover_into(
-        fs: Arc<dyn FileSystem>,
-        dir: &Path,
-        opts: &Options,
-        family_options: &dyn Fn(&str) -> Options,
-        obsolete: Arc<DeletionQueue>,
-    ) -> Result<VersionSet> {
-        Ok(Self::recover_tailable(fs, dir, opts, family_options, obsolete)?.0)
-    }
-
-    /// [`recover_into`](Self::recover_into), also returning where the MANIFEST's reading
-    /// stopped, so that a secondary instance can read on from there.
+    /// referencing on `obsolete` (a secondary instance's catch-up keeps one queue), and also
+    /// returning where the MANIFEST's reading stopped, so that the instance can read on from
+    /// there.
     pub(crate) fn recover_tailable(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
@@ -321,15 +313,16 @@ impl VersionSet {
         family_options: &dyn Fn(&str) -> Options,
         obsolete: Arc<DeletionQueue>,
     ) -> Result<(VersionSet, ManifestTail)> {
-        let current_path = filename::current_file(dir);
-        let (name, manifest_path) = read_current(&fs, dir, &current_path)?;
-        let start = ManifestTail {
-            manifest_name: name,
-            offset: 0,
-            replayed: Replayed::new(),
-        };
-        let tail = start.read_on(&fs, &current_path, &manifest_path)?;
-        let versions = tail.build(fs, dir, opts, family_options, obsolete)?;
+        let tail = ManifestTail::read_from_start(&fs, dir)?;
+        // The tail keeps the replay state to read on from: the versions get a copy.
+        let versions = tail.replayed.clone().into_versions(
+            &tail.manifest_name,
+            fs,
+            dir,
+            opts,
+            family_options,
+            obsolete,
+        )?;
         Ok((versions, tail))
     }
 
@@ -743,6 +736,18 @@ pub(crate) struct ManifestTail {
 }
 
 impl ManifestTail {
+    /// Reads the MANIFEST CURRENT names from its start.
+    fn read_from_start(fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<ManifestTail> {
+        let current_path = filename::current_file(dir);
+        let (name, manifest_path) = read_current(fs, dir, &current_path)?;
+        let start = ManifestTail {
+            manifest_name: name,
+            offset: 0,
+            replayed: Replayed::new(),
+        };
+        start.read_on(fs, &current_path, &manifest_path)
+    }
+
     /// Reads on in the MANIFEST CURRENT names, if it is still the one read so far: returns
     /// the versions with every edit written since, and where reading stopped now. `None`
     /// when CURRENT names another MANIFEST (it rolled over: read it from the start).
@@ -760,7 +765,14 @@ impl ManifestTail {
             return Ok(None);
         }
         let tail = self.read_on(&fs, &current_path, &manifest_path)?;
-        let versions = tail.build(fs, dir, opts, family_options, obsolete)?;
+        let versions = tail.replayed.clone().into_versions(
+            &tail.manifest_name,
+            fs,
+            dir,
+            opts,
+            family_options,
+            obsolete,
+        )?;
         Ok(Some((versions, tail)))
     }
 
@@ -829,32 +841,34 @@ impl ManifestTail {
             replayed,
         })
     }
+}
 
-    /// The versions the edits read so far describe.
-    fn build(
-        &self,
+impl Replayed {
+    /// The versions the edits replayed from MANIFEST `manifest_name` describe.
+    fn into_versions(
+        self,
+        manifest_name: &str,
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         opts: &Options,
         family_options: &dyn Fn(&str) -> Options,
         obsolete: Arc<DeletionQueue>,
     ) -> Result<VersionSet> {
-        let manifest_path = dir.join(&self.manifest_name);
-        let replayed = self.replayed.clone();
+        let manifest_path = dir.join(manifest_name);
         let missing =
             |what: &str| Error::corruption(&manifest_path, 0, format!("MANIFEST has no {what}"));
-        if !replayed.saw_log_number {
+        if !self.saw_log_number {
             return Err(missing("log number"));
         }
-        let next_file_number = replayed
+        let next_file_number = self
             .next_file_number
             .ok_or_else(|| missing("next file number"))?;
-        let last_sequence = replayed
+        let last_sequence = self
             .last_sequence
             .ok_or_else(|| missing("last sequence number"))?;
-        let manifest_number = filename::parse_file_name(&self.manifest_name).map_or(0, |(_, n)| n);
+        let manifest_number = filename::parse_file_name(manifest_name).map_or(0, |(_, n)| n);
         let mut families = BTreeMap::new();
-        for (id, f) in replayed.families {
+        for (id, f) in self.families {
             let config = FamilyConfig::from_options(&family_options(&f.name));
             families.insert(id, finish_replayed_family(f, config, &obsolete)?);
         }
@@ -864,7 +878,7 @@ impl ManifestTail {
             max_manifest_file_size: opts.max_manifest_file_size,
             families,
             pending_configs: BTreeMap::new(),
-            max_column_family: replayed.max_column_family,
+            max_column_family: self.max_column_family,
             next_file_number: next_file_number.max(manifest_number + 1),
             last_sequence,
             manifest: None,

@@ -347,16 +347,16 @@ impl Backups {
         self.assert_same_list(what);
     }
 
+    /// ShaleDB's backup ids, oldest first.
+    fn shale_ids(&self) -> Vec<u64> {
+        let list = self.shale.list().expect("list");
+        list.iter().map(|b| b.id).collect()
+    }
+
     /// Both list the same ids, oldest first; each is verified.
     fn assert_same_list(&self, what: &str) {
         let rocks: Vec<u64> = self.rocks.list().iter().map(|b| u64::from(b.id)).collect();
-        let shale: Vec<u64> = self
-            .shale
-            .list()
-            .expect("list")
-            .iter()
-            .map(|b| b.id)
-            .collect();
+        let shale = self.shale_ids();
         assert_eq!(rocks, shale, "{what}: backup ids");
         for &id in &shale {
             self.shale.verify(id).expect("verify");
@@ -370,13 +370,7 @@ impl Backups {
     /// Restores the latest backup of each, and the oldest remaining one, into fresh
     /// directories: they hold what the primaries held when the backup was taken.
     fn restore_and_compare(&self, pair: &Pair, n: usize, rng: &mut Rng, what: &str) {
-        let ids: Vec<u64> = self
-            .shale
-            .list()
-            .expect("list")
-            .iter()
-            .map(|b| b.id)
-            .collect();
+        let ids = self.shale_ids();
         let (Some(&oldest), Some(&latest)) = (ids.first(), ids.last()) else {
             return;
         };
