@@ -56,6 +56,8 @@ pub struct CommonOptions {
     pub verify_checksums: bool,
     /// Use O_DIRECT reads where the engine supports it.
     pub use_direct_reads: bool,
+    /// Map table files and read them in place (`--mmap_read`).
+    pub mmap_read: bool,
     /// Write flush and compaction outputs with O_DIRECT where the engine supports it.
     pub use_direct_io_for_flush_and_compaction: bool,
     /// Dynamic level sizes (RocksDB's `level_compaction_dynamic_level_bytes`).
@@ -176,6 +178,7 @@ impl Default for CommonOptions {
             sync: false,
             verify_checksums: true,
             use_direct_reads: false,
+            mmap_read: false,
             use_direct_io_for_flush_and_compaction: false,
             level_compaction_dynamic_level_bytes: false,
             prepopulate_block_cache: false,

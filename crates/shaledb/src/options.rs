@@ -78,6 +78,19 @@ pub struct Options {
     /// the filesystem refuses direct IO. Compaction inputs are read directly only with
     /// [`use_direct_reads`](Self::use_direct_reads). Default false.
     pub use_direct_io_for_flush_and_compaction: bool,
+    /// Map table files into memory and read their blocks in place, as LevelDB does and as
+    /// RocksDB's option of the same name does: a block stored uncompressed is then served
+    /// from the OS page cache with no system call, no copy and no block-cache memory (the
+    /// block cache is neither consulted nor filled for such tables; compressed blocks are
+    /// still decompressed into it). Pays when the tables fit in memory and reads are many.
+    /// Off by default, as in RocksDB, because of what it trades: a page the device cannot
+    /// read (a media error), or a table file truncated by someone else, stops the process
+    /// with `SIGBUS` instead of returning `Error::Io`; and the mapped pages are the page
+    /// cache's, outside the block cache's (and `memory_budget`'s) bound. Blob files, the WAL
+    /// and the MANIFEST are read as usual. Cannot be combined with
+    /// [`use_direct_reads`](Self::use_direct_reads). A filesystem that cannot map files
+    /// (the in-memory one) reads as usual. Default false.
+    pub allow_mmap_reads: bool,
     /// Bytes a compaction reads from an input table at a time (RocksDB's option, also 2 MiB
     /// by default there); 0 reads one block at a time. Larger reads matter most with direct
     /// IO, where no page cache reads ahead. Default 2 MiB.
@@ -359,6 +372,7 @@ impl Default for Options {
             fs: crate::fs::default_fs(),
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
+            allow_mmap_reads: false,
             compaction_readahead_size: crate::sst::COMPACTION_READAHEAD,
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
@@ -452,6 +466,7 @@ impl std::fmt::Debug for Options {
             fs,
             use_direct_reads,
             use_direct_io_for_flush_and_compaction,
+            allow_mmap_reads,
             compaction_readahead_size,
             write_buffer_size,
             max_write_buffer_number,
@@ -536,6 +551,7 @@ impl std::fmt::Debug for Options {
                 "use_direct_io_for_flush_and_compaction",
                 use_direct_io_for_flush_and_compaction,
             )
+            .field("allow_mmap_reads", allow_mmap_reads)
             .field("compaction_readahead_size", compaction_readahead_size)
             .field("write_buffer_size", write_buffer_size)
             .field("max_write_buffer_number", max_write_buffer_number)
@@ -669,6 +685,7 @@ impl Options {
         with_paranoid_checks => paranoid_checks: bool,
         with_use_direct_reads => use_direct_reads: bool,
         with_use_direct_io_for_flush_and_compaction => use_direct_io_for_flush_and_compaction: bool,
+        with_allow_mmap_reads => allow_mmap_reads: bool,
         with_compaction_readahead_size => compaction_readahead_size: usize,
         with_write_buffer_size => write_buffer_size: usize,
         with_max_write_buffer_number => max_write_buffer_number: usize,
@@ -885,6 +902,12 @@ impl Options {
         }
         if self.write_buffer_size < 4096 {
             return bad("write_buffer_size must be at least 4096 bytes");
+        }
+        if self.allow_mmap_reads && self.use_direct_reads {
+            return bad(
+                "allow_mmap_reads and use_direct_reads cannot both be set: a mapped file is \
+                 read through the page cache that direct reads bypass",
+            );
         }
         if self.max_write_buffer_number < 2 {
             return bad("max_write_buffer_number must be at least 2 (one active memtable plus one being flushed)");

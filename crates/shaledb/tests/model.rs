@@ -518,6 +518,29 @@ fn model_snappy_tiny_blocks() {
     run_model(4, o, ops_count(), dir.path());
 }
 
+/// Table files mapped into memory (`allow_mmap_reads`): every data block of an uncompressed
+/// table is a slice of the map, outside the block cache, pinned by the values it serves
+/// while compactions delete (and unmap) its file.
+#[test]
+fn model_mmap_reads_uncompressed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options(CompressionType::None, 10, 256);
+    o.allow_mmap_reads = true;
+    run_model(41, o, ops_count(), dir.path());
+}
+
+/// Mapped tables whose levels mix codecs: compressed blocks are decompressed from the map
+/// into the block cache, raw ones served from the map.
+#[test]
+fn model_mmap_reads_mixed_codecs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options(CompressionType::None, 4, 512);
+    o.allow_mmap_reads = true;
+    o.compression_per_level = Options::default().compression_per_level;
+    o.compression_per_level[1] = CompressionType::Snappy;
+    run_model(42, o, ops_count(), dir.path());
+}
+
 /// Memtable whole-key bloom filters, some tiny (the smallest memtables get a one-line filter,
 /// almost always "maybe"), some sized for the memtable.
 #[test]

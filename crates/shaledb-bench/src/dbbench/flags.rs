@@ -283,7 +283,12 @@ pub const FLAGS: &[FlagSpec] = &[
         true,
         "ShaleDB prints no per-interval DB stats",
     ),
-    ignored("mmap_read", true, "ShaleDB never mmaps"),
+    used(
+        "mmap_read",
+        true,
+        "map table files and read blocks in place (ShaleDB's and RocksDB's allow_mmap_reads; \
+         LevelDB always maps its tables, WiredTiger maps by default, fjall cannot: refused)",
+    ),
     ignored(
         "disable_seek_compaction",
         true,
@@ -781,6 +786,7 @@ impl Flags {
             sync: get_bool(m, "sync", d.sync)?,
             verify_checksums: get_bool(m, "verify_checksum", d.verify_checksums)?,
             use_direct_reads: get_bool(m, "use_direct_reads", d.use_direct_reads)?,
+            mmap_read: get_bool(m, "mmap_read", d.mmap_read)?,
             level_compaction_dynamic_level_bytes: get_bool(
                 m,
                 "level_compaction_dynamic_level_bytes",

@@ -61,6 +61,7 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     o.memtable_prefix_bloom_size_ratio = c.memtable_bloom_size_ratio;
     o.memtable_whole_key_filtering = c.memtable_whole_key_filtering;
     o.use_direct_reads = c.use_direct_reads;
+    o.allow_mmap_reads = c.mmap_read;
     o.level_compaction_dynamic_level_bytes = c.level_compaction_dynamic_level_bytes;
     o.cache_index_and_filter_blocks = c.cache_index_and_filter_blocks;
     if c.prepopulate_block_cache {

@@ -20,6 +20,8 @@ pub(crate) struct TableCache {
     block_cache: Arc<BlockCache>,
     /// Open table files with direct IO (`Options::use_direct_reads`).
     direct_reads: bool,
+    /// Map table files into memory (`Options::allow_mmap_reads`).
+    mmap_reads: bool,
     /// Index and filter blocks go into the block cache (`Options::cache_index_and_filter_blocks`).
     meta_in_cache: bool,
     /// Counts block cache hits and filter answers in the tables opened
@@ -44,6 +46,7 @@ impl TableCache {
             tables: ShardedCache::new(capacity, 4),
             block_cache,
             direct_reads: false,
+            mmap_reads: false,
             meta_in_cache: false,
             stats: None,
             reserved_cache_ids: Mutex::new(HashMap::new()),
@@ -53,6 +56,12 @@ impl TableCache {
     /// Opens table files with direct IO from now on.
     pub(crate) fn with_direct_reads(mut self, direct_reads: bool) -> Self {
         self.direct_reads = direct_reads;
+        self
+    }
+
+    /// Maps table files opened from now on into memory.
+    pub(crate) fn with_mmap_reads(mut self, mmap_reads: bool) -> Self {
+        self.mmap_reads = mmap_reads;
         self
     }
 
@@ -80,9 +89,10 @@ impl TableCache {
             return Ok(t);
         }
         let path = filename::table_file(&self.dir, number);
-        let file = match self.direct_reads {
-            true => self.fs.open_random_access_direct(&path),
-            false => self.fs.open_random_access(&path),
+        let file = match (self.direct_reads, self.mmap_reads) {
+            (true, _) => self.fs.open_random_access_direct(&path),
+            (false, true) => self.fs.open_random_access_mapped(&path),
+            (false, false) => self.fs.open_random_access(&path),
         }
         .map_err(|e| Error::io(format!("opening table {}", path.display()), e))?;
         let cache_id = self

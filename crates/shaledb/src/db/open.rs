@@ -121,6 +121,7 @@ pub(super) fn open_with_families(
             block_cache.clone(),
         )
         .with_direct_reads(opts.use_direct_reads)
+        .with_mmap_reads(opts.allow_mmap_reads)
         .with_index_and_filter_in_cache(opts.cache_index_and_filter_blocks)
         .with_statistics(opts.statistics.clone()),
     );

@@ -268,6 +268,7 @@ fn open_follower(
             block_cache.clone(),
         )
         .with_direct_reads(opts.use_direct_reads)
+        .with_mmap_reads(opts.allow_mmap_reads)
         .with_index_and_filter_in_cache(opts.cache_index_and_filter_blocks),
     );
     let view = read_view_retrying(dir, &opts, &requested, &tables, None, || {

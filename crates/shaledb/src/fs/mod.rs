@@ -15,11 +15,13 @@
 mod direct;
 mod hooked;
 mod mem;
+mod mmap;
 mod posix;
 
 pub use direct::DIRECT_IO_ALIGNMENT;
 pub use hooked::{FsCall, FsHook, HookedFileSystem};
 pub use mem::MemFileSystem;
+pub use mmap::MappedFile;
 pub use posix::PosixFileSystem;
 
 use std::io;
@@ -59,6 +61,12 @@ pub trait RandomAccessFile: Send + Sync {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
     /// The file's size in bytes.
     fn len(&self) -> io::Result<u64>;
+    /// The file's bytes mapped into memory, when it was opened with
+    /// [`FileSystem::open_random_access_mapped`] and the filesystem maps files. The default
+    /// is `None`: reads go through `read_exact_at`.
+    fn mapping(&self) -> Option<&Arc<MappedFile>> {
+        None
+    }
 }
 
 /// A file read from start to end.
@@ -110,6 +118,15 @@ pub trait FileSystem: Send + Sync + 'static {
     /// default refuses with `Unsupported`.
     fn open_random_access_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         Err(direct_io_unsupported(self.name(), path))
+    }
+
+    /// Like [`open_random_access`](Self::open_random_access), but the file may be mapped into
+    /// memory ([`RandomAccessFile::mapping`]); used for table files when
+    /// `Options::allow_mmap_reads` is set. The default opens the file for ordinary reads, so
+    /// a filesystem that cannot map (the in-memory and fault-injecting ones) reads as usual
+    /// and every read still passes through it.
+    fn open_random_access_mapped(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.open_random_access(path)
     }
 
     /// Makes `to` a second name of the file `from` (a hard link), for checkpoints. The default

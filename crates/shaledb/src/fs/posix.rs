@@ -308,6 +308,21 @@ impl FileSystem for PosixFileSystem {
         Ok(Arc::new(PosixRandomAccessFile { file }))
     }
 
+    fn open_random_access_mapped(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(|e| with_path(e, "opening", path))?;
+        let len = file
+            .metadata()
+            .map_err(|e| with_path(e, "sizing", path))?
+            .len();
+        if len == 0 {
+            // Nothing to map; an empty file reads (and fails) as an ordinary one.
+            return Ok(Arc::new(PosixRandomAccessFile { file }));
+        }
+        let map =
+            super::mmap::MappedFile::map(&file, len).map_err(|e| with_path(e, "mapping", path))?;
+        Ok(Arc::new(super::mmap::MappedRandomAccessFile::new(map)))
+    }
+
     fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let mut opts = OpenOptions::new();
         opts.write(true).create(true).truncate(true).mode(FILE_MODE);

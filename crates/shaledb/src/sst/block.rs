@@ -13,6 +13,7 @@
 
 use crate::coding::{decode_fixed32, get_varint32, put_fixed32, put_varint32};
 use crate::error::{Error, Result};
+use crate::fs::MappedFile;
 use crate::iter::InternalIterator;
 use crate::key;
 use crate::value::Value;
@@ -109,46 +110,50 @@ impl BlockBuilder {
 /// iterators only have to check the entries themselves.
 #[derive(Debug)]
 pub struct Block {
-    data: Vec<u8>,
+    bytes: BlockBytes,
     /// Offset of the restart array = end of the entries.
     restarts_offset: usize,
     num_restarts: usize,
+}
+
+/// Where a block's bytes live: its own allocation (read, decompressed or built), or a range of
+/// a mapped table file (`Options::allow_mmap_reads`, an uncompressed block: no copy).
+#[derive(Debug)]
+enum BlockBytes {
+    Owned(Vec<u8>),
+    Mapped {
+        file: Arc<MappedFile>,
+        start: usize,
+        end: usize,
+    },
 }
 
 impl Block {
     /// Validates the block's restart array. The error is a message; the caller adds the file and
     /// offset.
     pub fn new(data: Vec<u8>) -> std::result::Result<Block, String> {
-        let n = data.len();
-        let num_restarts = n
-            .checked_sub(4)
-            .and_then(|p| data.get(p..))
-            .and_then(decode_fixed32)
-            .ok_or_else(|| format!("block of {n} bytes is too short for its restart count"))?
-            as usize;
-        if num_restarts == 0 {
-            return Err("block has no restart points".to_string());
-        }
-        let restarts_offset = num_restarts
-            .checked_mul(4)
-            .and_then(|b| b.checked_add(4))
-            .and_then(|b| n.checked_sub(b))
-            .ok_or_else(|| {
-                format!("block of {n} bytes cannot hold {num_restarts} restart points")
-            })?;
-        let mut prev = 0usize;
-        for i in 0..num_restarts {
-            let r = data
-                .get(restarts_offset + 4 * i..)
-                .and_then(decode_fixed32)
-                .ok_or("restart array out of bounds")? as usize;
-            if (i == 0 && r != 0) || r < prev || r > restarts_offset {
-                return Err(format!("restart point {i} has bad offset {r}"));
-            }
-            prev = r;
-        }
+        let (restarts_offset, num_restarts) = validate_restarts(&data)?;
         Ok(Block {
-            data,
+            bytes: BlockBytes::Owned(data),
+            restarts_offset,
+            num_restarts,
+        })
+    }
+
+    /// The block stored uncompressed at `start..end` of mapped table `file`, validated as
+    /// [`Block::new`] does; it keeps the map alive and copies nothing.
+    pub(crate) fn mapped(
+        file: Arc<MappedFile>,
+        start: usize,
+        end: usize,
+    ) -> std::result::Result<Block, String> {
+        let data = file
+            .bytes()
+            .get(start..end)
+            .ok_or_else(|| format!("block at {start}..{end} is outside the mapped file"))?;
+        let (restarts_offset, num_restarts) = validate_restarts(data)?;
+        Ok(Block {
+            bytes: BlockBytes::Mapped { file, start, end },
             restarts_offset,
             num_restarts,
         })
@@ -156,18 +161,34 @@ impl Block {
 
     /// Size of the decoded block in bytes (its block-cache charge).
     pub fn size(&self) -> usize {
-        self.data.len()
+        self.data().len()
     }
 
-    /// What the block cache charges for holding this block: its allocation and the cache's
-    /// bookkeeping for the entry.
+    /// What the block cache charges for holding this block: its allocation (none for a
+    /// mapped block: its pages are the OS page cache's) and the cache's bookkeeping.
     pub(crate) fn cache_charge(&self) -> usize {
-        self.data.capacity() + crate::cache::BLOCK_ENTRY_OVERHEAD
+        let allocated = match &self.bytes {
+            BlockBytes::Owned(v) => v.capacity(),
+            BlockBytes::Mapped { .. } => 0,
+        };
+        allocated + crate::cache::BLOCK_ENTRY_OVERHEAD
+    }
+
+    /// True if the block is a slice of a mapped file rather than its own allocation.
+    pub(crate) fn is_mapped(&self) -> bool {
+        matches!(self.bytes, BlockBytes::Mapped { .. })
     }
 
     /// The raw block bytes.
+    #[inline]
     pub fn data(&self) -> &[u8] {
-        &self.data
+        match &self.bytes {
+            BlockBytes::Owned(v) => v,
+            // In range: checked in `mapped`; the map never shrinks.
+            BlockBytes::Mapped { file, start, end } => {
+                file.bytes().get(*start..*end).unwrap_or_default()
+            }
+        }
     }
 
     /// Where the entries end (the restart array starts).
@@ -183,11 +204,43 @@ impl Block {
     /// The offset of restart point `i` (validated in `new`).
     pub(super) fn restart_point(&self, i: usize) -> usize {
         // In range: validated in `new`; the fallback is unreachable but keeps this panic-free.
-        self.data
+        self.data()
             .get(self.restarts_offset + 4 * i..)
             .and_then(decode_fixed32)
             .map_or(self.restarts_offset, |r| r as usize)
     }
+}
+
+/// Checks a block's restart array (count, bounds, order); returns where the entries end and
+/// the number of restart points.
+fn validate_restarts(data: &[u8]) -> std::result::Result<(usize, usize), String> {
+    let n = data.len();
+    let num_restarts = n
+        .checked_sub(4)
+        .and_then(|p| data.get(p..))
+        .and_then(decode_fixed32)
+        .ok_or_else(|| format!("block of {n} bytes is too short for its restart count"))?
+        as usize;
+    if num_restarts == 0 {
+        return Err("block has no restart points".to_string());
+    }
+    let restarts_offset = num_restarts
+        .checked_mul(4)
+        .and_then(|b| b.checked_add(4))
+        .and_then(|b| n.checked_sub(b))
+        .ok_or_else(|| format!("block of {n} bytes cannot hold {num_restarts} restart points"))?;
+    let mut prev = 0usize;
+    for i in 0..num_restarts {
+        let r = data
+            .get(restarts_offset + 4 * i..)
+            .and_then(decode_fixed32)
+            .ok_or("restart array out of bounds")? as usize;
+        if (i == 0 && r != 0) || r < prev || r > restarts_offset {
+            return Err(format!("restart point {i} has bad offset {r}"));
+        }
+        prev = r;
+    }
+    Ok((restarts_offset, num_restarts))
 }
 
 /// The order of the keys in a block.
@@ -417,7 +470,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
             self.invalidate();
             return false;
         }
-        let data = &self.block.data[..end];
+        let data = &self.block.data()[..end];
         let Some((shared, non_shared, value_len, header)) = decode_entry_header(data, p) else {
             self.corrupt(p, "truncated entry header");
             return false;
@@ -467,7 +520,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     fn restart_key(&self, index: usize) -> std::result::Result<&[u8], usize> {
         let p = self.block.restart_point(index);
         let end = self.block.restarts_offset;
-        let data = &self.block.data[..end];
+        let data = &self.block.data()[..end];
         let (shared, non_shared, _, header) = decode_entry_header(data, p).ok_or(p)?;
         if shared != 0 {
             return Err(p);
@@ -598,7 +651,7 @@ impl<B: Deref<Target = Block> + Send> InternalIterator for BlockIter<B> {
 
     fn value(&self) -> &[u8] {
         self.block
-            .data
+            .data()
             .get(self.value.0..self.value.1)
             .unwrap_or(&[])
     }

@@ -10,8 +10,9 @@ use crate::checksum;
 use crate::coding::{get_varint64, put_fixed32, put_fixed64, put_varint64};
 use crate::compression::{self, CompressionType, Compressor, ZstdDictionary};
 use crate::error::{Error, Result};
-use crate::fs::RandomAccessFile;
+use crate::fs::{MappedFile, RandomAccessFile};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Bytes after every block: 1 byte compression type + fixed32 masked CRC32C.
 pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
@@ -136,6 +137,9 @@ pub(crate) struct BlockSource<'a> {
     pub(crate) path: &'a Path,
     pub(crate) data_end: u64,
     pub(crate) dict: Option<&'a ZstdDictionary>,
+    /// The file's memory map, if it was opened mapped: key/value blocks stored uncompressed
+    /// are then slices of it, not copies.
+    mapped: Option<&'a Arc<MappedFile>>,
 }
 
 impl<'a> BlockSource<'a> {
@@ -146,6 +150,7 @@ impl<'a> BlockSource<'a> {
             path,
             data_end,
             dict: None,
+            mapped: file.mapping(),
         }
     }
 
@@ -163,8 +168,39 @@ impl<'a> BlockSource<'a> {
         what: &str,
         readahead: Option<&mut Readahead>,
     ) -> Result<Block> {
+        if let Some(map) = self.mapped {
+            return self.mapped_block(map, handle, verify_checksum, what);
+        }
         let (data, _) = read_contents(*self, handle, verify_checksum, what, readahead, false)?;
         self.decoded(data, handle, what)
+    }
+
+    /// [`BlockSource::block`] from the file's map: the trailer checked as for a read, an
+    /// uncompressed block served as a slice of the map (no copy, no allocation of its
+    /// bytes), a compressed one decompressed from the map.
+    fn mapped_block(
+        &self,
+        map: &Arc<MappedFile>,
+        handle: BlockHandle,
+        verify_checksum: bool,
+        what: &str,
+    ) -> Result<Block> {
+        let corrupt = |detail: String| Error::corruption(self.path, handle.offset, detail);
+        let len = stored_len(handle, self.data_end, what, &corrupt)?;
+        let start =
+            usize::try_from(handle.offset).map_err(|_| corrupt(format!("{what} too far")))?;
+        let stored = start
+            .checked_add(len + BLOCK_TRAILER_LEN)
+            .and_then(|end| map.bytes().get(start..end))
+            .ok_or_else(|| corrupt(format!("{what} extends past the end of the mapped file")))?;
+        match check_trailer(stored, len, handle.offset, verify_checksum, &corrupt, what)? {
+            CompressionType::None => Block::mapped(map.clone(), start, start + len)
+                .map_err(|e| corrupt(format!("{what}: {e}"))),
+            kind => {
+                let out = decompress_block(&stored[..len], kind, self.dict, &corrupt, what)?;
+                self.decoded(out, handle, what)
+            }
+        }
     }
 
     /// [`BlockSource::block`] that also returns a copy of the block's stored form when it is
@@ -232,23 +268,10 @@ fn read_contents(
         path,
         data_end,
         dict,
+        ..
     } = src;
     let corrupt = |detail: String| Error::corruption(path, handle.offset, detail);
-    let end = handle
-        .offset
-        .checked_add(handle.size)
-        .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64));
-    match end {
-        Some(e) if e <= data_end => {}
-        _ => {
-            return Err(corrupt(format!(
-                "{what} handle (offset {}, size {}) points past the data area ending at {data_end}",
-                handle.offset, handle.size
-            )))
-        }
-    }
-    // Bounded by data_end <= file size, so this allocation is no larger than the file.
-    let len = usize::try_from(handle.size).map_err(|_| corrupt(format!("{what} too large")))?;
+    let len = stored_len(handle, data_end, what, &corrupt)?;
     let stored_len = len + BLOCK_TRAILER_LEN;
     let decode = |stored: &[u8], kind| -> Result<Contents> {
         let out = decompress_block(&stored[..len], kind, dict, &corrupt, what)?;
@@ -288,6 +311,31 @@ fn read_contents(
             }
         }
     })
+}
+
+/// The length of the block at `handle` (its trailer not counted), after checking that the
+/// block and its trailer end within the data area (which ends at or before the file's end, so
+/// a buffer of this size is never larger than the file).
+fn stored_len(
+    handle: BlockHandle,
+    data_end: u64,
+    what: &str,
+    corrupt: &dyn Fn(String) -> Error,
+) -> Result<usize> {
+    let end = handle
+        .offset
+        .checked_add(handle.size)
+        .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64));
+    match end {
+        Some(e) if e <= data_end => {}
+        _ => {
+            return Err(corrupt(format!(
+                "{what} handle (offset {}, size {}) points past the data area ending at {data_end}",
+                handle.offset, handle.size
+            )))
+        }
+    }
+    usize::try_from(handle.size).map_err(|_| corrupt(format!("{what} too large")))
 }
 
 /// Whether the trailer's checksum matches `stored[..len]` (a read that did not verify it

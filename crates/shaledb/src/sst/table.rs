@@ -74,6 +74,12 @@ pub struct Table {
     /// sequence number 0, are read as this. `None` for every other table (and for an ingested
     /// one kept at 0), which costs their reads one branch.
     global_seqno: Option<SequenceNumber>,
+    /// The file is memory-mapped (`Options::allow_mmap_reads`) and its properties say its
+    /// blocks are stored uncompressed: data blocks are slices of the map, so the block cache
+    /// is neither consulted nor filled for them (LevelDB does not cache mapped blocks either).
+    /// A table whose property is wrong only loses this shortcut: each block's own codec byte
+    /// still decides how it is read.
+    mapped_raw: bool,
 }
 
 thread_local! {
@@ -270,6 +276,7 @@ impl Table {
             None => {}
         }
 
+        let mapped_raw = file.mapping().is_some() && props.compression == "none";
         Ok(Table {
             file,
             path,
@@ -294,6 +301,7 @@ impl Table {
             dict_handle,
             stats: None,
             global_seqno: None,
+            mapped_raw,
         })
     }
 
@@ -451,8 +459,17 @@ impl Table {
         result
     }
 
-    /// The data block at `handle` if the block cache holds it.
-    pub(crate) fn cached_data_block(&self, handle: BlockHandle) -> Option<Arc<Block>> {
+    /// The data block at `handle` if the block cache holds it (or, in a mapped table of
+    /// uncompressed blocks, the block's slice of the map, which needs no read either).
+    pub(crate) fn cached_data_block(
+        &self,
+        handle: BlockHandle,
+        opts: BlockReadOptions,
+    ) -> Option<Arc<Block>> {
+        if self.mapped_raw {
+            // A damaged block is left to the caller's read, which reports it.
+            return self.data_block(handle, opts).ok().map(|(b, _)| b);
+        }
         let b = self.cached::<Block>(&(self.cache_id, handle.offset));
         self.note_cache(
             b.is_some(),
@@ -617,7 +634,7 @@ impl Table {
     }
 
     /// Looks `lookup` up in data block `block` (at `handle`), pinning a found value in it
-    /// when the block cache holds it (`cached`).
+    /// when the block cache holds it or it is mapped (`cached`).
     fn find_in_block(
         &self,
         block: &Arc<Block>,
@@ -1012,7 +1029,8 @@ impl Table {
     }
 
     /// A data block, from the cache if there, else read (and cached if `fill_cache`); the flag
-    /// says whether the block is (now) held by the cache.
+    /// says whether a value may pin the block rather than copy out of it: the block is (now)
+    /// held by the cache, or is a slice of the mapped file.
     pub(crate) fn data_block(
         &self,
         handle: BlockHandle,
@@ -1028,6 +1046,13 @@ impl Table {
         opts: BlockReadOptions,
         readahead: Option<&mut Readahead>,
     ) -> Result<(Arc<Block>, bool)> {
+        if self.mapped_raw {
+            let block = self
+                .source()
+                .block(handle, opts.verify_checksums, "data block", None)?;
+            // Pinnable: the block holds the map, which outlives any value pinning it.
+            return Ok((Arc::new(block), true));
+        }
         let key = (self.cache_id, handle.offset);
         let cached = self.cached_counted::<Block>(
             &key,
@@ -1097,6 +1122,8 @@ impl Table {
         opts: BlockReadOptions,
     ) -> (Arc<Block>, bool) {
         match &self.cache {
+            // A slice of the mapped file costs no memory to keep and nothing to read again.
+            _ if block.is_mapped() => (block, true),
             Some(cache) if opts.fill_cache => {
                 let charge = block.cache_charge();
                 cache.insert(key, block.clone(), charge);

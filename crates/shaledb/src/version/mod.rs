@@ -483,7 +483,7 @@ fn preload_blocks(planned: &[PlannedFile<'_>], opts: BlockReadOptions) -> Vec<Ve
             if list.last().is_some_and(|(last, _)| *last == h) {
                 continue;
             }
-            if let Some(b) = p.table.cached_data_block(h) {
+            if let Some(b) = p.table.cached_data_block(h, opts) {
                 list.push((h, Wanted::Cached(b)));
                 continue;
             }

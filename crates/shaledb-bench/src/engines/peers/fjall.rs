@@ -109,6 +109,9 @@ impl FjallEngine {
         if c.use_direct_reads || c.use_direct_io_for_flush_and_compaction {
             return Err("fjall: fjall has no direct (O_DIRECT) IO".into());
         }
+        if c.mmap_read {
+            return Err("fjall: fjall does not map its files (--mmap_read=1)".into());
+        }
         if c.compression_level.is_some() {
             return Err("fjall: the benchmark does not set fjall compression levels".into());
         }

@@ -159,6 +159,7 @@ mod ffi {
         pub fn rocksdb_options_set_max_background_jobs(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_disable_auto_compactions(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_use_direct_reads(o: *mut rocksdb_options_t, v: c_uchar);
+        pub fn rocksdb_options_set_allow_mmap_reads(o: *mut rocksdb_options_t, v: c_uchar);
         pub fn rocksdb_options_set_level_compaction_dynamic_level_bytes(
             o: *mut rocksdb_options_t,
             v: c_uchar,
@@ -425,6 +426,7 @@ fn db_options(
             c_int::from(c.disable_auto_compactions),
         );
         ffi::rocksdb_options_set_use_direct_reads(o, c_uchar::from(c.use_direct_reads));
+        ffi::rocksdb_options_set_allow_mmap_reads(o, c_uchar::from(c.mmap_read));
         ffi::rocksdb_options_set_level_compaction_dynamic_level_bytes(
             o,
             c_uchar::from(c.level_compaction_dynamic_level_bytes),
