@@ -85,6 +85,12 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
         ));
     }
     v.push(w2(
+        "R4-mmap",
+        "readrandom, 2 threads, 1 GB cache, table files mapped (--mmap_read=1: LevelDB's way, which it always takes; off by default in ShaleDB and RocksDB; fjall cannot map) (loaded by fillseq, 1 thread)",
+        &format!("{r4} --benchmarks=fillseq --threads=1"),
+        &format!("{r4} --benchmarks=readrandom --threads=2 --reads={} --mmap_read=1", n / 2),
+    ));
+    v.push(w2(
         "R4-io",
         "readrandom, 2 threads, 64 MB cache, direct reads (loaded by fillseq, 1 thread)",
         &format!("{r4} --benchmarks=fillseq --threads=1"),
@@ -293,6 +299,15 @@ pub const SUBSTITUTIONS: &[Substitution] = &[
         with: "0",
         label: "buffered reads",
         why: "fjall 3 has no O_DIRECT reads; its reads go through the page cache",
+    },
+    Substitution {
+        engine: "fjall",
+        flag: "--mmap_read",
+        when: &["1", "true"],
+        default: "0",
+        with: "0",
+        label: "pread reads",
+        why: "fjall 3 does not map its files; it reads them with pread",
     },
     Substitution {
         engine: "leveldb",
