@@ -50,6 +50,7 @@ mod ffi {
             v: c_uchar,
         );
         pub fn rocksdb_options_set_write_buffer_size(o: *mut rocksdb_options_t, v: usize);
+        pub fn rocksdb_options_set_allow_mmap_reads(o: *mut rocksdb_options_t, v: c_uchar);
         pub fn rocksdb_options_set_level_compaction_dynamic_level_bytes(
             o: *mut rocksdb_options_t,
             v: c_uchar,
@@ -324,6 +325,8 @@ struct Config {
     /// Every other round, one or two external files are written (RocksDB's `SstFileWriter`
     /// and ShaleDB's) and ingested into one family of each engine.
     ingest: bool,
+    /// Table files mapped into memory (`allow_mmap_reads`) on both engines.
+    mmap_reads: bool,
 }
 
 /// Level and file sizes (the RocksDB options of the same names).
@@ -347,6 +350,7 @@ const DEFAULTS: Config = Config {
     value_pad: 0,
     min_levels: 1,
     ingest: false,
+    mmap_reads: false,
 };
 
 /// Dynamic level sizes, LZ4 above the bottommost level and Zstd with a dictionary on it,
@@ -368,6 +372,7 @@ const DYNAMIC_LEVELS_BOTTOMMOST_CODEC: Config = Config {
     value_pad: 300,
     min_levels: 3,
     ingest: false,
+    mmap_reads: false,
 };
 
 /// The previous configuration with 256-byte blocks under a two-level index with bloom filter
@@ -396,6 +401,21 @@ const DEFAULTS_WITH_INGESTION: Config = Config {
 /// The dynamic-levels configuration with ingestions (files land at many levels).
 const DYNAMIC_LEVELS_WITH_INGESTION: Config = Config {
     ingest: true,
+    ..DYNAMIC_LEVELS_BOTTOMMOST_CODEC
+};
+
+/// Both engines' defaults with table files mapped, every table uncompressed (ShaleDB then
+/// serves every data block from the map, around its block cache).
+const DEFAULTS_MMAP_UNCOMPRESSED: Config = Config {
+    mmap_reads: true,
+    codecs: Some((CompressionType::None, CompressionType::None)),
+    ..DEFAULTS
+};
+
+/// The dynamic-levels configuration (LZ4 above the bottommost level, Zstd on it) with table
+/// files mapped: compressed blocks decompressed from the map.
+const DYNAMIC_LEVELS_MMAP: Config = Config {
+    mmap_reads: true,
     ..DYNAMIC_LEVELS_BOTTOMMOST_CODEC
 };
 
@@ -523,6 +543,7 @@ impl Rocks {
                     ffi::rocksdb_options_set_create_if_missing(o, 1);
                     ffi::rocksdb_options_set_create_missing_column_families(o, 1);
                     ffi::rocksdb_options_set_write_buffer_size(o, WRITE_BUFFER_SIZE);
+                    ffi::rocksdb_options_set_allow_mmap_reads(o, c_uchar::from(cfg.mmap_reads));
                     ffi::rocksdb_options_set_level_compaction_dynamic_level_bytes(
                         o,
                         c_uchar::from(cfg.dynamic_level_bytes),
@@ -875,6 +896,7 @@ fn shale_families(db: &Db) -> Vec<ColumnFamily> {
 fn shale_options(cfg: &Config) -> (Options, [(&'static str, CfOptions); 4]) {
     let opts = Options {
         create_missing_column_families: true,
+        allow_mmap_reads: cfg.mmap_reads,
         ..Default::default()
     };
     let families = FAMILIES.map(|name| {
@@ -1152,6 +1174,14 @@ fn shaledb_and_rocksdb_agree_with_blob_files() {
 fn shaledb_and_rocksdb_agree_on_ingested_files() {
     run(&DEFAULTS_WITH_INGESTION);
     run(&DYNAMIC_LEVELS_WITH_INGESTION);
+}
+
+/// Table files mapped into memory on both engines (`allow_mmap_reads`), uncompressed and
+/// with codecs: the same reads as without.
+#[test]
+fn shaledb_and_rocksdb_agree_with_mapped_table_files() {
+    run(&DEFAULTS_MMAP_UNCOMPRESSED);
+    run(&DYNAMIC_LEVELS_MMAP);
 }
 
 /// Prints the entries of a scan of `family` only one engine returned, and the operations on
