@@ -54,6 +54,48 @@ pub(super) fn check_write_options(wo: &WriteOptions) -> Result<()> {
     Ok(())
 }
 
+/// Waits (on `w`'s condition variable, releasing the mutex) until writer `w` is at the front
+/// of the queue, and returns `None` then: `w` leads the next group. Returns `Some(result)`
+/// instead if a leader wrote `w`'s batch in its group meanwhile. The result is left under the
+/// state mutex, which we hold when reading it: there is no "done but no result" state to
+/// misread as success.
+fn wait_for_turn(st: &mut MutexGuard<'_, DbState>, w: &Writer) -> Option<Result<()>> {
+    loop {
+        if let Some(result) = w.result.lock().take() {
+            return Some(result);
+        }
+        if st.writers.front().is_some_and(|f| std::ptr::eq(&**f, w)) {
+            return None;
+        }
+        w.cv.wait(st);
+    }
+}
+
+/// Leader `w` hands the group's `result` to the other `group_len - 1` writers at the front of
+/// the queue, removes all `group_len` (itself included), and wakes the next leader.
+fn acknowledge_group(
+    st: &mut MutexGuard<'_, DbState>,
+    w: &Writer,
+    group_len: usize,
+    result: &Result<()>,
+) {
+    for _ in 0..group_len {
+        let Some(m) = st.writers.pop_front() else {
+            break;
+        };
+        if !std::ptr::eq(&*m, w) {
+            *m.result.lock() = Some(match result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(e.duplicate()),
+            });
+            m.cv.notify_one();
+        }
+    }
+    if let Some(next) = st.writers.front() {
+        next.cv.notify_one();
+    }
+}
+
 /// A group stops growing past this many bytes so one leader does not delay its own write too
 /// long.
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -124,93 +166,73 @@ impl DbInner {
             );
         }
         st.writers.push_back(w.clone());
-        loop {
-            // A leader that wrote this batch left its result here (under the state mutex, which
-            // we hold). There is no "done but no result" state to misread as success.
-            if let Some(result) = w.result.lock().take() {
-                return result;
-            }
-            if st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w)) {
-                break;
-            }
-            w.cv.wait(&mut st);
+        if let Some(result) = wait_for_turn(&mut st, &w) {
+            return result;
         }
-
-        // This writer leads a group.
-        let (mut result, slow_down) = match self.make_room_for_write(&mut st, None) {
-            Ok(slow_down) => (Ok(()), slow_down),
-            Err(e) => (Err(e), false),
-        };
-        let mut group_len = 1;
-        if result.is_ok() {
-            let (group, n, sync) = build_group(&st.writers);
-            group_len = n;
-            // Every member's bytes, not only the leader's (members return without counting),
-            // each with its own batch header as the caller saw it: the group holds one header.
-            let user_bytes = (group.approximate_size() + (n - 1) * BATCH_HEADER_SIZE) as u64;
-            let group_bytes = group.approximate_size() as u64;
-            self.pace_write(&mut st, slow_down, group.approximate_size() as u64);
-            let seq = self.last_sequence.load(Ordering::Acquire) + 1;
-            let mems: Vec<(u32, Arc<MemTable>)> = st
-                .families
-                .iter()
-                .map(|(id, f)| (*id, f.mem.clone()))
-                .collect();
-            let disable_wal = w.disable_wal;
-            let res = MutexGuard::unlocked(&mut st, || {
-                let mut group = group;
-                group.set_sequence(seq);
-                self.write_group(&group, seq, sync, disable_wal, &mems)
-                    .map(|()| group.len() as u64)
-            });
-            match res {
-                Ok(count) => {
-                    if !disable_wal {
-                        if let Some(w) = st.live_wals.last_mut() {
-                            w.1 += group_bytes;
-                        }
-                    }
-                    self.last_sequence.store(seq + count - 1, Ordering::Release);
-                    self.user_bytes_written
-                        .fetch_add(user_bytes, Ordering::Relaxed);
-                    if let Some(s) = &self.stats {
-                        s.add(Ticker::KeysWritten, count);
-                        s.add(Ticker::BytesWritten, user_bytes);
-                    }
-                }
-                Err(GroupFailure::NoSpace(number, e)) => {
-                    result = Err(self.suspend_for_failed_wal(&mut st, number, e));
-                }
-                Err(GroupFailure::Final(e)) => {
-                    if st.bg_error.is_none() {
-                        self.note_background_error(&mut st, BackgroundErrorReason::WriteWal, &e);
-                        st.bg_error = Some(e.duplicate());
-                        self.notify_state_changed();
-                    }
-                    result = Err(e);
-                }
-            }
-        }
-        // Acknowledge the group, then hand leadership to the next writer.
-        for _ in 0..group_len {
-            let Some(m) = st.writers.pop_front() else {
-                break;
-            };
-            if !Arc::ptr_eq(&m, &w) {
-                *m.result.lock() = Some(match &result {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(e.duplicate()),
-                });
-                m.cv.notify_one();
-            }
-        }
-        if let Some(next) = st.writers.front() {
-            next.cv.notify_one();
-        }
+        let (result, group_len) = self.lead_group(&mut st, &w);
+        acknowledge_group(&mut st, &w, group_len, &result);
         // A stall condition change this leader saw (not while it led: that would hold up
         // the queue).
         self.deliver_events(&mut st);
         result
+    }
+
+    /// As the queue's leader `w`: makes room, merges the queued batches into one group and
+    /// writes it (WAL, then memtables) with the mutex released. Returns the group's result and
+    /// how many writers, from the front of the queue, it covers.
+    fn lead_group(&self, st: &mut MutexGuard<'_, DbState>, w: &Writer) -> (Result<()>, usize) {
+        let slow_down = match self.make_room_for_write(st, None) {
+            Ok(slow_down) => slow_down,
+            Err(e) => return (Err(e), 1),
+        };
+        let (group, group_len, sync) = build_group(&st.writers);
+        // Every member's bytes, not only the leader's (members return without counting),
+        // each with its own batch header as the caller saw it: the group holds one header.
+        let user_bytes = (group.approximate_size() + (group_len - 1) * BATCH_HEADER_SIZE) as u64;
+        let group_bytes = group.approximate_size() as u64;
+        self.pace_write(st, slow_down, group_bytes);
+        let seq = self.last_sequence.load(Ordering::Acquire) + 1;
+        let mems: Vec<(u32, Arc<MemTable>)> = st
+            .families
+            .iter()
+            .map(|(id, f)| (*id, f.mem.clone()))
+            .collect();
+        let disable_wal = w.disable_wal;
+        let written = MutexGuard::unlocked(st, || {
+            let mut group = group;
+            group.set_sequence(seq);
+            self.write_group(&group, seq, sync, disable_wal, &mems)
+                .map(|()| group.len() as u64)
+        });
+        let result = match written {
+            Ok(count) => {
+                if !disable_wal {
+                    if let Some(w) = st.live_wals.last_mut() {
+                        w.1 += group_bytes;
+                    }
+                }
+                self.last_sequence.store(seq + count - 1, Ordering::Release);
+                self.user_bytes_written
+                    .fetch_add(user_bytes, Ordering::Relaxed);
+                if let Some(s) = &self.stats {
+                    s.add(Ticker::KeysWritten, count);
+                    s.add(Ticker::BytesWritten, user_bytes);
+                }
+                Ok(())
+            }
+            Err(GroupFailure::NoSpace(number, e)) => {
+                Err(self.suspend_for_failed_wal(st, number, e))
+            }
+            Err(GroupFailure::Final(e)) => {
+                if st.bg_error.is_none() {
+                    self.note_background_error(st, BackgroundErrorReason::WriteWal, &e);
+                    st.bg_error = Some(e.duplicate());
+                    self.notify_state_changed();
+                }
+                Err(e)
+            }
+        };
+        (result, group_len)
     }
 
     /// Freezes the active memtable (if it holds anything) so a flush can write it. Queues as a
