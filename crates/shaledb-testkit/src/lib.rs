@@ -34,6 +34,64 @@ pub fn store_values_in_blob_files(
     o.blob_compression = codec;
 }
 
+/// The small tree the crash and IO-error tests write: 4 KiB memtables, 256-byte blocks, one
+/// background job, L0 compacted at 3 files, 8 KiB level base and 2 KiB tables, so a few
+/// hundred small writes flush, compact and reach several levels.
+pub fn small_tree(o: &mut shaledb::Options) {
+    o.write_buffer_size = 4096;
+    o.block_size = 256;
+    o.max_background_jobs = 1;
+    o.level0_file_num_compaction_trigger = 3;
+    o.max_bytes_for_level_base = 8 << 10;
+    o.target_file_size_base = 2 << 10;
+}
+
+/// Halts `fault` (nothing more reaches `mem`) and loses power on `mem`: for even `k` every
+/// unsynced byte is lost, for odd `k` a prefix of the unsynced data chosen by `k` survives, so
+/// a sweep over crash points `k` tries both.
+pub fn power_loss_at(fault: &FaultFs, mem: &shaledb::fs::MemFileSystem, k: u64) {
+    fault.halt();
+    if k.is_multiple_of(2) {
+        mem.crash();
+    } else {
+        mem.crash_keep_unsynced_prefix(k);
+    }
+}
+
+/// Generated writes run against a database and logged (the crash tests' workload).
+pub struct LoggedWrites {
+    rng: rand::rngs::StdRng,
+    cfg: GenConfig,
+    next_id: u64,
+}
+
+impl LoggedWrites {
+    /// Operations drawn from `cfg` with a generator seeded by `seed`.
+    pub fn new(cfg: GenConfig, seed: u64) -> Self {
+        use rand::SeedableRng;
+        LoggedWrites {
+            rng: rand::rngs::StdRng::seed_from_u64(seed),
+            cfg,
+            next_id: 0,
+        }
+    }
+
+    /// Runs the next `n` operations on `db`, logging each as acknowledged or failed; returns
+    /// false at the first failure (the machine halted).
+    pub fn run(&mut self, db: &shaledb::Db, n: usize, log: &mut OpLog) -> bool {
+        for _ in 0..n {
+            let op = model::gen_op(&mut self.rng, &self.cfg, self.next_id);
+            self.next_id += 1;
+            let ok = op.run(db).is_ok();
+            log.push(op, if ok { Outcome::Acked } else { Outcome::Failed });
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+}
+
 /// The number of blob files (`*.blob`) in `fs`.
 pub fn blob_file_count(fs: &shaledb::fs::MemFileSystem) -> usize {
     fs.file_names()

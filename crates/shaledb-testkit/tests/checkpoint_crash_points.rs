@@ -20,7 +20,7 @@ use shaledb::{CfOptions, CheckpointOptions, ColumnFamily, Db, Error, Options};
 use shaledb_testkit::model::{
     self, gen_op, read_all_cf, spread_over_families, Durability, GenConfig, Model, OpLog, Outcome,
 };
-use shaledb_testkit::{with_timeout, FaultFs};
+use shaledb_testkit::{power_loss_at, with_timeout, FaultFs};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -99,15 +99,6 @@ fn checkpoint(db: &Db, flush_first: bool) -> shaledb::Result<()> {
     db.checkpoint_opt(COPY, &opts)
 }
 
-fn power_loss(fault: &FaultFs, mem: &MemFileSystem, k: u64) {
-    fault.halt();
-    if k.is_multiple_of(2) {
-        mem.crash();
-    } else {
-        mem.crash_keep_unsynced_prefix(k);
-    }
-}
-
 /// Opens `dir` (never creating it) and checks it holds exactly every write of `log`.
 /// `Ok(false)`: no database there (`NotFound`).
 fn check_dir(mem: &MemFileSystem, dir: &str, log: &OpLog, what: &str) -> bool {
@@ -177,7 +168,7 @@ fn crash_points(flush_first: bool) {
                 let (db, log) = build(&fault);
                 fault.halt_after_mutations(fault.mutations() + k);
                 let res = checkpoint(&db, flush_first);
-                power_loss(&fault, &mem, k);
+                power_loss_at(&fault, &mem, k);
                 drop(db);
                 let what =
                     format!("crash after mutation {k} of {total} (flush first: {flush_first})");

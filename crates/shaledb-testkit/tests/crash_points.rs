@@ -6,15 +6,11 @@
 //! Recovery itself is crashed at every point too, for a sample of the first crashes.
 #![allow(clippy::field_reassign_with_default)]
 
-use rand::rngs::StdRng;
-use rand::SeedableRng;
 use shaledb::fs::MemFileSystem;
 use shaledb::{Db, Options};
-use shaledb_testkit::model::{
-    self, gen_op, read_all, Durability, GenConfig, Model, OpLog, Outcome,
-};
+use shaledb_testkit::model::{self, read_all, Durability, GenConfig, Model, OpLog, Outcome};
 use shaledb_testkit::table_layout::{self, table_formats};
-use shaledb_testkit::{with_timeout, FaultFs};
+use shaledb_testkit::{power_loss_at, with_timeout, FaultFs, LoggedWrites};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,12 +36,7 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
         // blob write leaves no reference to a missing or partial blob.
         shaledb_testkit::store_values_in_blob_files(&mut o, 30, shaledb::CompressionType::Lz4);
     }
-    o.write_buffer_size = 4096;
-    o.block_size = 256;
-    o.max_background_jobs = 1;
-    o.level0_file_num_compaction_trigger = 3;
-    o.max_bytes_for_level_base = 8 << 10;
-    o.target_file_size_base = 2 << 10;
+    shaledb_testkit::small_tree(&mut o);
     // Every few edits start a new MANIFEST (and switch CURRENT).
     o.max_manifest_file_size = 300;
     o.merge_operator = Some(model::merge_operator());
@@ -70,21 +61,7 @@ fn script(fs: &FaultFs, direct: bool) -> OpLog {
     let Ok(db) = Db::open(Path::new(DIR), options(fs, direct)) else {
         return log;
     };
-    let cfg = cfg();
-    let mut rng = StdRng::seed_from_u64(7);
-    let mut id = 0u64;
-    let mut writes = |db: &Db, n: usize, log: &mut OpLog| -> bool {
-        for _ in 0..n {
-            let op = gen_op(&mut rng, &cfg, id);
-            id += 1;
-            let ok = op.run(db).is_ok();
-            log.push(op, if ok { Outcome::Acked } else { Outcome::Failed });
-            if !ok {
-                return false;
-            }
-        }
-        true
-    };
+    let mut writes = LoggedWrites::new(cfg(), 7);
     let steps: [&dyn Fn(&Db) -> bool; 4] = [
         &|db| db.flush().is_ok(),
         &|db| db.compact_range(None, None).is_ok(),
@@ -93,24 +70,15 @@ fn script(fs: &FaultFs, direct: bool) -> OpLog {
     ];
     for step in steps {
         // Enough writes to fill a memtable or two (automatic WAL rotation and flush).
-        if !writes(&db, 40, &mut log) || !step(&db) {
+        if !writes.run(&db, 40, &mut log) || !step(&db) {
             return log;
         }
     }
-    if !writes(&db, 10, &mut log) {
+    if !writes.run(&db, 10, &mut log) {
         return log;
     }
     let _ = db.close();
     log
-}
-
-fn power_loss(fault: &FaultFs, mem: &MemFileSystem, k: u64) {
-    fault.halt();
-    if k.is_multiple_of(2) {
-        mem.crash();
-    } else {
-        mem.crash_keep_unsynced_prefix(k);
-    }
 }
 
 /// Reopens on the un-faulted filesystem, checks the state against `log` and that a second
@@ -124,7 +92,7 @@ fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str, direct: bool) 
     if let Err(e) = log.check(&Model::new(), &state, Durability::SyncedOnly) {
         panic!("{what}: {e}");
     }
-    power_loss(&fault, mem, 0);
+    power_loss_at(&fault, mem, 0);
     drop(db);
     let fault = FaultFs::new(Arc::new(mem.clone()));
     let db = Db::open(Path::new(DIR), options(&fault, direct))
@@ -189,7 +157,7 @@ fn crash_points(direct: bool) {
             let fault = FaultFs::new(Arc::new(mem.clone()));
             fault.halt_after_mutations(k);
             let log = script(&fault, direct);
-            power_loss(&fault, &mem, k);
+            power_loss_at(&fault, &mem, k);
             let what = format!("crash after mutation {k} of {total}");
             reopen_and_check(&mem, &log, &what, direct);
 
@@ -199,14 +167,14 @@ fn crash_points(direct: bool) {
                 let fault = FaultFs::new(Arc::new(mem.clone()));
                 fault.halt_after_mutations(k);
                 let log = script(&fault, direct);
-                power_loss(&fault, &mem, k);
+                power_loss_at(&fault, &mem, k);
                 for j in 1.. {
                     let trial = clone_fs(&mem);
                     let f = FaultFs::new(Arc::new(trial.clone()));
                     f.halt_after_mutations(j);
                     let opened = Db::open(Path::new(DIR), options(&f, direct));
                     let finished = !f.is_halted();
-                    power_loss(&f, &trial, j);
+                    power_loss_at(&f, &trial, j);
                     drop(opened);
                     recovery_points += 1;
                     let what = format!("{what}, then crash after mutation {j} of recovery");

@@ -9,7 +9,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shaledb::fs::MemFileSystem;
 use shaledb::{CfOptions, Db, Options, ReadOptions, WriteBatch, WriteOptions};
-use shaledb_testkit::{with_timeout, FaultFs};
+use shaledb_testkit::{power_loss_at, with_timeout, FaultFs};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -184,15 +184,6 @@ fn check(log: &Log, state: &State) -> Result<usize, String> {
     ))
 }
 
-fn power_loss(fault: &FaultFs, mem: &MemFileSystem, k: u64) {
-    fault.halt();
-    if k.is_multiple_of(2) {
-        mem.crash();
-    } else {
-        mem.crash_keep_unsynced_prefix(k);
-    }
-}
-
 /// Reopens, checks the state, loses power again and checks the state did not change.
 fn reopen_and_check(mem: &MemFileSystem, log: &Log, what: &str) {
     let fault = FaultFs::new(Arc::new(mem.clone()));
@@ -201,7 +192,7 @@ fn reopen_and_check(mem: &MemFileSystem, log: &Log, what: &str) {
     if let Err(e) = check(log, &state) {
         panic!("{what}: {e}");
     }
-    power_loss(&fault, mem, 0);
+    power_loss_at(&fault, mem, 0);
     drop(db);
     let fault = FaultFs::new(Arc::new(mem.clone()));
     let db = open(&fault).unwrap_or_else(|e| panic!("{what}: second reopen failed: {e}"));
@@ -239,7 +230,7 @@ fn crash_after_every_mutating_operation_recovers_every_family() {
                 let fault = FaultFs::new(Arc::new(mem.clone()));
                 fault.halt_after_mutations(k);
                 let log = script(&fault);
-                power_loss(&fault, &mem, k);
+                power_loss_at(&fault, &mem, k);
                 let what = format!("crash after mutation {k} of {total}");
                 reopen_and_check(&mem, &log, &what);
                 if !k.is_multiple_of(11) {
@@ -250,14 +241,14 @@ fn crash_after_every_mutating_operation_recovers_every_family() {
                 let fault = FaultFs::new(Arc::new(mem.clone()));
                 fault.halt_after_mutations(k);
                 let log = script(&fault);
-                power_loss(&fault, &mem, k);
+                power_loss_at(&fault, &mem, k);
                 for j in 1.. {
                     let trial = clone_fs(&mem);
                     let f = FaultFs::new(Arc::new(trial.clone()));
                     f.halt_after_mutations(j);
                     let opened = open(&f);
                     let finished = !f.is_halted();
-                    power_loss(&f, &trial, j);
+                    power_loss_at(&f, &trial, j);
                     drop(opened);
                     recovery_points += 1;
                     let what = format!("{what}, then crash after mutation {j} of recovery");
@@ -343,7 +334,7 @@ fn disagreements(atomic: bool) -> usize {
         let fault = FaultFs::new(Arc::new(mem.clone()));
         fault.halt_after_mutations(k);
         no_wal_script(&fault, atomic);
-        power_loss(&fault, &mem, k);
+        power_loss_at(&fault, &mem, k);
         if !families_agree(&mem, k) {
             bad += 1;
         }

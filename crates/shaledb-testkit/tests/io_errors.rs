@@ -53,12 +53,7 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
         // Values of 30 bytes or more in blob files, written and read under the errors too.
         shaledb_testkit::store_values_in_blob_files(&mut o, 30, shaledb::CompressionType::None);
     }
-    o.write_buffer_size = 4096;
-    o.block_size = 256;
-    o.max_background_jobs = 1;
-    o.level0_file_num_compaction_trigger = 3;
-    o.max_bytes_for_level_base = 8 << 10;
-    o.target_file_size_base = 2 << 10;
+    shaledb_testkit::small_tree(&mut o);
     o.max_manifest_file_size = 300;
     // No automatic retry of a failed flush within a run: `resume` at the end lifts it.
     o.bgerror_resume_retry_interval = Duration::from_secs(3600);

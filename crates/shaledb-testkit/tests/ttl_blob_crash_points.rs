@@ -6,13 +6,10 @@
 //! value whole (the TTL is long: nothing expires, so the model needs no clock).
 #![allow(clippy::field_reassign_with_default)]
 
-use rand::rngs::StdRng;
-use rand::SeedableRng;
 use shaledb::fs::MemFileSystem;
 use shaledb::{Db, Options};
-use shaledb_testkit::model::Outcome;
-use shaledb_testkit::model::{self, gen_op, read_all, Durability, GenConfig, Model, OpLog};
-use shaledb_testkit::{with_timeout, FaultFs};
+use shaledb_testkit::model::{self, read_all, Durability, GenConfig, Model, OpLog, Outcome};
+use shaledb_testkit::{power_loss_at, with_timeout, FaultFs, LoggedWrites};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,12 +23,7 @@ fn options(fs: &FaultFs) -> Options {
     shaledb_testkit::store_values_in_blob_files(&mut o, 30, shaledb::CompressionType::None);
     o.enable_blob_garbage_collection = true;
     o.blob_garbage_collection_age_cutoff = 0.5;
-    o.write_buffer_size = 4096;
-    o.block_size = 256;
-    o.max_background_jobs = 1;
-    o.level0_file_num_compaction_trigger = 3;
-    o.max_bytes_for_level_base = 8 << 10;
-    o.target_file_size_base = 2 << 10;
+    shaledb_testkit::small_tree(&mut o);
     o
 }
 
@@ -52,43 +44,20 @@ fn script(fs: &FaultFs) -> OpLog {
     let Ok(db) = Db::open(Path::new(DIR), options(fs)) else {
         return log;
     };
-    let cfg = cfg();
-    let mut rng = StdRng::seed_from_u64(11);
-    let mut id = 0u64;
-    let mut writes = |db: &Db, n: usize, log: &mut OpLog| -> bool {
-        for _ in 0..n {
-            let op = gen_op(&mut rng, &cfg, id);
-            id += 1;
-            let ok = op.run(db).is_ok();
-            log.push(op, if ok { Outcome::Acked } else { Outcome::Failed });
-            if !ok {
-                return false;
-            }
-        }
-        true
-    };
+    let mut writes = LoggedWrites::new(cfg(), 11);
     let steps: [&dyn Fn(&Db) -> bool; 2] = [&|db| db.flush().is_ok(), &|db| {
         db.compact_range(None, None).is_ok()
     }];
     for step in steps {
-        if !writes(&db, 30, &mut log) || !step(&db) {
+        if !writes.run(&db, 30, &mut log) || !step(&db) {
             return log;
         }
     }
-    if !writes(&db, 10, &mut log) {
+    if !writes.run(&db, 10, &mut log) {
         return log;
     }
     let _ = db.close();
     log
-}
-
-fn power_loss(fault: &FaultFs, mem: &MemFileSystem, k: u64) {
-    fault.halt();
-    if k.is_multiple_of(2) {
-        mem.crash();
-    } else {
-        mem.crash_keep_unsynced_prefix(k);
-    }
 }
 
 fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str) {
@@ -124,7 +93,7 @@ fn crash_at_every_point_of_a_ttl_family_with_blob_files() {
             let fault = FaultFs::new(Arc::new(mem.clone()));
             fault.halt_after_mutations(k);
             let log = script(&fault);
-            power_loss(&fault, &mem, k);
+            power_loss_at(&fault, &mem, k);
             reopen_and_check(&mem, &log, &format!("crash after mutation {k} of {total}"));
         }
         eprintln!("ttl blob crash points: {total} mutating operations");
