@@ -20,6 +20,9 @@ pub struct CommonOptions {
     pub compression: String,
     /// The codec's level (db_bench's `--compression_level`); `None`: the codec's default.
     pub compression_level: Option<i32>,
+    /// Writeback of table and blob files every this many bytes (`--bytes_per_sync`); `None`:
+    /// the engine's default.
+    pub bytes_per_sync: Option<u64>,
     /// Largest zstd dictionary per table (db_bench's `--compression_max_dict_bytes`; 0: none).
     pub max_dict_bytes: u64,
     /// Bytes a zstd dictionary is trained on (`--compression_zstd_max_train_bytes`).
@@ -160,6 +163,7 @@ impl Default for CommonOptions {
             bloom_bits: 10,
             compression: "snappy".into(),
             compression_level: None,
+            bytes_per_sync: None,
             max_dict_bytes: 0,
             zstd_max_train_bytes: 0,
             block_size: 4096,

@@ -81,6 +81,12 @@ pub const FLAGS: &[FlagSpec] = &[
     ),
     used("compression_type", false, "none|snappy|lz4|zstd|zlib"),
     used(
+        "bytes_per_sync",
+        false,
+        "start writeback of table and blob files every N bytes (ShaleDB and RocksDB; unset: each \
+         engine's default, 1 MiB in ShaleDB, 0 in RocksDB; the others have no such option)",
+    ),
+    used(
         "compression_level",
         false,
         "codec level: zstd 1-22, zlib 0-9 (32767 or -1: the codec's default; ShaleDB and RocksDB)",
@@ -732,6 +738,10 @@ impl Flags {
             max_write_buffer_number: get(m, "max_write_buffer_number", d.max_write_buffer_number)?,
             bloom_bits: bloom.max(0) as u32,
             compression,
+            bytes_per_sync: match m.contains_key("bytes_per_sync") {
+                true => Some(get(m, "bytes_per_sync", 0u64)?),
+                false => None,
+            },
             compression_level: match get::<i32>(m, "compression_level", 32767)? {
                 32767 | -1 => None,
                 level => Some(level),

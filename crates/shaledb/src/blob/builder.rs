@@ -72,6 +72,12 @@ impl BlobFileBuilder {
         Ok(b)
     }
 
+    /// Asks the OS to start writing the file back every `bytes` appended (0: never), so the
+    /// sync at `finish` has little left to wait for (`Options::bytes_per_sync`).
+    pub fn set_writeback_interval(&mut self, bytes: u64) {
+        self.file.set_writeback_interval(bytes);
+    }
+
     /// Appends `value` stored under `user_key`; returns the reference to it. The value is
     /// compressed with the file's codec if that saves at least 12.5%, else stored raw.
     pub fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<BlobRef> {

@@ -640,14 +640,16 @@ impl Outputs<'_, '_> {
         if self.blobs.current.is_none() {
             let number = (self.new_file_number)();
             let spec = self.spec;
-            self.blobs.current = Some(BlobFileBuilder::create(
+            let mut builder = BlobFileBuilder::create(
                 spec.fs,
                 spec.dir,
                 number,
                 spec.cf_id,
                 spec.opts.blob_compression,
                 spec.opts.compression_level,
-            )?);
+            )?;
+            builder.set_writeback_interval(spec.opts.bytes_per_sync);
+            self.blobs.current = Some(builder);
         }
         self.blobs
             .current
@@ -956,11 +958,12 @@ fn finish_blob_file(b: BlobFileBuilder) -> Result<BlobFileAddition> {
 
 fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
     let path = filename::table_file(spec.dir, number);
-    let file = match spec.opts.use_direct_io_for_flush_and_compaction {
+    let mut file = match spec.opts.use_direct_io_for_flush_and_compaction {
         true => spec.fs.create_direct(&path),
         false => spec.fs.create(&path),
     }
     .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+    file.set_writeback_interval(spec.opts.bytes_per_sync);
     let opts = TableBuilderOptions {
         block_size: spec.opts.block_size,
         restart_interval: spec.opts.block_restart_interval,
