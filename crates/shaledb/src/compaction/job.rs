@@ -601,8 +601,7 @@ impl Outputs<'_, '_> {
                     // the table if it is now below min_blob_size or blobs are off).
                     let spec = self.spec;
                     let value = gc.version.read_blob(
-                        spec.fs,
-                        spec.dir,
+                        spec.tables,
                         user_key,
                         &r,
                         COMPACTION_BLOB_READS,
@@ -925,7 +924,7 @@ fn read_input_blob(
     reference: &[u8],
 ) -> Result<Vec<u8>> {
     let r = decode_reference(spec, user_key, reference)?;
-    version.read_blob(spec.fs, spec.dir, user_key, &r, COMPACTION_BLOB_READS, None)
+    version.read_blob(spec.tables, user_key, &r, COMPACTION_BLOB_READS, None)
 }
 
 /// Decodes a blob reference read from the inputs; corruption if it does not decode.

@@ -126,7 +126,7 @@ impl DbInner {
             // must stay open (the primary may have unlinked it already).
             let live = self.state.lock().versions.live_files();
             for f in files.iter().filter(|f| !live.contains(&f.number)) {
-                if f.kind == FileKind::Table {
+                if matches!(f.kind, FileKind::Table | FileKind::Blob) {
                     self.tables.evict(f.number);
                 }
             }
@@ -134,7 +134,7 @@ impl DbInner {
             return;
         }
         for f in files {
-            if f.kind == FileKind::Table {
+            if matches!(f.kind, FileKind::Table | FileKind::Blob) {
                 self.tables.evict(f.number);
             }
             if let Some(path) = f.path(&self.dir) {
