@@ -20,7 +20,7 @@ pub(crate) struct TableCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     tables: ShardedCache<u64, Table>,
-    /// The blob file cache: at most `capacity` blob files open, opened on a read's miss and
+    /// The blob file cache: under `capacity` blob files open, opened on a read's miss and
     /// closed when evicted (CLOCK) or when the file is deleted ([`TableCache::evict`]); a
     /// reader a read holds stays valid (`Arc`) after eviction, and closes when the read drops
     /// it. A budget of its own, the same size as the tables' (`max_open_files`), rather than
@@ -163,16 +163,20 @@ impl TableCache {
     }
 }
 
-/// The blob file cache of a table cache of `capacity` tables: 16 shards once each holds at
-/// least 64 readers, one below; the capacity is rounded down to a multiple of the shard count
-/// (shards hold a whole share each), so at most `capacity` blob files are ever open.
+/// The blob file cache of a table cache of `capacity` tables. It keeps one reader fewer than
+/// `capacity`: a read that misses opens its file before the insert evicts another, so a
+/// reader alone at a time stays within `capacity` open files (concurrent misses and readers
+/// that reads in flight still hold may pass it briefly). 16 shards once each holds at least
+/// 64 readers, one below; the capacity is rounded down to a multiple of the shard count, as
+/// every shard holds a whole share.
 fn blob_file_cache(capacity: usize) -> ShardedCache<u64, BlobFileReader> {
     const SHARD_BITS: u32 = 4;
     const SHARDS: usize = 1 << SHARD_BITS;
-    if capacity >= SHARDS * 64 {
-        ShardedCache::new(capacity - capacity % SHARDS, SHARD_BITS)
+    let keep = capacity.saturating_sub(1).max(1);
+    if keep >= SHARDS * 64 {
+        ShardedCache::new(keep - keep % SHARDS, SHARD_BITS)
     } else {
-        ShardedCache::new(capacity, 0)
+        ShardedCache::new(keep, 0)
     }
 }
 
