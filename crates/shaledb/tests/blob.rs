@@ -528,7 +528,10 @@ fn open_blob_files_stay_within_max_open_files() {
     let want: Vec<(Vec<u8>, Vec<u8>)> = (0..n).map(|i| (key(i), big(i, 0))).collect();
     // Gets in an order that walks every file again and again.
     for i in (0..n).map(|i| (i * 7) % n).chain((0..n).rev()) {
-        assert_eq!(db.get(key(i)).expect("get").as_deref(), Some(&big(i, 0)[..]));
+        assert_eq!(
+            db.get(key(i)).expect("get").as_deref(),
+            Some(&big(i, 0)[..])
+        );
     }
     let got = db.multi_get((0..n).rev().map(key));
     for (i, g) in (0..n).rev().zip(got) {
@@ -538,9 +541,16 @@ fn open_blob_files_stay_within_max_open_files() {
     assert!(scan(&db, true) == want, "backward scan");
     let (open, most, opens) = fs.hook().now();
     assert!(most <= MAX_OPEN, "{most} blob files open at once");
-    assert!(open >= 1 && opens > first.len() as u64, "{open} open, {opens} opens");
+    assert!(
+        open >= 1 && opens > first.len() as u64,
+        "{open} open, {opens} opens"
+    );
     drop(db);
-    assert_eq!(fs.hook().now().0, 0, "closing the database closes every blob file");
+    assert_eq!(
+        fs.hook().now().0,
+        0,
+        "closing the database closes every blob file"
+    );
 
     // Garbage collection relocates every blob: the old files are deleted, and closed.
     let db = Db::open(
@@ -552,14 +562,22 @@ fn open_blob_files_stay_within_max_open_files() {
         },
     )
     .expect("reopen");
-    assert_eq!(db.get(key(3)).expect("get").as_deref(), Some(&big(3, 0)[..]));
+    assert_eq!(
+        db.get(key(3)).expect("get").as_deref(),
+        Some(&big(3, 0)[..])
+    );
     db.compact_range(None, None).expect("compact");
     wait_until("deleted", || {
         let now = blob_paths(&*fs, dir);
         first.iter().all(|p| !now.contains(p))
     });
     for p in &first {
-        assert_eq!(fs.hook().open_handles(p), 0, "{} deleted but open", p.display());
+        assert_eq!(
+            fs.hook().open_handles(p),
+            0,
+            "{} deleted but open",
+            p.display()
+        );
     }
     assert!(scan(&db, false) == want, "scan after gc");
     assert!(fs.hook().now().1 <= MAX_OPEN);
@@ -627,7 +645,11 @@ fn table_files_keys(dir: &Path) -> BTreeMap<String, Vec<Vec<u8>>> {
             keys.push(parse_internal_key(it.key()).expect("key").user_key.to_vec());
             it.next();
         }
-        let name = path.file_name().expect("name").to_string_lossy().into_owned();
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
         out.insert(name, keys);
     }
     out
@@ -764,12 +786,18 @@ fn garbage_of_expired_tables_dropped_whole_is_counted() {
     let after = table_keys(&db, dir.path());
     let dropped = dropped_keys(&before, &after);
     assert!(!dropped.is_empty(), "no table dropped");
-    assert!(dropped.iter().all(|k| k < &key(n / 2)), "a live table dropped");
+    assert!(
+        dropped.iter().all(|k| k < &key(n / 2)),
+        "a live table dropped"
+    );
     let value = |k: &[u8]| big((0..n).find(|&i| key(i) == k).expect("a key written"), 0);
     let want: u64 = dropped.iter().map(|k| record_bytes(k, &value(k))).sum();
     assert_eq!(blob_files(dir.path()), blobs);
     assert_eq!(property(&db, "shaledb.live-blob-file-garbage-size"), want);
     for i in n / 2..n {
-        assert_eq!(db.get(key(i)).expect("get").as_deref(), Some(&big(i, 0)[..]));
+        assert_eq!(
+            db.get(key(i)).expect("get").as_deref(),
+            Some(&big(i, 0)[..])
+        );
     }
 }

@@ -1032,6 +1032,17 @@ fn tombstones_to_keep(
     t
 }
 
+/// An output's references per blob file as its table records them.
+fn blob_references(refs: &BTreeMap<u64, (u64, u64)>) -> Vec<crate::sst::BlobReferences> {
+    let reference =
+        |(&file_number, &(count, bytes)): (&u64, &(u64, u64))| crate::sst::BlobReferences {
+            file_number,
+            count,
+            bytes,
+        };
+    refs.iter().map(reference).collect()
+}
+
 fn finish_output(
     spec: &OutputSpec<'_>,
     o: Output,
@@ -1043,14 +1054,7 @@ fn finish_output(
     if o.newest_write_time > 0 {
         builder.set_newest_write_time(o.newest_write_time);
     }
-    let refs = o.blob_refs.iter().map(|(&file_number, &(count, bytes))| {
-        crate::sst::BlobReferences {
-            file_number,
-            count,
-            bytes,
-        }
-    });
-    builder.set_blob_references(refs.collect());
+    builder.set_blob_references(blob_references(&o.blob_refs));
     if let (Some(small), Some(large), Some((min_seq, max_seq))) = (
         range_dels.smallest_key(),
         range_dels.largest_key(),

@@ -1172,7 +1172,11 @@ fn blob_references_of(
 ) -> Result<HashMap<u64, Vec<crate::sst::BlobReferences>>> {
     let mut out = HashMap::new();
     for &(level, number) in files {
-        let Some(f) = version.level_files(level).iter().find(|f| f.number == number) else {
+        let Some(f) = version
+            .level_files(level)
+            .iter()
+            .find(|f| f.number == number)
+        else {
             continue;
         };
         if f.blob_files.is_empty() {

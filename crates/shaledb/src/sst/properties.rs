@@ -124,9 +124,8 @@ pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
                 .map_err(|_| "column family name is not UTF-8".to_string())?
                 .to_string();
         } else if key == BLOB_REFERENCES.as_bytes() {
-            p.blob_references = decode_blob_references(value).ok_or_else(|| {
-                format!("property {BLOB_REFERENCES} has a bad value")
-            })?;
+            p.blob_references = decode_blob_references(value)
+                .ok_or_else(|| format!("property {BLOB_REFERENCES} has a bad value"))?;
         } else if key == PREFIX_EXTRACTOR.as_bytes() {
             p.prefix_extractor = std::str::from_utf8(value)
                 .map_err(|_| "prefix extractor id is not UTF-8".to_string())?
@@ -282,13 +281,13 @@ mod tests {
         assert_eq!(bytes, [2, 5, 2, 0xac, 0x02, 9, 1, 127]);
         assert_eq!(decode_blob_references(&bytes).as_deref(), Some(&refs[..]));
         for bad in [
-            &[][..],                     // no count
-            &[1, 5, 2][..],              // a file cut short
-            &[1, 5, 2, 7, 0][..],        // trailing byte
-            &[1, 5, 0, 7][..],           // zero references
-            &[2, 9, 1, 1, 5, 1, 1][..],  // numbers descend
-            &[2, 5, 1, 1, 5, 1, 1][..],  // a number twice
-            &[0xff, 0xff, 0x03, 1][..],  // a count the value cannot hold
+            &[][..],                    // no count
+            &[1, 5, 2][..],             // a file cut short
+            &[1, 5, 2, 7, 0][..],       // trailing byte
+            &[1, 5, 0, 7][..],          // zero references
+            &[2, 9, 1, 1, 5, 1, 1][..], // numbers descend
+            &[2, 5, 1, 1, 5, 1, 1][..], // a number twice
+            &[0xff, 0xff, 0x03, 1][..], // a count the value cannot hold
         ] {
             assert_eq!(decode_blob_references(bad), None, "{bad:?}");
         }
