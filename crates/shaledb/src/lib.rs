@@ -90,7 +90,7 @@ pub mod internals {
     pub use crate::log::{LogRead, LogReader};
     pub use crate::memtable::MemTable;
     pub use crate::range_del::RangeTombstone;
-    pub use crate::sst::TableProperties;
+    pub use crate::sst::{BlobReferences, TableProperties};
     pub use crate::sst::{Block, BlockIter, BlockReadOptions, IndexBlockIter, IndexForm, Table};
     pub use crate::value::LookupResult;
     pub use crate::version::VersionEdit;

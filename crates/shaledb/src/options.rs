@@ -205,7 +205,10 @@ pub struct Options {
     /// also caps `compaction_readahead_size` at 1/1024 of the budget, since readahead
     /// buffers are not charged to the cache. Default `None`.
     pub memory_budget: Option<usize>,
-    /// Open table files kept in the table cache. Default 5000.
+    /// Open table files kept in the table cache, and (a budget of its own, the same size)
+    /// open blob files kept in the blob file cache: a database with blob files holds at most
+    /// this many tables and this many blob files open (RocksDB's blob file cache shares the
+    /// table cache's budget instead). Default 5000.
     pub max_open_files: usize,
 
     /// Number of levels. Default 7.

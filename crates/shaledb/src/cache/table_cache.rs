@@ -1,22 +1,34 @@
 //! The table cache: open table files (their index and filter in memory), bounded by
-//! `max_open_files`, so a read does not reopen and re-parse a file every time.
+//! `max_open_files`, so a read does not reopen and re-parse a file every time; beside it, the
+//! blob file cache: open blob file readers, bounded the same way.
 
 use super::BlockCache;
 use super::ShardedCache;
+use crate::blob::BlobFileReader;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::sst::Table;
-use crate::version::{filename, FileMetaData};
+use crate::version::{filename, BlobFileAddition, FileMetaData};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-/// Open tables by file number.
+/// Open tables, and open blob file readers, by file number (tables and blob files share one
+/// numbering, so a number names one file of either kind).
 pub(crate) struct TableCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     tables: ShardedCache<u64, Table>,
+    /// The blob file cache: under `capacity` blob files open, opened on a read's miss and
+    /// closed when evicted (CLOCK) or when the file is deleted ([`TableCache::evict`]); a
+    /// reader a read holds stays valid (`Arc`) after eviction, and closes when the read drops
+    /// it. A budget of its own, the same size as the tables' (`max_open_files`), rather than
+    /// a share of theirs as RocksDB's blob file cache has: a table entry also holds its index
+    /// and filter in memory and costs their reads to reopen, a blob reader holds a descriptor
+    /// and a few dozen bytes, so a scan over many blob files must not evict tables. A database
+    /// therefore keeps at most `max_open_files` tables and `max_open_files` blob files open.
+    blobs: ShardedCache<u64, BlobFileReader>,
     block_cache: Arc<BlockCache>,
     /// Open table files with direct IO (`Options::use_direct_reads`).
     direct_reads: bool,
@@ -44,6 +56,7 @@ impl TableCache {
             fs,
             dir,
             tables: ShardedCache::new(capacity, 4),
+            blobs: blob_file_cache(capacity),
             block_cache,
             direct_reads: false,
             mmap_reads: false,
@@ -115,10 +128,35 @@ impl TableCache {
         Ok(table)
     }
 
-    /// Forgets a table (its file is being deleted).
+    /// Forgets a table or blob file (its file is being deleted): its reader closes once no
+    /// read holds it.
     pub(crate) fn evict(&self, number: u64) {
         self.tables.erase(&number);
+        self.blobs.erase(&number);
         self.reserved_cache_ids.lock().remove(&number);
+    }
+
+    /// The reader of blob file `a`, from the blob file cache or opened (header and footer
+    /// checked) and put there. The hit path is one shard's read lock and a hash lookup.
+    pub(crate) fn blob_reader(&self, a: &BlobFileAddition) -> Result<Arc<BlobFileReader>> {
+        if let Some(r) = self.blobs.get(&a.number) {
+            return Ok(r);
+        }
+        let path = filename::blob_file(&self.dir, a.number);
+        let file = self
+            .fs
+            .open_random_access(&path)
+            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        let reader = Arc::new(BlobFileReader::open(file, path, a.number, a.file_size)?);
+        // Two reads that missed together both open it: the second insert replaces the
+        // first, whose reader closes when its read is done.
+        self.blobs.insert(a.number, reader.clone(), 1);
+        Ok(reader)
+    }
+
+    /// The database directory the files are opened in.
+    pub(crate) fn dir(&self) -> &std::path::Path {
+        &self.dir
     }
 
     /// The block cache and the cache id file `number` (being written) will be read under
@@ -132,6 +170,23 @@ impl TableCache {
     /// How many tables the cache keeps open (`max_open_files`).
     pub(crate) fn capacity(&self) -> usize {
         self.tables.capacity()
+    }
+}
+
+/// The blob file cache of a table cache of `capacity` tables. It keeps one reader fewer than
+/// `capacity`: a read that misses opens its file before the insert evicts another, so a
+/// reader alone at a time stays within `capacity` open files (concurrent misses and readers
+/// that reads in flight still hold may pass it briefly). 16 shards once each holds at least
+/// 64 readers, one below; the capacity is rounded down to a multiple of the shard count, as
+/// every shard holds a whole share.
+fn blob_file_cache(capacity: usize) -> ShardedCache<u64, BlobFileReader> {
+    const SHARD_BITS: u32 = 4;
+    const SHARDS: usize = 1 << SHARD_BITS;
+    let keep = capacity.saturating_sub(1).max(1);
+    if keep >= SHARDS * 64 {
+        ShardedCache::new(keep - keep % SHARDS, SHARD_BITS)
+    } else {
+        ShardedCache::new(keep, 0)
     }
 }
 

@@ -150,6 +150,9 @@ struct Output {
     largest: Vec<u8>,
     /// In a family with a TTL: the newest write time of the values added.
     newest_write_time: u64,
+    /// Per blob file: the references added (count, record bytes), recorded in the table's
+    /// properties so a whole-file drop can count them as garbage without reading the table.
+    blob_refs: BTreeMap<u64, (u64, u64)>,
 }
 
 /// What one `write_tables` call wrote: tables, the blob files their references point into
@@ -577,7 +580,7 @@ impl Outputs<'_, '_> {
                 r.encode_entry_to(write_time, &mut reference);
                 let blob_key = key::make_internal_key(user_key, sequence, ValueKind::BlobIndex);
                 self.add_entry(&blob_key, &reference, sequence, ValueKind::BlobIndex)?;
-                self.note_reference(&r);
+                self.note_reference(user_key, &r);
                 if self
                     .blobs
                     .current
@@ -601,8 +604,7 @@ impl Outputs<'_, '_> {
                     // the table if it is now below min_blob_size or blobs are off).
                     let spec = self.spec;
                     let value = gc.version.read_blob(
-                        spec.fs,
-                        spec.dir,
+                        spec.tables,
                         user_key,
                         &r,
                         COMPACTION_BLOB_READS,
@@ -616,7 +618,7 @@ impl Outputs<'_, '_> {
                     return self.add(&put_key, &value, sequence, ValueKind::Put);
                 }
                 self.add_entry(ikey, value, sequence, kind)?;
-                self.note_reference(&r);
+                self.note_reference(user_key, &r);
                 let e = self.blobs.written.entry(r.file_number).or_default();
                 e.0 += 1;
                 e.1 += r.record_bytes(user_key);
@@ -626,12 +628,15 @@ impl Outputs<'_, '_> {
         }
     }
 
-    /// Records that the current output references `r`'s blob file.
-    fn note_reference(&mut self, r: &BlobRef) {
+    /// Records that the current output references `r`'s blob file (stored under `user_key`).
+    fn note_reference(&mut self, user_key: &[u8], r: &BlobRef) {
         if let Some(o) = self.current.as_mut() {
             if let Err(i) = o.meta.blob_files.binary_search(&r.file_number) {
                 o.meta.blob_files.insert(i, r.file_number);
             }
+            let e = o.blob_refs.entry(r.file_number).or_default();
+            e.0 += 1;
+            e.1 += r.record_bytes(user_key);
         }
     }
 
@@ -927,7 +932,7 @@ fn read_input_blob(
     reference: &[u8],
 ) -> Result<Vec<u8>> {
     let r = decode_reference(spec, user_key, reference)?;
-    version.read_blob(spec.fs, spec.dir, user_key, &r, COMPACTION_BLOB_READS, None)
+    version.read_blob(spec.tables, user_key, &r, COMPACTION_BLOB_READS, None)
 }
 
 /// Decodes a blob reference read from the inputs; corruption if it does not decode.
@@ -1004,6 +1009,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
         },
         largest: Vec::new(),
         newest_write_time: 0,
+        blob_refs: BTreeMap::new(),
     })
 }
 
@@ -1029,6 +1035,17 @@ fn tombstones_to_keep(
     t
 }
 
+/// An output's references per blob file as its table records them.
+fn blob_references(refs: &BTreeMap<u64, (u64, u64)>) -> Vec<crate::sst::BlobReferences> {
+    let reference =
+        |(&file_number, &(count, bytes)): (&u64, &(u64, u64))| crate::sst::BlobReferences {
+            file_number,
+            count,
+            bytes,
+        };
+    refs.iter().map(reference).collect()
+}
+
 fn finish_output(
     spec: &OutputSpec<'_>,
     o: Output,
@@ -1040,6 +1057,7 @@ fn finish_output(
     if o.newest_write_time > 0 {
         builder.set_newest_write_time(o.newest_write_time);
     }
+    builder.set_blob_references(blob_references(&o.blob_refs));
     if let (Some(small), Some(large), Some((min_seq, max_seq))) = (
         range_dels.smallest_key(),
         range_dels.largest_key(),

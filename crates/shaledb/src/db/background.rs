@@ -24,7 +24,7 @@ use crate::sst::BlockReadOptions;
 use crate::version::filename::FileKind;
 use crate::version::{FileMetaData, LevelIterator, ObsoleteFile, Version, VersionEdit};
 use parking_lot::MutexGuard;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -126,7 +126,7 @@ impl DbInner {
             // must stay open (the primary may have unlinked it already).
             let live = self.state.lock().versions.live_files();
             for f in files.iter().filter(|f| !live.contains(&f.number)) {
-                if f.kind == FileKind::Table {
+                if matches!(f.kind, FileKind::Table | FileKind::Blob) {
                     self.tables.evict(f.number);
                 }
             }
@@ -134,7 +134,7 @@ impl DbInner {
             return;
         }
         for f in files {
-            if f.kind == FileKind::Table {
+            if matches!(f.kind, FileKind::Table | FileKind::Blob) {
                 self.tables.evict(f.number);
             }
             if let Some(path) = f.path(&self.dir) {
@@ -663,7 +663,11 @@ impl DbInner {
             now: self.opts.clock.now_secs(),
         };
         let version = st.versions.current(cf);
-        let expired = MutexGuard::unlocked(st, || expired_files(&version, &self.tables, expiry))?;
+        let (expired, refs) = MutexGuard::unlocked(st, || {
+            let expired = expired_files(&version, &self.tables, expiry)?;
+            let refs = blob_references_of(&version, &self.tables, &expired)?;
+            Ok::<_, Error>((expired, refs))
+        })?;
         let Some(f) = st.families.get(&cf) else {
             return Ok(());
         };
@@ -680,6 +684,7 @@ impl DbInner {
                 edit.delete_file(level, number);
             }
         }
+        add_dropped_garbage(&mut edit, &refs, &current);
         self.apply_file_drops(st, cf, edit)
     }
 
@@ -724,8 +729,10 @@ impl DbInner {
         let oldest = self
             .snapshots
             .oldest_or(|| self.last_sequence.load(Ordering::Acquire));
-        let covered = MutexGuard::unlocked(st, || {
-            files_under_tombstones(&version, &self.tables, oldest)
+        let (covered, refs) = MutexGuard::unlocked(st, || {
+            let covered = files_under_tombstones(&version, &self.tables, oldest)?;
+            let refs = blob_references_of(&version, &self.tables, &covered)?;
+            Ok::<_, Error>((covered, refs))
         })?;
         let Some(f) = st.families.get(&cf) else {
             return Ok(());
@@ -745,6 +752,7 @@ impl DbInner {
                 edit.delete_file(level, number);
             }
         }
+        add_dropped_garbage(&mut edit, &refs, &current);
         self.apply_file_drops(st, cf, edit)
     }
 
@@ -1150,6 +1158,73 @@ fn expired_files(
         }
     }
     Ok(out)
+}
+
+/// The blob references (table property `shaledb.blob.references`) of each of `files` that
+/// references blob files, by table number: what becomes garbage if the table is dropped whole.
+/// Tables written before the property existed have none, and their drop counts no garbage
+/// (their blob files still go once no table references them). Run without the state mutex:
+/// it may open tables.
+fn blob_references_of(
+    version: &Version,
+    tables: &crate::cache::TableCache,
+    files: &[(usize, u64)],
+) -> Result<HashMap<u64, Vec<crate::sst::BlobReferences>>> {
+    let mut out = HashMap::new();
+    for &(level, number) in files {
+        let Some(f) = version
+            .level_files(level)
+            .iter()
+            .find(|f| f.number == number)
+        else {
+            continue;
+        };
+        if f.blob_files.is_empty() {
+            continue;
+        }
+        let table = tables.get(f)?;
+        let refs = &table.properties().blob_references;
+        if !refs.is_empty() {
+            out.insert(number, refs.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Adds to `edit` (whole-file drops only) the blob garbage of the tables it deletes: their
+/// references, from `refs` ([`blob_references_of`]). RocksDB's garbage meter counts only
+/// what compactions read; here whole-file drops count too, so `shaledb.blob-stats` and
+/// forced blob GC see their garbage. The sum per blob file is
+/// capped at what `current` has not yet counted, so the edit always applies: a correct count
+/// never reaches the cap (each record is referenced by one live table entry at most).
+fn add_dropped_garbage(
+    edit: &mut VersionEdit,
+    refs: &HashMap<u64, Vec<crate::sst::BlobReferences>>,
+    current: &Version,
+) {
+    let mut sums: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for (_, number) in &edit.deleted_files {
+        for r in refs.get(number).into_iter().flatten() {
+            let e = sums.entry(r.file_number).or_default();
+            e.0 = e.0.saturating_add(r.count);
+            e.1 = e.1.saturating_add(r.bytes);
+        }
+    }
+    for (number, (count, bytes)) in sums {
+        let Some(b) = current.blob_file(number) else {
+            continue;
+        };
+        let a = &b.meta.addition;
+        let count = count.min(a.blob_count.saturating_sub(b.garbage_count));
+        let bytes = bytes.min(a.blob_bytes.saturating_sub(b.garbage_bytes));
+        if count > 0 || bytes > 0 {
+            edit.blob_garbage.push(crate::version::BlobGarbage {
+                number,
+                count,
+                bytes,
+            });
+        }
+    }
 }
 
 /// True if the edit adds a file holding range tombstones.

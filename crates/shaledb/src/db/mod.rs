@@ -1167,7 +1167,7 @@ impl DbInner {
             cache: cf.opts.blob_cache.then_some(&*self.block_cache),
             fill_cache: ro.fill_cache,
         };
-        version.read_blob(&self.fs, &self.dir, user_key, &r, opts, None)
+        version.read_blob(&self.tables, user_key, &r, opts, None)
     }
 
     /// `Db::approximate_size`: an inclusive end bound becomes the exclusive bound just past it.
@@ -1440,7 +1440,7 @@ impl DbInner {
         if version.blob_files.is_empty() {
             return None;
         }
-        let (version, fs, dir) = (version.clone(), self.fs.clone(), self.dir.clone());
+        let (version, tables, dir) = (version.clone(), self.tables.clone(), self.dir.clone());
         let cache = cf.opts.blob_cache.then(|| self.block_cache.clone());
         let (verify_checksums, fill_cache) = (ro.verify_checksums, ro.fill_cache);
         Some(Arc::new(
@@ -1451,7 +1451,7 @@ impl DbInner {
                     cache: cache.as_deref(),
                     fill_cache,
                 };
-                version.read_blob(&fs, &dir, user_key, &r, opts, Some(readahead))
+                version.read_blob(&tables, user_key, &r, opts, Some(readahead))
             },
         ))
     }

@@ -401,7 +401,7 @@ fn read_view(
             open::check_table_sizes(&opts.fs, dir, &f.current())?;
         }
     }
-    open_view_files(dir, opts, &versions, tables)?;
+    open_view_files(&versions, tables)?;
     let family_opts: BTreeMap<u32, Arc<Options>> = versions
         .families()
         .iter()
@@ -438,19 +438,14 @@ fn read_view(
 
 /// Opens every table and blob file the view lists, so they stay readable after the primary
 /// deletes them.
-fn open_view_files(
-    dir: &Path,
-    opts: &Options,
-    versions: &VersionSet,
-    tables: &Arc<TableCache>,
-) -> Result<()> {
+fn open_view_files(versions: &VersionSet, tables: &Arc<TableCache>) -> Result<()> {
     for f in versions.families().values() {
         let v = f.current();
         for t in v.files.iter().flatten() {
             tables.get(t)?;
         }
         for b in &v.blob_files {
-            b.open_reader(&opts.fs, dir)?;
+            tables.blob_reader(&b.meta.addition)?;
         }
     }
     Ok(())

@@ -202,6 +202,11 @@ impl TableBuilder {
         self.props.newest_write_time = t;
     }
 
+    /// Records the blob references the table holds, ascending by blob file number.
+    pub(crate) fn set_blob_references(&mut self, refs: Vec<super::BlobReferences>) {
+        self.props.blob_references = refs;
+    }
+
     /// Records the column family the table belongs to (read back by repair).
     pub(crate) fn set_column_family(&mut self, id: u32, name: &str) {
         self.props.column_family_id = Some(id);

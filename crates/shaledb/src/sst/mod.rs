@@ -140,6 +140,23 @@ pub struct TableProperties {
     /// for tables the engine wrote itself). Such a table's footer names file number 0 and its
     /// keys all carry sequence number 0.
     pub external_file_version: u64,
+    /// The blob references the table holds, per blob file, ascending by file number (property
+    /// `shaledb.blob.references`, since 2026-11-26; empty for a table without references or
+    /// written before). What becomes garbage when the table is dropped whole.
+    pub blob_references: Vec<BlobReferences>,
     /// Total file size. Not stored in the properties block: it is the file's length.
     pub file_size: u64,
+}
+
+/// The references one table holds into one blob file: how many, and the bytes of the records
+/// they point at (record header, key and stored value: `BlobRef::record_bytes`), the
+/// quantities blob garbage is counted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobReferences {
+    /// The blob file's number.
+    pub file_number: u64,
+    /// References into it (at least 1).
+    pub count: u64,
+    /// Bytes of the records they point at.
+    pub bytes: u64,
 }

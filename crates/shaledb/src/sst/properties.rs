@@ -2,7 +2,7 @@
 //! UTF-8). Unknown keys are ignored so newer writers can add properties.
 
 use super::block::{Block, BlockBuilder, BlockIter};
-use super::TableProperties;
+use super::{BlobReferences, TableProperties};
 use crate::coding::{get_varint64, put_varint64};
 use crate::iter::InternalIterator;
 use crate::version::edit::MAX_COLUMN_FAMILY_ID;
@@ -29,6 +29,7 @@ pub(crate) const INDEX_TWO_LEVEL: &str = "shaledb.index.two_level";
 pub(crate) const COLUMN_FAMILY_ID: &str = "shaledb.column.family.id";
 pub(crate) const COLUMN_FAMILY_NAME: &str = "shaledb.column.family.name";
 pub(crate) const EXTERNAL_FILE_VERSION: &str = "shaledb.external_sst_file.version";
+pub(crate) const BLOB_REFERENCES: &str = "shaledb.blob.references";
 
 fn numeric(p: &TableProperties) -> [(&'static str, u64); 10] {
     [
@@ -78,6 +79,9 @@ pub(crate) fn encode(p: &TableProperties) -> Vec<u8> {
         entries.insert(COLUMN_FAMILY_ID, buf);
         entries.insert(COLUMN_FAMILY_NAME, p.column_family_name.as_bytes().to_vec());
     }
+    if !p.blob_references.is_empty() {
+        entries.insert(BLOB_REFERENCES, encode_blob_references(&p.blob_references));
+    }
     let mut b = BlockBuilder::new(1);
     for (k, v) in &entries {
         b.add(k.as_bytes(), v);
@@ -119,6 +123,9 @@ pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
             p.column_family_name = std::str::from_utf8(value)
                 .map_err(|_| "column family name is not UTF-8".to_string())?
                 .to_string();
+        } else if key == BLOB_REFERENCES.as_bytes() {
+            p.blob_references = decode_blob_references(value)
+                .ok_or_else(|| format!("property {BLOB_REFERENCES} has a bad value"))?;
         } else if key == PREFIX_EXTRACTOR.as_bytes() {
             p.prefix_extractor = std::str::from_utf8(value)
                 .map_err(|_| "prefix extractor id is not UTF-8".to_string())?
@@ -159,6 +166,48 @@ pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
     Ok(p)
 }
 
+/// `shaledb.blob.references`: varint64 count of blob files, then per file (ascending numbers)
+/// varint64 number, count and bytes (docs/format/sstable.md).
+fn encode_blob_references(refs: &[BlobReferences]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    put_varint64(&mut buf, refs.len() as u64);
+    for r in refs {
+        put_varint64(&mut buf, r.file_number);
+        put_varint64(&mut buf, r.count);
+        put_varint64(&mut buf, r.bytes);
+    }
+    buf
+}
+
+/// Decodes `shaledb.blob.references`; `None` unless it spans the value exactly, numbers
+/// ascend strictly and every count is at least 1. The file count is checked against the
+/// value's length before anything is allocated for it (each file takes 3 bytes at least).
+fn decode_blob_references(value: &[u8]) -> Option<Vec<BlobReferences>> {
+    let (n, mut pos) = get_varint64(value)?;
+    if n > (value.len() / 3) as u64 {
+        return None;
+    }
+    let mut next = || {
+        let (v, len) = get_varint64(value.get(pos..)?)?;
+        pos += len;
+        Some(v)
+    };
+    let mut refs: Vec<BlobReferences> = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let r = BlobReferences {
+            file_number: next()?,
+            count: next()?,
+            bytes: next()?,
+        };
+        let ascending = refs.last().is_none_or(|l| l.file_number < r.file_number);
+        if !ascending || r.count == 0 {
+            return None;
+        }
+        refs.push(r);
+    }
+    (pos == value.len()).then_some(refs)
+}
+
 /// The property that `key` names if it is one of the 0-or-1 flags.
 fn flag_slot<'a>(p: &'a mut TableProperties, key: &[u8]) -> Option<&'a mut bool> {
     match key {
@@ -195,9 +244,65 @@ mod tests {
             column_family_id: Some(300),
             column_family_name: "counters".into(),
             external_file_version: 1,
+            blob_references: vec![
+                BlobReferences {
+                    file_number: 7,
+                    count: 1,
+                    bytes: 120,
+                },
+                BlobReferences {
+                    file_number: 1 << 40,
+                    count: 3000,
+                    bytes: 5 << 30,
+                },
+            ],
             file_size: 0,
         };
         let block = Arc::new(Block::new(encode(&p)).expect("block"));
         assert_eq!(decode(block).expect("decode"), p);
+    }
+
+    /// The blob references property: its exact bytes, and every malformed value refused.
+    #[test]
+    fn blob_references_bytes_and_bad_values() {
+        let refs = [
+            BlobReferences {
+                file_number: 5,
+                count: 2,
+                bytes: 300,
+            },
+            BlobReferences {
+                file_number: 9,
+                count: 1,
+                bytes: 127,
+            },
+        ];
+        let bytes = encode_blob_references(&refs);
+        assert_eq!(bytes, [2, 5, 2, 0xac, 0x02, 9, 1, 127]);
+        assert_eq!(decode_blob_references(&bytes).as_deref(), Some(&refs[..]));
+        for bad in [
+            &[][..],                    // no count
+            &[1, 5, 2][..],             // a file cut short
+            &[1, 5, 2, 7, 0][..],       // trailing byte
+            &[1, 5, 0, 7][..],          // zero references
+            &[2, 9, 1, 1, 5, 1, 1][..], // numbers descend
+            &[2, 5, 1, 1, 5, 1, 1][..], // a number twice
+            &[0xff, 0xff, 0x03, 1][..], // a count the value cannot hold
+        ] {
+            assert_eq!(decode_blob_references(bad), None, "{bad:?}");
+        }
+        let p = TableProperties {
+            blob_references: refs.to_vec(),
+            ..Default::default()
+        };
+        let mut block = encode(&p);
+        let at = block
+            .windows(BLOB_REFERENCES.len())
+            .position(|w| w == BLOB_REFERENCES.as_bytes())
+            .expect("written");
+        // The value's count byte follows the key: claim 3 files.
+        block[at + BLOB_REFERENCES.len()] = 3;
+        let err = decode(Arc::new(Block::new(block).expect("block"))).expect_err("bad");
+        assert!(err.contains(BLOB_REFERENCES), "{err}");
     }
 }

@@ -72,42 +72,15 @@ pub(crate) struct Version {
     pub blob_files: Vec<BlobFile>,
 }
 
-/// A blob file as a version lists it: what its addition recorded, the garbage recorded since,
-/// and the file's reader once a read opened it (shared by every version listing the file).
+/// A blob file as a version lists it: what its addition recorded and the garbage recorded
+/// since. Its reader lives in the blob file cache (`TableCache::blob_reader`), not here, so
+/// open blob files are bounded by `max_open_files` however many the versions list.
 #[derive(Debug, Clone)]
 pub(crate) struct BlobFile {
     pub meta: Arc<BlobFileMetaData>,
     /// Records no live table references any more, and their bytes.
     pub garbage_count: u64,
     pub garbage_bytes: u64,
-}
-
-impl BlobFile {
-    /// The file's reader, opened (in `dir` through `fs`) on first use and kept while any
-    /// version lists the file.
-    pub(crate) fn open_reader(
-        &self,
-        fs: &Arc<dyn crate::fs::FileSystem>,
-        dir: &std::path::Path,
-    ) -> Result<Arc<crate::blob::BlobFileReader>> {
-        if let Some(reader) = self.meta.reader.get() {
-            return Ok(reader.clone());
-        }
-        let a = &self.meta.addition;
-        let path = filename::blob_file(dir, a.number);
-        let file = fs
-            .open_random_access(&path)
-            .map_err(|e| crate::error::Error::io(format!("opening {}", path.display()), e))?;
-        let opened = Arc::new(crate::blob::BlobFileReader::open(
-            file,
-            path,
-            a.number,
-            a.file_size,
-        )?);
-        // Another reader may have opened it meanwhile: either one serves.
-        let _ = self.meta.reader.set(opened.clone());
-        Ok(opened)
-    }
 }
 
 /// How a blob is read: checksums, and the cache holding blob values (`Options::blob_cache`).
@@ -123,21 +96,12 @@ pub(crate) struct BlobReadOptions<'a> {
 /// Bytes charged to the cache for a blob value beyond its own (the entry and its key).
 const BLOB_CACHE_ENTRY_OVERHEAD: usize = 64;
 
-/// A blob file's immutable description and its lazily opened reader.
+/// A blob file's immutable description.
+#[derive(Debug)]
 pub(crate) struct BlobFileMetaData {
     pub addition: BlobFileAddition,
     /// The blob file's key space in the block cache (values cached under its offsets).
     pub cache_id: u64,
-    reader: std::sync::OnceLock<Arc<crate::blob::BlobFileReader>>,
-}
-
-impl std::fmt::Debug for BlobFileMetaData {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BlobFileMetaData")
-            .field("addition", &self.addition)
-            .field("open", &self.reader.get().is_some())
-            .finish()
-    }
 }
 
 impl BlobFileMetaData {
@@ -145,7 +109,6 @@ impl BlobFileMetaData {
         BlobFileMetaData {
             addition,
             cache_id: Table::new_cache_id(),
-            reader: std::sync::OnceLock::new(),
         }
     }
 }
@@ -182,22 +145,20 @@ impl Version {
     }
 
     /// Reads the value `r` references, stored under `user_key`, from a blob file this version
-    /// lists (opened on first use, in `dir` through `fs`). A reference to a file the version
-    /// does not list is corruption. `readahead`: an iterator's (gets and compactions read
-    /// each record alone).
+    /// lists (its reader from the blob file cache of `tables`). A reference to a file the
+    /// version does not list is corruption. `readahead`: an iterator's (gets and compactions
+    /// read each record alone).
     pub(crate) fn read_blob(
         &self,
-        fs: &Arc<dyn crate::fs::FileSystem>,
-        dir: &std::path::Path,
+        tables: &TableCache,
         user_key: &[u8],
         r: &crate::blob::BlobRef,
         opts: BlobReadOptions<'_>,
         readahead: Option<&mut crate::blob::BlobReadahead>,
     ) -> Result<Vec<u8>> {
-        let path = filename::blob_file(dir, r.file_number);
         let Some(b) = self.blob_file(r.file_number) else {
             return Err(crate::error::Error::corruption(
-                path,
+                filename::blob_file(tables.dir(), r.file_number),
                 r.offset,
                 "a table references a blob file the version does not list",
             ));
@@ -208,7 +169,7 @@ impl Version {
                 return Ok(v.to_vec());
             }
         }
-        let reader = b.open_reader(fs, dir)?;
+        let reader = tables.blob_reader(&b.meta.addition)?;
         let value = match readahead {
             Some(ra) => reader.read_ahead(user_key, r, opts.verify_checksums, ra)?,
             None => reader.read(user_key, r, opts.verify_checksums)?,
