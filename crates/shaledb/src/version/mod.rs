@@ -860,6 +860,7 @@ mod tests {
             num_range_deletions: 0,
             blob_files: Vec::new(),
             global_seqno: None,
+            file_checksum: None,
             open_table: Default::default(),
         }
     }
@@ -1037,6 +1038,7 @@ mod tests {
             num_range_deletions: 0,
             blob_files: Vec::new(),
             global_seqno: None,
+            file_checksum: None,
             open_table: Default::default(),
         };
         let mut edit = crate::version::VersionEdit::default();
