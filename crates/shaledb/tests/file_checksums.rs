@@ -28,7 +28,7 @@ fn options() -> Options {
 fn value(i: u32, round: u32) -> Vec<u8> {
     let mut v = format!("value-{i:04}-{round}-").into_bytes();
     // Every other value goes to a blob file (at least 100 bytes).
-    let len = if i % 2 == 0 {
+    let len = if i.is_multiple_of(2) {
         300 + (i as usize % 7) * 40
     } else {
         20
