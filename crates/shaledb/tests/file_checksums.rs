@@ -7,9 +7,12 @@
 
 mod common;
 
+use shaledb::fs::{FsCall, FsHook, HookedFileSystem, MemFileSystem};
 use shaledb::{BackupEngine, Db, Error, LiveFileChecksum, Options, SstFileWriter};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 fn options() -> Options {
     Options {
@@ -365,4 +368,64 @@ fn files_of_the_previous_format_have_unknown_checksums_and_are_skipped() {
             .iter()
             .all(|f| is(&f.path, "blob") || f.crc32c.is_some()));
     }
+}
+
+/// Flips a byte of the external file when the database creates its copy, after it was
+/// validated: the copy's checksum differs from the validated bytes'.
+struct ChangeWhileCopying {
+    fs: MemFileSystem,
+    external: PathBuf,
+    armed: Arc<AtomicBool>,
+}
+
+impl FsHook for ChangeWhileCopying {
+    fn before(&self, call: FsCall<'_>) -> std::io::Result<()> {
+        if let FsCall::Create(path) = call {
+            if path != self.external && self.armed.swap(false, Ordering::SeqCst) {
+                let mut bytes = self.fs.read_file_bytes(&self.external).expect("external");
+                bytes[3] ^= 0x40;
+                self.fs.write_file_bytes(&self.external, &bytes);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn an_external_file_changed_after_validation_is_not_ingested() {
+    let mem = MemFileSystem::new();
+    let external = PathBuf::from("/external.sst");
+    let armed = Arc::new(AtomicBool::new(false));
+    let hook = ChangeWhileCopying {
+        fs: mem.clone(),
+        external: external.clone(),
+        armed: armed.clone(),
+    };
+    let fs = HookedFileSystem::new(Arc::new(mem.clone()), hook);
+    let opts = Options::default().with_fs(fs);
+    let mut w = SstFileWriter::create(&opts, &external).expect("create");
+    w.put("k", "v").expect("put");
+    w.finish().expect("finish");
+    let db = Db::open("/db", opts).expect("open");
+    armed.store(true, Ordering::SeqCst);
+    match db.ingest(&[&external], &Default::default()) {
+        Err(Error::Corruption {
+            file,
+            offset,
+            detail,
+        }) => {
+            assert_eq!((file, offset), (external, 0), "{detail}");
+            assert!(detail.contains("changed while it was ingested"), "{detail}");
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    assert!(!armed.load(Ordering::SeqCst), "the hook ran");
+    assert_eq!(db.get("k").expect("get"), None);
+    assert!(db.live_file_checksums().is_empty());
+    let copies: Vec<_> = mem
+        .file_names()
+        .into_iter()
+        .filter(|p| p.starts_with("/db") && is(p, "sst"))
+        .collect();
+    assert!(copies.is_empty(), "{copies:?}");
 }

@@ -229,15 +229,14 @@ impl DbInner {
                 ),
             };
             f.number = number;
-            if copied_crc.is_some_and(|crc| crc != f.file_checksum) {
+            if let Some(copied) = copied_crc.filter(|&c| c != f.file_checksum) {
                 return Err(Error::corruption(
                     &f.external,
                     0,
                     format!(
                         "the file changed while it was ingested: CRC-32C {:#010x} when \
-                         validated, {:#010x} when copied",
+                         validated, {copied:#010x} when copied",
                         f.file_checksum,
-                        copied_crc.unwrap_or_default()
                     ),
                 ));
             }
