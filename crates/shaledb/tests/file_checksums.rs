@@ -2,8 +2,9 @@
 //! by a flush, a compaction, blob garbage collection or an ingestion has the CRC-32C of its
 //! bytes recorded in the MANIFEST, which survives a reopen (a new MANIFEST snapshot), a trivial
 //! move, a checkpoint and a repair; `verify_file_checksums` turns one flipped byte of a table or a blob
-//! file into `Corruption` naming that file; a backup refuses a damaged file; a database written
-//! before file checksums opens and verifies, its files' unknown checksums skipped.
+//! file into `Corruption` naming that file; a backup and a copying checkpoint refuse a damaged
+//! file, and ingestion a file changed after its validation; a database written before file
+//! checksums opens and verifies, its files' unknown checksums skipped.
 
 mod common;
 
@@ -428,4 +429,36 @@ fn an_external_file_changed_after_validation_is_not_ingested() {
         .filter(|p| p.starts_with("/db") && is(p, "sst"))
         .collect();
     assert!(copies.is_empty(), "{copies:?}");
+}
+
+/// On a file system without hard links a checkpoint copies each file, and refuses a damaged
+/// one as a backup does.
+#[test]
+fn a_checkpoint_that_copies_refuses_a_damaged_file() {
+    let mem = MemFileSystem::new();
+    let db = Db::open("/db", options().with_fs(mem.clone())).expect("open");
+    write_round(&db, 200, 0);
+    let files = db.live_file_checksums();
+    let blob = files.iter().find(|f| is(&f.path, "blob")).expect("blob");
+    let mut bytes = mem.read_file_bytes(&blob.path).expect("blob bytes");
+    bytes[40] ^= 0x40;
+    mem.write_file_bytes(&blob.path, &bytes);
+    match db.checkpoint("/copy") {
+        Err(Error::Corruption { file, offset, .. }) => {
+            assert_eq!((file.as_path(), offset), (blob.path.as_path(), 0))
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    let left: Vec<_> = mem
+        .file_names()
+        .into_iter()
+        .filter(|p| p.starts_with("/copy") || p.starts_with("/copy.tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    bytes[40] ^= 0x40;
+    mem.write_file_bytes(&blob.path, &bytes);
+    db.checkpoint("/copy").expect("checkpoint");
+    let copy = Db::open("/copy", options().with_fs(mem.clone())).expect("open the copy");
+    assert_eq!(by_name(&copy.live_file_checksums()), by_name(&files));
+    copy.verify_file_checksums().expect("verify the copy");
 }
