@@ -1,10 +1,10 @@
 //! Whole-file checksums (issue 15; RocksDB's file checksums): every table and blob file written
 //! by a flush, a compaction, blob garbage collection or an ingestion has the CRC-32C of its
-//! bytes recorded in the MANIFEST, which survives a reopen (a new MANIFEST snapshot), a trivial
-//! move, a checkpoint and a repair; `verify_file_checksums` turns one flipped byte of a table or a blob
-//! file into `Corruption` naming that file; a backup and a copying checkpoint refuse a damaged
-//! file, and ingestion a file changed after its validation; a database written before file
-//! checksums opens and verifies, its files' unknown checksums skipped.
+//! bytes recorded in the MANIFEST, which survives a reopen (a new MANIFEST snapshot), a
+//! trivial move, a checkpoint and a repair; `verify_file_checksums` turns one flipped byte of a
+//! table or a blob file into `Corruption` naming that file; a backup and a copying checkpoint
+//! refuse a damaged file, and ingestion a file changed after its validation; a database
+//! written before file checksums opens and verifies, its files' unknown checksums skipped.
 
 mod common;
 

@@ -294,8 +294,9 @@ impl VersionEdit {
 
     /// Decodes and validates an edit. `Err` describes the first problem and its byte offset:
     /// truncation, an unknown tag without [`TAG_SAFE_TO_IGNORE`], a repeated counter field,
-    /// a level >= [`MAX_LEVELS`], an unparseable internal key, or a file whose smallest key
-    /// sorts after its largest.
+    /// a level >= [`MAX_LEVELS`], an unparseable internal key, a file whose smallest key
+    /// sorts after its largest, or a file checksum (tag 0x2001, which this version knows and
+    /// so does not skip) that is malformed or names no file the edit adds.
     pub fn decode(src: &[u8]) -> Result<VersionEdit, String> {
         let mut edit = VersionEdit::default();
         let mut table_blob_files = Vec::new();
@@ -533,8 +534,8 @@ fn set_file_checksum(
         .find(|(n, c)| *n == number && c.is_none())
         .ok_or_else(|| {
             format!(
-                "checksum of file {number} (tag 0x2001 at byte {at}) names no table or blob file the \
-                 edit adds, or one twice"
+                "checksum of file {number} (tag 0x2001 at byte {at}) names no table or blob \
+                 file the edit adds, or one twice"
             )
         })?;
     *slot.1 = Some(crc);
