@@ -345,6 +345,8 @@ fn verify(ctx: &Context, out: &mut dyn Write) -> Result<(), CliError> {
     let db = ctx.open(Access::Read)?;
     let spinner = Spinner::start("verifying checksums");
     db.verify_checksums()?;
+    // Then each file whole against the checksum the MANIFEST recorded when it was written.
+    db.verify_file_checksums()?;
     drop(spinner);
     writeln!(out, "ok")?;
     Ok(())

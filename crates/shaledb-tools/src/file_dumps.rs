@@ -415,6 +415,12 @@ fn edit_lines(e: &VersionEdit, codec: Codec) -> Vec<String> {
     lines
 }
 
+/// A file's recorded whole-file checksum as a manifest-dump suffix (nothing when unknown).
+fn crc_text(crc: Option<u32>) -> String {
+    crc.map(|c| format!(", crc32c {c:#010x}"))
+        .unwrap_or_default()
+}
+
 /// The table and blob file changes of an edit.
 fn file_lines(e: &VersionEdit, codec: Codec, lines: &mut Vec<String>) {
     for (level, key) in &e.compact_pointers {
@@ -441,12 +447,17 @@ fn file_lines(e: &VersionEdit, codec: Codec, lines: &mut Vec<String>) {
         if !f.blob_files.is_empty() {
             line.push_str(&format!(", blob files {:?}", f.blob_files));
         }
+        line.push_str(&crc_text(f.file_checksum));
         lines.push(line);
     }
     for b in &e.blob_files_added {
         lines.push(format!(
-            "add blob file: file {}, {} blobs, {} blob bytes, {} bytes",
-            b.number, b.blob_count, b.blob_bytes, b.file_size
+            "add blob file: file {}, {} blobs, {} blob bytes, {} bytes{}",
+            b.number,
+            b.blob_count,
+            b.blob_bytes,
+            b.file_size,
+            crc_text(b.file_checksum)
         ));
     }
     for g in &e.blob_garbage {

@@ -95,7 +95,8 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         property: Option<String>,
     },
-    /// Re-reads every table and blob file and checks every checksum.
+    /// Re-reads every table and blob file and checks every checksum: each block's and
+    /// record's, then each whole file's against the one the MANIFEST recorded.
     Verify,
     /// Compacts the keys from --from to --to (both included; default: everything).
     Compact {

@@ -471,10 +471,18 @@ fn a_damaged_wal_is_dumped_around_the_damage() {
 fn manifest_dump_prints_the_version_edits() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = db_with_wal(dir.path());
-    {
+    // The whole-file checksums the MANIFEST records, by file name.
+    let crcs: std::collections::BTreeMap<String, u32> = {
         let lib = Db::open(&db, Options::default()).expect("open");
         lib.flush().expect("flush");
-    }
+        lib.live_file_checksums()
+            .into_iter()
+            .map(|f| {
+                let name = f.path.file_name().expect("name").to_string_lossy();
+                (name.into_owned(), f.crc32c.expect("recorded"))
+            })
+            .collect()
+    };
     let run = on(&db, &["manifest-dump"]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
     let size = |n: &str| std::fs::metadata(db.join(n)).expect("stat").len();
@@ -482,13 +490,15 @@ fn manifest_dump_prints_the_version_edits() {
         "edit at 0:\n  column family: 0\n  merge operator: none\n  log number: 6\n  \
          next file number: 8\n  last sequence: 5\n  max column family: 1\n  \
          add table: level 0, file 4, {} bytes, 2 entries, 1 deletions, 1 range deletions, \
-         seqno 3..5, keys k1 @ 3 DELETE .. n @ 72057594037927935 RANGE_DELETE\n\
-         edit at 48:\n  column family: 1\n  add column family: logs\n  \
+         seqno 3..5, keys k1 @ 3 DELETE .. n @ 72057594037927935 RANGE_DELETE, crc32c {:#010x}\n\
+         edit at 56:\n  column family: 1\n  add column family: logs\n  \
          merge operator: none\n  log number: 6\n  add table: level 0, file 5, {} bytes, \
          1 entries, 0 deletions, 0 range deletions, seqno 2..2, keys l\\x00 @ 2 PUT .. \
-         l\\x00 @ 2 PUT\n",
+         l\\x00 @ 2 PUT, crc32c {:#010x}\n",
         size("000004.sst"),
-        size("000005.sst")
+        crcs["000004.sst"],
+        size("000005.sst"),
+        crcs["000005.sst"],
     );
     assert_eq!(run, ok(&expected));
     // A MANIFEST given by path reads the same.

@@ -53,8 +53,8 @@ pub use column_family::{CfOptions, ColumnFamily};
 pub use compaction_filter::{CompactionFilter, Decision};
 pub use compression::CompressionType;
 pub use db::{
-    repair, repair_cf, CheckpointOptions, Db, DbIterator, IngestOptions, KeyRange, LostFile,
-    RangeIter, RepairReport, WalSalvage,
+    repair, repair_cf, CheckpointOptions, Db, DbIterator, IngestOptions, KeyRange,
+    LiveFileChecksum, LostFile, RangeIter, RepairReport, WalSalvage,
 };
 pub use error::{Error, Result};
 pub use info_log::InfoLogLevel;

@@ -6,7 +6,7 @@
 use super::meta::{self, BackupFile, BackupMeta};
 use super::{copy, BackupEngine, PRIVATE, SHARED, TEMP_SUFFIX};
 use crate::checksum::crc32c;
-use crate::db::{Db, LiveFiles};
+use crate::db::{Db, ImmutableFile, LiveFiles};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::version::filename;
@@ -72,20 +72,22 @@ impl BackupEngine {
             .collect();
         live.immutable_files()
             .into_iter()
-            .map(|(path, size)| self.share(live.fs(), &path, size, &mut present))
+            .map(|f| self.share(live.fs(), &f, &mut present))
             .collect()
     }
 
     /// Stores one table or blob file in `shared/`. Only a file with the same number and size
     /// already there costs a read (for its checksum); a new one is copied once, computing the
-    /// checksum as it goes, into a temporary name renamed when synced.
+    /// checksum as it goes, into a temporary name renamed when synced. A file whose
+    /// checksum is not the one the MANIFEST records is damaged: the backup fails with
+    /// `Corruption` naming it, rather than keep the damage.
     fn share(
         &self,
         src: &dyn FileSystem,
-        path: &Path,
-        size: u64,
+        file: &ImmutableFile,
         present: &mut HashSet<String>,
     ) -> Result<BackupFile> {
+        let (path, size) = (&file.path, file.size);
         let name = db_file_name(path)?;
         let shared = self.dir.join(SHARED);
         let (stem, ext) = name.split_once('.').unwrap_or((&name, ""));
@@ -95,6 +97,7 @@ impl BackupEngine {
             .any(|n| n.starts_with(&prefix) && n.ends_with(&suffix))
         {
             let crc32c = copy::checksum(src, path, size, self.backup_limiter.as_ref())?;
+            file.check_checksum(crc32c)?;
             let f = BackupFile {
                 name: name.clone(),
                 size,
@@ -109,6 +112,8 @@ impl BackupEngine {
         let tmp = shared.join(format!("{name}{TEMP_SUFFIX}"));
         let limiter = self.backup_limiter.as_ref();
         let (_, crc32c) = copy::copy(src, path, Some(size), &*self.fs, &tmp, limiter)?;
+        // The damaged copy stays under its temporary name, which the clean-up removes.
+        file.check_checksum(crc32c)?;
         let f = BackupFile { name, size, crc32c };
         let to = shared.join(f.shared_name());
         self.fs

@@ -12,7 +12,7 @@
 //!   meta file does. Anything else found (an interrupted backup, delete or purge) is removed
 //!   when the engine opens and after each change.
 
-mod copy;
+pub(crate) mod copy;
 mod create;
 pub(crate) mod meta;
 

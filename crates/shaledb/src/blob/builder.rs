@@ -30,6 +30,8 @@ pub struct BlobFileBuilder {
     record: Vec<u8>,
     /// Bytes written so far: where the next record starts.
     offset: u64,
+    /// CRC-32C of the bytes written so far (the whole file's once finished).
+    crc: u32,
     blob_count: u64,
     blob_bytes: u64,
     /// An append failed: the file's tail is unknown, so nothing more may be written.
@@ -59,6 +61,7 @@ impl BlobFileBuilder {
             compressed: Vec::new(),
             record: Vec::new(),
             offset: 0,
+            crc: 0,
             blob_count: 0,
             blob_bytes: 0,
             failed: false,
@@ -165,6 +168,7 @@ impl BlobFileBuilder {
             blob_count: self.blob_count,
             blob_bytes: self.blob_bytes,
             file_size: self.offset,
+            file_checksum: self.crc,
         })
     }
 
@@ -213,6 +217,7 @@ impl BlobFileBuilder {
             ));
         }
         self.offset += data.len() as u64;
+        self.crc = crate::checksum::crc32c_extend(self.crc, data);
         Ok(())
     }
 

@@ -58,6 +58,9 @@ pub struct BlobFileMeta {
     pub blob_bytes: u64,
     /// The file's length.
     pub file_size: u64,
+    /// CRC-32C of every byte of the file, computed as it was written (recorded in the
+    /// MANIFEST for `Db::verify_file_checksums`).
+    pub file_checksum: u32,
 }
 
 impl BlobRef {

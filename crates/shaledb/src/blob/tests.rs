@@ -258,7 +258,8 @@ fn the_layout_is_byte_for_byte_as_documented() {
             number: 7,
             blob_count: 1,
             blob_bytes: 24,
-            file_size: 84
+            file_size: 84,
+            file_checksum: crate::checksum::crc32c(&b.bytes),
         }
     );
     let reader = open_sized(&b.fs, 84).expect("open");
@@ -294,6 +295,8 @@ fn every_codec_round_trips_values_from_empty_to_mebibytes() {
         assert_eq!(b.meta.blob_bytes, recorded, "{codec:?}");
         assert_eq!(b.meta.file_size, 60 + recorded, "{codec:?}");
         assert_eq!(b.meta.file_size, b.bytes.len() as u64, "{codec:?}");
+        let crc = crate::checksum::crc32c(&b.bytes);
+        assert_eq!(b.meta.file_checksum, crc, "{codec:?}");
         let reader = open_sized(&b.fs, b.meta.file_size).expect("open");
         assert_eq!(reader.compression(), codec);
         let mut offset = HEADER_LEN as u64;
@@ -368,7 +371,8 @@ fn a_file_without_records_opens_and_lists_nothing() {
             number: 7,
             blob_count: 0,
             blob_bytes: 0,
-            file_size: 60
+            file_size: 60,
+            file_checksum: crate::checksum::crc32c(&b.bytes),
         }
     );
     let reader = open_sized(&b.fs, 60).expect("open");

@@ -958,6 +958,7 @@ fn finish_blob_file(b: BlobFileBuilder) -> Result<BlobFileAddition> {
         blob_count: m.blob_count,
         blob_bytes: m.blob_bytes,
         file_size: m.file_size,
+        file_checksum: Some(m.file_checksum),
     })
 }
 
@@ -1005,6 +1006,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
             num_range_deletions: 0,
             blob_files: Vec::new(),
             global_seqno: None,
+            file_checksum: None,
             open_table: Default::default(),
         },
         largest: Vec::new(),
@@ -1076,8 +1078,9 @@ fn finish_output(
         meta.num_range_deletions = range_dels.num_entries();
         builder.set_range_tombstones(range_dels);
     }
-    let props = builder.finish()?;
+    let (props, crc) = builder.finish_with_checksum()?;
     meta.file_size = props.file_size;
+    meta.file_checksum = Some(crc);
     if !spec.opts.paranoid_checks {
         return Ok(meta);
     }
@@ -1136,6 +1139,7 @@ mod tests {
                 num_range_deletions: 0,
                 blob_files: Vec::new(),
                 global_seqno: None,
+                file_checksum: None,
                 open_table: Default::default(),
             },
         );

@@ -139,6 +139,7 @@ mod tests {
             num_range_deletions: 0,
             blob_files: Vec::new(),
             global_seqno: None,
+            file_checksum: None,
             open_table: Default::default(),
         })
     }

@@ -493,6 +493,7 @@ mod tests {
                             num_range_deletions: 0,
                             blob_files,
                             global_seqno: None,
+                            file_checksum: None,
                             open_table: Default::default(),
                         },
                     );
@@ -513,6 +514,7 @@ mod tests {
                             blob_count: total,
                             blob_bytes: total,
                             file_size: total + 60,
+                            file_checksum: None,
                         });
                     edit.blob_garbage.push(crate::version::BlobGarbage {
                         number,

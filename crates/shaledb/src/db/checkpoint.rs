@@ -177,20 +177,10 @@ impl LiveFiles<'_> {
         self.inner.opts.clock.now_secs()
     }
 
-    /// Every table and blob file with the size its version records, ascending by path.
-    pub(crate) fn immutable_files(&self) -> Vec<(PathBuf, u64)> {
-        let dir = &self.inner.dir;
-        let mut out = BTreeMap::new();
-        for v in &self.state.versions {
-            for f in v.files.iter().flatten() {
-                out.insert(filename::table_file(dir, f.number), f.file_size);
-            }
-            for b in &v.blob_files {
-                let a = &b.meta.addition;
-                out.insert(filename::blob_file(dir, a.number), a.file_size);
-            }
-        }
-        out.into_iter().collect()
+    /// Every table and blob file with the size and checksum its version records, ascending
+    /// by path.
+    pub(crate) fn immutable_files(&self) -> Vec<ImmutableFile> {
+        immutable_files_of(&self.inner.dir, &self.state.versions)
     }
 
     /// The WALs a copy needs, oldest first: copied as far as they are written when read (a
@@ -223,6 +213,63 @@ impl LiveFiles<'_> {
         drop(w);
         let out = std::mem::take(&mut *bytes.lock());
         out
+    }
+}
+
+/// Every table and blob file of `versions` (files in `dir`) with the size and checksum its
+/// version records, ascending by path, each once.
+pub(crate) fn immutable_files_of(dir: &Path, versions: &[Arc<Version>]) -> Vec<ImmutableFile> {
+    let mut out = BTreeMap::new();
+    for v in versions {
+        for f in v.files.iter().flatten() {
+            let path = filename::table_file(dir, f.number);
+            out.insert(path, (f.file_size, f.file_checksum));
+        }
+        for b in &v.blob_files {
+            let a = &b.meta.addition;
+            let path = filename::blob_file(dir, a.number);
+            out.insert(path, (a.file_size, a.file_checksum));
+        }
+    }
+    out.into_iter()
+        .map(|(path, (size, checksum))| ImmutableFile {
+            path,
+            size,
+            checksum,
+        })
+        .collect()
+}
+
+/// A table or blob file of [`LiveFiles`], as its version records it.
+pub(crate) struct ImmutableFile {
+    pub path: PathBuf,
+    pub size: u64,
+    /// The CRC-32C of the whole file the MANIFEST records (`None`: unknown).
+    pub checksum: Option<u32>,
+}
+
+impl ImmutableFile {
+    /// `Corruption` naming the file if `actual` (the CRC-32C of its bytes as just read) is not
+    /// the checksum recorded for it; `Ok` when they match or none is recorded.
+    pub(crate) fn check_checksum(&self, actual: u32) -> Result<()> {
+        check_file_checksum(&self.path, self.checksum, actual)
+    }
+}
+
+/// `Corruption` naming `path` (offset 0) and both checksums if the CRC-32C of its bytes
+/// (`actual`) differs from the one the MANIFEST records (`recorded`; `None`: unknown, so
+/// nothing to compare).
+pub(crate) fn check_file_checksum(path: &Path, recorded: Option<u32>, actual: u32) -> Result<()> {
+    match recorded {
+        Some(want) if want != actual => Err(Error::corruption(
+            path,
+            0,
+            format!(
+                "whole-file CRC-32C is {actual:#010x} but the MANIFEST records {want:#010x}: \
+                 the file changed after it was written"
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -318,8 +365,8 @@ fn write_checkpoint(live: &LiveFiles<'_>, staging: &Path, dir: &Path) -> Result<
     let dir = staging;
     fs.create_dir_all(dir)
         .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
-    for (path, _) in live.immutable_files() {
-        link_or_copy(&**fs, &path, dir)?;
+    for f in live.immutable_files() {
+        link_or_copy(&**fs, &f, dir)?;
     }
     for path in live.wals() {
         copy_file(&**fs, &path, dir)?;
@@ -345,36 +392,42 @@ fn write_checkpoint(live: &LiveFiles<'_>, staging: &Path, dir: &Path) -> Result<
     })
 }
 
-/// Links `from` into `dir` under its own name, or copies it where links are refused.
-fn link_or_copy(fs: &dyn FileSystem, from: &Path, dir: &Path) -> Result<()> {
+/// Links `f` into `dir` under its own name, or copies it where links are refused; a copy
+/// whose bytes do not match the file's recorded checksum is refused (`Corruption`), so a
+/// damaged file never becomes part of a checkpoint that way.
+fn link_or_copy(fs: &dyn FileSystem, f: &ImmutableFile, dir: &Path) -> Result<()> {
+    let from = &f.path;
     let to = dir.join(from.file_name().unwrap_or_default());
     match fs.link(from, &to) {
         Ok(()) => Ok(()),
-        Err(_) => copy_file(fs, from, dir),
+        Err(_) => f.check_checksum(copy_file_to(fs, from, &to)?),
     }
 }
 
 /// Copies `from` into `dir` (as much of it as is written now) and syncs the copy.
 fn copy_file(fs: &dyn FileSystem, from: &Path, dir: &Path) -> Result<()> {
-    copy_file_to(fs, from, &dir.join(from.file_name().unwrap_or_default()))
+    copy_file_to(fs, from, &dir.join(from.file_name().unwrap_or_default())).map(drop)
 }
 
-/// Copies `from` to `to` (as much of it as is written now) and syncs the copy.
-pub(super) fn copy_file_to(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<()> {
+/// Copies `from` to `to` (as much of it as is written now) and syncs the copy; returns the
+/// CRC-32C of the bytes copied.
+pub(super) fn copy_file_to(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<u32> {
     let reading = |e| Error::io(format!("reading {}", from.display()), e);
     let src = fs.open_random_access(from).map_err(reading)?;
     let len = src.len().map_err(reading)?;
     let writing = |e| Error::io(format!("writing {}", to.display()), e);
     let mut dst = fs.create(to).map_err(writing)?;
     let mut buf = vec![0u8; COPY_CHUNK];
-    let mut at = 0u64;
+    let (mut at, mut crc) = (0u64, 0u32);
     while at < len {
         let n = (len - at).min(COPY_CHUNK as u64) as usize;
         src.read_exact_at(at, &mut buf[..n]).map_err(reading)?;
         dst.append(&buf[..n]).map_err(writing)?;
+        crc = crate::checksum::crc32c_extend(crc, &buf[..n]);
         at += n as u64;
     }
-    dst.sync().map_err(writing)
+    dst.sync().map_err(writing)?;
+    Ok(crc)
 }
 
 /// Removes what a failed checkpoint left in `dir`, and `dir` itself.

@@ -116,6 +116,8 @@ struct IngestFile {
     entries: u64,
     deletions: u64,
     file_size: u64,
+    /// CRC-32C of the file's bytes as validated (checked again against the copy).
+    file_checksum: u32,
 }
 
 impl IngestFile {
@@ -133,6 +135,7 @@ impl IngestFile {
             num_range_deletions: 0,
             blob_files: Vec::new(),
             global_seqno: Some(seq),
+            file_checksum: Some(self.file_checksum),
             open_table: Default::default(),
         }
     }
@@ -215,12 +218,28 @@ impl DbInner {
             let number = self.state.lock().versions.new_file_number();
             let to = filename::table_file(&self.dir, number);
             let linked = opts.move_files && self.fs.link(&f.external, &to).is_ok();
-            if !linked {
-                super::checkpoint::copy_file_to(&*self.fs, &f.external, &to).inspect_err(|_| {
-                    let _ = self.fs.remove_file(&to);
-                })?;
-            }
+            let copied_crc = match linked {
+                true => None,
+                false => Some(
+                    super::checkpoint::copy_file_to(&*self.fs, &f.external, &to).inspect_err(
+                        |_| {
+                            let _ = self.fs.remove_file(&to);
+                        },
+                    )?,
+                ),
+            };
             f.number = number;
+            if let Some(copied) = copied_crc.filter(|&c| c != f.file_checksum) {
+                return Err(Error::corruption(
+                    &f.external,
+                    0,
+                    format!(
+                        "the file changed while it was ingested: CRC-32C {:#010x} when \
+                         validated, {copied:#010x} when copied",
+                        f.file_checksum,
+                    ),
+                ));
+            }
             let size = self
                 .fs
                 .file_size(&to)
@@ -424,6 +443,9 @@ fn inspect_file(opts: &Options, path: &Path) -> Result<IngestFile> {
     let reading = |e| Error::io(format!("reading {}", path.display()), e);
     let file = fs.open_random_access(path).map_err(reading)?;
     let file_size = file.len().map_err(reading)?;
+    // The whole-file checksum the MANIFEST records: of the bytes validated below (read once
+    // in order first, so the validation's reads find them cached).
+    let file_checksum = crate::backup::copy::checksum(fs, path, file_size, None)?;
     let table = Table::open(file, path.to_path_buf(), 0, file_size, None).map_err(|e| match e {
         Error::Corruption { detail, .. } if detail.contains("footer names file number") => {
             Error::InvalidArgument(format!(
@@ -452,6 +474,7 @@ fn inspect_file(opts: &Options, path: &Path) -> Result<IngestFile> {
     table.verify_checksums()?;
     let mut f = scan_keys(&Arc::new(table), path)?;
     f.file_size = file_size;
+    f.file_checksum = file_checksum;
     Ok(f)
 }
 
@@ -474,6 +497,7 @@ fn scan_keys(table: &Arc<Table>, path: &Path) -> Result<IngestFile> {
         entries: 0,
         deletions: 0,
         file_size: 0,
+        file_checksum: 0,
     };
     while it.valid() {
         let p = key::parse_internal_key(it.key()).ok_or_else(|| {

@@ -8,7 +8,7 @@
 
 mod background;
 mod checkpoint;
-pub(crate) use checkpoint::LiveFiles;
+pub(crate) use checkpoint::{ImmutableFile, LiveFiles};
 #[cfg(test)]
 mod corrupt_key_tests;
 mod events;
@@ -33,6 +33,7 @@ pub use checkpoint::CheckpointOptions;
 pub use ingest::IngestOptions;
 pub use range::{KeyRange, RangeIter};
 pub use repair::{repair, repair_cf, LostFile, RepairReport, WalSalvage};
+pub use verify::LiveFileChecksum;
 
 use crate::cache::BlockCache;
 use crate::cache::TableCache;

@@ -33,6 +33,8 @@ pub(crate) struct TableBuilder {
     file_number: u64,
     /// Bytes written to the file so far.
     offset: u64,
+    /// CRC-32C of the bytes written so far (the whole file's once finished).
+    crc: u32,
     data_block: BlockBuilder,
     /// Every data block's index entry, until `finish` knows the table's index key form.
     index_entries: IndexEntries,
@@ -147,6 +149,7 @@ impl TableBuilder {
             path,
             file_number,
             offset: 0,
+            crc: 0,
             data_block,
             index_entries: IndexEntries::default(),
             index_partitions: Vec::new(),
@@ -322,7 +325,13 @@ impl TableBuilder {
 
     /// Writes the last data block, the filter, properties, metaindex, index and footer, then
     /// syncs the file. Returns the table's properties (with `file_size` set).
-    pub(crate) fn finish(mut self) -> Result<TableProperties> {
+    pub(crate) fn finish(self) -> Result<TableProperties> {
+        self.finish_with_checksum().map(|(props, _)| props)
+    }
+
+    /// [`finish`](Self::finish), also returning the CRC-32C of every byte of the file
+    /// (computed as it was written: the file is not read back).
+    pub(crate) fn finish_with_checksum(mut self) -> Result<(TableProperties, u32)> {
         self.check_ok()?;
         self.flush_data_block()?;
         self.write_held_blocks()?;
@@ -405,7 +414,7 @@ impl TableBuilder {
             .sync()
             .map_err(|e| Error::io(format!("syncing table {}", path.display()), e))?;
         self.props.file_size = self.offset;
-        Ok(self.props)
+        Ok((self.props, self.crc))
     }
 
     /// Drops the builder without finishing the file; the caller deletes it.
@@ -634,6 +643,7 @@ impl TableBuilder {
             ));
         }
         self.offset += data.len() as u64;
+        self.crc = crate::checksum::crc32c_extend(self.crc, data);
         Ok(())
     }
 }

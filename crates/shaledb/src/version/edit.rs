@@ -35,6 +35,8 @@ mod tag {
     pub(super) const BLOB_FILE_ADDITION: u32 = 16;
     pub(super) const BLOB_FILE_GARBAGE: u32 = 17;
     pub(super) const INGESTED_TABLE: u32 = 18;
+    /// Optional (bit 13 set): an older engine skips it and the file's checksum is unknown.
+    pub(super) const FILE_CHECKSUM: u32 = super::TAG_SAFE_TO_IGNORE | 1;
 }
 
 /// The most blob files one table may reference (a larger count read from disk is corruption).
@@ -80,6 +82,10 @@ pub struct FileMetaData {
     /// tag 18): its footer names file number 0 and every key in it is written with sequence
     /// number 0 but read as `seq` (its global sequence number; 0 keeps the keys as written).
     pub global_seqno: Option<u64>,
+    /// CRC-32C of every byte of the file, computed as it was written (or, for an ingested
+    /// file, as it was validated); recorded with tag 0x2001. `None`: unknown (a file added by
+    /// an engine before file checksums, or a MANIFEST rewritten by one), skipped by checks.
+    pub file_checksum: Option<u32>,
     /// The file's open table once a read has opened it (not recorded in the MANIFEST).
     pub open_table: crate::cache::OpenTable,
 }
@@ -143,6 +149,9 @@ pub struct BlobFileAddition {
     pub blob_bytes: u64,
     /// Length of the file.
     pub file_size: u64,
+    /// CRC-32C of every byte of the file, computed as it was written (tag 0x2001); `None`:
+    /// unknown, as for [`FileMetaData::file_checksum`].
+    pub file_checksum: Option<u32>,
 }
 
 /// Blobs of one file no longer referenced (tag 17); added to the file's earlier garbage.
@@ -268,16 +277,31 @@ impl VersionEdit {
                 put_varint64(dst, v);
             }
         }
+        let tables = self
+            .new_files
+            .iter()
+            .map(|(_, f)| (f.number, f.file_checksum));
+        let blobs = self
+            .blob_files_added
+            .iter()
+            .map(|b| (b.number, b.file_checksum));
+        for (number, crc) in tables.chain(blobs) {
+            if let Some(crc) = crc {
+                put_file_checksum(dst, number, crc);
+            }
+        }
     }
 
     /// Decodes and validates an edit. `Err` describes the first problem and its byte offset:
     /// truncation, an unknown tag without [`TAG_SAFE_TO_IGNORE`], a repeated counter field,
-    /// a level >= [`MAX_LEVELS`], an unparseable internal key, or a file whose smallest key
-    /// sorts after its largest.
+    /// a level >= [`MAX_LEVELS`], an unparseable internal key, a file whose smallest key
+    /// sorts after its largest, or a file checksum (tag 0x2001, which this version knows and
+    /// so does not skip) that is malformed or names no file the edit adds.
     pub fn decode(src: &[u8]) -> Result<VersionEdit, String> {
         let mut edit = VersionEdit::default();
         let mut table_blob_files = Vec::new();
         let mut ingested = Vec::new();
+        let mut checksums = Vec::new();
         let mut d = Decoder::new(src);
         while !d.is_empty() {
             let at = d.position();
@@ -366,6 +390,7 @@ impl VersionEdit {
                         blob_count,
                         blob_bytes,
                         file_size,
+                        file_checksum: None,
                     });
                 }
                 tag::BLOB_FILE_GARBAGE => {
@@ -396,6 +421,10 @@ impl VersionEdit {
                         return Err(field("field appears twice"));
                     }
                 }
+                tag::FILE_CHECKSUM => {
+                    let (number, crc) = get_file_checksum(&mut d).map_err(|e| field(&e))?;
+                    checksums.push((number, crc, at));
+                }
                 t if t & TAG_SAFE_TO_IGNORE != 0 => {
                     // An optional field from a newer writer: skip its payload.
                     d.length_prefixed()
@@ -422,6 +451,9 @@ impl VersionEdit {
         }
         for (table, seq, at) in ingested {
             set_global_seqno(&mut edit, table, seq, at)?;
+        }
+        for (number, crc, at) in checksums {
+            set_file_checksum(&mut edit, number, crc, at)?;
         }
         Ok(edit)
     }
@@ -454,6 +486,59 @@ fn set_global_seqno(edit: &mut VersionEdit, table: u64, seq: u64, at: usize) -> 
         ));
     }
     f.global_seqno = Some(seq);
+    Ok(())
+}
+
+/// Tag 0x2001: `varint64` length, then the file number (`varint64`) and the CRC-32C
+/// (`fixed32`, little-endian, not masked).
+fn put_file_checksum(dst: &mut Vec<u8>, number: u64, crc: u32) {
+    let mut payload = Vec::with_capacity(14);
+    put_varint64(&mut payload, number);
+    payload.extend_from_slice(&crc.to_le_bytes());
+    put_varint32(dst, tag::FILE_CHECKSUM);
+    put_length_prefixed(dst, &payload);
+}
+
+/// Tag 0x2001's payload: exactly a file number and a CRC-32C.
+fn get_file_checksum(d: &mut Decoder<'_>) -> Result<(u64, u32), String> {
+    let payload = d.length_prefixed().ok_or("truncated file checksum field")?;
+    let mut p = Decoder::new(payload);
+    let number = p.varint64().ok_or("truncated or bad file number")?;
+    match p.remaining() {
+        &[a, b, c, e] => Ok((number, u32::from_le_bytes([a, b, c, e]))),
+        rest => Err(format!(
+            "file {number}'s checksum is {} bytes, not 4",
+            rest.len()
+        )),
+    }
+}
+
+/// Applies tag 0x2001 (at byte `at`): file `number`, a table or blob file the edit adds and
+/// whose checksum is not yet set, has CRC-32C `crc`.
+fn set_file_checksum(
+    edit: &mut VersionEdit,
+    number: u64,
+    crc: u32,
+    at: usize,
+) -> Result<(), String> {
+    let table = edit
+        .new_files
+        .iter_mut()
+        .map(|(_, f)| (f.number, &mut f.file_checksum));
+    let blob = edit
+        .blob_files_added
+        .iter_mut()
+        .map(|b| (b.number, &mut b.file_checksum));
+    let slot = table
+        .chain(blob)
+        .find(|(n, c)| *n == number && c.is_none())
+        .ok_or_else(|| {
+            format!(
+                "checksum of file {number} (tag 0x2001 at byte {at}) names no table or blob \
+                 file the edit adds, or one twice"
+            )
+        })?;
+    *slot.1 = Some(crc);
     Ok(())
 }
 
@@ -545,6 +630,7 @@ fn get_file_meta(d: &mut Decoder<'_>) -> Result<FileMetaData, String> {
         num_range_deletions: 0,
         blob_files: Vec::new(),
         global_seqno: None,
+        file_checksum: None,
         open_table: Default::default(),
     })
 }
@@ -567,6 +653,7 @@ mod tests {
             num_range_deletions: 0,
             blob_files: Vec::new(),
             global_seqno: None,
+            file_checksum: None,
             open_table: Default::default(),
         }
     }
@@ -584,7 +671,9 @@ mod tests {
         };
         e.delete_file(0, 3);
         e.delete_file(2, 1 << 40);
-        e.add_file(0, file(8, b"a", b"z"));
+        let mut checked = file(8, b"a", b"z");
+        checked.file_checksum = Some(0xdead_beef);
+        e.add_file(0, checked);
         e.add_file(6, file(9, b"same", b"same"));
         let mut ranged = file(10, b"b", b"y");
         ranged.num_range_deletions = 3;
@@ -601,6 +690,7 @@ mod tests {
             blob_count: 3,
             blob_bytes: 3000,
             file_size: 3100,
+            file_checksum: Some(0),
         }];
         e.blob_garbage = vec![BlobGarbage {
             number: 4,
@@ -708,6 +798,67 @@ mod tests {
             assert!(err.contains(want), "{err}");
         }
         assert!(VersionEdit::decode(&with_tag([8, 300])).is_ok());
+    }
+
+    #[test]
+    fn file_checksums_are_exact_optional_and_checked() {
+        let mut f = file(8, b"a", b"z");
+        f.file_checksum = Some(0x1234_5678);
+        let mut e = VersionEdit::default();
+        e.add_file(1, f.clone());
+        e.blob_files_added.push(BlobFileAddition {
+            number: 300,
+            blob_count: 1,
+            blob_bytes: 40,
+            file_size: 100,
+            file_checksum: Some(0xa1b2_c3d4),
+        });
+        let bytes = encoded(&e);
+        // Tag 0x2001 (varint 81 40), length 5, table 8, its CRC little-endian; then tag
+        // 0x2001, length 6, blob file 300 (varint ac 02), its CRC.
+        let table = [0x81, 0x40, 5, 8, 0x78, 0x56, 0x34, 0x12];
+        let blob = [0x81, 0x40, 6, 0xac, 0x02, 0xd4, 0xc3, 0xb2, 0xa1];
+        assert_eq!(
+            bytes[bytes.len() - 17..],
+            [&table[..], &blob[..]].concat()[..]
+        );
+        assert_eq!(VersionEdit::decode(&bytes), Ok(e.clone()));
+        // Unknown (written before file checksums): no field, and the rest is unchanged.
+        let mut old = e.clone();
+        old.new_files[0].1.file_checksum = None;
+        old.blob_files_added[0].file_checksum = None;
+        assert_eq!(encoded(&old), bytes[..bytes.len() - 17]);
+        assert_eq!(VersionEdit::decode(&encoded(&old)), Ok(old.clone()));
+
+        let with = |payload: &[u8]| {
+            let mut b = encoded(&old);
+            put_varint32(&mut b, tag::FILE_CHECKSUM);
+            put_length_prefixed(&mut b, payload);
+            b
+        };
+        let bad: [(Vec<u8>, &str); 5] = [
+            (with(&[9, 1, 2, 3, 4]), "names no table or blob file"),
+            (with(&[8, 1, 2, 3]), "is 3 bytes, not 4"),
+            (with(&[8, 1, 2, 3, 4, 5]), "is 5 bytes, not 4"),
+            (with(&[0x80]), "truncated or bad file number"),
+            (
+                {
+                    let mut b = bytes.clone();
+                    b.extend_from_slice(&table);
+                    b
+                },
+                "or one twice",
+            ),
+        ];
+        for (b, want) in bad {
+            let err = VersionEdit::decode(&b).expect_err(want);
+            assert!(err.contains(want), "{want}: {err}");
+        }
+        assert_eq!(
+            VersionEdit::decode(&with(&[8, 0x78, 0x56, 0x34, 0x12]))
+                .map(|d| d.new_files[0].1.file_checksum),
+            Ok(Some(0x1234_5678))
+        );
     }
 
     fn encoded(e: &VersionEdit) -> Vec<u8> {
@@ -822,10 +973,10 @@ mod tests {
                 Err(_) => errors += 1,
             }
         }
-        // Only cuts at field boundaries decode (to a prefix of the fields): 15 fields, and a
-        // table's blob files or global sequence number cannot be cut from it (tags 15 and 18
-        // come after every new file).
-        assert!(errors >= bytes.len() - 15, "{errors} of {}", bytes.len());
+        // Only cuts at field boundaries decode (to a prefix of the fields): 17 fields, and a
+        // table's blob files, global sequence number or checksum cannot be cut from it (tags
+        // 15, 18 and 0x2001 come after every new file).
+        assert!(errors >= bytes.len() - 17, "{errors} of {}", bytes.len());
         // A cut inside the last new-file field is always an error.
         assert!(VersionEdit::decode(&bytes[..bytes.len() - 1]).is_err());
     }
@@ -840,7 +991,7 @@ mod tests {
 
         // A safe-to-ignore field is skipped, whatever its payload.
         let mut bytes = Vec::new();
-        put_varint32(&mut bytes, TAG_SAFE_TO_IGNORE | 1);
+        put_varint32(&mut bytes, TAG_SAFE_TO_IGNORE | 40);
         put_length_prefixed(&mut bytes, b"future stuff \x00\xff");
         full_edit().encode(&mut bytes);
         put_varint32(&mut bytes, TAG_SAFE_TO_IGNORE | 77);
@@ -848,7 +999,7 @@ mod tests {
         assert_eq!(VersionEdit::decode(&bytes), Ok(full_edit()));
         // ...but its payload must be complete.
         let mut bytes = Vec::new();
-        put_varint32(&mut bytes, TAG_SAFE_TO_IGNORE | 2);
+        put_varint32(&mut bytes, TAG_SAFE_TO_IGNORE | 41);
         put_varint64(&mut bytes, 10);
         bytes.extend_from_slice(b"short");
         assert!(VersionEdit::decode(&bytes).is_err());

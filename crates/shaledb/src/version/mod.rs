@@ -821,6 +821,7 @@ mod tests {
             num_range_deletions: 0,
             blob_files: Vec::new(),
             global_seqno: None,
+            file_checksum: None,
             open_table: Default::default(),
         }
     }
@@ -998,6 +999,7 @@ mod tests {
             num_range_deletions: 0,
             blob_files: Vec::new(),
             global_seqno: None,
+            file_checksum: None,
             open_table: Default::default(),
         };
         let mut edit = crate::version::VersionEdit::default();

@@ -1221,6 +1221,7 @@ mod apply_tests {
             num_range_deletions: 0,
             blob_files: Vec::new(),
             global_seqno: None,
+            file_checksum: None,
             open_table: Default::default(),
         }
     }
@@ -1245,6 +1246,7 @@ mod apply_tests {
             blob_count: 10,
             blob_bytes: 1000,
             file_size: 1100,
+            file_checksum: None,
         }
     }
 
@@ -1387,6 +1389,7 @@ mod tests {
             num_range_deletions: 0,
             blob_files: Vec::new(),
             global_seqno: None,
+            file_checksum: None,
             open_table: Default::default(),
         }
     }

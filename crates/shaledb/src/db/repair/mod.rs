@@ -319,7 +319,15 @@ impl<'a> Repairer<'a> {
     fn scan_blob_files(&mut self, numbers: &[u64]) -> Result<()> {
         for &n in numbers {
             match scan::scan_blob(&self.fs, self.dir, n) {
-                Ok(b) => {
+                Ok(mut b) => {
+                    if b.damage.is_none() {
+                        // Kept as found: its checksum from now on is of these bytes.
+                        b.addition.file_checksum = Some(scan::whole_file_checksum(
+                            &*self.fs,
+                            &filename::blob_file(self.dir, n),
+                            b.addition.file_size,
+                        )?);
+                    }
                     self.blobs.insert(n, b);
                 }
                 Err(e) => {
@@ -340,7 +348,15 @@ impl<'a> Repairer<'a> {
                 .old
                 .as_ref()
                 .and_then(|m| m.global_seqnos.get(&n).copied());
-            let t = match scan::scan_table(&self.fs, self.dir, n, global) {
+            let scanned = scan::scan_table(&self.fs, self.dir, n, global).and_then(|t| {
+                t.map(|mut t| {
+                    let size = t.meta.file_size;
+                    t.meta.file_checksum = Some(scan::whole_file_checksum(&*self.fs, &path, size)?);
+                    Ok(t)
+                })
+                .transpose()
+            });
+            let t = match scanned {
                 Ok(Some(t)) => t,
                 Ok(None) => continue, // empty: nothing to keep, the next open deletes it
                 Err(e) => {
@@ -411,14 +427,17 @@ impl<'a> Repairer<'a> {
             },
             &self.shutting_down,
         )?;
+        // The checksums were computed as the files were written.
         for b in &written.blob_files {
-            let scanned = scan::scan_blob(&self.fs, self.dir, b.number)?;
+            let mut scanned = scan::scan_blob(&self.fs, self.dir, b.number)?;
+            scanned.addition.file_checksum = b.file_checksum;
             self.blobs.insert(b.number, scanned);
         }
         let mut out = Vec::with_capacity(written.tables.len());
         for m in &written.tables {
             self.report.tables_written.push(m.number);
-            if let Some(t) = scan::scan_table(&self.fs, self.dir, m.number, None)? {
+            if let Some(mut t) = scan::scan_table(&self.fs, self.dir, m.number, None)? {
+                t.meta.file_checksum = m.file_checksum;
                 out.push(t);
             }
         }
@@ -1006,6 +1025,7 @@ mod tests {
                 num_deletions: 0,
                 num_range_deletions: 0,
                 blob_files: Vec::new(),
+                file_checksum: None,
                 open_table: Default::default(),
                 global_seqno: None,
             },

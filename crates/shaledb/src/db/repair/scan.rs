@@ -58,6 +58,7 @@ pub(super) fn scan_table(
         num_deletions: 0,
         num_range_deletions: 0,
         blob_files: Vec::new(),
+        file_checksum: None,
         open_table: Default::default(),
         global_seqno: global_seqno.filter(|&s| s > 0),
     };
@@ -146,6 +147,12 @@ fn add_tombstone_bounds(meta: &mut FileMetaData, t: &crate::range_del::Fragmente
     }
 }
 
+/// CRC-32C of all `size` bytes of the file at `path` (a kept file's whole-file checksum for
+/// the new MANIFEST).
+pub(super) fn whole_file_checksum(fs: &dyn FileSystem, path: &Path, size: u64) -> Result<u32> {
+    crate::backup::copy::checksum(fs, path, size, None)
+}
+
 /// A blob file whose header and footer read.
 pub(super) struct ScannedBlob {
     pub addition: BlobFileAddition,
@@ -168,6 +175,8 @@ pub(super) fn scan_blob(fs: &Arc<dyn FileSystem>, dir: &Path, number: u64) -> Re
         blob_count: reader.blob_count(),
         blob_bytes: reader.blob_bytes(),
         file_size: size,
+        // Set by the caller: read whole for a kept file, or as written.
+        file_checksum: None,
     };
     Ok(ScannedBlob {
         addition,
