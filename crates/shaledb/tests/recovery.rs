@@ -359,3 +359,80 @@ fn a_torn_tail_followed_only_by_empty_wals_is_dropped() {
         Ok(_) => panic!("a torn tail before a WAL holding data was accepted"),
     }
 }
+
+/// Blocks the first table creation after `arm` until released, then fails it for lack of
+/// space: a flush caught in flight by a full disk.
+#[derive(Clone, Default)]
+struct StallFirstTable {
+    armed: Arc<std::sync::atomic::AtomicBool>,
+    entered: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    released: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+}
+
+impl StallFirstTable {
+    fn set(flag: &(std::sync::Mutex<bool>, std::sync::Condvar)) {
+        *flag.0.lock().expect("lock") = true;
+        flag.1.notify_all();
+    }
+
+    fn wait(flag: &(std::sync::Mutex<bool>, std::sync::Condvar)) {
+        let mut done = flag.0.lock().expect("lock");
+        while !*done {
+            done = flag.1.wait(done).expect("wait");
+        }
+    }
+}
+
+impl shaledb::fs::FsHook for StallFirstTable {
+    fn before(&self, call: shaledb::fs::FsCall<'_>) -> std::io::Result<()> {
+        let shaledb::fs::FsCall::Create(path) = call else {
+            return Ok(());
+        };
+        let is_table = path.extension().is_some_and(|e| e == "sst");
+        if !is_table || !self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return Ok(());
+        }
+        Self::set(&self.entered);
+        Self::wait(&self.released);
+        Err(std::io::Error::new(
+            std::io::ErrorKind::StorageFull,
+            "no space left (test)",
+        ))
+    }
+}
+
+/// `resume` called while a flush is still failing from a full disk the caller has just freed
+/// waits for that flush, retries, and answers `Ok` only once writes are accepted again: the
+/// in-flight failure neither passes unseen (an `Ok` followed by suspended writes) nor decides
+/// the answer.
+#[test]
+fn resume_waits_for_a_flush_already_in_flight() {
+    let hook = StallFirstTable::default();
+    let fs = shaledb::fs::HookedFileSystem::new(Arc::new(MemFileSystem::new()), hook.clone());
+    let o = Options {
+        fs: Arc::new(fs),
+        // No automatic retry during the test: only `resume` starts one.
+        bgerror_resume_retry_interval: std::time::Duration::from_secs(600),
+        ..Options::default()
+    };
+    let db = Db::open(Path::new("/db"), o).expect("open");
+    db.put(b"before", b"1").expect("put");
+    hook.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    std::thread::scope(|s| {
+        let flush = s.spawn(|| db.flush());
+        StallFirstTable::wait(&hook.entered);
+        let resume = s.spawn(|| db.resume());
+        // Give `resume` time to look at the state while the flush is still in flight.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        StallFirstTable::set(&hook.released);
+        assert!(flush.join().expect("flush thread").is_err());
+        assert!(
+            matches!(resume.join().expect("resume thread"), Ok(())),
+            "resume after the disk was freed"
+        );
+    });
+    db.put(b"after", b"2")
+        .expect("writes are accepted after resume");
+    assert_eq!(db.get(b"before").expect("get").as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get(b"after").expect("get").as_deref(), Some(&b"2"[..]));
+}

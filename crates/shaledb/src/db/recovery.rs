@@ -336,6 +336,13 @@ impl Db {
         let inner = &self.inner;
         inner.check_writable("resume")?;
         let mut st = inner.state.lock();
+        // A flush already running may still fail from the condition the caller has just fixed
+        // (a full disk): wait for its outcome first, so that only attempts started after this
+        // call decide what it returns. (With writes suspended no new memtable fills, so this
+        // ends; compactions, which may follow one another, are not waited for.)
+        while st.families.values().any(|f| f.flush_running) && !st.closed {
+            inner.done_cv.wait(&mut st);
+        }
         if let (Some(e), None) = (&st.bg_error, &st.flush_retry) {
             return Err(Error::poisoned(e.duplicate()));
         }
