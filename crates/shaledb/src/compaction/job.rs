@@ -533,33 +533,11 @@ impl Outputs<'_, '_> {
         if self.current.is_none() && !t.is_empty() {
             *self.current = Some(open_output(self.spec, (self.new_file_number)())?);
         }
-        let (table, blob) = match (self.current.take(), self.blobs.current.take()) {
-            // Both end in a sync; a flush of large values waits for the pair, so the blob
-            // file is finished (and synced) on a second thread meanwhile.
-            (Some(o), Some(b)) => {
-                let spec = self.spec;
-                std::thread::scope(|s| {
-                    let blob = s.spawn(move || finish_blob_file(b));
-                    let table = finish_output(spec, o, t);
-                    let blob = blob.join().unwrap_or_else(|_| {
-                        Err(Error::Io {
-                            context: "finishing a blob file".into(),
-                            source: std::io::Error::other("the thread finishing it panicked"),
-                        })
-                    });
-                    (Some(table), Some(blob))
-                })
-            }
-            (o, b) => (
-                o.map(|o| finish_output(self.spec, o, t)),
-                b.map(finish_blob_file),
-            ),
-        };
-        if let Some(table) = table {
-            self.done.push(table?);
+        if let Some(o) = self.current.take() {
+            self.done.push(finish_output(self.spec, o, t)?);
         }
-        if let Some(blob) = blob {
-            self.blobs.done.push(blob?);
+        if let Some(b) = self.blobs.current.take() {
+            self.blobs.done.push(finish_blob_file(b)?);
         }
         Ok(())
     }
