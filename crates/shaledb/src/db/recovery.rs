@@ -324,7 +324,9 @@ impl Db {
     /// compactions. A database whose writes are poisoned ([`Error::Poisoned`]: a failed
     /// MANIFEST write, another failed WAL write, a failed WAL or MANIFEST sync, corruption, or
     /// too many failed retries) cannot resume: it returns that error, and only a reopen
-    /// recovers. `Ok` at once when nothing failed.
+    /// recovers. A flush already running when it is called is waited for first (it may still
+    /// fail from the condition just fixed), so only attempts this call starts decide its
+    /// answer. `Ok` once that is done when nothing failed.
     ///
     /// ```
     /// use shaledb::{Db, Options};
