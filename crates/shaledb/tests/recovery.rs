@@ -237,17 +237,7 @@ fn absolute_consistency_rejects_a_torn_tail() {
     let dir = Path::new("/db");
     let fs = MemFileSystem::new();
     let mut o = mem_options(&fs);
-    {
-        let db = Db::open(dir, o.clone()).expect("open");
-        for i in 0..10 {
-            db.put_opt(&sync(), &key(i), &value(i)).expect("put");
-        }
-        fs.crash();
-        drop(db);
-    }
-    let wal = wal_files(&fs, dir).remove(0);
-    let bytes = fs.read_file_bytes(&wal).expect("wal");
-    fs.write_file_bytes(&wal, &bytes[..bytes.len() - 3]);
+    ten_synced_puts_then_a_torn_wal_tail(&fs, dir);
     o.wal_recovery_mode = WalRecoveryMode::AbsoluteConsistency;
     assert!(matches!(
         Db::open(dir, o.clone()),
@@ -331,17 +321,7 @@ fn missing_table_is_reported() {
 fn a_torn_tail_followed_only_by_empty_wals_is_dropped() {
     let dir = Path::new("/db");
     let fs = MemFileSystem::new();
-    {
-        let db = Db::open(dir, mem_options(&fs)).expect("open");
-        for i in 0..10 {
-            db.put_opt(&sync(), &key(i), &value(i)).expect("put");
-        }
-        fs.crash();
-        drop(db);
-    }
-    let wal = wal_files(&fs, dir).remove(0);
-    let bytes = fs.read_file_bytes(&wal).expect("wal");
-    fs.write_file_bytes(&wal, &bytes[..bytes.len() - 3]);
+    let wal = ten_synced_puts_then_a_torn_wal_tail(&fs, dir);
     let empty_later = [dir.join("000900.log"), dir.join("000901.log")];
     for p in &empty_later {
         fs.write_file_bytes(p, b"");
@@ -435,4 +415,21 @@ fn resume_waits_for_a_flush_already_in_flight() {
         .expect("writes are accepted after resume");
     assert_eq!(db.get(b"before").expect("get").as_deref(), Some(&b"1"[..]));
     assert_eq!(db.get(b"after").expect("get").as_deref(), Some(&b"2"[..]));
+}
+
+/// Writes keys 0..10 synced into a new database at `dir`, loses power, and cuts the last 3
+/// bytes off the (only) WAL: its last record is torn.
+fn ten_synced_puts_then_a_torn_wal_tail(fs: &MemFileSystem, dir: &Path) -> PathBuf {
+    {
+        let db = Db::open(dir, mem_options(fs)).expect("open");
+        for i in 0..10 {
+            db.put_opt(&sync(), &key(i), &value(i)).expect("put");
+        }
+        fs.crash();
+        drop(db);
+    }
+    let wal = wal_files(fs, dir).remove(0);
+    let bytes = fs.read_file_bytes(&wal).expect("wal");
+    fs.write_file_bytes(&wal, &bytes[..bytes.len() - 3]);
+    wal
 }

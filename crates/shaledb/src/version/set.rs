@@ -314,15 +314,7 @@ impl VersionSet {
         obsolete: Arc<DeletionQueue>,
     ) -> Result<(VersionSet, ManifestTail)> {
         let tail = ManifestTail::read_from_start(&fs, dir)?;
-        // The tail keeps the replay state to read on from: the versions get a copy.
-        let versions = tail.replayed.clone().into_versions(
-            &tail.manifest_name,
-            fs,
-            dir,
-            opts,
-            family_options,
-            obsolete,
-        )?;
+        let versions = tail.versions(fs, dir, opts, family_options, obsolete)?;
         Ok((versions, tail))
     }
 
@@ -765,15 +757,28 @@ impl ManifestTail {
             return Ok(None);
         }
         let tail = self.read_on(&fs, &current_path, &manifest_path)?;
-        let versions = tail.replayed.clone().into_versions(
-            &tail.manifest_name,
+        let versions = tail.versions(fs, dir, opts, family_options, obsolete)?;
+        Ok(Some((versions, tail)))
+    }
+
+    /// The versions of the state read so far. The tail keeps its replay state to read on
+    /// from, so the versions are built from a copy.
+    fn versions(
+        &self,
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        opts: &Options,
+        family_options: &dyn Fn(&str) -> Options,
+        obsolete: Arc<DeletionQueue>,
+    ) -> Result<VersionSet> {
+        self.replayed.clone().into_versions(
+            &self.manifest_name,
             fs,
             dir,
             opts,
             family_options,
             obsolete,
-        )?;
-        Ok(Some((versions, tail)))
+        )
     }
 
     /// Applies the records from `self.offset` to the end of the MANIFEST to a copy of the
