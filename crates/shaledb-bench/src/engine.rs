@@ -137,6 +137,9 @@ pub struct BlobOptions {
     /// `--use_blob_cache` (with `--use_shared_block_and_blob_cache`, db_bench's default):
     /// blob values read are cached in the block cache.
     pub cache: bool,
+    /// `--separate_blobs_at_write` (ShaleDB only; RocksDB's integrated BlobDB separates at
+    /// flush): large values go to blob files when written, the WAL holds references.
+    pub separate_at_write: bool,
 }
 
 impl Default for BlobOptions {
@@ -150,6 +153,7 @@ impl Default for BlobOptions {
             gc_age_cutoff: 0.25,
             gc_force_threshold: 1.0,
             cache: false,
+            separate_at_write: false,
         }
     }
 }

@@ -281,6 +281,20 @@ fn batch_entry_line(codec: Codec, entry: BatchEntry<'_>) -> String {
         BatchEntry::DeleteRange(b, e) => {
             format!("RANGE_DELETE\t{}\t{}", codec.show(b), codec.show(e))
         }
+        BatchEntry::BlobIndex(k, r) => match BlobRef::decode(r) {
+            Some(r) => format!(
+                "BLOB_INDEX\t{}\tblob file {} offset {} size {}",
+                codec.show(k),
+                r.file_number,
+                r.offset,
+                r.size
+            ),
+            None => format!(
+                "BLOB_INDEX\t{}\t(bad reference {})",
+                codec.show(k),
+                codec.show(r)
+            ),
+        },
     }
 }
 

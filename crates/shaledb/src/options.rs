@@ -311,6 +311,18 @@ pub struct Options {
     /// of garbage, the tables referencing the oldest one are compacted even if no level
     /// needs it. Default 1.0 (only once everything is garbage).
     pub blob_garbage_collection_force_threshold: f64,
+    /// With [`enable_blob_files`](Options::enable_blob_files): a put's value of at least
+    /// `min_blob_size` bytes goes to a blob file when it is written, not when it is flushed,
+    /// and the WAL and the memtable hold only its reference (WiscKey, RocksDB's legacy
+    /// stackable BlobDB). A large value is then written once instead of three times (WAL,
+    /// memtable, then the flush's blob file), and flushes write only small tables. The price:
+    /// a memtable is also full once its blob file reaches
+    /// [`blob_file_size`](Options::blob_file_size), and recovery after a crash reads the
+    /// blobs the unflushed WALs refer to (each checked; one that did not survive a power loss
+    /// ends the replay there, as a torn WAL tail does). A synced write syncs its blob file
+    /// before the WAL. Not with a [`ttl`](Options::ttl). Default false (RocksDB's integrated
+    /// BlobDB separates values at flush).
+    pub separate_blobs_at_write: bool,
 
     /// The wall clock write times and expiry are read from (see [`crate::Clock`]). Default
     /// [`crate::SystemClock`].
@@ -446,6 +458,7 @@ impl Default for Options {
             enable_blob_garbage_collection: false,
             blob_garbage_collection_age_cutoff: 0.25,
             blob_garbage_collection_force_threshold: 1.0,
+            separate_blobs_at_write: false,
             clock: Arc::new(crate::SystemClock),
             max_key_size: 8 << 20,
             max_value_size: 1 << 30,
@@ -532,6 +545,7 @@ impl std::fmt::Debug for Options {
             enable_blob_garbage_collection,
             blob_garbage_collection_age_cutoff,
             blob_garbage_collection_force_threshold,
+            separate_blobs_at_write,
             clock: _,
             max_key_size,
             max_value_size,
@@ -657,6 +671,7 @@ impl std::fmt::Debug for Options {
                 "blob_garbage_collection_force_threshold",
                 blob_garbage_collection_force_threshold,
             )
+            .field("separate_blobs_at_write", separate_blobs_at_write)
             .field("max_key_size", max_key_size)
             .field("max_value_size", max_value_size)
             .field("wal_recovery_mode", wal_recovery_mode)
@@ -753,6 +768,7 @@ impl Options {
         with_enable_blob_garbage_collection => enable_blob_garbage_collection: bool,
         with_blob_garbage_collection_age_cutoff => blob_garbage_collection_age_cutoff: f64,
         with_blob_garbage_collection_force_threshold => blob_garbage_collection_force_threshold: f64,
+        with_separate_blobs_at_write => separate_blobs_at_write: bool,
         with_info_log_level => info_log_level: crate::InfoLogLevel,
         with_max_log_file_size => max_log_file_size: u64,
         with_keep_log_file_num => keep_log_file_num: usize,
@@ -972,6 +988,12 @@ impl Options {
         }
         if !(0.0..=1.0).contains(&self.blob_garbage_collection_force_threshold) {
             return bad("blob_garbage_collection_force_threshold must be between 0 and 1");
+        }
+        if self.separate_blobs_at_write && !self.enable_blob_files {
+            return bad("separate_blobs_at_write needs enable_blob_files");
+        }
+        if self.separate_blobs_at_write && self.ttl.is_some() {
+            return bad("separate_blobs_at_write cannot be combined with a ttl yet");
         }
         if self.max_log_file_size != 0 && self.max_log_file_size < 1024 {
             return bad("max_log_file_size must be 0 (no size limit) or at least 1024 bytes");

@@ -25,6 +25,8 @@ mod cf_tag {
     pub(super) const MERGE: u8 = 6;
     pub(super) const SINGLE_DELETE: u8 = 8;
     pub(super) const DELETE_RANGE: u8 = 0xE;
+    /// A blob reference (RocksDB's `kTypeColumnFamilyBlobIndex`).
+    pub(super) const BLOB_INDEX: u8 = 0x10;
 }
 
 /// Bytes of the batch header: fixed64 sequence, fixed32 count.
@@ -62,6 +64,11 @@ pub enum BatchEntry<'a> {
     SingleDelete(&'a [u8]),
     /// Delete every key from the first (included) to the second (excluded).
     DeleteRange(&'a [u8], &'a [u8]),
+    /// Internal: `key` (first) is set to the value a blob reference (second) points at. Only
+    /// the engine writes these (`Options::separate_blobs_at_write`), in the WAL; a batch
+    /// passed to `Db::write` holding one is refused.
+    #[doc(hidden)]
+    BlobIndex(&'a [u8], &'a [u8]),
 }
 
 impl BatchEntry<'_> {
@@ -73,6 +80,7 @@ impl BatchEntry<'_> {
             BatchEntry::Merge(k, v) => (ValueKind::Merge, k, v),
             BatchEntry::SingleDelete(k) => (ValueKind::SingleDelete, k, &[]),
             BatchEntry::DeleteRange(begin, end) => (ValueKind::RangeDeletion, begin, end),
+            BatchEntry::BlobIndex(k, reference) => (ValueKind::BlobIndex, k, reference),
         }
     }
 }
@@ -227,15 +235,23 @@ impl WriteBatch {
                 BatchEntry::Put(k, v) if ttl_family(cf) => {
                     out.put_in(cf, k, &crate::clock::stamp(v, now));
                 }
-                BatchEntry::Put(k, v) => out.put_in(cf, k, v),
-                BatchEntry::Delete(k) => out.delete_in(cf, k),
-                BatchEntry::Merge(k, v) => out.merge_in(cf, k, v),
-                BatchEntry::SingleDelete(k) => out.single_delete_in(cf, k),
-                BatchEntry::DeleteRange(b, e) => out.delete_range_in(cf, b, e),
+                e => out.push_entry(cf, e),
             }
         }
         out.set_sequence(self.sequence());
         out
+    }
+
+    /// Appends entry `e` of family `cf` (by id) as it is.
+    pub(crate) fn push_entry(&mut self, cf: u32, e: BatchEntry<'_>) {
+        match e {
+            BatchEntry::Put(k, v) => self.put_in(cf, k, v),
+            BatchEntry::Delete(k) => self.delete_in(cf, k),
+            BatchEntry::Merge(k, v) => self.merge_in(cf, k, v),
+            BatchEntry::SingleDelete(k) => self.single_delete_in(cf, k),
+            BatchEntry::DeleteRange(b, e) => self.delete_range_in(cf, b, e),
+            BatchEntry::BlobIndex(k, r) => self.blob_index_in(cf, k, r),
+        }
     }
 
     /// Adds a single delete in family `cf` (by id).
@@ -259,6 +275,14 @@ impl WriteBatch {
         self.push_tag(cf, ValueKind::Put as u8, cf_tag::PUT);
         put_length_prefixed(&mut self.rep.0, key);
         put_length_prefixed(&mut self.rep.0, value);
+    }
+
+    /// Adds a blob reference `reference` (an encoded `BlobRef`) for `key` in family `cf`.
+    pub(crate) fn blob_index_in(&mut self, cf: u32, key: &[u8], reference: &[u8]) {
+        self.bump_count();
+        self.push_tag(cf, ValueKind::BlobIndex as u8, cf_tag::BLOB_INDEX);
+        put_length_prefixed(&mut self.rep.0, key);
+        put_length_prefixed(&mut self.rep.0, reference);
     }
 
     /// Adds a delete in family `cf` (by id).
@@ -438,7 +462,8 @@ fn decode_record<'a>(d: &mut Decoder<'a>) -> Result<(u32, BatchEntry<'a>), Strin
         | cf_tag::PUT
         | cf_tag::MERGE
         | cf_tag::SINGLE_DELETE
-        | cf_tag::DELETE_RANGE => {
+        | cf_tag::DELETE_RANGE
+        | cf_tag::BLOB_INDEX => {
             let cf = d
                 .varint32()
                 .filter(|&cf| cf != 0 && cf < crate::version::edit::MAX_COLUMN_FAMILY_ID)
@@ -448,6 +473,7 @@ fn decode_record<'a>(d: &mut Decoder<'a>) -> Result<(u32, BatchEntry<'a>), Strin
                 cf_tag::MERGE => ValueKind::Merge,
                 cf_tag::SINGLE_DELETE => ValueKind::SingleDelete,
                 cf_tag::DELETE_RANGE => ValueKind::RangeDeletion,
+                cf_tag::BLOB_INDEX => ValueKind::BlobIndex,
                 _ => ValueKind::Delete,
             };
             (cf, kind as u8)
@@ -491,8 +517,16 @@ fn decode_entry<'a>(d: &mut Decoder<'a>, kind: u8) -> Result<BatchEntry<'a>, Str
                 .ok_or("truncated or bad range deletion end")?;
             Ok(BatchEntry::DeleteRange(begin, end))
         }
-        // Blob references are written by flush and compaction, never by a batch.
-        Some(ValueKind::BlobIndex) | None => Err(format!("unknown record kind {kind}")),
+        Some(ValueKind::BlobIndex) => {
+            let key = d
+                .length_prefixed()
+                .ok_or("truncated or bad blob index key")?;
+            let reference = d
+                .length_prefixed()
+                .ok_or("truncated or bad blob reference")?;
+            Ok(BatchEntry::BlobIndex(key, reference))
+        }
+        None => Err(format!("unknown record kind {kind}")),
     }
 }
 
@@ -560,7 +594,8 @@ mod tests {
                 BatchEntry::Delete(k) => (false, k.to_vec(), Vec::new()),
                 BatchEntry::Merge(..)
                 | BatchEntry::SingleDelete(..)
-                | BatchEntry::DeleteRange(..) => {
+                | BatchEntry::DeleteRange(..)
+                | BatchEntry::BlobIndex(..) => {
                     panic!("no merges or single deletes in these tests")
                 }
             })
@@ -603,6 +638,31 @@ mod tests {
         encode_header(&mut bad, 0, 1);
         bad.extend_from_slice(&[5, 0, 1, b'p', 0]);
         assert!(WriteBatch::from_data(bad).is_err());
+    }
+
+    #[test]
+    fn blob_references_encode_with_rocksdb_blob_index_tags() {
+        let mut b = WriteBatch::new();
+        b.blob_index_in(0, b"k", &[7, 9]);
+        b.blob_index_in(2, b"q", &[1]);
+        let mut want = Vec::new();
+        encode_header(&mut want, 0, 2);
+        want.extend_from_slice(&[3, 1, b'k', 2, 7, 9]);
+        want.extend_from_slice(&[0x10, 2, 1, b'q', 1, 1]);
+        assert_eq!(b.data(), &want[..]);
+        let back = WriteBatch::from_data(want.clone()).expect("valid");
+        let got: Vec<(u32, BatchEntry<'_>)> = back.iter_cf().collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, BatchEntry::BlobIndex(b"k", &[7, 9])),
+                (2, BatchEntry::BlobIndex(b"q", &[1])),
+            ]
+        );
+        // A reference cut short is refused.
+        let mut cut = want;
+        cut.truncate(cut.len() - 1);
+        assert!(WriteBatch::from_data(cut).is_err());
     }
 
     #[test]
@@ -718,7 +778,9 @@ mod tests {
     fn bad_kind_and_bad_lengths_are_rejected() {
         let mut data = Vec::new();
         encode_header(&mut data, 1, 1);
-        data.extend_from_slice(&[3, 1, b'k']);
+        // 3 is a blob reference since separate_blobs_at_write; 4 and up are family tags
+        // needing a family; 0x7f is nothing.
+        data.extend_from_slice(&[0x7f, 1, b'k']);
         let e = WriteBatch::from_data(data).expect_err("bad kind");
         assert!(e.contains("kind"), "{e}");
 

@@ -676,6 +676,29 @@ fn model_blob_files() {
     }
 }
 
+/// Values separated when written (`separate_blobs_at_write`): the WAL and memtables hold
+/// references, each memtable owns the blob files it wrote, small blob files make memtables
+/// fill by their blob bytes; reads before and after flushes, reopens replaying references,
+/// and a secondary following the WAL, against the model.
+#[test]
+fn model_blob_files_separated_at_write() {
+    for (seed, codec, min_blob_size) in [
+        (22, CompressionType::None, 16),
+        (23, CompressionType::Zstd, 0),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut o = small_options(CompressionType::Snappy, 10, 256);
+        o.enable_blob_files = true;
+        o.separate_blobs_at_write = true;
+        o.min_blob_size = min_blob_size;
+        o.blob_file_size = 8 << 10;
+        o.blob_compression = codec;
+        o.blob_cache = seed == 23;
+        o.enable_blob_garbage_collection = seed == 23;
+        run_model(seed, o, ops_count(), dir.path());
+    }
+}
+
 /// External files ingested among the other operations: over the memtable (a flush first),
 /// over tables (a global sequence number), beside them (sequence number 0), under live
 /// snapshots (which must not see them), moved or copied, then compacted with the rest; once

@@ -419,6 +419,11 @@ pub const FLAGS: &[FlagSpec] = &[
         "compactions relocate the oldest blob files' live values",
     ),
     used(
+        "separate_blobs_at_write",
+        true,
+        "ShaleDB: large values go to blob files when written, the WAL holds references",
+    ),
+    used(
         "use_blob_cache",
         true,
         "cache blob values read, in the block cache (with --use_shared_block_and_blob_cache)",
@@ -658,6 +663,7 @@ fn blob_flags(m: &BTreeMap<String, String>) -> Result<BlobOptions, String> {
             d.gc_force_threshold,
         )?,
         cache: blob_cache_flag(m)?,
+        separate_at_write: get_bool(m, "separate_blobs_at_write", d.separate_at_write)?,
     })
 }
 
@@ -1054,6 +1060,7 @@ mod tests {
                 gc_age_cutoff: 0.25,
                 gc_force_threshold: 1.0,
                 cache: false,
+                separate_at_write: false,
             }
         );
         let all = [
@@ -1066,6 +1073,7 @@ mod tests {
             "--blob_garbage_collection_force_threshold=0",
             "--use_blob_cache",
             "--use_shared_block_and_blob_cache=1",
+            "--separate_blobs_at_write",
         ];
         assert_eq!(
             blob(&all),
@@ -1078,6 +1086,7 @@ mod tests {
                 gc_age_cutoff: 0.5,
                 gc_force_threshold: 0.0,
                 cache: true,
+                separate_at_write: true,
             }
         );
         // A blob cache apart from the block cache: refused, naming the flag.

@@ -97,6 +97,7 @@ fn set_blob_options(o: &mut Options, b: &BlobOptions) -> EngineResult<()> {
     o.blob_garbage_collection_age_cutoff = b.gc_age_cutoff;
     o.blob_garbage_collection_force_threshold = b.gc_force_threshold;
     o.blob_cache = b.cache;
+    o.separate_blobs_at_write = b.enabled && b.separate_at_write;
     Ok(())
 }
 

@@ -124,9 +124,18 @@ impl BackupEngine {
     }
 
     /// Copies the WALs and writes the MANIFEST of `live` into `private`; the MANIFEST last.
+    /// The blob files the WALs refer to (`Options::separate_blobs_at_write`), listed after
+    /// them, are copied after them into `shared/` (under their contents' checksum, as
+    /// tables are), since a restore looks for every blob file there.
     fn copy_private(&self, live: &LiveFiles<'_>, private: &Path) -> Result<Vec<BackupFile>> {
         let mut out = Vec::new();
         for wal in live.wals() {
+            if filename::parse_file_name(&db_file_name(&wal)?)
+                .is_some_and(|(kind, _)| kind == filename::FileKind::Blob)
+            {
+                out.push(self.share_unfinished(live.fs(), &wal)?);
+                continue;
+            }
             let name = db_file_name(&wal)?;
             let to = private.join(&name);
             let limiter = self.backup_limiter.as_ref();
@@ -142,6 +151,21 @@ impl BackupEngine {
             crc32c: crc32c(&bytes),
         });
         Ok(out)
+    }
+
+    /// Stores in `shared/` what is written so far of a blob file still being written (no
+    /// checksum is recorded for it: the one of the bytes copied names the copy).
+    fn share_unfinished(&self, src: &dyn FileSystem, path: &Path) -> Result<BackupFile> {
+        let name = db_file_name(path)?;
+        let tmp = self.dir.join(SHARED).join(format!("{name}{TEMP_SUFFIX}"));
+        let limiter = self.backup_limiter.as_ref();
+        let (size, crc32c) = copy::copy(src, path, None, &*self.fs, &tmp, limiter)?;
+        let f = BackupFile { name, size, crc32c };
+        let to = self.dir.join(SHARED).join(f.shared_name());
+        self.fs
+            .rename(&tmp, &to)
+            .map_err(|e| Error::io(format!("renaming {} to {}", tmp.display(), to.display()), e))?;
+        Ok(f)
     }
 
     /// Writes the meta file atomically (temporary name, sync, rename, directory sync): the

@@ -144,6 +144,25 @@ impl BlobFileBuilder {
         self.offset
     }
 
+    /// Hands the bytes appended so far to the OS (out of any buffer of ours), so a reader of
+    /// the file sees them and a process crash keeps them.
+    pub fn hand_to_os(&mut self) -> Result<()> {
+        self.check_ok()?;
+        let path = &self.path;
+        self.file
+            .flush()
+            .map_err(|e| Error::io(format!("writing blob file {}", path.display()), e))
+    }
+
+    /// Makes the bytes appended so far durable.
+    pub fn sync(&mut self) -> Result<()> {
+        self.hand_to_os()?;
+        let path = &self.path;
+        self.file
+            .sync()
+            .map_err(|e| Error::io(format!("syncing blob file {}", path.display()), e))
+    }
+
     /// Writes the footer and syncs the file (not its directory). The file is complete.
     pub fn finish(mut self) -> Result<BlobFileMeta> {
         self.check_ok()?;

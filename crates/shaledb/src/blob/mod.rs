@@ -13,6 +13,7 @@ mod builder;
 mod format;
 mod readahead;
 mod reader;
+mod write_time;
 
 #[cfg(test)]
 mod tests;
@@ -20,6 +21,7 @@ mod tests;
 pub use builder::BlobFileBuilder;
 pub(crate) use readahead::BlobReadahead;
 pub use reader::BlobFileReader;
+pub(crate) use write_time::{BlobFileEnv, WalBlobReaders, WriteTimeBlobs};
 
 use crate::coding::{put_varint64, varint_length, Decoder};
 use crate::compression::CompressionType;

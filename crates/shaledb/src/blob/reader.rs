@@ -62,6 +62,32 @@ impl BlobFileReader {
         })
     }
 
+    /// Opens blob file `number` while it may still be written (`Options::
+    /// separate_blobs_at_write`: the file of an unflushed memtable, or one a crash left
+    /// without its footer): only the header is checked, and records are read up to
+    /// `records_end` (the file's length when it is no longer written; `u64::MAX` while the
+    /// writer's own references are read). The footer's counts read as zero.
+    pub fn open_unfinished(
+        file: Arc<dyn RandomAccessFile>,
+        path: PathBuf,
+        number: u64,
+        records_end: u64,
+    ) -> Result<BlobFileReader> {
+        let mut h = [0u8; HEADER_LEN];
+        read_at(&*file, &path, 0, &mut h, "blob file header")?;
+        let header = FileHeader::decode(&h, &path, number)?;
+        Ok(BlobFileReader {
+            file,
+            path,
+            header,
+            footer: Footer {
+                record_count: 0,
+                record_bytes: 0,
+            },
+            records_end,
+        })
+    }
+
     /// The file's number.
     pub fn number(&self) -> u64 {
         self.header.file_number

@@ -263,14 +263,17 @@ impl DbInner {
                 cf_name: &name,
                 blob_gc: None,
             };
-            job::write_tables(
+            let written_with_values = finish_write_time_blobs(&mem)?;
+            let mut written = job::write_tables(
                 &spec,
                 &mut it,
                 range_dels.as_deref(),
                 Some(&policy),
                 &mut || self.state_new_file_number(),
                 &self.shutting_down,
-            )
+            )?;
+            written.blob_files.extend(written_with_values);
+            Ok::<_, Error>(written)
         })?;
         let Some(f) = st.family(cf) else {
             self.discard_outputs(&metas);
@@ -352,7 +355,8 @@ impl DbInner {
                     cf_name: name,
                     blob_gc: None,
                 };
-                let metas = job::write_tables(
+                let written_with_values = finish_write_time_blobs(mem)?;
+                let mut metas = job::write_tables(
                     &spec,
                     &mut mem.iter(),
                     mem.range_tombstones().as_deref(),
@@ -360,6 +364,7 @@ impl DbInner {
                     &mut || self.state_new_file_number(),
                     &self.shutting_down,
                 )?;
+                metas.blob_files.extend(written_with_values);
                 out.push((*cf, metas));
             }
             Ok(out)
@@ -464,7 +469,7 @@ impl DbInner {
             .oldest_or(|| self.last_sequence.load(Ordering::Acquire))
     }
 
-    fn state_new_file_number(&self) -> u64 {
+    pub(super) fn state_new_file_number(&self) -> u64 {
         self.state.lock().versions.new_file_number()
     }
 
@@ -1267,6 +1272,16 @@ fn files_under_tombstones(
         }
     }
     Ok(out)
+}
+
+/// The blob files a memtable's values went to when written (`Options::
+/// separate_blobs_at_write`), finished and synced for the flush that adds them to the
+/// MANIFEST with the memtable's table (whose directory sync covers them).
+fn finish_write_time_blobs(mem: &MemTable) -> Result<Vec<crate::version::BlobFileAddition>> {
+    match mem.write_time_blobs() {
+        Some(b) => b.finish(),
+        None => Ok(Vec::new()),
+    }
 }
 
 #[cfg(test)]

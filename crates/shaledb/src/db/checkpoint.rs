@@ -30,6 +30,9 @@ struct CheckpointState {
     versions: Vec<Arc<Version>>,
     /// The WALs recovery of the copy replays (those at or above the oldest log number).
     wals: Vec<u64>,
+    /// The blob files the memtables wrote with their values (`separate_blobs_at_write`),
+    /// which the WALs' references point into.
+    wal_blobs: Vec<u64>,
     manifest_number: u64,
     edits: Vec<VersionEdit>,
 }
@@ -183,15 +186,19 @@ impl LiveFiles<'_> {
         immutable_files_of(&self.inner.dir, &self.state.versions)
     }
 
-    /// The WALs a copy needs, oldest first: copied as far as they are written when read (a
-    /// record cut at the end is a torn tail, which recovery drops).
+    /// The WALs a copy needs, oldest first, then the blob files their records refer to
+    /// (`Options::separate_blobs_at_write`): copied in this order, each as far as it is
+    /// written when read (a record cut at the end is a torn tail, which recovery drops), so
+    /// every reference a copied record holds points into copied bytes.
     pub(crate) fn wals(&self) -> Vec<PathBuf> {
         let dir = &self.inner.dir;
-        self.state
-            .wals
+        let wals = self.state.wals.iter().map(|&n| filename::log_file(dir, n));
+        let blobs = self
+            .state
+            .wal_blobs
             .iter()
-            .map(|&n| filename::log_file(dir, n))
-            .collect()
+            .map(|&n| filename::blob_file(dir, n));
+        wals.chain(blobs).collect()
     }
 
     /// The number of the copy's MANIFEST (taken from the database's counter).
@@ -329,6 +336,16 @@ fn take_state(inner: &DbInner) -> Result<CheckpointState> {
         .map(|&(n, _)| n)
         .filter(|&n| unflushed && n >= oldest_log)
         .collect();
+    let wal_blobs = match unflushed {
+        true => st
+            .families
+            .values()
+            .flat_map(|f| std::iter::once(&f.mem).chain(f.imms.iter()))
+            .filter_map(|m| m.write_time_blobs())
+            .flat_map(|b| b.file_numbers())
+            .collect(),
+        false => Vec::new(),
+    };
     let mut edits = st.versions.checkpoint_edits();
     if !unflushed {
         // Log number 0: the copy replays whatever WALs it has (none) instead of requiring
@@ -344,6 +361,7 @@ fn take_state(inner: &DbInner) -> Result<CheckpointState> {
     Ok(CheckpointState {
         versions,
         wals,
+        wal_blobs,
         manifest_number,
         edits,
     })

@@ -75,6 +75,27 @@ pub(crate) struct SuperVersion {
 }
 
 impl SuperVersion {
+    /// The memtables, newest first.
+    fn memtables(&self) -> impl Iterator<Item = &Arc<MemTable>> {
+        std::iter::once(&self.mem).chain(self.imms.iter())
+    }
+
+    /// True if a memtable of this view has blob files written with its values.
+    pub(crate) fn has_write_time_blobs(&self) -> bool {
+        self.memtables().any(|m| m.write_time_blobs().is_some())
+    }
+
+    /// The reader of blob file `number` if a memtable of this view wrote it with its values
+    /// (`Options::separate_blobs_at_write`).
+    pub(crate) fn write_time_reader(
+        &self,
+        number: u64,
+    ) -> Option<Arc<crate::blob::BlobFileReader>> {
+        self.memtables()
+            .filter_map(|m| m.write_time_blobs())
+            .find_map(|b| b.reader(number))
+    }
+
     /// Every range tombstone this view holds, fragmented; `None` if there are none (the
     /// common case, decided without a lock when no table and no memtable has any).
     pub(crate) fn range_tombstones(
@@ -900,13 +921,15 @@ impl Db {
             let _ = t.join();
         }
         let res = {
+            // The blobs the WAL's references point at first.
+            let blobs = self.inner.sync_write_time_blobs(&self.inner.state.lock());
             let mut wal = self.inner.wal.lock();
-            match wal.as_mut() {
+            blobs.and_then(|()| match wal.as_mut() {
                 Some(w) => w
                     .sync()
                     .map_err(|e| Error::io("syncing the WAL on close", e)),
                 None => Ok(()),
-            }
+            })
         };
         // Delete what is obsolete now; files readers still hold stay for the next open.
         self.inner.purge_obsolete_files();
@@ -1059,6 +1082,10 @@ impl DbInner {
                 self.count(Ticker::MemtableHit, 1);
                 return self.get_merged(ro, cf, sv, seq, user_key);
             }
+            MemtableLookup::Blob(reference) => {
+                self.count(Ticker::MemtableHit, 1);
+                return self.read_stored_blob(ro, cf, sv, user_key, &reference);
+            }
             MemtableLookup::NotThere { covering } => {
                 self.count(Ticker::MemtableMiss, 1);
                 covering
@@ -1090,8 +1117,7 @@ impl DbInner {
                 LookupResult::Found(v) => return MemtableLookup::Found(Some(v)),
                 LookupResult::Deleted => return MemtableLookup::Found(None),
                 LookupResult::Merge => return MemtableLookup::Merge,
-                // Memtables hold values, never blob references.
-                LookupResult::Blob(_) => return MemtableLookup::Found(None),
+                LookupResult::Blob(reference) => return MemtableLookup::Blob(reference),
             }
         }
         MemtableLookup::NotThere { covering }
@@ -1130,7 +1156,7 @@ impl DbInner {
         entry: &[u8],
     ) -> Result<Option<Value>> {
         let Some(expiry) = self.expiry(cf) else {
-            let value = self.read_blob(ro, cf, &sv.version, user_key, entry)?;
+            let value = self.read_blob(ro, cf, sv, user_key, entry)?;
             return Ok(Some(Value::from_vec(value)));
         };
         let Some((_, Some(write_time))) = crate::blob::BlobRef::decode_entry(entry) else {
@@ -1146,29 +1172,34 @@ impl DbInner {
         if expiry.expired(write_time) {
             return Ok(None);
         }
-        let value = self.read_blob(ro, cf, &sv.version, user_key, entry)?;
+        let value = self.read_blob(ro, cf, sv, user_key, entry)?;
         Ok(Some(Value::from_vec(crate::clock::stamp(
             &value, write_time,
         ))))
     }
 
     /// The value a blob reference (the value of a `BlobIndex` entry of `user_key`) points at,
-    /// from the blob files of `version`.
+    /// from the blob files of `sv`'s version or of its memtables.
     pub(crate) fn read_blob(
         &self,
         ro: &ReadOptions,
         cf: &CfData,
-        version: &Version,
+        sv: &SuperVersion,
         user_key: &[u8],
         reference: &[u8],
     ) -> Result<Vec<u8>> {
         let r = decode_blob_ref(&self.dir, user_key, reference)?;
+        if sv.version.blob_file(r.file_number).is_none() {
+            if let Some(reader) = sv.write_time_reader(r.file_number) {
+                return reader.read(user_key, &r, ro.verify_checksums);
+            }
+        }
         let opts = crate::version::BlobReadOptions {
             verify_checksums: ro.verify_checksums,
             cache: cf.opts.blob_cache.then_some(&*self.block_cache),
             fill_cache: ro.fill_cache,
         };
-        version.read_blob(&self.tables, user_key, &r, opts, None)
+        sv.version.read_blob(&self.tables, user_key, &r, opts, None)
     }
 
     /// `Db::approximate_size`: an inclusive end bound becomes the exclusive bound just past it.
@@ -1235,6 +1266,10 @@ impl DbInner {
                 MemtableLookup::Merge => {
                     self.count(Ticker::MemtableHit, 1);
                     self.get_merged(ro, cf, &sv, seq, keys[i])
+                }
+                MemtableLookup::Blob(reference) => {
+                    self.count(Ticker::MemtableHit, 1);
+                    self.read_stored_blob(ro, cf, &sv, keys[i], &reference)
                 }
                 MemtableLookup::NotThere { covering: c } => {
                     self.count(Ticker::MemtableMiss, 1);
@@ -1317,7 +1352,7 @@ impl DbInner {
                     break;
                 }
                 ValueKind::BlobIndex => {
-                    base = Some(self.read_blob(ro, cf, &sv.version, user_key, it.value())?);
+                    base = Some(self.read_blob(ro, cf, sv, user_key, it.value())?);
                     break;
                 }
                 ValueKind::Delete | ValueKind::SingleDelete => break,
@@ -1412,7 +1447,7 @@ impl DbInner {
         cf: &CfData,
     ) -> DbIterator {
         let (inner, range_dels) = self.view_iterator(&sv, ro);
-        let blobs = self.blob_resolver(&sv.version, ro, cf);
+        let blobs = self.blob_resolver(&sv, ro, cf);
         let pin: Arc<dyn std::any::Any + Send + Sync> = Arc::new((sv, ro.snapshot.clone()));
         DbIterator::new(
             inner,
@@ -1431,17 +1466,18 @@ impl DbInner {
         .with_blobs(blobs)
     }
 
-    /// Reads blob references against `version`'s blob files (`None` if it has none).
+    /// Reads blob references against the blob files of `sv`'s version and memtables (`None`
+    /// if there are none).
     pub(crate) fn blob_resolver(
         &self,
-        version: &Arc<Version>,
+        sv: &Arc<SuperVersion>,
         ro: &ReadOptions,
         cf: &CfData,
     ) -> Option<crate::iter::db_iter::BlobResolver> {
-        if version.blob_files.is_empty() {
+        if sv.version.blob_files.is_empty() && !sv.has_write_time_blobs() {
             return None;
         }
-        let (version, tables, dir) = (version.clone(), self.tables.clone(), self.dir.clone());
+        let (sv, tables, dir) = (sv.clone(), self.tables.clone(), self.dir.clone());
         let cache = cf.opts.blob_cache.then(|| self.block_cache.clone());
         let (verify_checksums, fill_cache) = (ro.verify_checksums, ro.fill_cache);
         Some(Arc::new(
@@ -1452,7 +1488,13 @@ impl DbInner {
                     cache: cache.as_deref(),
                     fill_cache,
                 };
-                version.read_blob(&tables, user_key, &r, opts, Some(readahead))
+                if sv.version.blob_file(r.file_number).is_none() {
+                    if let Some(reader) = sv.write_time_reader(r.file_number) {
+                        return reader.read(user_key, &r, verify_checksums);
+                    }
+                }
+                sv.version
+                    .read_blob(&tables, user_key, &r, opts, Some(readahead))
             },
         ))
     }
@@ -1496,7 +1538,7 @@ fn new_iterator(inner: &Arc<DbInner>, ro: &ReadOptions, cf: &Arc<CfData>) -> DbI
     let refresher: crate::iter::db_iter::Refresher = Arc::new(move || {
         let (sv, seq) = db.read_view(&ro_latest, &family);
         let (inner, range_dels) = db.view_iterator(&sv, &ro_latest);
-        let blobs = db.blob_resolver(&sv.version, &ro_latest, &family);
+        let blobs = db.blob_resolver(&sv, &ro_latest, &family);
         let pin: Arc<dyn std::any::Any + Send + Sync> = Arc::new(sv);
         (inner, seq, pin, range_dels, blobs)
     });
@@ -1507,6 +1549,9 @@ fn new_iterator(inner: &Arc<DbInner>, ro: &ReadOptions, cf: &Arc<CfData>) -> DbI
 enum MemtableLookup {
     /// Settled there: the newest visible value (stored form), or `None` for deleted.
     Found(Option<Value>),
+    /// The newest visible version is a reference to a blob written with it
+    /// (`Options::separate_blobs_at_write`).
+    Blob(Value),
     /// The newest visible version is a merge operand.
     Merge,
     /// Not there; `covering` is the newest range tombstone over the key they hold.

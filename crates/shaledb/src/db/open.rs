@@ -12,13 +12,14 @@ use crate::compaction::job::{self, DropPolicy, OutputSpec};
 use crate::error::{Error, Result};
 use crate::fs::FileLock;
 use crate::info_log::{InfoLog, InfoLogConfig};
+use crate::key::ValueKind;
 use crate::log::{replay_records, LogReader, LogWriter, RecordCheck, ReplayEnd, TailPolicy};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::rate_limiter::RateLimiter;
 use crate::version::filename::{self, FileKind};
 use crate::version::{ObsoleteFile, Version, VersionEdit, VersionSet};
-use crate::write_batch::WriteBatch;
+use crate::write_batch::{BatchEntry, WriteBatch};
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -144,6 +145,7 @@ pub(super) fn open_with_families(
         wal_number: 0,
         keep_in_memory: false,
         resume: BTreeMap::new(),
+        blob_readers: Default::default(),
     };
     replay.replay_all(&wals)?;
     let (mut edits, last_sequence) = replay.finish()?;
@@ -425,6 +427,9 @@ pub(super) struct WalReplay<'a> {
     /// Per WAL: where a later reading can go on (after its last record, or at its torn
     /// tail), or where this one starts (a secondary's catch-up). Absent: from the start.
     pub(super) resume: BTreeMap<u64, u64>,
+    /// Blob files the WALs' references point into (`Options::separate_blobs_at_write`),
+    /// opened on first use.
+    pub(super) blob_readers: crate::blob::WalBlobReaders,
 }
 
 impl WalReplay<'_> {
@@ -514,6 +519,13 @@ impl WalReplay<'_> {
                 format!("write batch has impossible sequence number {seq}"),
             ));
         }
+        let blobs = match self
+            .blob_readers
+            .values_of(&*self.opts.fs, self.dir, &batch)
+        {
+            Ok(blobs) => blobs,
+            Err(detail) => return Ok(RecordCheck::DataLost(detail)),
+        };
         let mut touched = Vec::new();
         for (i, (cf, e)) in batch.iter_cf().enumerate() {
             let s = seq + i as u64;
@@ -536,8 +548,15 @@ impl WalReplay<'_> {
                 Some(o) if keep => Arc::new(MemTable::for_family(0, o)),
                 _ => Arc::new(MemTable::new(0)),
             });
-            let (kind, k, v) = e.parts();
-            mem.add(s, kind, k, v);
+            match (e, blobs.get(i)) {
+                (BatchEntry::BlobIndex(k, _), Some(Some(value))) => {
+                    mem.add(s, ValueKind::Put, k, value)
+                }
+                _ => {
+                    let (kind, k, v) = e.parts();
+                    mem.add(s, kind, k, v);
+                }
+            }
             if !touched.contains(&cf) {
                 touched.push(cf);
             }

@@ -421,6 +421,7 @@ fn read_view(
         wal_number: 0,
         keep_in_memory: true,
         resume: BTreeMap::new(),
+        blob_readers: Default::default(),
     };
     replay.replay_all(&wals)?;
     let resume = std::mem::take(&mut replay.resume);
@@ -627,6 +628,7 @@ fn tail_wals(
         wal_number: 0,
         keep_in_memory: true,
         resume,
+        blob_readers: Default::default(),
     };
     replay.replay_all(&wals)?;
     let resume = std::mem::take(&mut replay.resume);

@@ -110,6 +110,12 @@ impl DbInner {
                 families.written.push(cf);
             }
             let (_, k, v) = e.parts();
+            if matches!(e, BatchEntry::BlobIndex(..)) {
+                return Err(Error::InvalidArgument(
+                    "a write batch cannot hold blob references: only the engine writes them"
+                        .to_string(),
+                ));
+            }
             if matches!(e, BatchEntry::Merge(..)) && !families.merged.contains(&cf) {
                 families.merged.push(cf);
             }
@@ -189,8 +195,7 @@ impl DbInner {
         // Every member's bytes, not only the leader's (members return without counting),
         // each with its own batch header as the caller saw it: the group holds one header.
         let user_bytes = (group.approximate_size() + (group_len - 1) * BATCH_HEADER_SIZE) as u64;
-        let group_bytes = group.approximate_size() as u64;
-        self.pace_write(st, slow_down, group_bytes);
+        self.pace_write(st, slow_down, group.approximate_size() as u64);
         let seq = self.last_sequence.load(Ordering::Acquire) + 1;
         let mems: Vec<(u32, Arc<MemTable>)> = st
             .families
@@ -201,14 +206,13 @@ impl DbInner {
         let written = MutexGuard::unlocked(st, || {
             let mut group = group;
             group.set_sequence(seq);
-            self.write_group(&group, seq, sync, disable_wal, &mems)
-                .map(|()| group.len() as u64)
+            self.write_group(group, seq, sync, disable_wal, &mems)
         });
         let result = match written {
-            Ok(count) => {
+            Ok((count, wal_bytes)) => {
                 if !disable_wal {
                     if let Some(w) = st.live_wals.last_mut() {
-                        w.1 += group_bytes;
+                        w.1 += wal_bytes;
                     }
                 }
                 self.last_sequence.store(seq + count - 1, Ordering::Release);
@@ -282,15 +286,31 @@ impl DbInner {
     }
 
     /// Appends the group to the WAL and each entry to its family's memtable (`mems`, by
-    /// family id). Called without the state mutex; only the leader runs it.
+    /// family id), large values first to their memtable's blob file in families that
+    /// separate them when written. Returns the entries written and the WAL bytes. Called
+    /// without the state mutex; only the leader runs it.
     fn write_group(
         &self,
-        group: &WriteBatch,
+        group: WriteBatch,
         seq: u64,
         sync: bool,
         disable_wal: bool,
         mems: &[(u32, Arc<MemTable>)],
-    ) -> std::result::Result<(), GroupFailure> {
+    ) -> std::result::Result<(u64, u64), GroupFailure> {
+        let group = match self.separate_blobs(&group, mems) {
+            Ok(Some(separated)) => separated,
+            Ok(None) => group,
+            Err(e) => return Err(GroupFailure::Final(Error::poisoned(e))),
+        };
+        if sync && !disable_wal {
+            // Every family's blobs, not only this group's: once this WAL record is durable,
+            // so are the earlier ones, whose blobs may be in any family's file.
+            for blobs in mems.iter().filter_map(|(_, m)| m.write_time_blobs()) {
+                blobs
+                    .sync()
+                    .map_err(|e| GroupFailure::Final(Error::poisoned(e)))?;
+            }
+        }
         if !disable_wal {
             let mut wal = self.wal.lock();
             let w = wal.as_mut().ok_or(GroupFailure::Final(Error::Closed))?;
@@ -336,6 +356,68 @@ impl DbInner {
             // Once per group: the growth of each memtable, one reservation each.
             for (_, mem) in mems {
                 mem.charge_growth();
+            }
+        }
+        Ok((group.len() as u64, group.approximate_size() as u64))
+    }
+
+    /// In families that separate values when they are written: the group with each put of
+    /// a large enough value replaced by a reference to it, appended to its memtable's blob
+    /// file, and those files handed to the OS so no reference reaches the WAL or a reader
+    /// before its blob. `None` if the group has no such put.
+    fn separate_blobs(
+        &self,
+        group: &WriteBatch,
+        mems: &[(u32, Arc<MemTable>)],
+    ) -> Result<Option<WriteBatch>> {
+        let blobs_of = |cf: u32| {
+            mems.iter()
+                .find(|(id, _)| *id == cf)
+                .and_then(|(_, m)| m.write_time_blobs())
+        };
+        let separated = |cf: u32, e: &BatchEntry<'_>| match e {
+            BatchEntry::Put(_, v) => blobs_of(cf).is_some_and(|b| b.takes(v.len())),
+            _ => false,
+        };
+        if !group.iter_cf().any(|(cf, e)| separated(cf, &e)) {
+            return Ok(None);
+        }
+        let new_file_number = || self.state_new_file_number();
+        let env = crate::blob::BlobFileEnv {
+            fs: &self.output_fs,
+            dir: &self.dir,
+            new_file_number: &new_file_number,
+        };
+        let mut out = WriteBatch::new();
+        let mut touched: Vec<u32> = Vec::new();
+        let mut reference = Vec::with_capacity(crate::blob::BlobRef::MAX_ENCODED_LEN);
+        for (cf, e) in group.iter_cf() {
+            match (e, blobs_of(cf)) {
+                (BatchEntry::Put(k, v), Some(blobs)) if blobs.takes(v.len()) => {
+                    let r = blobs.add(&env, cf, k, v)?;
+                    reference.clear();
+                    r.encode_to(&mut reference);
+                    out.blob_index_in(cf, k, &reference);
+                    if !touched.contains(&cf) {
+                        touched.push(cf);
+                    }
+                }
+                (e, _) => out.push_entry(cf, e),
+            }
+        }
+        for blobs in touched.into_iter().filter_map(blobs_of) {
+            blobs.hand_to_os()?;
+        }
+        out.set_sequence(group.sequence());
+        Ok(Some(out))
+    }
+
+    /// Syncs the blob files of every family's active memtable: before a WAL is synced at
+    /// rotation or close, the blobs its references point at must be durable.
+    pub(crate) fn sync_write_time_blobs(&self, st: &DbState) -> Result<()> {
+        for f in st.families.values() {
+            if let Some(b) = f.mem.write_time_blobs() {
+                b.sync()?;
             }
         }
         Ok(())
@@ -581,10 +663,14 @@ impl DbInner {
         {
             let mut wal = self.wal.lock();
             // The old WAL must be durable before the new one is relied on, or a power loss could
-            // leave a hole between them.
+            // leave a hole between them; the blobs it refers to first.
             if let Some(old) = wal.as_mut() {
-                if let Err(e) = old.sync() {
-                    let err = Error::poisoned(Error::io("syncing the WAL before rotation", e));
+                let synced = self.sync_write_time_blobs(st).and_then(|()| {
+                    old.sync()
+                        .map_err(|e| Error::io("syncing the WAL before rotation", e))
+                });
+                if let Err(e) = synced {
+                    let err = Error::poisoned(e);
                     if st.bg_error.is_none() {
                         self.note_background_error(st, BackgroundErrorReason::WriteWal, &err);
                     }
@@ -734,7 +820,8 @@ pub(super) fn family_room(st: &DbState, cf: &CfState, force: bool) -> Room {
     let slow_down = compactions_on
         && (l0 >= o.level0_slowdown_writes_trigger
             || pending >= o.soft_pending_compaction_bytes_limit);
-    let full = cf.mem.approximate_memory_usage() >= o.write_buffer_size;
+    let full = cf.mem.approximate_memory_usage() >= o.write_buffer_size
+        || cf.mem.write_time_blobs().is_some_and(|b| b.is_full());
     let need = if !(full || force) || (force && cf.mem.is_empty()) {
         Need::Nothing
     } else if cf.imms.len() + 1 >= o.max_write_buffer_number

@@ -40,6 +40,11 @@ pub(crate) enum RecordCheck {
     /// The record's bytes were intact but its contents are invalid; the policy decides. The
     /// string describes the problem and becomes the corruption detail.
     Invalid(String),
+    /// The record is intact but refers to data that did not survive: a blob written with it
+    /// (`Options::separate_blobs_at_write`) and lost in a power loss before either was
+    /// synced. No later record was synced either (a synced write syncs every blob file
+    /// first), so recovery ends here as at a torn tail; only the strict policy refuses.
+    DataLost(String),
 }
 
 /// How a replay ended (errors are returned as `Err` instead).
@@ -97,6 +102,16 @@ pub(crate) fn replay_records(
                 TailPolicy::Strict | TailPolicy::TornTailOnly => {
                     return Err(Error::corruption(&path, offset, detail))
                 }
+            },
+            RecordCheck::DataLost(detail) => match policy {
+                TailPolicy::SkipDamaged => {}
+                TailPolicy::StopAtDamage => return Ok(ReplayEnd::Stopped),
+                TailPolicy::TornTailOnly => {
+                    return Ok(ReplayEnd::Eof {
+                        torn_tail: Some((offset, detail)),
+                    })
+                }
+                TailPolicy::Strict => return Err(Error::corruption(&path, offset, detail)),
             },
         }
     }

@@ -34,6 +34,9 @@ pub struct MemTable {
     bloom: Option<MemTableBloom>,
     /// The memory charged to the family's write buffer manager, released on drop.
     charge: Option<crate::memory::MemCharge>,
+    /// The blob files this memtable's references point into, in a family that separates
+    /// values when they are written (`Options::separate_blobs_at_write`).
+    write_time_blobs: Option<crate::blob::WriteTimeBlobs>,
 }
 
 /// What a memtable's bloom filter holds (`Options::memtable_prefix_bloom_size_ratio`).
@@ -66,6 +69,7 @@ impl MemTable {
             range_del_bytes: AtomicUsize::new(0),
             bloom: None,
             charge: None,
+            write_time_blobs: None,
         }
     }
 
@@ -86,8 +90,15 @@ impl MemTable {
                 .write_buffer_manager
                 .clone()
                 .map(crate::memory::MemCharge::new),
+            write_time_blobs: crate::blob::WriteTimeBlobs::for_family(opts),
             ..MemTable::new(log_number)
         }
+    }
+
+    /// The blob files this memtable's references point into, if its family separates values
+    /// when they are written.
+    pub(crate) fn write_time_blobs(&self) -> Option<&crate::blob::WriteTimeBlobs> {
+        self.write_time_blobs.as_ref()
     }
 
     /// Charges the memory grown since the last call to the write buffer manager, if any
@@ -204,6 +215,10 @@ impl MemTable {
                 LookupResult::Deleted
             }
             (k, Some(ValueKind::Merge)) if k == user_key => LookupResult::Merge,
+            // A value written to a blob file with its write (`separate_blobs_at_write`).
+            (k, Some(ValueKind::BlobIndex)) if k == user_key => {
+                LookupResult::Blob(Value::from_vec(e.value().to_vec()))
+            }
             _ => return (LookupResult::NotPresent, 0),
         };
         (r, e.sequence())

@@ -45,7 +45,7 @@ use crate::sst::{BlockReadOptions, Table};
 use crate::version::filename::{self, FileKind};
 use crate::version::set::set_current_file;
 use crate::version::{BlobGarbage, VersionEdit};
-use crate::write_batch::WriteBatch;
+use crate::write_batch::{BatchEntry, WriteBatch};
 use manifest::OldManifest;
 use report::{DROPPED, REPLACED, UNREFERENCED};
 use scan::{ScannedBlob, ScannedTable};
@@ -143,11 +143,20 @@ fn run(dir: &Path, opts: &Options, families: Vec<(String, CfOptions)>) -> Result
         r.report.old_manifest_damage = old.damage.clone();
         r.last_sequence = old.last_sequence;
     }
-    r.scan_blob_files(&listing.blobs)?;
     r.scan_tables(&listing.tables)?;
+    // WALs before blob files: their records may refer to blob files written with them
+    // (`Options::separate_blobs_at_write`), which have no footer, so the scan below sets
+    // them aside once their values are in the blob files of the tables written here.
     for &n in &listing.wals {
         r.replay_wal(n)?;
     }
+    let (salvaged, blobs): (Vec<u64>, Vec<u64>) = listing
+        .blobs
+        .iter()
+        .partition(|&&n| r.wal_blobs.has_read(n));
+    // Their values are in new blob files now: unreferenced, as intact files go.
+    r.report.blob_files_unreferenced.extend(salvaged);
+    r.scan_blob_files(&blobs)?;
     r.drop_unreadable_blob_values()?;
     r.order_families()?;
     r.settle_blob_files()?;
@@ -236,6 +245,8 @@ struct Repairer<'a> {
     moved_aside: bool,
     shutting_down: AtomicBool,
     report: RepairReport,
+    /// Readers of the blob files WAL records refer to (`Options::separate_blobs_at_write`).
+    wal_blobs: crate::blob::WalBlobReaders,
 }
 
 impl<'a> Repairer<'a> {
@@ -261,6 +272,7 @@ impl<'a> Repairer<'a> {
             moved_aside: false,
             shutting_down: AtomicBool::new(false),
             report: RepairReport::default(),
+            wal_blobs: Default::default(),
         }
     }
 
@@ -501,6 +513,14 @@ impl<'a> Repairer<'a> {
             w.damage.push((offset, d));
             return Ok(());
         }
+        // Values written to blob files with the batch (`Options::separate_blobs_at_write`).
+        let blobs = match self.wal_blobs.values_of(&*self.fs, self.dir, &batch) {
+            Ok(blobs) => blobs,
+            Err(d) => {
+                w.damage.push((offset, d));
+                return Ok(());
+            }
+        };
         let mut applied = false;
         for (i, (cf, e)) in batch.iter_cf().enumerate() {
             let old_log = self.old.as_ref().and_then(|m| m.families.get(&cf));
@@ -509,8 +529,15 @@ impl<'a> Repairer<'a> {
             }
             self.family(cf, None);
             let mem = mems.entry(cf).or_insert_with(|| Arc::new(MemTable::new(0)));
-            let (kind, k, v) = e.parts();
-            mem.add(seq + i as u64, kind, k, v);
+            match (e, blobs.get(i)) {
+                (BatchEntry::BlobIndex(k, _), Some(Some(value))) => {
+                    mem.add(seq + i as u64, ValueKind::Put, k, value)
+                }
+                _ => {
+                    let (kind, k, v) = e.parts();
+                    mem.add(seq + i as u64, kind, k, v);
+                }
+            }
             applied = true;
         }
         if applied {

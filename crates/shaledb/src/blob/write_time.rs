@@ -1,0 +1,290 @@
+//! Blob files written as values are written (`Options::separate_blobs_at_write`).
+//!
+//! Each memtable of such a family owns the blob files its references point into: the write
+//! group's leader appends a large put's value to the active memtable's current file and puts
+//! only the reference in the WAL and the memtable. Nothing else ever appends to these files,
+//! and the memtable that owns them is the only one whose entries refer to them, so:
+//!
+//! - reads of the memtable's references go through the readers kept here (opened when each
+//!   file was created, so they keep working whatever happens to the file's name later);
+//! - the flush that writes the memtable finishes the files (footer, sync) and adds them to
+//!   the MANIFEST in its own edit, counting the references it dropped as their garbage;
+//! - a crash before that flush leaves files no MANIFEST lists: recovery reads the values the
+//!   WAL's references point at (checking each record), the recovery flush writes them anew,
+//!   and the files are deleted with the other unlisted ones.
+//!
+//! Durability: the leader hands a group's blob bytes to the OS before the WAL record that
+//! refers to them, and syncs the files before the WAL when the group or a WAL rotation syncs.
+
+use super::{BlobFileBuilder, BlobFileReader, BlobRef};
+use crate::compression::CompressionType;
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
+use crate::options::Options;
+use crate::version::{filename, BlobFileAddition};
+use crate::write_batch::{BatchEntry, WriteBatch};
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What creating and filling a file needs from the database.
+pub(crate) struct BlobFileEnv<'a> {
+    pub fs: &'a Arc<dyn FileSystem>,
+    pub dir: &'a Path,
+    /// Hands out a new file number.
+    pub new_file_number: &'a dyn Fn() -> u64,
+}
+
+/// The blob files one memtable's references point into.
+pub(crate) struct WriteTimeBlobs {
+    min_blob_size: u64,
+    blob_file_size: u64,
+    compression: CompressionType,
+    compression_level: Option<i32>,
+    bytes_per_sync: u64,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The file values are appended to.
+    current: Option<BlobFileBuilder>,
+    /// Files finished as they filled, or by the flush.
+    finished: Vec<BlobFileAddition>,
+    /// One reader per file, by creation order.
+    readers: Vec<Arc<BlobFileReader>>,
+    /// Record bytes appended to every file so far.
+    bytes: u64,
+    /// Something was appended to `current` since it was last synced.
+    unsynced: bool,
+    /// The flush finished the files: nothing more may be appended.
+    sealed: bool,
+}
+
+impl WriteTimeBlobs {
+    /// The write-time blob files of a new memtable of a family with `opts`; `None` if the
+    /// family separates values at flush.
+    pub(crate) fn for_family(opts: &Options) -> Option<WriteTimeBlobs> {
+        (opts.enable_blob_files && opts.separate_blobs_at_write).then(|| WriteTimeBlobs {
+            min_blob_size: opts.min_blob_size,
+            blob_file_size: opts.blob_file_size,
+            compression: opts.blob_compression,
+            compression_level: opts.compression_level,
+            bytes_per_sync: opts.bytes_per_sync,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// True if a put's value of `len` bytes goes to a blob file when written.
+    pub(crate) fn takes(&self, len: usize) -> bool {
+        len as u64 >= self.min_blob_size
+    }
+
+    /// Appends `value` (the value of `user_key` in family `cf_id`) and returns its reference.
+    /// The bytes may still be in the file's buffer: [`hand_to_os`](Self::hand_to_os) before
+    /// anything that refers to them is written or published.
+    pub(crate) fn add(
+        &self,
+        env: &BlobFileEnv<'_>,
+        cf_id: u32,
+        user_key: &[u8],
+        value: &[u8],
+    ) -> Result<BlobRef> {
+        let mut st = self.state.lock();
+        if st.sealed {
+            return Err(Error::InvalidArgument(
+                "a value was written to a memtable already being flushed".to_string(),
+            ));
+        }
+        if st.current.is_none() {
+            let builder = self.create_file(env, cf_id)?;
+            let path = filename::blob_file(env.dir, builder.number());
+            let file = env.fs.open_random_access(&path).map_err(|e| {
+                Error::io(format!("opening blob file {} to read", path.display()), e)
+            })?;
+            let reader = BlobFileReader::open_unfinished(file, path, builder.number(), u64::MAX)?;
+            st.readers.push(Arc::new(reader));
+            st.current = Some(builder);
+        }
+        let Some(builder) = st.current.as_mut() else {
+            return Err(Error::InvalidArgument("no blob file open".to_string()));
+        };
+        let before = builder.file_size();
+        let r = builder.add(user_key, value)?;
+        let grown = builder.file_size() - before;
+        let full = builder.file_size() >= self.blob_file_size;
+        st.bytes += grown;
+        st.unsynced = true;
+        if full {
+            if let Some(b) = st.current.take() {
+                let addition = finish(b)?;
+                st.finished.push(addition);
+            }
+        }
+        Ok(r)
+    }
+
+    /// Creates a file and hands its header to the OS, so a reader can open it at once.
+    fn create_file(&self, env: &BlobFileEnv<'_>, cf_id: u32) -> Result<BlobFileBuilder> {
+        let number = (env.new_file_number)();
+        let mut b = BlobFileBuilder::create(
+            env.fs,
+            env.dir,
+            number,
+            cf_id,
+            self.compression,
+            self.compression_level,
+        )?;
+        b.set_writeback_interval(self.bytes_per_sync);
+        b.hand_to_os()?;
+        Ok(b)
+    }
+
+    /// Hands what was appended to the OS (a process crash keeps it; readers see it).
+    pub(crate) fn hand_to_os(&self) -> Result<()> {
+        match self.state.lock().current.as_mut() {
+            Some(b) => b.hand_to_os(),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes what was appended durable (before a WAL that refers to it is synced); nothing
+    /// to do if nothing was appended since the last time.
+    pub(crate) fn sync(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        if !st.unsynced {
+            return Ok(());
+        }
+        if let Some(b) = st.current.as_mut() {
+            b.sync()?;
+        }
+        st.unsynced = false;
+        Ok(())
+    }
+
+    /// Record bytes appended so far (a memtable is full once they reach `blob_file_size`).
+    pub(crate) fn bytes(&self) -> u64 {
+        self.state.lock().bytes
+    }
+
+    /// True once the files hold `blob_file_size` bytes: the memtable should be switched.
+    pub(crate) fn is_full(&self) -> bool {
+        self.bytes() >= self.blob_file_size
+    }
+
+    /// The reader of file `number`, if it is one of these.
+    pub(crate) fn reader(&self, number: u64) -> Option<Arc<BlobFileReader>> {
+        let st = self.state.lock();
+        st.readers.iter().find(|r| r.number() == number).cloned()
+    }
+
+    /// The numbers of the files, in creation order.
+    pub(crate) fn file_numbers(&self) -> Vec<u64> {
+        let st = self.state.lock();
+        st.readers.iter().map(|r| r.number()).collect()
+    }
+
+    /// Finishes every file (footer, sync; no more appends) and returns them for the flush's
+    /// edit. Called again (a retried flush), returns the same files.
+    pub(crate) fn finish(&self) -> Result<Vec<BlobFileAddition>> {
+        let mut st = self.state.lock();
+        st.sealed = true;
+        if let Some(b) = st.current.take() {
+            let addition = finish(b)?;
+            st.finished.push(addition);
+        }
+        Ok(st.finished.clone())
+    }
+}
+
+impl std::fmt::Debug for WriteTimeBlobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteTimeBlobs")
+            .field("files", &self.file_numbers())
+            .field("bytes", &self.bytes())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Readers of the blob files WAL records refer to, for recovery and repair: what each
+/// reference of a batch points at, so the batch can be applied with its values.
+#[derive(Default)]
+pub(crate) struct WalBlobReaders {
+    readers: BTreeMap<u64, Arc<BlobFileReader>>,
+}
+
+impl WalBlobReaders {
+    /// The value each blob reference of `batch` points at (by entry; `None` for the other
+    /// entries; empty if there are none), read from blob files in `dir` and checked before
+    /// any entry is applied, so a batch applies whole or not at all. `Err` describes a
+    /// reference whose blob cannot be read: written with the batch, it did not survive (a
+    /// power loss before either was synced) or was damaged, and the record is treated as a
+    /// damaged one.
+    pub(crate) fn values_of(
+        &mut self,
+        fs: &dyn FileSystem,
+        dir: &Path,
+        batch: &WriteBatch,
+    ) -> std::result::Result<Vec<Option<Vec<u8>>>, String> {
+        if !batch
+            .iter_cf()
+            .any(|(_, e)| matches!(e, BatchEntry::BlobIndex(..)))
+        {
+            return Ok(Vec::new());
+        }
+        let mut values = Vec::with_capacity(batch.len());
+        for (_, e) in batch.iter_cf() {
+            let BatchEntry::BlobIndex(key, reference) = e else {
+                values.push(None);
+                continue;
+            };
+            let r = BlobRef::decode(reference)
+                .ok_or_else(|| "a blob reference does not decode".to_string())?;
+            let reader = self
+                .reader(fs, dir, r.file_number)
+                .map_err(|e| e.to_string())?;
+            let value = reader.read(key, &r, true).map_err(|e| e.to_string())?;
+            values.push(Some(value));
+        }
+        Ok(values)
+    }
+
+    /// True if a reference read so far pointed into blob file `number`.
+    pub(crate) fn has_read(&self, number: u64) -> bool {
+        self.readers.contains_key(&number)
+    }
+
+    /// The reader of blob file `number`, opened as a file that may lack its footer.
+    fn reader(
+        &mut self,
+        fs: &dyn FileSystem,
+        dir: &Path,
+        number: u64,
+    ) -> Result<Arc<BlobFileReader>> {
+        if let Some(r) = self.readers.get(&number) {
+            return Ok(r.clone());
+        }
+        let path = filename::blob_file(dir, number);
+        let size = fs
+            .file_size(&path)
+            .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))?;
+        let file = fs
+            .open_random_access(&path)
+            .map_err(|e| Error::io(format!("opening blob file {}", path.display()), e))?;
+        let reader = Arc::new(BlobFileReader::open_unfinished(file, path, number, size)?);
+        self.readers.insert(number, reader.clone());
+        Ok(reader)
+    }
+}
+
+fn finish(b: BlobFileBuilder) -> Result<BlobFileAddition> {
+    let m = b.finish()?;
+    Ok(BlobFileAddition {
+        number: m.number,
+        blob_count: m.blob_count,
+        blob_bytes: m.blob_bytes,
+        file_size: m.file_size,
+        file_checksum: Some(m.file_checksum),
+    })
+}

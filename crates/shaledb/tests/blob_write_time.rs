@@ -1,0 +1,344 @@
+//! Values separated when written (`Options::separate_blobs_at_write`): the WAL and the
+//! memtable hold references to blob files written with the values; every read path before
+//! and after the flush that adds the files to the MANIFEST, snapshots of overwritten values,
+//! reopening (references replayed, values read back and written anew), a reference whose
+//! blob did not survive ends the replay, checkpoints and backups of unflushed values, and the
+//! options and batches refused.
+
+mod common;
+
+use shaledb::{
+    CheckpointOptions, Db, Error, Options, ReadOptions, WalRecoveryMode, WriteBatch, WriteOptions,
+};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn options() -> Options {
+    Options {
+        enable_blob_files: true,
+        separate_blobs_at_write: true,
+        min_blob_size: 100,
+        blob_file_size: 64 << 10,
+        write_buffer_size: 64 << 10,
+        ..Default::default()
+    }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+/// Every fifth value is short (stays in the WAL and the memtable), the rest are blobs.
+fn value(i: u32, round: u32) -> Vec<u8> {
+    match i % 5 {
+        0 => format!("short-{i}-{round}").into_bytes(),
+        _ => {
+            let mut v = format!("value-{i}-{round}-").into_bytes();
+            v.extend(common::incompressible(
+                u64::from(i * 7 + round),
+                400 + (i as usize % 9) * 100,
+            ));
+            v
+        }
+    }
+}
+
+fn files_with(dir: &Path, extension: &str) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = std::fs::read_dir(dir)
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(extension))
+        .map(|e| {
+            let len = e.metadata().expect("metadata").len();
+            (e.file_name().to_string_lossy().into_owned(), len)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn check_all(db: &Db, want: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
+    for (k, v) in want {
+        let got = db.get(k).expect("get");
+        assert_eq!(got.as_deref(), Some(&v[..]), "{what}: get {k:?}");
+    }
+    let keys: Vec<&Vec<u8>> = want.keys().collect();
+    let got = db.multi_get(&keys);
+    for ((k, v), g) in want.iter().zip(got) {
+        assert_eq!(
+            g.expect("multi_get").as_deref(),
+            Some(&v[..]),
+            "{what}: multi_get {k:?}"
+        );
+    }
+    let expected: Vec<(Vec<u8>, Vec<u8>)> =
+        want.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(
+        common::scan(db, &ReadOptions::default(), false),
+        expected,
+        "{what}: scan"
+    );
+    // Walked backward, returned in key order.
+    let backward = common::scan(db, &ReadOptions::default(), true);
+    assert_eq!(backward, expected, "{what}: reverse scan");
+}
+
+#[test]
+fn values_separated_at_write_are_read_everywhere_before_and_after_flush() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        // No flush before the test asks for one.
+        write_buffer_size: 4 << 20,
+        blob_file_size: 4 << 20,
+        ..options()
+    };
+    let db = Db::open(dir.path(), opts.clone()).expect("open");
+    let mut want = BTreeMap::new();
+    let mut blob_bytes = 0;
+    for i in 0..300 {
+        let v = value(i, 0);
+        if v.len() >= 100 {
+            blob_bytes += v.len() as u64;
+        }
+        db.put(key(i), &v).expect("put");
+        want.insert(key(i), v);
+    }
+    // The values are in a blob file already; the WAL holds references and short values.
+    let wal: u64 = files_with(dir.path(), ".log").iter().map(|f| f.1).sum();
+    let blobs: u64 = files_with(dir.path(), ".blob").iter().map(|f| f.1).sum();
+    assert!(
+        wal < blob_bytes / 10,
+        "WAL of {wal} bytes for {blob_bytes} bytes of blobs"
+    );
+    assert!(
+        blobs >= blob_bytes,
+        "blob files of {blobs} bytes for {blob_bytes} bytes of values"
+    );
+    assert!(
+        files_with(dir.path(), ".sst").is_empty(),
+        "nothing was flushed yet"
+    );
+    check_all(&db, &want, "unflushed");
+
+    // A snapshot keeps reading the overwritten values from the memtable's references.
+    let snapshot = db.snapshot();
+    let before = want.clone();
+    for i in (0..300).step_by(3) {
+        let v = value(i, 1);
+        db.put(key(i), &v).expect("overwrite");
+        want.insert(key(i), v);
+    }
+    let at_snapshot = ReadOptions {
+        snapshot: Some(snapshot.clone()),
+        ..Default::default()
+    };
+    for (k, v) in &before {
+        let got = db.get_opt(&at_snapshot, k).expect("get at snapshot");
+        assert_eq!(got.as_deref(), Some(&v[..]), "snapshot read of {k:?}");
+    }
+    check_all(&db, &want, "overwritten, unflushed");
+
+    db.flush().expect("flush");
+    assert!(!files_with(dir.path(), ".sst").is_empty());
+    check_all(&db, &want, "flushed");
+    for (k, v) in &before {
+        let got = db.get_opt(&at_snapshot, k).expect("get at snapshot");
+        assert_eq!(
+            got.as_deref(),
+            Some(&v[..]),
+            "snapshot read of {k:?} after the flush"
+        );
+    }
+    drop(snapshot);
+    drop(at_snapshot);
+
+    // Unflushed again, then closed: the reopen replays references.
+    for i in (1..300).step_by(4) {
+        let v = value(i, 2);
+        db.put(key(i), &v).expect("overwrite");
+        want.insert(key(i), v);
+    }
+    db.delete(key(2)).expect("delete");
+    want.remove(&key(2));
+    db.close().expect("close");
+    let db = Db::open(dir.path(), opts.clone()).expect("reopen");
+    check_all(&db, &want, "reopened");
+    db.compact_range(None::<&[u8]>, None::<&[u8]>)
+        .expect("compact");
+    check_all(&db, &want, "compacted");
+}
+
+#[test]
+fn memtables_fill_by_the_bytes_of_their_blob_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 64 KiB blob files, 4 MiB memtables: the blob bytes decide when a memtable is full.
+    let opts = Options {
+        write_buffer_size: 4 << 20,
+        ..options()
+    };
+    let db = Db::open(dir.path(), opts).expect("open");
+    let mut want = BTreeMap::new();
+    for i in 0..2000 {
+        let v = value(i, 0);
+        db.put(key(i), &v).expect("put");
+        want.insert(key(i), v);
+    }
+    db.wait_for_compactions().expect("wait");
+    let tables = files_with(dir.path(), ".sst").len();
+    assert!(
+        tables >= 2,
+        "{tables} tables: memtables were not flushed as their blobs grew"
+    );
+    check_all(&db, &want, "after flushes");
+}
+
+/// Writes `n` values (keys from `first`), closes (which syncs the blob files, then the WAL),
+/// and returns the expected contents.
+fn write_and_close(dir: &Path, opts: &Options, n: u32) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let db = Db::open(dir, opts.clone()).expect("open");
+    let mut want = BTreeMap::new();
+    for i in 1..=n {
+        // All blobs (no multiple of 5).
+        let i = i * 5 + 1;
+        db.put(key(i), value(i, 0)).expect("put");
+        want.insert(key(i), value(i, 0));
+    }
+    db.close().expect("close");
+    want
+}
+
+#[test]
+fn a_reference_whose_blob_was_lost_ends_the_replay_there() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        write_buffer_size: 4 << 20,
+        blob_file_size: 4 << 20,
+        ..options()
+    };
+    let mut want = write_and_close(dir.path(), &opts, 10);
+    let blobs = files_with(dir.path(), ".blob");
+    assert_eq!(blobs.len(), 1, "{blobs:?}");
+    // The last record loses its tail, as unsynced bytes do in a power loss.
+    let path = dir.path().join(&blobs[0].0);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open blob file");
+    f.set_len(blobs[0].1 - 1).expect("truncate");
+    drop(f);
+
+    // Absolute consistency refuses to open; every other mode recovers the first nine values
+    // as it would a WAL with a torn tail.
+    let strict = Options {
+        wal_recovery_mode: WalRecoveryMode::AbsoluteConsistency,
+        ..opts.clone()
+    };
+    match Db::open(dir.path(), strict) {
+        Err(e @ Error::Corruption { .. }) => assert!(e.to_string().contains("blob"), "{e}"),
+        other => panic!(
+            "absolute consistency opened anyway: {:?}",
+            other.map(|_| ())
+        ),
+    }
+    let db = Db::open(dir.path(), opts).expect("reopen");
+    let last = want.keys().next_back().cloned().expect("ten keys");
+    want.remove(&last);
+    check_all(&db, &want, "replayed up to the lost blob");
+    // The values are in new blob files now; the damaged one is gone.
+    assert!(!dir.path().join(&blobs[0].0).exists());
+}
+
+#[test]
+fn checkpoints_and_backups_carry_unflushed_blob_values() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db_dir = dir.path().join("db");
+    let opts = Options {
+        write_buffer_size: 4 << 20,
+        blob_file_size: 4 << 20,
+        ..options()
+    };
+    let db = Db::open(&db_dir, opts.clone()).expect("open");
+    let mut want = BTreeMap::new();
+    for i in 0..200 {
+        db.put(key(i), value(i, 0)).expect("put");
+        want.insert(key(i), value(i, 0));
+    }
+    assert!(
+        files_with(&db_dir, ".sst").is_empty(),
+        "nothing was flushed yet"
+    );
+    let copy = dir.path().join("copy");
+    db.checkpoint_opt(&copy, &CheckpointOptions::default())
+        .expect("checkpoint");
+    let backups = dir.path().join("backups");
+    let engine = shaledb::BackupEngine::open(&backups).expect("backup engine");
+    let id = engine.create_backup(&db).expect("backup");
+    drop(db);
+
+    let restored = dir.path().join("restored");
+    engine.restore(id, &restored).expect("restore");
+    for (what, at) in [("checkpoint", &copy), ("restored backup", &restored)] {
+        let db = Db::open(at, opts.clone()).unwrap_or_else(|e| panic!("{what}: {e}"));
+        check_all(&db, &want, what);
+    }
+}
+
+#[test]
+fn options_and_batches_that_cannot_work_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let refused = |o: Options, words: &str| match Db::open(dir.path().join("x"), o) {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains(words), "{msg}"),
+        other => panic!("opened: {:?}", other.map(|_| ())),
+    };
+    refused(
+        Options {
+            enable_blob_files: false,
+            ..options()
+        },
+        "needs enable_blob_files",
+    );
+    refused(
+        Options {
+            ttl: Some(std::time::Duration::from_secs(60)),
+            ..options()
+        },
+        "ttl",
+    );
+    // Only the engine writes blob references: a batch holding one is refused.
+    let db = Db::open(dir.path().join("db"), options()).expect("open");
+    let mut bytes = vec![0u8; 12];
+    bytes[8] = 1; // one record
+    bytes.push(3); // a blob reference in the default family
+    bytes.extend([1, b'k', 3, 1, 2, 3]);
+    let batch: WriteBatch = shaledb::internals::write_batch_from_data(bytes).expect("decodes");
+    match db.write(&WriteOptions::default(), &batch) {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("blob references"), "{msg}"),
+        other => panic!("written: {other:?}"),
+    }
+    assert_eq!(db.get(b"k").expect("get"), None);
+}
+
+#[test]
+fn repair_recovers_values_written_with_wal_records() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        write_buffer_size: 4 << 20,
+        blob_file_size: 4 << 20,
+        ..options()
+    };
+    let want = write_and_close(dir.path(), &opts, 40);
+    let unflushed = files_with(dir.path(), ".blob");
+    assert_eq!(unflushed.len(), 1);
+    std::fs::remove_file(dir.path().join("CURRENT")).expect("remove CURRENT");
+    let report = shaledb::repair(dir.path(), &opts).expect("repair");
+    assert!(!report.lost_data(), "{report}");
+    assert_eq!(
+        report.wals.iter().map(|w| w.records).sum::<u64>(),
+        40,
+        "{report}"
+    );
+    let db = Db::open(dir.path(), opts).expect("open repaired");
+    check_all(&db, &want, "repaired");
+    // The values were written anew with the repaired tables; the old file went at open.
+    assert!(!dir.path().join(&unflushed[0].0).exists());
+}
