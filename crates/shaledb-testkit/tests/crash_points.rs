@@ -17,8 +17,20 @@ use std::time::Duration;
 
 const DIR: &str = "/db";
 
-/// The suite's options; `direct`: tables read and written with direct IO.
-fn options(fs: &FaultFs, direct: bool) -> Options {
+/// The three runs of the suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Partitioned tables, values in blob files written by flushes and compactions.
+    Buffered,
+    /// Tables read and written with direct IO, dictionaries below L0.
+    Direct,
+    /// Values in blob files written with the values (`separate_blobs_at_write`).
+    BlobsAtWrite,
+}
+
+/// The suite's options in `mode`.
+fn options(fs: &FaultFs, mode: Mode) -> Options {
+    let direct = mode == Mode::Direct;
     let mut o = Options::default();
     o.fs = fs.as_dyn();
     o.use_direct_reads = direct;
@@ -35,6 +47,9 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
         // Values of 30 bytes or more (about 60%) in blob files: a crash at any point of a
         // blob write leaves no reference to a missing or partial blob.
         shaledb_testkit::store_values_in_blob_files(&mut o, 30, shaledb::CompressionType::Lz4);
+        // The WAL holds references to blobs written before it: a crash at any point leaves
+        // no durable reference to a lost blob, and a lost blob never hides a synced write.
+        o.separate_blobs_at_write = mode == Mode::BlobsAtWrite;
     }
     shaledb_testkit::small_tree(&mut o);
     // Every few edits start a new MANIFEST (and switch CURRENT).
@@ -56,9 +71,9 @@ fn cfg() -> GenConfig {
 
 /// The scripted sequence. Stops at the first error (the machine halted). Returns the log of
 /// attempted writes.
-fn script(fs: &FaultFs, direct: bool) -> OpLog {
+fn script(fs: &FaultFs, mode: Mode) -> OpLog {
     let mut log = OpLog::default();
-    let Ok(db) = Db::open(Path::new(DIR), options(fs, direct)) else {
+    let Ok(db) = Db::open(Path::new(DIR), options(fs, mode)) else {
         return log;
     };
     let mut writes = LoggedWrites::new(cfg(), 7);
@@ -83,10 +98,10 @@ fn script(fs: &FaultFs, direct: bool) -> OpLog {
 
 /// Reopens on the un-faulted filesystem, checks the state against `log` and that a second
 /// power loss right after the reopen changes nothing. Returns the state.
-fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str, direct: bool) -> Model {
+fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str, mode: Mode) -> Model {
     let probe = model::all_keys(&cfg());
     let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault, direct))
+    let db = Db::open(Path::new(DIR), options(&fault, mode))
         .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
     let state = read_all(&db, &probe).unwrap_or_else(|e| panic!("{what}: {e}"));
     if let Err(e) = log.check(&Model::new(), &state, Durability::SyncedOnly) {
@@ -95,7 +110,7 @@ fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str, direct: bool) 
     power_loss_at(&fault, mem, 0);
     drop(db);
     let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault, direct))
+    let db = Db::open(Path::new(DIR), options(&fault, mode))
         .unwrap_or_else(|e| panic!("{what}: second reopen failed: {e}"));
     let again = read_all(&db, &probe).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
@@ -109,21 +124,28 @@ fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str, direct: bool) 
 /// Tables with index and filter partitions, and values in blob files.
 #[test]
 fn crash_after_every_mutating_operation_recovers() {
-    crash_points(false);
+    crash_points(Mode::Buffered);
 }
 
 /// The same with every table read and written with direct IO, and dictionaries below L0.
 #[test]
 fn crash_after_every_mutating_operation_recovers_with_direct_io() {
-    crash_points(true);
+    crash_points(Mode::Direct);
 }
 
-fn crash_points(direct: bool) {
+/// The buffered run with values written to blob files as they are written: the WAL holds
+/// references to them.
+#[test]
+fn crash_after_every_mutating_operation_recovers_with_blobs_written_at_write() {
+    crash_points(Mode::BlobsAtWrite);
+}
+
+fn crash_points(mode: Mode) {
     with_timeout("crash points", Duration::from_secs(1200), move || {
         // Count the mutating operations of an undisturbed run.
         let mem = MemFileSystem::new();
         let fault = FaultFs::new(Arc::new(mem.clone()));
-        let log = script(&fault, direct);
+        let log = script(&fault, mode);
         let total = fault.mutations();
         assert!(
             log.ops.iter().all(|(_, o)| *o == Outcome::Acked),
@@ -144,11 +166,11 @@ fn crash_points(direct: bool) {
         let blobs = shaledb_testkit::blob_file_count(&mem);
         assert_eq!(
             blobs > 0,
-            !direct,
+            mode != Mode::Direct,
             "{blobs} blob files in the undisturbed run"
         );
         drop(fault);
-        reopen_and_check(&mem, &log, "undisturbed run", direct);
+        reopen_and_check(&mem, &log, "undisturbed run", mode);
 
         let mut recovery_points = 0u64;
         // A little past the end: background timing can shift the count a bit.
@@ -156,29 +178,29 @@ fn crash_points(direct: bool) {
             let mem = MemFileSystem::new();
             let fault = FaultFs::new(Arc::new(mem.clone()));
             fault.halt_after_mutations(k);
-            let log = script(&fault, direct);
+            let log = script(&fault, mode);
             power_loss_at(&fault, &mem, k);
             let what = format!("crash after mutation {k} of {total}");
-            reopen_and_check(&mem, &log, &what, direct);
+            reopen_and_check(&mem, &log, &what, mode);
 
             // Crash the first recovery at every point too (for every 7th k, to stay fast).
             if k.is_multiple_of(7) {
                 let mem = MemFileSystem::new();
                 let fault = FaultFs::new(Arc::new(mem.clone()));
                 fault.halt_after_mutations(k);
-                let log = script(&fault, direct);
+                let log = script(&fault, mode);
                 power_loss_at(&fault, &mem, k);
                 for j in 1.. {
                     let trial = clone_fs(&mem);
                     let f = FaultFs::new(Arc::new(trial.clone()));
                     f.halt_after_mutations(j);
-                    let opened = Db::open(Path::new(DIR), options(&f, direct));
+                    let opened = Db::open(Path::new(DIR), options(&f, mode));
                     let finished = !f.is_halted();
                     power_loss_at(&f, &trial, j);
                     drop(opened);
                     recovery_points += 1;
                     let what = format!("{what}, then crash after mutation {j} of recovery");
-                    reopen_and_check(&trial, &log, &what, direct);
+                    reopen_and_check(&trial, &log, &what, mode);
                     if finished {
                         break;
                     }
@@ -186,7 +208,7 @@ fn crash_points(direct: bool) {
             }
         }
         eprintln!(
-            "crash points (direct IO: {direct}): {total} mutating operations in the script, {} crash points, \
+            "crash points ({mode:?}): {total} mutating operations in the script, {} crash points, \
              {recovery_points} crash points inside recovery",
             total + 20
         );

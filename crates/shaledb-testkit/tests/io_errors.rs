@@ -30,8 +30,20 @@ const DIR: &str = "/db";
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
 
-/// The suite's options; `direct`: tables read and written with direct IO.
-fn options(fs: &FaultFs, direct: bool) -> Options {
+/// The runs of the suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Partitioned tables, values in blob files written by flushes and compactions.
+    Buffered,
+    /// Tables read and written with direct IO, dictionaries below L0.
+    Direct,
+    /// Values in blob files written with the values (`separate_blobs_at_write`).
+    BlobsAtWrite,
+}
+
+/// The suite's options in `mode`.
+fn options(fs: &FaultFs, mode: Mode) -> Options {
+    let direct = mode == Mode::Direct;
     let mut o = Options::default();
     o.fs = fs.as_dyn();
     o.use_direct_reads = direct;
@@ -52,6 +64,8 @@ fn options(fs: &FaultFs, direct: bool) -> Options {
         o.block_cache_size = 16 << 10;
         // Values of 30 bytes or more in blob files, written and read under the errors too.
         shaledb_testkit::store_values_in_blob_files(&mut o, 30, shaledb::CompressionType::None);
+        // Blob appends and syncs in the write path, under the errors too.
+        o.separate_blobs_at_write = mode == Mode::BlobsAtWrite;
     }
     shaledb_testkit::small_tree(&mut o);
     o.max_manifest_file_size = 300;
@@ -118,9 +132,9 @@ fn is_background_path(p: &Path) -> bool {
 }
 
 /// The script; returns the log of attempted writes.
-fn script(fs: &FaultFs, what: &str, direct: bool) -> OpLog {
+fn script(fs: &FaultFs, what: &str, mode: Mode) -> OpLog {
     let mut log = OpLog::default();
-    let db = match Db::open(Path::new(DIR), options(fs, direct)) {
+    let db = match Db::open(Path::new(DIR), options(fs, mode)) {
         Ok(db) => db,
         Err(_) => return log,
     };
@@ -230,9 +244,9 @@ fn resume_after_a_suspension(db: &Db, log: &mut OpLog, rng: &mut StdRng, id: &mu
     check_reads(db, log, what);
 }
 
-fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, d: Durability, what: &str, direct: bool) {
+fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, d: Durability, what: &str, mode: Mode) {
     let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault, direct))
+    let db = Db::open(Path::new(DIR), options(&fault, mode))
         .unwrap_or_else(|e| panic!("{what}: reopen on the un-faulted filesystem failed: {e}"));
     let state = read_all(&db, &model::all_keys(&cfg())).unwrap_or_else(|e| panic!("{what}: {e}"));
     if let Err(e) = log.check(&Model::new(), &state, d) {
@@ -242,7 +256,7 @@ fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, d: Durability, what: &str,
 }
 
 /// Runs the sweep for one fault; returns (runs, faults injected).
-fn sweep(name: &'static str, target: Target, fault: Fault, direct: bool) -> (u64, u64) {
+fn sweep(name: &'static str, target: Target, fault: Fault, mode: Mode) -> (u64, u64) {
     with_timeout(name, Duration::from_secs(600), move || {
         let mut injected = 0;
         for n in 1.. {
@@ -254,16 +268,16 @@ fn sweep(name: &'static str, target: Target, fault: Fault, direct: bool) -> (u64
             let w = what.clone();
             let fs2 = fs.clone();
             let log = with_timeout(&what, Duration::from_secs(60), move || {
-                script(&fs2, &w, direct)
+                script(&fs2, &w, mode)
             });
             let hit = !fs.injected().is_empty();
             injected += fs.injected().len() as u64;
             drop(fs);
             // Process keeps running (no power loss): every acknowledged write is there.
-            reopen_and_check(&mem, &log, Durability::AllAcked, &what, direct);
+            reopen_and_check(&mem, &log, Durability::AllAcked, &what, mode);
             // Power loss: every synced one is.
             mem.crash();
-            reopen_and_check(&mem, &log, Durability::SyncedOnly, &what, direct);
+            reopen_and_check(&mem, &log, Durability::SyncedOnly, &what, mode);
             if !hit {
                 // Every table is format 4 (partitions buffered; dictionaries below L0 with
                 // direct IO).
@@ -276,14 +290,18 @@ fn sweep(name: &'static str, target: Target, fault: Fault, direct: bool) -> (u64
     })
 }
 
-#[test]
-fn every_nth_io_failure_is_an_error_and_loses_nothing_synced() {
+/// Counts panics of any thread (a background thread's panic must fail the test).
+fn count_panics() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         PANICS.fetch_add(1, Ordering::SeqCst);
         default_hook(info);
     }));
-    let cases: [(&'static str, Target, Fault); 7] = [
+}
+
+/// The faults swept, each at every operation it can hit.
+fn cases() -> [(&'static str, Target, Fault); 7] {
+    [
         ("EIO on any operation", Target::Any, Fault::Eio),
         (
             "ENOSPC on any mutating operation",
@@ -307,16 +325,35 @@ fn every_nth_io_failure_is_an_error_and_loses_nothing_synced() {
             Target::Kind(OpKind::Read),
             Fault::CorruptRead,
         ),
-    ];
+    ]
+}
+
+#[test]
+fn every_nth_io_failure_is_an_error_and_loses_nothing_synced() {
+    count_panics();
+    let cases = cases();
     for (name, target, fault) in cases {
-        let (runs, injected) = sweep(name, target, fault, false);
+        let (runs, injected) = sweep(name, target, fault, Mode::Buffered);
         eprintln!("io errors: {name}: {runs} runs, {injected} faults injected");
     }
     // Direct IO: the table files go through other code (aligned transfers); the faults that
     // reach table files.
     for (name, target, fault) in [cases[0], cases[2], cases[3], cases[6]] {
-        let (runs, injected) = sweep(name, target, fault, true);
+        let (runs, injected) = sweep(name, target, fault, Mode::Direct);
         eprintln!("io errors, direct IO: {name}: {runs} runs, {injected} faults injected");
+    }
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a thread panicked");
+}
+
+/// The same faults with values written to blob files as they are written: a failed blob
+/// append, sync or directory sync in the write path fails the write, never acknowledges a
+/// reference to a blob that is not there.
+#[test]
+fn every_nth_io_failure_with_blobs_written_at_write() {
+    count_panics();
+    for (name, target, fault) in cases() {
+        let (runs, injected) = sweep(name, target, fault, Mode::BlobsAtWrite);
+        eprintln!("io errors, blobs at write: {name}: {runs} runs, {injected} faults injected");
     }
     assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a thread panicked");
 }
@@ -341,7 +378,7 @@ fn poisoned_errors_carry_the_first_failure_as_their_source() {
     }
     let mem = MemFileSystem::new();
     let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault, false)).expect("open");
+    let db = Db::open(Path::new(DIR), options(&fault, Mode::Buffered)).expect("open");
     let sync = shaledb::WriteOptions {
         sync: true,
         ..Default::default()

@@ -66,6 +66,8 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
             shaledb::CompressionType::Zstd,
         ][rng.gen_range(0..2)];
         shaledb_testkit::store_values_in_blob_files(&mut o, rng.gen_range(0..64), codec);
+        // Half of those write the blobs with the values (the WAL holds references).
+        o.separate_blobs_at_write = rng.gen_bool(0.5);
     }
     o
 }

@@ -58,6 +58,9 @@ struct State {
     bytes: u64,
     /// Something was appended to `current` since it was last synced.
     unsynced: bool,
+    /// Files that could not be finished (a failed append, footer or sync): never added to
+    /// the MANIFEST; the flush relocates their values (see `OutputSpec::write_time_blobs`).
+    unfinished: Vec<u64>,
     /// The flush finished the files: nothing more may be appended.
     sealed: bool,
 }
@@ -117,15 +120,14 @@ impl WriteTimeBlobs {
         st.bytes += grown;
         st.unsynced = true;
         if full {
-            if let Some(b) = st.current.take() {
-                let addition = finish(b)?;
-                st.finished.push(addition);
-            }
+            finish_current(&mut st)?;
         }
         Ok(r)
     }
 
-    /// Creates a file and hands its header to the OS, so a reader can open it at once.
+    /// Creates a file and hands its header to the OS, so a reader can open it at once, and
+    /// syncs the directory, so the file's name is as durable as the references a synced WAL
+    /// record will hold to it.
     fn create_file(&self, env: &BlobFileEnv<'_>, cf_id: u32) -> Result<BlobFileBuilder> {
         let number = (env.new_file_number)();
         let mut b = BlobFileBuilder::create(
@@ -138,6 +140,9 @@ impl WriteTimeBlobs {
         )?;
         b.set_writeback_interval(self.bytes_per_sync);
         b.hand_to_os()?;
+        env.fs
+            .sync_dir(env.dir)
+            .map_err(|e| Error::io("syncing the database directory for a blob file", e))?;
         Ok(b)
     }
 
@@ -190,11 +195,18 @@ impl WriteTimeBlobs {
     pub(crate) fn finish(&self) -> Result<Vec<BlobFileAddition>> {
         let mut st = self.state.lock();
         st.sealed = true;
-        if let Some(b) = st.current.take() {
-            let addition = finish(b)?;
-            st.finished.push(addition);
-        }
+        finish_current(&mut st)?;
         Ok(st.finished.clone())
+    }
+
+    /// The reader of file `number` if it is one of these that could not be finished: its
+    /// values are read back and written anew by the flush.
+    pub(crate) fn unfinished_reader(&self, number: u64) -> Option<Arc<BlobFileReader>> {
+        let st = self.state.lock();
+        if !st.unfinished.contains(&number) {
+            return None;
+        }
+        st.readers.iter().find(|r| r.number() == number).cloned()
     }
 }
 
@@ -275,6 +287,25 @@ impl WalBlobReaders {
         let reader = Arc::new(BlobFileReader::open_unfinished(file, path, number, size)?);
         self.readers.insert(number, reader.clone());
         Ok(reader)
+    }
+}
+
+/// Finishes the file being appended to, if any. One that fails is remembered as unfinished
+/// (its state unknown: it is never listed, its values are relocated by the flush).
+fn finish_current(st: &mut State) -> Result<()> {
+    let Some(b) = st.current.take() else {
+        return Ok(());
+    };
+    let number = b.number();
+    match finish(b) {
+        Ok(addition) => {
+            st.finished.push(addition);
+            Ok(())
+        }
+        Err(e) => {
+            st.unfinished.push(number);
+            Err(e)
+        }
     }
 }
 

@@ -115,6 +115,9 @@ pub(crate) struct OutputSpec<'a> {
     /// Blob garbage collection: references into blob files numbered below `relocate_below`
     /// have their values read (from `version`) and written anew.
     pub blob_gc: Option<BlobGc<'a>>,
+    /// A flush of a memtable whose values went to blob files when written: references into
+    /// a file it could not finish are relocated (read through its reader, written anew).
+    pub write_time_blobs: Option<&'a crate::blob::WriteTimeBlobs>,
 }
 
 /// Which blobs a compaction relocates (`Options::enable_blob_garbage_collection`).
@@ -545,6 +548,14 @@ impl Outputs<'_, '_> {
     /// Counts a blob reference read from the inputs (stored under `user_key`).
     fn read_blob_reference(&mut self, user_key: &[u8], reference: &[u8]) -> Result<()> {
         let r = decode_reference(self.spec, user_key, reference)?;
+        if self
+            .spec
+            .write_time_blobs
+            .is_some_and(|w| w.unfinished_reader(r.file_number).is_some())
+        {
+            // Relocated, and its file never listed: no garbage to count.
+            return Ok(());
+        }
         let e = self.blobs.read.entry(r.file_number).or_default();
         e.0 += 1;
         e.1 += r.record_bytes(user_key);
@@ -595,6 +606,15 @@ impl Outputs<'_, '_> {
             }
             ValueKind::BlobIndex => {
                 let (r, write_time) = decode_entry(self.spec, user_key, value)?;
+                if let Some(reader) = self
+                    .spec
+                    .write_time_blobs
+                    .and_then(|w| w.unfinished_reader(r.file_number))
+                {
+                    let value = reader.read(user_key, &r, true)?;
+                    let put_key = key::make_internal_key(user_key, sequence, ValueKind::Put);
+                    return self.add(&put_key, &value, sequence, ValueKind::Put);
+                }
                 if let Some(gc) = self
                     .spec
                     .blob_gc
@@ -1253,6 +1273,7 @@ mod tests {
             cf_id: 0,
             cf_name: "default",
             blob_gc: None,
+            write_time_blobs: None,
         };
         let mut next = 10;
         let metas = write_tables(

@@ -262,6 +262,7 @@ impl DbInner {
                 cf_id: cf,
                 cf_name: &name,
                 blob_gc: None,
+                write_time_blobs: mem.write_time_blobs(),
             };
             let written_with_values = finish_write_time_blobs(&mem)?;
             let mut written = job::write_tables(
@@ -354,6 +355,7 @@ impl DbInner {
                     cf_id: *cf,
                     cf_name: name,
                     blob_gc: None,
+                    write_time_blobs: mem.write_time_blobs(),
                 };
                 let written_with_values = finish_write_time_blobs(mem)?;
                 let mut metas = job::write_tables(
@@ -828,6 +830,7 @@ impl DbInner {
             cf_id,
             cf_name,
             blob_gc,
+            write_time_blobs: None,
         };
         let policy = DropPolicy {
             smallest_snapshot,

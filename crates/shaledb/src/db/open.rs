@@ -607,6 +607,7 @@ impl WalReplay<'_> {
             cf_id: cf,
             cf_name: &name,
             blob_gc: None,
+            write_time_blobs: None,
         };
         // No reader exists yet: every version a newer one hides can go.
         let policy = DropPolicy::for_flush(crate::key::MAX_SEQUENCE, self.versions.current(cf));

@@ -263,6 +263,7 @@ mod tests {
             cf_id: 0,
             cf_name: "default",
             blob_gc: None,
+            write_time_blobs: None,
         };
         let mut number = 10;
         let files = write_tables(

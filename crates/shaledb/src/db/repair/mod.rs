@@ -426,6 +426,7 @@ impl<'a> Repairer<'a> {
             cf_id: id,
             cf_name: &name,
             blob_gc: None,
+            write_time_blobs: None,
         };
         let next = &mut self.next_file;
         let written = job::write_tables(
