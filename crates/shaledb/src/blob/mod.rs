@@ -21,7 +21,7 @@ mod tests;
 pub use builder::BlobFileBuilder;
 pub(crate) use readahead::BlobReadahead;
 pub use reader::BlobFileReader;
-pub(crate) use write_time::{BlobFileEnv, WalBlobReaders, WriteTimeBlobs};
+pub(crate) use write_time::{BlobFileEnv, WalBlobFailure, WalBlobReaders, WriteTimeBlobs};
 
 use crate::coding::{put_varint64, varint_length, Decoder};
 use crate::compression::CompressionType;

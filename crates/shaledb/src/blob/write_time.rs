@@ -16,6 +16,7 @@
 //! Durability: the leader hands a group's blob bytes to the OS before the WAL record that
 //! refers to them, and syncs the files before the WAL when the group or a WAL rotation syncs.
 
+use super::format::{HEADER_LEN, RECORD_HEADER_LEN};
 use super::{BlobFileBuilder, BlobFileReader, BlobRef};
 use crate::compression::CompressionType;
 use crate::error::{Error, Result};
@@ -223,22 +224,30 @@ impl std::fmt::Debug for WriteTimeBlobs {
 /// reference of a batch points at, so the batch can be applied with its values.
 #[derive(Default)]
 pub(crate) struct WalBlobReaders {
-    readers: BTreeMap<u64, Arc<BlobFileReader>>,
+    /// Each file's reader and length.
+    readers: BTreeMap<u64, (Arc<BlobFileReader>, u64)>,
+}
+
+/// Why the values of a WAL record's references could not be read.
+#[derive(Debug)]
+pub(crate) enum WalBlobFailure {
+    /// A blob lies (partly) past the end of its file, or the file is missing: written with
+    /// the record, it did not survive a power loss (neither was synced).
+    Lost(String),
+    /// A blob's bytes are there but wrong: damage.
+    Damaged(String),
 }
 
 impl WalBlobReaders {
     /// The value each blob reference of `batch` points at (by entry; `None` for the other
     /// entries; empty if there are none), read from blob files in `dir` and checked before
-    /// any entry is applied, so a batch applies whole or not at all. `Err` describes a
-    /// reference whose blob cannot be read: written with the batch, it did not survive (a
-    /// power loss before either was synced) or was damaged, and the record is treated as a
-    /// damaged one.
+    /// any entry is applied, so a batch applies whole or not at all.
     pub(crate) fn values_of(
         &mut self,
         fs: &dyn FileSystem,
         dir: &Path,
         batch: &WriteBatch,
-    ) -> std::result::Result<Vec<Option<Vec<u8>>>, String> {
+    ) -> std::result::Result<Vec<Option<Vec<u8>>>, WalBlobFailure> {
         if !batch
             .iter_cf()
             .any(|(_, e)| matches!(e, BatchEntry::BlobIndex(..)))
@@ -251,12 +260,22 @@ impl WalBlobReaders {
                 values.push(None);
                 continue;
             };
-            let r = BlobRef::decode(reference)
-                .ok_or_else(|| "a blob reference does not decode".to_string())?;
-            let reader = self
-                .reader(fs, dir, r.file_number)
-                .map_err(|e| e.to_string())?;
-            let value = reader.read(key, &r, true).map_err(|e| e.to_string())?;
+            let r = BlobRef::decode(reference).ok_or_else(|| {
+                WalBlobFailure::Damaged("a blob reference does not decode".to_string())
+            })?;
+            let (reader, len) = self.reader(fs, dir, r.file_number)?;
+            let end = (RECORD_HEADER_LEN as u64 + key.len() as u64)
+                .saturating_add(r.size)
+                .saturating_add(r.offset);
+            if end > len {
+                return Err(WalBlobFailure::Lost(format!(
+                    "the blob of a reference ends at byte {end} of blob file {}, which has {len}",
+                    r.file_number
+                )));
+            }
+            let value = reader
+                .read(key, &r, true)
+                .map_err(|e| WalBlobFailure::Damaged(e.to_string()))?;
             values.push(Some(value));
         }
         Ok(values)
@@ -267,26 +286,43 @@ impl WalBlobReaders {
         self.readers.contains_key(&number)
     }
 
-    /// The reader of blob file `number`, opened as a file that may lack its footer.
+    /// The reader and length of blob file `number`, opened as a file that may lack its
+    /// footer.
     fn reader(
         &mut self,
         fs: &dyn FileSystem,
         dir: &Path,
         number: u64,
-    ) -> Result<Arc<BlobFileReader>> {
+    ) -> std::result::Result<(Arc<BlobFileReader>, u64), WalBlobFailure> {
         if let Some(r) = self.readers.get(&number) {
             return Ok(r.clone());
         }
         let path = filename::blob_file(dir, number);
-        let size = fs
-            .file_size(&path)
-            .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))?;
-        let file = fs
+        let len = match fs.file_size(&path) {
+            Ok(len) => len,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(WalBlobFailure::Lost(format!(
+                    "blob file {} is missing",
+                    path.display()
+                )))
+            }
+            Err(e) => {
+                let e = Error::io(format!("reading the size of {}", path.display()), e);
+                return Err(WalBlobFailure::Damaged(e.to_string()));
+            }
+        };
+        let opened = fs
             .open_random_access(&path)
-            .map_err(|e| Error::io(format!("opening blob file {}", path.display()), e))?;
-        let reader = Arc::new(BlobFileReader::open_unfinished(file, path, number, size)?);
-        self.readers.insert(number, reader.clone());
-        Ok(reader)
+            .map_err(|e| Error::io(format!("opening blob file {}", path.display()), e))
+            .and_then(|file| BlobFileReader::open_unfinished(file, path, number, len));
+        let reader = match opened {
+            Ok(r) => Arc::new(r),
+            // Its header never reached the disk.
+            Err(e) if len < HEADER_LEN as u64 => return Err(WalBlobFailure::Lost(e.to_string())),
+            Err(e) => return Err(WalBlobFailure::Damaged(e.to_string())),
+        };
+        self.readers.insert(number, (reader.clone(), len));
+        Ok((reader, len))
     }
 }
 

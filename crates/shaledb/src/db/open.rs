@@ -524,7 +524,12 @@ impl WalReplay<'_> {
             .values_of(&*self.opts.fs, self.dir, &batch)
         {
             Ok(blobs) => blobs,
-            Err(detail) => return Ok(RecordCheck::DataLost(detail)),
+            Err(crate::blob::WalBlobFailure::Lost(detail)) => {
+                return Ok(RecordCheck::DataLost(detail))
+            }
+            Err(crate::blob::WalBlobFailure::Damaged(detail)) => {
+                return Ok(RecordCheck::Invalid(detail))
+            }
         };
         let mut touched = Vec::new();
         for (i, (cf, e)) in batch.iter_cf().enumerate() {

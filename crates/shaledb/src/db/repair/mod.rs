@@ -517,7 +517,7 @@ impl<'a> Repairer<'a> {
         // Values written to blob files with the batch (`Options::separate_blobs_at_write`).
         let blobs = match self.wal_blobs.values_of(&*self.fs, self.dir, &batch) {
             Ok(blobs) => blobs,
-            Err(d) => {
+            Err(crate::blob::WalBlobFailure::Lost(d) | crate::blob::WalBlobFailure::Damaged(d)) => {
                 w.damage.push((offset, d));
                 return Ok(());
             }
