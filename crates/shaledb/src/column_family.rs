@@ -97,6 +97,7 @@ family_options! {
     enable_blob_garbage_collection: bool,
     blob_garbage_collection_age_cutoff: f64,
     blob_garbage_collection_force_threshold: f64,
+    separate_blobs_at_write: bool,
 }
 
 impl Default for CfOptions {

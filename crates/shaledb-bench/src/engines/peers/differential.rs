@@ -327,6 +327,9 @@ struct Config {
     ingest: bool,
     /// Table files mapped into memory (`allow_mmap_reads`) on both engines.
     mmap_reads: bool,
+    /// ShaleDB writes blob values when they are written (`separate_blobs_at_write`; RocksDB's
+    /// integrated BlobDB separates them at flush): the same reads either way.
+    blobs_at_write: bool,
 }
 
 /// Level and file sizes (the RocksDB options of the same names).
@@ -351,6 +354,7 @@ const DEFAULTS: Config = Config {
     min_levels: 1,
     ingest: false,
     mmap_reads: false,
+    blobs_at_write: false,
 };
 
 /// Dynamic level sizes, LZ4 above the bottommost level and Zstd with a dictionary on it,
@@ -373,6 +377,7 @@ const DYNAMIC_LEVELS_BOTTOMMOST_CODEC: Config = Config {
     min_levels: 3,
     ingest: false,
     mmap_reads: false,
+    blobs_at_write: false,
 };
 
 /// The previous configuration with 256-byte blocks under a two-level index with bloom filter
@@ -390,6 +395,12 @@ const DYNAMIC_LEVELS_BLOB_FILES: Config = Config {
     // does not always reach a third level.
     min_levels: 2,
     ..DYNAMIC_LEVELS_BOTTOMMOST_CODEC
+};
+
+/// The blob configuration with ShaleDB writing blobs when values are written.
+const DYNAMIC_LEVELS_BLOBS_AT_WRITE: Config = Config {
+    blobs_at_write: true,
+    ..DYNAMIC_LEVELS_BLOB_FILES
 };
 
 /// Both engines' defaults, with ingestions.
@@ -929,6 +940,7 @@ fn shale_options(cfg: &Config) -> (Options, [(&'static str, CfOptions); 4]) {
             o.blob_file_size = BLOB_FILE_SIZE;
             o.enable_blob_garbage_collection = true;
             o.blob_garbage_collection_age_cutoff = 0.5;
+            o.separate_blobs_at_write = cfg.blobs_at_write;
         }
         if let Some(l) = cfg.levels {
             o.max_bytes_for_level_base = l.max_bytes_for_level_base;
@@ -1166,6 +1178,13 @@ fn shaledb_and_rocksdb_agree_with_partitioned_index_and_filters() {
 #[test]
 fn shaledb_and_rocksdb_agree_with_blob_files() {
     run(&DYNAMIC_LEVELS_BLOB_FILES);
+}
+
+/// The same with ShaleDB writing the blobs when the values are written (the WAL and the
+/// memtable hold references), RocksDB separating them at flush.
+#[test]
+fn shaledb_and_rocksdb_agree_with_blobs_written_at_write() {
+    run(&DYNAMIC_LEVELS_BLOBS_AT_WRITE);
 }
 
 /// External files (puts, deletes, merges) ingested among the writes, over the memtable, over
