@@ -43,8 +43,9 @@ fn flag_name(a: &str) -> Option<String> {
 /// default) is dropped. With a two-level index, `--pin_top_level_index_and_filter=1` pins the
 /// top level as ShaleDB and the RocksDB adapter do (db_bench's flag defaults to false).
 /// `--partition_index`, `--partition_index_and_filters` and `--metadata_block_size` are
-/// db_bench's own and pass as written. A step shale-bench cannot parse passes unchanged
-/// (db_bench then reports what it thinks of it).
+/// db_bench's own and pass as written. `--separate_blobs_at_write` is ShaleDB's alone (the
+/// RocksDB adapter ignores it) and is dropped. A step shale-bench cannot parse passes
+/// unchanged (db_bench then reports what it thinks of it).
 pub(super) fn db_bench_args(step: &[String]) -> Vec<String> {
     let Ok((map, _)) = crate::dbbench::flags::parse_args(step) else {
         return step.to_vec();
@@ -57,6 +58,12 @@ pub(super) fn db_bench_args(step: &[String]) -> Vec<String> {
     while i < step.len() {
         let a = &step[i];
         i += 1;
+        if flag_name(a).as_deref() == Some("separate_blobs_at_write") {
+            if !a.contains('=') && step.get(i).is_some_and(|v| matches!(v.as_str(), "0" | "1")) {
+                i += 1;
+            }
+            continue;
+        }
         if flag_name(a).as_deref() == Some("index_type") {
             if !a.contains('=') {
                 i += 1; // `--index_type 2`: the value is the next word
@@ -254,6 +261,13 @@ mod tests {
         assert_eq!(
             db_bench_args(&args("--index_type=0 --partition_index=1")),
             args("--partition_index=1 --pin_top_level_index_and_filter=1")
+        );
+        // ShaleDB's own blob flag is not db_bench's.
+        assert_eq!(
+            db_bench_args(&args(
+                "--num=10 --separate_blobs_at_write=1 --enable_blob_files=1"
+            )),
+            args("--num=10 --enable_blob_files=1")
         );
         // A step shale-bench refuses is left for db_bench to judge.
         let a = args("--index_type=1 --num=10");
