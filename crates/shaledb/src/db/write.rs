@@ -370,6 +370,10 @@ impl DbInner {
         group: &WriteBatch,
         mems: &[(u32, Arc<MemTable>)],
     ) -> Result<Option<WriteBatch>> {
+        if !mems.iter().any(|(_, m)| m.write_time_blobs().is_some()) {
+            // No family separates at write (the common case): the group is not even read.
+            return Ok(None);
+        }
         let blobs_of = |cf: u32| {
             mems.iter()
                 .find(|(id, _)| *id == cf)
