@@ -495,6 +495,25 @@ impl IterCollect for Db {
     }
 }
 
+/// The decoder of a table's `shaledb.blob.references` property: a value it accepts has one
+/// encoding, with file numbers strictly ascending and every count at least 1; the file count
+/// it reads never makes it allocate beyond what the value's length allows.
+pub fn blob_references(data: &[u8]) {
+    let Some(refs) = shaledb::internals::decode_blob_references(data) else {
+        return;
+    };
+    assert_eq!(
+        shaledb::internals::encode_blob_references(&refs),
+        data,
+        "a property value has one encoding"
+    );
+    assert!(refs.len() <= data.len() / 3, "more files than the value can hold");
+    for pair in refs.windows(2) {
+        assert!(pair[0].file_number < pair[1].file_number, "numbers ascend");
+    }
+    assert!(refs.iter().all(|r| r.count >= 1), "every file is referenced");
+}
+
 /// A fuzz target body.
 pub type Target = fn(&[u8]);
 
@@ -509,4 +528,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("blob_file", blob_file),
     ("blob_ref", blob_ref),
     ("backup_meta", backup_meta),
+    ("blob_references", blob_references),
 ];

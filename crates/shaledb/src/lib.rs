@@ -90,6 +90,7 @@ pub mod internals {
     pub use crate::log::{LogRead, LogReader};
     pub use crate::memtable::MemTable;
     pub use crate::range_del::RangeTombstone;
+    pub use crate::sst::properties::{decode_blob_references, encode_blob_references};
     pub use crate::sst::{BlobReferences, TableProperties};
     pub use crate::sst::{Block, BlockIter, BlockReadOptions, IndexBlockIter, IndexForm, Table};
     pub use crate::value::LookupResult;

@@ -10,7 +10,7 @@ pub(crate) mod filter;
 mod format;
 mod index_block;
 mod index_iter;
-mod properties;
+pub(crate) mod properties;
 mod readahead;
 mod table;
 

@@ -168,7 +168,7 @@ pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
 
 /// `shaledb.blob.references`: varint64 count of blob files, then per file (ascending numbers)
 /// varint64 number, count and bytes (docs/format/sstable.md).
-fn encode_blob_references(refs: &[BlobReferences]) -> Vec<u8> {
+pub fn encode_blob_references(refs: &[BlobReferences]) -> Vec<u8> {
     let mut buf = Vec::new();
     put_varint64(&mut buf, refs.len() as u64);
     for r in refs {
@@ -182,7 +182,7 @@ fn encode_blob_references(refs: &[BlobReferences]) -> Vec<u8> {
 /// Decodes `shaledb.blob.references`; `None` unless it spans the value exactly, numbers
 /// ascend strictly and every count is at least 1. The file count is checked against the
 /// value's length before anything is allocated for it (each file takes 3 bytes at least).
-fn decode_blob_references(value: &[u8]) -> Option<Vec<BlobReferences>> {
+pub fn decode_blob_references(value: &[u8]) -> Option<Vec<BlobReferences>> {
     let (n, mut pos) = get_varint64(value)?;
     if n > (value.len() / 3) as u64 {
         return None;
