@@ -507,11 +507,17 @@ pub fn blob_references(data: &[u8]) {
         data,
         "a property value has one encoding"
     );
-    assert!(refs.len() <= data.len() / 3, "more files than the value can hold");
+    assert!(
+        refs.len() <= data.len() / 3,
+        "more files than the value can hold"
+    );
     for pair in refs.windows(2) {
         assert!(pair[0].file_number < pair[1].file_number, "numbers ascend");
     }
-    assert!(refs.iter().all(|r| r.count >= 1), "every file is referenced");
+    assert!(
+        refs.iter().all(|r| r.count >= 1),
+        "every file is referenced"
+    );
 }
 
 /// A fuzz target body.

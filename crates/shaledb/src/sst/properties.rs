@@ -3,7 +3,7 @@
 
 use super::block::{Block, BlockBuilder, BlockIter};
 use super::{BlobReferences, TableProperties};
-use crate::coding::{get_varint64, put_varint64};
+use crate::coding::{get_varint64, put_varint64, varint_length};
 use crate::iter::InternalIterator;
 use crate::version::edit::MAX_COLUMN_FAMILY_ID;
 use std::collections::BTreeMap;
@@ -179,16 +179,21 @@ pub fn encode_blob_references(refs: &[BlobReferences]) -> Vec<u8> {
     buf
 }
 
-/// Decodes `shaledb.blob.references`; `None` unless it spans the value exactly, numbers
-/// ascend strictly and every count is at least 1. The file count is checked against the
-/// value's length before anything is allocated for it (each file takes 3 bytes at least).
+/// Decodes `shaledb.blob.references`; `None` unless it spans the value exactly, every
+/// varint is in its shortest form (a value has one encoding, as a blob reference has),
+/// numbers ascend strictly and every count is at least 1. The file count is checked against
+/// the value's length before anything is allocated for it (each file takes 3 bytes at least).
 pub fn decode_blob_references(value: &[u8]) -> Option<Vec<BlobReferences>> {
-    let (n, mut pos) = get_varint64(value)?;
+    let shortest = |bytes: &[u8]| {
+        let (v, len) = get_varint64(bytes)?;
+        (len == varint_length(v)).then_some((v, len))
+    };
+    let (n, mut pos) = shortest(value)?;
     if n > (value.len() / 3) as u64 {
         return None;
     }
     let mut next = || {
-        let (v, len) = get_varint64(value.get(pos..)?)?;
+        let (v, len) = shortest(value.get(pos..)?)?;
         pos += len;
         Some(v)
     };
@@ -288,6 +293,8 @@ mod tests {
             &[2, 9, 1, 1, 5, 1, 1][..], // numbers descend
             &[2, 5, 1, 1, 5, 1, 1][..], // a number twice
             &[0xff, 0xff, 0x03, 1][..], // a count the value cannot hold
+            &[1, 5, 0x82, 0, 7][..],    // a count not in its shortest form (found by fuzzing)
+            &[0x81, 0, 5, 2, 7][..],    // the file count likewise
         ] {
             assert_eq!(decode_blob_references(bad), None, "{bad:?}");
         }
