@@ -21,6 +21,17 @@ pub use model::{Durability, Entry, GenConfig, Model, Op, OpLog, Outcome};
 
 use std::time::Duration;
 
+/// The runs of the crash and IO-error suites: how tables and blob files are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageMode {
+    /// Partitioned tables, values in blob files written by flushes and compactions.
+    Buffered,
+    /// Tables read and written with direct IO, dictionaries below L0.
+    Direct,
+    /// Values in blob files written with the values (`separate_blobs_at_write`).
+    BlobsAtWrite,
+}
+
 /// Makes `o` store values of at least `min_blob_size` bytes in blob files of about 4 KiB
 /// (many per flush and compaction), compressed with `codec`.
 pub fn store_values_in_blob_files(

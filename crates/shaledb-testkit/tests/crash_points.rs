@@ -10,23 +10,12 @@ use shaledb::fs::MemFileSystem;
 use shaledb::{Db, Options};
 use shaledb_testkit::model::{self, read_all, Durability, GenConfig, Model, OpLog, Outcome};
 use shaledb_testkit::table_layout::{self, table_formats};
-use shaledb_testkit::{power_loss_at, with_timeout, FaultFs, LoggedWrites};
+use shaledb_testkit::{power_loss_at, with_timeout, FaultFs, LoggedWrites, StorageMode as Mode};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 const DIR: &str = "/db";
-
-/// The three runs of the suite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// Partitioned tables, values in blob files written by flushes and compactions.
-    Buffered,
-    /// Tables read and written with direct IO, dictionaries below L0.
-    Direct,
-    /// Values in blob files written with the values (`separate_blobs_at_write`).
-    BlobsAtWrite,
-}
 
 /// The suite's options in `mode`.
 fn options(fs: &FaultFs, mode: Mode) -> Options {

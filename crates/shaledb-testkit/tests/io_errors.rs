@@ -20,7 +20,7 @@ use shaledb_testkit::model::{
     self, gen_op, read_all, Durability, GenConfig, Model, OpLog, Outcome,
 };
 use shaledb_testkit::table_layout::{self, table_formats};
-use shaledb_testkit::{with_timeout, Fault, FaultFs, OpKind, Target};
+use shaledb_testkit::{with_timeout, Fault, FaultFs, OpKind, StorageMode as Mode, Target};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -29,17 +29,6 @@ use std::time::Duration;
 const DIR: &str = "/db";
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
-
-/// The runs of the suite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// Partitioned tables, values in blob files written by flushes and compactions.
-    Buffered,
-    /// Tables read and written with direct IO, dictionaries below L0.
-    Direct,
-    /// Values in blob files written with the values (`separate_blobs_at_write`).
-    BlobsAtWrite,
-}
 
 /// The suite's options in `mode`.
 fn options(fs: &FaultFs, mode: Mode) -> Options {

@@ -222,13 +222,6 @@ fn the_compaction_filter_sees_blob_values() {
     }
 }
 
-fn property(db: &Db, name: &str) -> u64 {
-    db.property(name)
-        .unwrap_or_else(|| panic!("no property {name}"))
-        .parse()
-        .expect("a number")
-}
-
 #[test]
 fn garbage_is_counted_until_the_last_reference_goes() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -241,9 +234,12 @@ fn garbage_is_counted_until_the_last_reference_goes() {
         db.put(key(i), big(i, 0)).expect("put");
     }
     db.flush().expect("flush");
-    assert_eq!(property(&db, "shaledb.num-blob-files"), 1);
-    assert_eq!(property(&db, "shaledb.live-blob-file-garbage-size"), 0);
-    let total = property(&db, "shaledb.total-blob-file-size");
+    assert_eq!(common::property(&db, "shaledb.num-blob-files"), 1);
+    assert_eq!(
+        common::property(&db, "shaledb.live-blob-file-garbage-size"),
+        0
+    );
+    let total = common::property(&db, "shaledb.total-blob-file-size");
     // Half the values overwritten with short ones (kept in the tables): after a compaction
     // half of the blob file is garbage, and the file stays for the other half.
     for i in (0..100).step_by(2) {
@@ -251,8 +247,8 @@ fn garbage_is_counted_until_the_last_reference_goes() {
     }
     db.flush().expect("flush");
     db.compact_range(None, None).expect("compact");
-    assert_eq!(property(&db, "shaledb.num-blob-files"), 1);
-    let garbage = property(&db, "shaledb.live-blob-file-garbage-size");
+    assert_eq!(common::property(&db, "shaledb.num-blob-files"), 1);
+    let garbage = common::property(&db, "shaledb.live-blob-file-garbage-size");
     assert!(
         garbage > total / 3 && garbage < total * 2 / 3,
         "garbage {garbage} of {total}"
@@ -265,7 +261,7 @@ fn garbage_is_counted_until_the_last_reference_goes() {
     }
     db.flush().expect("flush");
     db.compact_range(None, None).expect("compact");
-    assert_eq!(property(&db, "shaledb.num-blob-files"), 0);
+    assert_eq!(common::property(&db, "shaledb.num-blob-files"), 0);
     assert_eq!(db.property("shaledb.blob-stats").as_deref(), Some(
         "Number of blob files: 0\nTotal size of blob files: 0\nTotal size of garbage in blob files: 0\nBlob file space amplification: 0.00\n"
     ));
@@ -341,7 +337,7 @@ fn the_blob_cache_holds_values_in_the_block_cache_budget() {
             db.put(key(i), big(i, 0)).expect("put");
         }
         db.flush().expect("flush");
-        let before = property(&db, "shaledb.block-cache-usage");
+        let before = common::property(&db, "shaledb.block-cache-usage");
         for i in 0..50 {
             assert_eq!(
                 db.get(key(i)).expect("get").as_deref(),
@@ -349,7 +345,7 @@ fn the_blob_cache_holds_values_in_the_block_cache_budget() {
             );
         }
         let values: u64 = (0..50).map(|i| big(i, 0).len() as u64).sum();
-        let grown = property(&db, "shaledb.block-cache-usage") - before;
+        let grown = common::property(&db, "shaledb.block-cache-usage") - before;
         if cached {
             assert!(
                 grown >= values,
@@ -605,7 +601,7 @@ fn record_bytes(user_key: &[u8], value: &[u8]) -> u64 {
 /// of older versions are deleted (the cleaner thread deletes them after the version goes).
 fn table_keys(db: &Db, dir: &Path) -> BTreeMap<String, Vec<Vec<u8>>> {
     let live: usize = (0..7)
-        .map(|l| property(db, &format!("shaledb.num-files-at-level{l}")) as usize)
+        .map(|l| common::property(db, &format!("shaledb.num-files-at-level{l}")) as usize)
         .sum();
     let on_disk = || {
         std::fs::read_dir(dir)
@@ -692,7 +688,10 @@ fn garbage_of_tables_dropped_under_a_range_delete_is_counted() {
     assert_eq!(blobs.len(), 1, "{blobs:?}");
     let before = table_keys(&db, dir.path());
     assert!(before.len() >= 4, "{} tables", before.len());
-    assert_eq!(property(&db, "shaledb.live-blob-file-garbage-size"), 0);
+    assert_eq!(
+        common::property(&db, "shaledb.live-blob-file-garbage-size"),
+        0
+    );
     db.delete_range(key(0), key(200)).expect("delete_range");
     db.flush().expect("flush");
     let after = table_keys(&db, dir.path());
@@ -705,7 +704,10 @@ fn garbage_of_tables_dropped_under_a_range_delete_is_counted() {
     let value = |k: &[u8]| big((0..n).find(|&i| key(i) == k).expect("a key written"), 0);
     let want: u64 = dropped.iter().map(|k| record_bytes(k, &value(k))).sum();
     let total: u64 = (0..n).map(|i| record_bytes(&key(i), &big(i, 0))).sum();
-    assert_eq!(property(&db, "shaledb.live-blob-file-garbage-size"), want);
+    assert_eq!(
+        common::property(&db, "shaledb.live-blob-file-garbage-size"),
+        want
+    );
     let stats = db.property("shaledb.blob-stats").expect("blob-stats");
     assert!(
         stats.contains(&format!("Total size of garbage in blob files: {want}\n")),
@@ -713,7 +715,10 @@ fn garbage_of_tables_dropped_under_a_range_delete_is_counted() {
     );
     drop(db);
     let db = Db::open(dir.path(), opts.clone()).expect("reopen");
-    assert_eq!(property(&db, "shaledb.live-blob-file-garbage-size"), want);
+    assert_eq!(
+        common::property(&db, "shaledb.live-blob-file-garbage-size"),
+        want
+    );
     drop(db);
 
     // Forced GC: the old file holds more than a quarter garbage, so tables referring to it
@@ -778,7 +783,10 @@ fn garbage_of_expired_tables_dropped_whole_is_counted() {
     let blobs = blob_files(dir.path());
     assert_eq!(blobs.len(), 1, "{blobs:?}");
     let before = table_keys(&db, dir.path());
-    assert_eq!(property(&db, "shaledb.live-blob-file-garbage-size"), 0);
+    assert_eq!(
+        common::property(&db, "shaledb.live-blob-file-garbage-size"),
+        0
+    );
     // The first half expired, the second not: a flush drops the tables of the first half.
     clock.0.fetch_add(60, Ordering::SeqCst);
     db.put(b"zz", b"kick").expect("put");
@@ -793,7 +801,10 @@ fn garbage_of_expired_tables_dropped_whole_is_counted() {
     let value = |k: &[u8]| big((0..n).find(|&i| key(i) == k).expect("a key written"), 0);
     let want: u64 = dropped.iter().map(|k| record_bytes(k, &value(k))).sum();
     assert_eq!(blob_files(dir.path()), blobs);
-    assert_eq!(property(&db, "shaledb.live-blob-file-garbage-size"), want);
+    assert_eq!(
+        common::property(&db, "shaledb.live-blob-file-garbage-size"),
+        want
+    );
     for i in n / 2..n {
         assert_eq!(
             db.get(key(i)).expect("get").as_deref(),

@@ -428,13 +428,6 @@ fn damage_to_an_unflushed_blob_file_is_corruption_and_a_cut_is_a_prefix() {
     }
 }
 
-fn property(db: &Db, name: &str) -> u64 {
-    db.property(name)
-        .unwrap_or_else(|| panic!("no property {name}"))
-        .parse()
-        .expect("a number")
-}
-
 /// Blobs overwritten before their memtable is flushed are garbage of the file the flush
 /// adds (exact bytes: 17-byte record header, key, value); once a later memtable overwrote the
 /// rest and a compaction dropped the references, the file leaves.
@@ -457,9 +450,9 @@ fn overwritten_blobs_are_garbage_and_their_files_leave() {
         db.put(key(i), value(i, 1)).expect("overwrite");
     }
     db.flush().expect("flush");
-    assert_eq!(property(&db, "shaledb.num-blob-files"), 1);
+    assert_eq!(common::property(&db, "shaledb.num-blob-files"), 1);
     assert_eq!(
-        property(&db, "shaledb.live-blob-file-garbage-size"),
+        common::property(&db, "shaledb.live-blob-file-garbage-size"),
         garbage
     );
     // Every key overwritten in the next memtable: the first file's blobs are all garbage
@@ -471,8 +464,11 @@ fn overwritten_blobs_are_garbage_and_their_files_leave() {
     db.flush().expect("flush");
     db.compact_range(None::<&[u8]>, None::<&[u8]>)
         .expect("compact");
-    assert_eq!(property(&db, "shaledb.num-blob-files"), 1);
-    assert_eq!(property(&db, "shaledb.live-blob-file-garbage-size"), 0);
+    assert_eq!(common::property(&db, "shaledb.num-blob-files"), 1);
+    assert_eq!(
+        common::property(&db, "shaledb.live-blob-file-garbage-size"),
+        0
+    );
     assert!(!dir.path().join(&first[0].0).exists(), "{first:?}");
     let want: BTreeMap<Vec<u8>, Vec<u8>> = keys.iter().map(|&i| (key(i), value(i, 2))).collect();
     check_all(&db, &want, "after the compaction");

@@ -127,7 +127,7 @@ fn expired_entries_are_never_read_and_their_time_survives_reopen_with(values: Va
     drop(snap);
     db.flush().expect("flush");
     if values != Values::Inline {
-        assert_eq!(property(&db, "shaledb.num-blob-files"), 1);
+        assert_eq!(common::property(&db, "shaledb.num-blob-files"), 1);
     }
     check(&db);
     drop(db);
@@ -328,7 +328,8 @@ fn model_with_ttl_and(values: Values) {
                 75..=77 => db.flush().expect("flush"),
                 78 => {
                     db.compact_range(None, None).expect("compact");
-                    blob_files_seen = blob_files_seen.max(property(&db, "shaledb.num-blob-files"));
+                    blob_files_seen =
+                        blob_files_seen.max(common::property(&db, "shaledb.num-blob-files"));
                 }
                 79 => {
                     drop(db);
@@ -366,13 +367,6 @@ fn model_with_ttl_and(values: Values) {
     }
 }
 
-fn property(db: &Db, name: &str) -> u64 {
-    db.property(name)
-        .unwrap_or_else(|| panic!("no property {name}"))
-        .parse()
-        .expect("a number")
-}
-
 fn blob_opts(clock: &Arc<TestClock>, ttl: u64) -> Options {
     Options {
         disable_auto_compactions: true,
@@ -395,12 +389,15 @@ fn expired_blob_values_become_garbage() {
         }
     }
     db.flush().expect("flush");
-    assert_eq!(property(&db, "shaledb.num-blob-files"), 1);
-    assert_eq!(property(&db, "shaledb.live-blob-file-garbage-size"), 0);
-    let total = property(&db, "shaledb.total-blob-file-size");
+    assert_eq!(common::property(&db, "shaledb.num-blob-files"), 1);
+    assert_eq!(
+        common::property(&db, "shaledb.live-blob-file-garbage-size"),
+        0
+    );
+    let total = common::property(&db, "shaledb.total-blob-file-size");
     clock.advance(50); // the first half is now 100 s old: expired
     db.compact_range(None, None).expect("compact");
-    let garbage = property(&db, "shaledb.live-blob-file-garbage-size");
+    let garbage = common::property(&db, "shaledb.live-blob-file-garbage-size");
     // 50 records of 17 header, 4 key and 400 value bytes.
     assert_eq!(garbage, 50 * (17 + 4 + 400), "of {total}");
     let live: Vec<u32> = db
@@ -415,7 +412,7 @@ fn expired_blob_values_become_garbage() {
     assert_eq!(live, (50..100).collect::<Vec<_>>());
     clock.advance(50);
     db.compact_range(None, None).expect("compact");
-    assert_eq!(property(&db, "shaledb.num-blob-files"), 0);
+    assert_eq!(common::property(&db, "shaledb.num-blob-files"), 0);
     assert_eq!(db.range(..).count(), 0);
 }
 
@@ -442,10 +439,13 @@ fn relocated_blobs_keep_their_write_times() {
         db.put(i.to_be_bytes(), vec![200u8; 250]).expect("put");
     }
     db.flush().expect("flush");
-    assert_eq!(property(&db, "shaledb.num-blob-files"), 2);
+    assert_eq!(common::property(&db, "shaledb.num-blob-files"), 2);
     db.compact_range(None, None).expect("compact");
-    assert_eq!(property(&db, "shaledb.num-blob-files"), 1);
-    assert_eq!(property(&db, "shaledb.live-blob-file-garbage-size"), 0);
+    assert_eq!(common::property(&db, "shaledb.num-blob-files"), 1);
+    assert_eq!(
+        common::property(&db, "shaledb.live-blob-file-garbage-size"),
+        0
+    );
     drop(db);
     let db = Db::open(dir, o).expect("reopen");
     let read = |db: &Db| -> Vec<u32> {

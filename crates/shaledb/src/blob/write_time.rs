@@ -333,7 +333,7 @@ fn finish_current(st: &mut State) -> Result<()> {
         return Ok(());
     };
     let number = b.number();
-    match finish(b) {
+    match b.finish().map(BlobFileAddition::from) {
         Ok(addition) => {
             st.finished.push(addition);
             Ok(())
@@ -343,15 +343,4 @@ fn finish_current(st: &mut State) -> Result<()> {
             Err(e)
         }
     }
-}
-
-fn finish(b: BlobFileBuilder) -> Result<BlobFileAddition> {
-    let m = b.finish()?;
-    Ok(BlobFileAddition {
-        number: m.number,
-        blob_count: m.blob_count,
-        blob_bytes: m.blob_bytes,
-        file_size: m.file_size,
-        file_checksum: Some(m.file_checksum),
-    })
 }

@@ -972,14 +972,7 @@ fn decode_entry(
 
 /// Finishes a blob file (footer, sync) and describes it for the MANIFEST.
 fn finish_blob_file(b: BlobFileBuilder) -> Result<BlobFileAddition> {
-    let m = b.finish()?;
-    Ok(BlobFileAddition {
-        number: m.number,
-        blob_count: m.blob_count,
-        blob_bytes: m.blob_bytes,
-        file_size: m.file_size,
-        file_checksum: Some(m.file_checksum),
-    })
+    b.finish().map(BlobFileAddition::from)
 }
 
 fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {

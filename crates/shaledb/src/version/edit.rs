@@ -154,6 +154,19 @@ pub struct BlobFileAddition {
     pub file_checksum: Option<u32>,
 }
 
+impl From<crate::blob::BlobFileMeta> for BlobFileAddition {
+    /// A blob file just finished (its checksum computed as it was written).
+    fn from(m: crate::blob::BlobFileMeta) -> Self {
+        BlobFileAddition {
+            number: m.number,
+            blob_count: m.blob_count,
+            blob_bytes: m.blob_bytes,
+            file_size: m.file_size,
+            file_checksum: Some(m.file_checksum),
+        }
+    }
+}
+
 /// Blobs of one file no longer referenced (tag 17); added to the file's earlier garbage.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BlobGarbage {

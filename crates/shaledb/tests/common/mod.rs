@@ -314,3 +314,12 @@ impl shaledb::fs::RandomAccessFile for CountedFile {
         self.inner.len()
     }
 }
+
+/// A numeric property of `db` (`Db::property`), parsed; panics naming it if absent.
+#[allow(dead_code)] // not every test file that declares `mod common` uses it
+pub fn property(db: &shaledb::Db, name: &str) -> u64 {
+    db.property(name)
+        .unwrap_or_else(|| panic!("no property {name}"))
+        .parse()
+        .expect("a number")
+}
