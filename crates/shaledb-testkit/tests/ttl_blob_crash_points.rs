@@ -16,13 +16,16 @@ use std::time::Duration;
 
 const DIR: &str = "/db";
 
-fn options(fs: &FaultFs) -> Options {
+/// `at_write`: blobs written with the values (`separate_blobs_at_write`), the write times
+/// beside the references in the WAL too.
+fn options(fs: &FaultFs, at_write: bool) -> Options {
     let mut o = Options::default();
     o.fs = fs.as_dyn();
     o.ttl = Some(Duration::from_secs(10 * 365 * 24 * 3600));
     shaledb_testkit::store_values_in_blob_files(&mut o, 30, shaledb::CompressionType::None);
     o.enable_blob_garbage_collection = true;
     o.blob_garbage_collection_age_cutoff = 0.5;
+    o.separate_blobs_at_write = at_write;
     shaledb_testkit::small_tree(&mut o);
     o
 }
@@ -39,9 +42,9 @@ fn cfg() -> GenConfig {
 }
 
 /// The scripted sequence; stops at the first error (the machine halted). Returns the log.
-fn script(fs: &FaultFs) -> OpLog {
+fn script(fs: &FaultFs, at_write: bool) -> OpLog {
     let mut log = OpLog::default();
-    let Ok(db) = Db::open(Path::new(DIR), options(fs)) else {
+    let Ok(db) = Db::open(Path::new(DIR), options(fs, at_write)) else {
         return log;
     };
     let mut writes = LoggedWrites::new(cfg(), 11);
@@ -60,10 +63,10 @@ fn script(fs: &FaultFs) -> OpLog {
     log
 }
 
-fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str) {
+fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str, at_write: bool) {
     let probe = model::all_keys(&cfg());
     let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault))
+    let db = Db::open(Path::new(DIR), options(&fault, at_write))
         .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
     let state = read_all(&db, &probe).unwrap_or_else(|e| panic!("{what}: {e}"));
     if let Err(e) = log.check(&Model::new(), &state, Durability::SyncedOnly) {
@@ -73,29 +76,43 @@ fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str) {
 
 #[test]
 fn crash_at_every_point_of_a_ttl_family_with_blob_files() {
-    with_timeout("ttl blob crash points", Duration::from_secs(900), || {
-        let mem = MemFileSystem::new();
-        let fault = FaultFs::new(Arc::new(mem.clone()));
-        let log = script(&fault);
-        let total = fault.mutations();
-        assert!(
-            log.ops.iter().all(|(_, o)| *o == Outcome::Acked),
-            "undisturbed run failed"
-        );
-        assert!(
-            shaledb_testkit::blob_file_count(&mem) > 0,
-            "no blob files in the undisturbed run"
-        );
-        drop(fault);
-        reopen_and_check(&mem, &log, "undisturbed run");
-        for k in 1..=total + 10 {
+    crash_points(false);
+}
+
+#[test]
+fn crash_at_every_point_of_a_ttl_family_with_blobs_written_at_write() {
+    crash_points(true);
+}
+
+fn crash_points(at_write: bool) {
+    with_timeout(
+        "ttl blob crash points",
+        Duration::from_secs(900),
+        move || {
             let mem = MemFileSystem::new();
             let fault = FaultFs::new(Arc::new(mem.clone()));
-            fault.halt_after_mutations(k);
-            let log = script(&fault);
-            power_loss_at(&fault, &mem, k);
-            reopen_and_check(&mem, &log, &format!("crash after mutation {k} of {total}"));
-        }
-        eprintln!("ttl blob crash points: {total} mutating operations");
-    });
+            let log = script(&fault, at_write);
+            let total = fault.mutations();
+            assert!(
+                log.ops.iter().all(|(_, o)| *o == Outcome::Acked),
+                "undisturbed run failed"
+            );
+            assert!(
+                shaledb_testkit::blob_file_count(&mem) > 0,
+                "no blob files in the undisturbed run"
+            );
+            drop(fault);
+            reopen_and_check(&mem, &log, "undisturbed run", at_write);
+            for k in 1..=total + 10 {
+                let mem = MemFileSystem::new();
+                let fault = FaultFs::new(Arc::new(mem.clone()));
+                fault.halt_after_mutations(k);
+                let log = script(&fault, at_write);
+                power_loss_at(&fault, &mem, k);
+                let what = format!("crash after mutation {k} of {total}");
+                reopen_and_check(&mem, &log, &what, at_write);
+            }
+            eprintln!("ttl blob crash points (at write: {at_write}): {total} mutating operations");
+        },
+    );
 }

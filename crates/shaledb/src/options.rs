@@ -320,8 +320,9 @@ pub struct Options {
     /// [`blob_file_size`](Options::blob_file_size), and recovery after a crash reads the
     /// blobs the unflushed WALs refer to (each checked; one that did not survive a power loss
     /// ends the replay there, as a torn WAL tail does). A synced write syncs its blob file
-    /// before the WAL. Not with a [`ttl`](Options::ttl). Default false (RocksDB's integrated
-    /// BlobDB separates values at flush).
+    /// before the WAL. With a [`ttl`](Options::ttl), the write time stays beside the
+    /// reference, as at flush. Default false (RocksDB's integrated BlobDB separates values at
+    /// flush).
     pub separate_blobs_at_write: bool,
 
     /// The wall clock write times and expiry are read from (see [`crate::Clock`]). Default
@@ -991,9 +992,6 @@ impl Options {
         }
         if self.separate_blobs_at_write && !self.enable_blob_files {
             return bad("separate_blobs_at_write needs enable_blob_files");
-        }
-        if self.separate_blobs_at_write && self.ttl.is_some() {
-            return bad("separate_blobs_at_write cannot be combined with a ttl yet");
         }
         if self.max_log_file_size != 0 && self.max_log_file_size < 1024 {
             return bad("max_log_file_size must be 0 (no size limit) or at least 1024 bytes");

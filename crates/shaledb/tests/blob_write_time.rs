@@ -297,13 +297,6 @@ fn options_and_batches_that_cannot_work_are_refused() {
         },
         "needs enable_blob_files",
     );
-    refused(
-        Options {
-            ttl: Some(std::time::Duration::from_secs(60)),
-            ..options()
-        },
-        "ttl",
-    );
     // Only the engine writes blob references: a batch holding one is refused.
     let db = Db::open(dir.path().join("db"), options()).expect("open");
     let mut bytes = vec![0u8; 12];

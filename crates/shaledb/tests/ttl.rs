@@ -1,8 +1,9 @@
 //! TTL (`CfOptions::ttl`): expired entries are never returned (gets, multi-gets, iterators
 //! both ways, snapshots, ranges), are dropped by compaction, keep their write time across
 //! reopens; a family's TTL-ness is fixed at creation; a model test with a test clock. Each
-//! test runs with values inline and in blob files (`enable_blob_files`), where expired blob
-//! values become garbage and garbage collection keeps write times.
+//! test runs with values inline and in blob files (`enable_blob_files`), written by flushes
+//! and written with the values (`separate_blobs_at_write`), where expired blob values become
+//! garbage and garbage collection keeps write times.
 
 mod common;
 
@@ -36,11 +37,14 @@ impl Clock for TestClock {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Values {
     Inline,
-    /// In blob files from `min_blob_size` bytes on.
+    /// In blob files from `min_blob_size` bytes on, written by flushes.
     Blob(u64),
+    /// In blob files from `min_blob_size` bytes on, written with the values
+    /// (`separate_blobs_at_write`: the WAL and memtable hold references with write times).
+    BlobAtWrite(u64),
 }
 
-const BOTH: [Values; 2] = [Values::Inline, Values::Blob(0)];
+const ALL: [Values; 3] = [Values::Inline, Values::Blob(0), Values::BlobAtWrite(0)];
 
 fn opts(clock: &Arc<TestClock>, ttl: Option<u64>, values: Values) -> Options {
     Options {
@@ -52,9 +56,10 @@ fn opts(clock: &Arc<TestClock>, ttl: Option<u64>, values: Values) -> Options {
         clock: clock.clone(),
         enable_blob_files: values != Values::Inline,
         min_blob_size: match values {
-            Values::Blob(min) => min,
+            Values::Blob(min) | Values::BlobAtWrite(min) => min,
             Values::Inline => 0,
         },
+        separate_blobs_at_write: matches!(values, Values::BlobAtWrite(_)),
         ..Default::default()
     }
     .with_fs(MemFileSystem::new())
@@ -70,7 +75,7 @@ fn pairs(list: &[(&str, &str)]) -> Pairs {
 
 #[test]
 fn expired_entries_are_never_read_and_their_time_survives_reopen() {
-    for values in BOTH {
+    for values in ALL {
         expired_entries_are_never_read_and_their_time_survives_reopen_with(values);
     }
 }
@@ -146,7 +151,7 @@ fn expired_entries_are_never_read_and_their_time_survives_reopen_with(values: Va
 /// once everything in them expired (idle background threads look every TTL/2, at least 1 s).
 #[test]
 fn expired_files_of_an_idle_family_are_dropped() {
-    for values in BOTH {
+    for values in ALL {
         expired_files_of_an_idle_family_are_dropped_with(values);
     }
 }
@@ -189,7 +194,7 @@ fn expired_files_of_an_idle_family_are_dropped_with(values: Values) {
 
 #[test]
 fn compaction_drops_expired_entries() {
-    for values in BOTH {
+    for values in ALL {
         compaction_drops_expired_entries_with(values);
     }
 }
@@ -221,7 +226,7 @@ fn compaction_drops_expired_entries_with(values: Values) {
 
 #[test]
 fn a_family_keeps_the_ttl_choice_it_was_created_with() {
-    for values in BOTH {
+    for values in ALL {
         a_family_keeps_the_ttl_choice_it_was_created_with_with(values);
     }
 }
@@ -284,7 +289,7 @@ fn a_family_keeps_the_ttl_choice_it_was_created_with_with(values: Values) {
 /// older half (so blobs move with their write times).
 #[test]
 fn model_with_ttl() {
-    for values in [Values::Inline, Values::Blob(50)] {
+    for values in [Values::Inline, Values::Blob(50), Values::BlobAtWrite(50)] {
         model_with_ttl_and(values);
     }
 }

@@ -39,6 +39,9 @@ pub(crate) struct BlobFileEnv<'a> {
 
 /// The blob files one memtable's references point into.
 pub(crate) struct WriteTimeBlobs {
+    /// The family has a TTL: its puts' values end with their write time, which stays beside
+    /// the reference (blob.md, "In a family with a TTL").
+    ttl: bool,
     min_blob_size: u64,
     blob_file_size: u64,
     compression: CompressionType,
@@ -71,6 +74,7 @@ impl WriteTimeBlobs {
     /// family separates values at flush.
     pub(crate) fn for_family(opts: &Options) -> Option<WriteTimeBlobs> {
         (opts.enable_blob_files && opts.separate_blobs_at_write).then(|| WriteTimeBlobs {
+            ttl: opts.ttl.is_some(),
             min_blob_size: opts.min_blob_size,
             blob_file_size: opts.blob_file_size,
             compression: opts.blob_compression,
@@ -80,9 +84,15 @@ impl WriteTimeBlobs {
         })
     }
 
-    /// True if a put's value of `len` bytes goes to a blob file when written.
-    pub(crate) fn takes(&self, len: usize) -> bool {
-        len as u64 >= self.min_blob_size
+    /// The value a put's stored value `stored` puts in a blob file, and the write time that
+    /// stays beside its reference (in a family with a TTL); `None` if it stays inline (shorter
+    /// than `min_blob_size`, or a TTL family's value without its write time).
+    pub(crate) fn separable<'v>(&self, stored: &'v [u8]) -> Option<(&'v [u8], Option<u64>)> {
+        let (value, write_time) = match self.ttl {
+            true => crate::clock::split_stamp(stored).map(|(v, t)| (v, Some(t)))?,
+            false => (stored, None),
+        };
+        (value.len() as u64 >= self.min_blob_size).then_some((value, write_time))
     }
 
     /// Appends `value` (the value of `user_key` in family `cf_id`) and returns its reference.
@@ -260,7 +270,7 @@ impl WalBlobReaders {
                 values.push(None);
                 continue;
             };
-            let r = BlobRef::decode(reference).ok_or_else(|| {
+            let (r, write_time) = BlobRef::decode_entry(reference).ok_or_else(|| {
                 WalBlobFailure::Damaged("a blob reference does not decode".to_string())
             })?;
             let (reader, len) = self.reader(fs, dir, r.file_number)?;
@@ -276,7 +286,11 @@ impl WalBlobReaders {
             let value = reader
                 .read(key, &r, true)
                 .map_err(|e| WalBlobFailure::Damaged(e.to_string()))?;
-            values.push(Some(value));
+            // In a family with a TTL the put's stored value ends with its write time.
+            values.push(Some(match write_time {
+                Some(t) => crate::clock::stamp(&value, t),
+                None => value,
+            }));
         }
         Ok(values)
     }

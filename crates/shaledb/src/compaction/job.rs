@@ -612,6 +612,10 @@ impl Outputs<'_, '_> {
                     .and_then(|w| w.unfinished_reader(r.file_number))
                 {
                     let value = reader.read(user_key, &r, true)?;
+                    let value = match write_time {
+                        Some(t) => clock::stamp(&value, t),
+                        None => value,
+                    };
                     let put_key = key::make_internal_key(user_key, sequence, ValueKind::Put);
                     return self.add(&put_key, &value, sequence, ValueKind::Put);
                 }

@@ -380,7 +380,7 @@ impl DbInner {
                 .and_then(|(_, m)| m.write_time_blobs())
         };
         let separated = |cf: u32, e: &BatchEntry<'_>| match e {
-            BatchEntry::Put(_, v) => blobs_of(cf).is_some_and(|b| b.takes(v.len())),
+            BatchEntry::Put(_, v) => blobs_of(cf).is_some_and(|b| b.separable(v).is_some()),
             _ => false,
         };
         if !group.iter_cf().any(|(cf, e)| separated(cf, &e)) {
@@ -396,17 +396,23 @@ impl DbInner {
         let mut touched: Vec<u32> = Vec::new();
         let mut reference = Vec::with_capacity(crate::blob::BlobRef::MAX_ENCODED_LEN);
         for (cf, e) in group.iter_cf() {
-            match (e, blobs_of(cf)) {
-                (BatchEntry::Put(k, v), Some(blobs)) if blobs.takes(v.len()) => {
-                    let r = blobs.add(&env, cf, k, v)?;
+            let separable = match (e, blobs_of(cf)) {
+                (BatchEntry::Put(k, v), Some(blobs)) => blobs
+                    .separable(v)
+                    .map(|(value, time)| (k, value, time, blobs)),
+                _ => None,
+            };
+            match separable {
+                Some((k, value, write_time, blobs)) => {
+                    let r = blobs.add(&env, cf, k, value)?;
                     reference.clear();
-                    r.encode_to(&mut reference);
+                    r.encode_entry_to(write_time, &mut reference);
                     out.blob_index_in(cf, k, &reference);
                     if !touched.contains(&cf) {
                         touched.push(cf);
                     }
                 }
-                (e, _) => out.push_entry(cf, e),
+                None => out.push_entry(cf, e),
             }
         }
         for blobs in touched.into_iter().filter_map(blobs_of) {
