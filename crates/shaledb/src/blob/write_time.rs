@@ -251,12 +251,15 @@ pub(crate) enum WalBlobFailure {
 impl WalBlobReaders {
     /// The value each blob reference of `batch` points at (by entry; `None` for the other
     /// entries; empty if there are none), read from blob files in `dir` and checked before
-    /// any entry is applied, so a batch applies whole or not at all.
+    /// any entry is applied, so a batch applies whole or not at all. Only entries of the
+    /// families `applied` names are read: a family that flushed this WAL (or was dropped)
+    /// skips its entries, and their blob files may be long gone.
     pub(crate) fn values_of(
         &mut self,
         fs: &dyn FileSystem,
         dir: &Path,
         batch: &WriteBatch,
+        applied: &dyn Fn(u32) -> bool,
     ) -> std::result::Result<Vec<Option<Vec<u8>>>, WalBlobFailure> {
         if !batch
             .iter_cf()
@@ -265,11 +268,15 @@ impl WalBlobReaders {
             return Ok(Vec::new());
         }
         let mut values = Vec::with_capacity(batch.len());
-        for (_, e) in batch.iter_cf() {
+        for (cf, e) in batch.iter_cf() {
             let BatchEntry::BlobIndex(key, reference) = e else {
                 values.push(None);
                 continue;
             };
+            if !applied(cf) {
+                values.push(None);
+                continue;
+            }
             let (r, write_time) = BlobRef::decode_entry(reference).ok_or_else(|| {
                 WalBlobFailure::Damaged("a blob reference does not decode".to_string())
             })?;

@@ -519,9 +519,15 @@ impl WalReplay<'_> {
                 format!("write batch has impossible sequence number {seq}"),
             ));
         }
+        let (versions, wal_number) = (&*self.versions, self.wal_number);
+        let applied = |cf: u32| {
+            versions
+                .family(cf)
+                .is_some_and(|f| wal_number >= f.log_number())
+        };
         let blobs = match self
             .blob_readers
-            .values_of(&*self.opts.fs, self.dir, &batch)
+            .values_of(&*self.opts.fs, self.dir, &batch, &applied)
         {
             Ok(blobs) => blobs,
             Err(crate::blob::WalBlobFailure::Lost(detail)) => {

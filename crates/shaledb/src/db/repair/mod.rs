@@ -515,7 +515,16 @@ impl<'a> Repairer<'a> {
             return Ok(());
         }
         // Values written to blob files with the batch (`Options::separate_blobs_at_write`).
-        let blobs = match self.wal_blobs.values_of(&*self.fs, self.dir, &batch) {
+        // The entries the loop below applies (not `is_dropped`'s borrow of all of `self`).
+        let old = self.old.as_ref();
+        let applied = |cf: u32| {
+            let dropped = old.is_some_and(|m| m.dropped.contains(&cf));
+            let flushed = old
+                .and_then(|m| m.families.get(&cf))
+                .is_some_and(|f| w.number < f.log_number);
+            !dropped && !flushed
+        };
+        let blobs = match self.wal_blobs.values_of(&*self.fs, self.dir, &batch, &applied) {
             Ok(blobs) => blobs,
             Err(crate::blob::WalBlobFailure::Lost(d) | crate::blob::WalBlobFailure::Damaged(d)) => {
                 w.damage.push((offset, d));
