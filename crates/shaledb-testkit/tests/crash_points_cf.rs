@@ -2,8 +2,9 @@
 //! families, batches spanning three families, per-family flushes and compactions, WAL
 //! rotation, MANIFEST rolls, close) is counted, then stopped after every mutating filesystem
 //! operation, power is lost, and the database must reopen with every synced batch and exactly
-//! one prefix of the attempted batches, whole (a batch across families is atomic). Recovery
-//! itself is crashed at every point for a sample of the first crashes.
+//! one prefix of the attempted batches, whole (a batch across families is atomic). Family b
+//! writes its larger values to blob files as they are written. Recovery itself is crashed at
+//! every point for a sample of the first crashes.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -47,7 +48,19 @@ fn families() -> Vec<(&'static str, CfOptions)> {
         target_file_size_base: 2 << 10,
         ..Default::default()
     };
-    vec![("a", small.clone()), ("b", small)]
+    // Family b keeps values of 40 bytes or more in small blob files written with the values
+    // (the WAL holds references), collected as they empty: its flushes and compactions
+    // delete blob files while WALs the other families keep still refer to them.
+    let blobs = CfOptions {
+        enable_blob_files: true,
+        separate_blobs_at_write: true,
+        min_blob_size: 40,
+        blob_file_size: 4096,
+        enable_blob_garbage_collection: true,
+        blob_garbage_collection_age_cutoff: 0.5,
+        ..small.clone()
+    };
+    vec![("a", small), ("b", blobs)]
 }
 
 fn open(fs: &FaultFs) -> shaledb::Result<Db> {

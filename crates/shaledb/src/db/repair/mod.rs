@@ -524,7 +524,10 @@ impl<'a> Repairer<'a> {
                 .is_some_and(|f| w.number < f.log_number);
             !dropped && !flushed
         };
-        let blobs = match self.wal_blobs.values_of(&*self.fs, self.dir, &batch, &applied) {
+        let blobs = match self
+            .wal_blobs
+            .values_of(&*self.fs, self.dir, &batch, &applied)
+        {
             Ok(blobs) => blobs,
             Err(crate::blob::WalBlobFailure::Lost(d) | crate::blob::WalBlobFailure::Damaged(d)) => {
                 w.damage.push((offset, d));
