@@ -530,3 +530,45 @@ fn a_flushed_familys_references_in_a_kept_wal_are_not_read_at_replay() {
         assert_eq!(got.as_deref(), Some(&value(i, 1)[..]), "blob key {i}");
     }
 }
+
+/// Closing while writers create blob files (a new file every couple of values) finishes: a
+/// writer takes its file number before its memtable's lock, which close holds to sync.
+#[test]
+fn close_during_writes_that_create_blob_files_finishes() {
+    for round in 0..20u32 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let opts = Options {
+            blob_file_size: 4096,
+            ..options()
+        };
+        let db = std::sync::Arc::new(Db::open(dir.path(), opts).expect("open"));
+        let writers: Vec<_> = (0..2u32)
+            .map(|t| {
+                let db = db.clone();
+                std::thread::spawn(move || {
+                    for i in 0.. {
+                        let v = common::incompressible(u64::from(i + t * 1_000_000), 3000);
+                        if db.put(key(i * 2 + t), v).is_err() {
+                            break;
+                        }
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(
+            5 + u64::from(round % 5) * 5,
+        ));
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let closer = db.clone();
+        std::thread::spawn(move || {
+            let _ = done_tx.send(closer.close());
+        });
+        let closed = done_rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("round {round}: close did not finish"));
+        closed.expect("close");
+        for w in writers {
+            w.join().expect("writer");
+        }
+    }
+}

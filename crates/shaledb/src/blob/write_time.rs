@@ -105,14 +105,18 @@ impl WriteTimeBlobs {
         user_key: &[u8],
         value: &[u8],
     ) -> Result<BlobRef> {
+        let needs_file = self.state.lock().current.is_none();
+        // Taken before this memtable's lock: the number comes from under the database's
+        // mutex, which is held while this lock is taken to sync (WAL rotation, close).
+        let number = needs_file.then(|| (env.new_file_number)());
         let mut st = self.state.lock();
         if st.sealed {
             return Err(Error::InvalidArgument(
                 "a value was written to a memtable already being flushed".to_string(),
             ));
         }
-        if st.current.is_none() {
-            let builder = self.create_file(env, cf_id)?;
+        if let (None, Some(number)) = (&st.current, number) {
+            let builder = self.create_file(env, number, cf_id)?;
             let path = filename::blob_file(env.dir, builder.number());
             let file = env.fs.open_random_access(&path).map_err(|e| {
                 Error::io(format!("opening blob file {} to read", path.display()), e)
@@ -139,8 +143,12 @@ impl WriteTimeBlobs {
     /// Creates a file and hands its header to the OS, so a reader can open it at once, and
     /// syncs the directory, so the file's name is as durable as the references a synced WAL
     /// record will hold to it.
-    fn create_file(&self, env: &BlobFileEnv<'_>, cf_id: u32) -> Result<BlobFileBuilder> {
-        let number = (env.new_file_number)();
+    fn create_file(
+        &self,
+        env: &BlobFileEnv<'_>,
+        number: u64,
+        cf_id: u32,
+    ) -> Result<BlobFileBuilder> {
         let mut b = BlobFileBuilder::create(
             env.fs,
             env.dir,
