@@ -231,13 +231,15 @@ pub(super) fn record_crc(fields: &[u8], key: &[u8], stored: &[u8], offset: u64) 
 }
 
 /// Checks the checksum of a record written at `offset`: `head` is its header, `body` its key
-/// and stored value, as read.
-pub(super) fn record_checksum_matches(head: &[u8], body: &[u8], offset: u64) -> bool {
+/// and stored value as read, in consecutive pieces.
+pub(super) fn record_checksum_matches(head: &[u8], body: &[&[u8]], offset: u64) -> bool {
     let fields = head.get(..RECORD_FIELDS_LEN).unwrap_or_default();
     let stored = head
         .get(RECORD_FIELDS_LEN..RECORD_HEADER_LEN)
         .and_then(decode_fixed32);
-    let c = crc32c_extend(crc32c(fields), body);
+    let c = body
+        .iter()
+        .fold(crc32c(fields), |c, piece| crc32c_extend(c, piece));
     stored == Some(mask(crc32c_extend(c, &offset.to_le_bytes())))
 }
 

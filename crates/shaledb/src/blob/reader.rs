@@ -15,6 +15,11 @@ use crate::sst::read_at;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// A raw value of at least this many bytes is read apart from its record's header and key
+/// (`BlobFileReader::read_split`): below it, shifting the value in memory costs less than a
+/// second read.
+const SPLIT_READ_MIN: u64 = 64 << 10;
+
 /// Offsets of record header fields, from the record's start (for errors).
 const VALUE_LEN_AT: u64 = 8;
 const CODEC_AT: u64 = 12;
@@ -123,9 +128,30 @@ impl BlobFileReader {
     /// decompressed. Any mismatch is `Error::Corruption` naming the file and offset.
     pub fn read(&self, user_key: &[u8], r: &BlobRef, verify_checksums: bool) -> Result<Vec<u8>> {
         let len = self.record_extent(user_key.len(), r)?;
+        if r.compression == CompressionType::None && r.size >= SPLIT_READ_MIN {
+            return self.read_split(user_key, r, verify_checksums);
+        }
         let mut buf = vec![0u8; len];
         read_at(&*self.file, &self.path, r.offset, &mut buf, "blob record")?;
         self.check_record(user_key, r, verify_checksums, buf)
+    }
+
+    /// [`read`](Self::read) of a large raw value: the record's header and key in one read and
+    /// the value straight into its own buffer in a second, so the value is not shifted past
+    /// the header afterwards (a copy of the whole value; a second read costs less from
+    /// `SPLIT_READ_MIN` on). Checked exactly as one read would be.
+    fn read_split(&self, user_key: &[u8], r: &BlobRef, verify_checksums: bool) -> Result<Vec<u8>> {
+        let head_len = RECORD_HEADER_LEN + user_key.len();
+        let mut head = vec![0u8; head_len];
+        read_at(&*self.file, &self.path, r.offset, &mut head, "blob record")?;
+        let size =
+            usize::try_from(r.size).map_err(|_| self.corrupt(r.offset, "blob record too large"))?;
+        let mut value = vec![0u8; size];
+        let value_at = r.offset + head_len as u64;
+        read_at(&*self.file, &self.path, value_at, &mut value, "blob record")?;
+        let (fields, key) = head.split_at(RECORD_HEADER_LEN);
+        self.check_head(user_key, r, verify_checksums, fields, &[key, &value])?;
+        Ok(value)
     }
 
     /// [`read`](Self::read) through an iterator's readahead: the record's bytes may come from
@@ -160,6 +186,23 @@ impl BlobFileReader {
     ) -> Result<Vec<u8>> {
         let len = buf.len();
         let (head, body) = buf.split_at(RECORD_HEADER_LEN.min(len));
+        let header = self.check_head(user_key, r, verify_checksums, head, &[body])?;
+        buf.drain(..RECORD_HEADER_LEN + user_key.len());
+        self.decode_value(buf, &header, r.offset)
+    }
+
+    /// Checks a record `r` points at (read for `user_key`): its header bytes `head` and its
+    /// body (key, then stored value) as the consecutive pieces `body`: the checksum if
+    /// `verify_checksums`, the header against the reference, and the key, always. Returns the
+    /// decoded header.
+    fn check_head(
+        &self,
+        user_key: &[u8],
+        r: &BlobRef,
+        verify_checksums: bool,
+        head: &[u8],
+        body: &[&[u8]],
+    ) -> Result<RecordHeader> {
         if verify_checksums && !record_checksum_matches(head, body, r.offset) {
             return Err(self.corrupt(r.offset, "blob record checksum mismatch"));
         }
@@ -185,14 +228,14 @@ impl BlobFileReader {
             ));
         }
         // Always: a reference must never return another key's value, checksums or not.
-        if body.get(..user_key.len()) != Some(user_key) {
+        let key = body.first().and_then(|b| b.get(..user_key.len()));
+        if key != Some(user_key) {
             return Err(self.corrupt(
                 r.offset + RECORD_HEADER_LEN as u64,
                 "blob record holds another key than the one referring to it",
             ));
         }
-        buf.drain(..RECORD_HEADER_LEN + user_key.len());
-        self.decode_value(buf, &header, r.offset)
+        Ok(header)
     }
 
     /// The user key and reference of every record, in file order, checksums verified (values
@@ -327,7 +370,7 @@ impl BlobFileReader {
             &mut body,
             "blob record",
         )?;
-        if !record_checksum_matches(&head, &body, pos) {
+        if !record_checksum_matches(&head, &[&body], pos) {
             return Err(self.corrupt(pos, "blob record checksum mismatch"));
         }
         body.truncate(h.key_len as usize);

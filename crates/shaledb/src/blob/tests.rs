@@ -903,3 +903,63 @@ fn io_errors_are_io_errors_naming_the_file() {
         format!("reading blob file header of {name}")
     );
 }
+
+/// A raw value of 64 KiB or more is read apart from its header and key (`read_split`): it
+/// reads back exactly, and damage anywhere in its record is caught as in one read: the
+/// checksum (checked reads), the header and the key (always).
+#[test]
+fn large_raw_values_read_apart_from_their_header_are_checked_the_same() {
+    let large = random_bytes(80 << 10, 9);
+    let b = build(
+        CompressionType::None,
+        &[
+            entry("small", random_bytes(100, 8)),
+            entry("large", large.clone()),
+        ],
+    );
+    let (k, v, r) = &b.records[1];
+    assert_eq!(r.compression, CompressionType::None);
+    let reader = open_bytes(&b.fs, &b.bytes).expect("open");
+    assert!(reader.read(k, r, true).expect("read") == *v);
+    assert!(reader.read(k, r, false).expect("read") == *v);
+    let start = r.offset as usize;
+    let key_at = start + RECORD_HEADER_LEN;
+    let value_at = key_at + k.len();
+    let end = value_at + large.len();
+    for i in [
+        start,
+        start + 4,
+        start + 12,
+        start + 13,
+        start + 16,
+        key_at,
+        key_at + 4,
+    ]
+    .into_iter()
+    .chain([value_at, value_at + 1, value_at + 40_000, end - 1])
+    {
+        let mut bytes = b.bytes.clone();
+        bytes[i] ^= 0x10;
+        let reader = open_bytes(&b.fs, &bytes).expect("records are not read at open");
+        assert_eq!(
+            corruption_offset(reader.read(k, r, true)),
+            r.offset,
+            "byte {i}"
+        );
+        let in_crc = (start + 13..key_at).contains(&i);
+        match reader.read(k, r, false) {
+            Ok(got) => assert!(i >= value_at || in_crc, "byte {i}: damage not caught"),
+            Err(e) => assert!(!in_crc && i < value_at, "byte {i}: {e}"),
+        }
+        // The small record is not affected.
+        let (sk, sv, sr) = &b.records[0];
+        assert!(reader.read(sk, sr, true).expect("small") == *sv);
+    }
+    // A file cut inside the value: the read of the large record fails, as corruption.
+    let reader = open_bytes(&b.fs, &b.bytes).expect("open");
+    b.fs.write_file_bytes(blob_path(), &b.bytes[..value_at + 1000]);
+    assert!(matches!(
+        reader.read(k, r, true),
+        Err(Error::Corruption { .. })
+    ));
+}
