@@ -417,6 +417,45 @@ fn wal_dump_prints_batches_with_sequence_numbers() {
     assert_eq!(shale(&["wal-dump", path_str(&wal)]), ok(expected));
 }
 
+/// A value written to a blob file with the write (`separate_blobs_at_write`) is a
+/// `BLOB_INDEX` entry in the WAL, printed with its decoded reference.
+#[test]
+fn wal_dump_shows_blob_references_written_with_the_values() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let opts = Options {
+        enable_blob_files: true,
+        separate_blobs_at_write: true,
+        min_blob_size: 10,
+        ..Options::default()
+    };
+    let db = Db::open(&path, opts).expect("open");
+    db.put_opt(&sync(), b"k1", b"a value of 23 bytes....")
+        .expect("put");
+    db.put_opt(&sync(), b"k2", b"short").expect("put");
+    drop(db);
+    let wal = files(&path, "log").remove(0);
+    let blob = files(&path, "blob").remove(0);
+    let number: u64 = blob
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.parse().ok())
+        .expect("a blob file number");
+    let run = shale(&["wal-dump", path_str(&wal)]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.starts_with(&format!(
+            "record at 0: sequence 1, 1 entries\n  1\tcf 0\tBLOB_INDEX\tk1\tblob file {number} \
+             offset 32 size 23\n"
+        )),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.ends_with("  2\tcf 0\tPUT\tk2\tshort\n"),
+        "{run:?}"
+    );
+}
+
 #[test]
 fn a_damaged_wal_is_dumped_around_the_damage() {
     let dir = tempfile::tempdir().expect("tempdir");
