@@ -572,3 +572,37 @@ fn close_during_writes_that_create_blob_files_finishes() {
         }
     }
 }
+
+/// Dropping a family deletes the blob files its memtables wrote with their values (no
+/// version lists them, no recovery reads them); the other families and a reopen are intact.
+#[test]
+fn dropping_a_family_deletes_its_unflushed_blob_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        create_missing_column_families: true,
+        ..Default::default()
+    };
+    let blobs = shaledb::CfOptions {
+        enable_blob_files: true,
+        separate_blobs_at_write: true,
+        min_blob_size: 100,
+        ..Default::default()
+    };
+    let db = Db::open_cf(dir.path(), opts.clone(), [("blobs", blobs)]).expect("open");
+    let b = db.cf("blobs").expect("blobs");
+    for i in 0..20 {
+        db.put_cf(&b, key(i), value(i * 5 + 1, 0)).expect("put");
+        db.put(key(i), b"kept").expect("put default");
+    }
+    assert_eq!(files_with(dir.path(), ".blob").len(), 1);
+    drop(b);
+    db.drop_cf("blobs").expect("drop");
+    common::wait_until("the dropped family's blob file is deleted", || {
+        files_with(dir.path(), ".blob").is_empty()
+    });
+    db.close().expect("close");
+    let db = Db::open(dir.path(), opts).expect("reopen");
+    for i in 0..20 {
+        assert_eq!(db.get(key(i)).expect("get").as_deref(), Some(&b"kept"[..]));
+    }
+}

@@ -102,6 +102,18 @@ impl DbInner {
         }
         if let Some(f) = st.families.remove(&id) {
             f.data.dropped.store(true, Ordering::Release);
+            // Blob files its memtables wrote with their values: no version lists them and no
+            // recovery reads them (a dropped family's WAL entries are skipped), so they go
+            // now; a reader still holding such a memtable keeps its open file.
+            for mem in std::iter::once(&f.mem).chain(f.imms.iter()) {
+                let numbers = mem.write_time_blobs().map(|b| b.file_numbers());
+                for number in numbers.into_iter().flatten() {
+                    self.obsolete.push(crate::version::ObsoleteFile {
+                        kind: crate::version::filename::FileKind::Blob,
+                        number,
+                    });
+                }
+            }
         }
         self.notify_state_changed();
         Ok(())
