@@ -24,6 +24,15 @@ fn options() -> Options {
     }
 }
 
+/// `options()` with one 4 MiB memtable and blob file: nothing is flushed before a test asks.
+fn unflushed_options() -> Options {
+    Options {
+        write_buffer_size: 4 << 20,
+        blob_file_size: 4 << 20,
+        ..options()
+    }
+}
+
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:05}").into_bytes()
 }
@@ -86,12 +95,7 @@ fn check_all(db: &Db, want: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
 #[test]
 fn values_separated_at_write_are_read_everywhere_before_and_after_flush() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let opts = Options {
-        // No flush before the test asks for one.
-        write_buffer_size: 4 << 20,
-        blob_file_size: 4 << 20,
-        ..options()
-    };
+    let opts = unflushed_options();
     let db = Db::open(dir.path(), opts.clone()).expect("open");
     let mut want = BTreeMap::new();
     let mut blob_bytes = 0;
@@ -210,11 +214,7 @@ fn write_and_close(dir: &Path, opts: &Options, n: u32) -> BTreeMap<Vec<u8>, Vec<
 #[test]
 fn a_reference_whose_blob_was_lost_ends_the_replay_there() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let opts = Options {
-        write_buffer_size: 4 << 20,
-        blob_file_size: 4 << 20,
-        ..options()
-    };
+    let opts = unflushed_options();
     let mut want = write_and_close(dir.path(), &opts, 10);
     let blobs = files_with(dir.path(), ".blob");
     assert_eq!(blobs.len(), 1, "{blobs:?}");
@@ -252,11 +252,7 @@ fn a_reference_whose_blob_was_lost_ends_the_replay_there() {
 fn checkpoints_and_backups_carry_unflushed_blob_values() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db_dir = dir.path().join("db");
-    let opts = Options {
-        write_buffer_size: 4 << 20,
-        blob_file_size: 4 << 20,
-        ..options()
-    };
+    let opts = unflushed_options();
     let db = Db::open(&db_dir, opts.clone()).expect("open");
     let mut want = BTreeMap::new();
     for i in 0..200 {
@@ -314,11 +310,7 @@ fn options_and_batches_that_cannot_work_are_refused() {
 #[test]
 fn repair_recovers_values_written_with_wal_records() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let opts = Options {
-        write_buffer_size: 4 << 20,
-        blob_file_size: 4 << 20,
-        ..options()
-    };
+    let opts = unflushed_options();
     let want = write_and_close(dir.path(), &opts, 40);
     let unflushed = files_with(dir.path(), ".blob");
     assert_eq!(unflushed.len(), 1);
@@ -356,9 +348,7 @@ fn damage_to_an_unflushed_blob_file_is_corruption_and_a_cut_is_a_prefix() {
     let dir = Path::new("/sweep");
     let opts = Options {
         fs: std::sync::Arc::new(fs.clone()),
-        write_buffer_size: 4 << 20,
-        blob_file_size: 4 << 20,
-        ..options()
+        ..unflushed_options()
     };
     let db = Db::open(dir, opts.clone()).expect("open");
     let keys: Vec<u32> = (0..12).map(|i| i * 5 + 1).collect();
@@ -427,11 +417,7 @@ fn damage_to_an_unflushed_blob_file_is_corruption_and_a_cut_is_a_prefix() {
 #[test]
 fn overwritten_blobs_are_garbage_and_their_files_leave() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let opts = Options {
-        write_buffer_size: 4 << 20,
-        blob_file_size: 4 << 20,
-        ..options()
-    };
+    let opts = unflushed_options();
     let db = Db::open(dir.path(), opts).expect("open");
     let keys: Vec<u32> = (0..40).map(|i| i * 5 + 1).collect();
     for &i in &keys {

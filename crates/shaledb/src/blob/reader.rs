@@ -20,6 +20,13 @@ use std::sync::Arc;
 /// second read.
 const SPLIT_READ_MIN: u64 = 64 << 10;
 
+/// Reads and checks the header of blob file `number` (at `path`).
+fn read_header(file: &dyn RandomAccessFile, path: &Path, number: u64) -> Result<FileHeader> {
+    let mut h = [0u8; HEADER_LEN];
+    read_at(file, path, 0, &mut h, "blob file header")?;
+    FileHeader::decode(&h, path, number)
+}
+
 /// Offsets of record header fields, from the record's start (for errors).
 const VALUE_LEN_AT: u64 = 8;
 const CODEC_AT: u64 = 12;
@@ -51,9 +58,7 @@ impl BlobFileReader {
                 format!("file of {file_size} bytes is too short to be a blob file ({least})"),
             ));
         }
-        let mut h = [0u8; HEADER_LEN];
-        read_at(&*file, &path, 0, &mut h, "blob file header")?;
-        let header = FileHeader::decode(&h, &path, number)?;
+        let header = read_header(&*file, &path, number)?;
         let records_end = file_size - FOOTER_LEN as u64;
         let mut f = [0u8; FOOTER_LEN];
         read_at(&*file, &path, records_end, &mut f, "blob file footer")?;
@@ -78,9 +83,7 @@ impl BlobFileReader {
         number: u64,
         records_end: u64,
     ) -> Result<BlobFileReader> {
-        let mut h = [0u8; HEADER_LEN];
-        read_at(&*file, &path, 0, &mut h, "blob file header")?;
-        let header = FileHeader::decode(&h, &path, number)?;
+        let header = read_header(&*file, &path, number)?;
         Ok(BlobFileReader {
             file,
             path,
