@@ -104,10 +104,11 @@ pub struct CommonOptions {
     /// db_bench's `--prefix_same_as_start`: iterators stay within the seek target's prefix.
     pub prefix_same_as_start: bool,
     /// db_bench's `--memtable_bloom_size_ratio`: memtable bloom size as a fraction of the
-    /// write buffer (0: none).
-    pub memtable_bloom_size_ratio: f64,
-    /// db_bench's `--memtable_whole_key_filtering`: whole keys in the memtable bloom.
-    pub memtable_whole_key_filtering: bool,
+    /// write buffer (0: none); `None`: the engine's default (ShaleDB 0.02, RocksDB 0).
+    pub memtable_bloom_size_ratio: Option<f64>,
+    /// db_bench's `--memtable_whole_key_filtering`: whole keys in the memtable bloom; `None`:
+    /// the engine's default (ShaleDB on, RocksDB off).
+    pub memtable_whole_key_filtering: Option<bool>,
     /// Blob files (key-value separation; db_bench's integrated-BlobDB flags).
     pub blob: BlobOptions,
 }
@@ -202,8 +203,8 @@ impl Default for CommonOptions {
             merge_operator: String::new(),
             prefix_size: 0,
             prefix_same_as_start: false,
-            memtable_bloom_size_ratio: 0.0,
-            memtable_whole_key_filtering: false,
+            memtable_bloom_size_ratio: None,
+            memtable_whole_key_filtering: None,
             blob: BlobOptions::default(),
         }
     }

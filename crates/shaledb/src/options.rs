@@ -101,16 +101,20 @@ pub struct Options {
     /// Memtables (active plus frozen) kept in memory before writes stop. Default 2.
     pub max_write_buffer_number: usize,
 
-    /// Size of each memtable's bloom filter as a fraction of `write_buffer_size` (RocksDB's
-    /// option of the same name), at most 0.25. The filter holds every key's prefix when the
+    /// Size of each memtable's bloom filter as a fraction of `write_buffer_size` (or of a
+    /// [`write_buffer_manager`](Options::write_buffer_manager)'s budget if that is smaller;
+    /// RocksDB's option of the same name), at most 0.25. The filter holds every key's prefix when the
     /// family has a [`prefix_extractor`](Options::prefix_extractor) (prefix seeks then skip
     /// memtables without the prefix) and every whole key with
     /// [`memtable_whole_key_filtering`](Options::memtable_whole_key_filtering) (gets of absent
     /// keys then skip the memtable's skiplist). Its bytes count toward the memtable's size.
-    /// Default 0: no memtable bloom.
+    /// 0 means no memtable bloom. Default 0.02 (RocksDB's default is 0): with whole keys in
+    /// it, a get of a key the memtable lacks tests one cache line instead of walking a
+    /// skiplist of tens of thousands of entries, which is most gets while writes go on
+    /// (readwhilewriting 1.5x-1.7x), for 2% of the write buffer and a hash per insert.
     pub memtable_prefix_bloom_size_ratio: f64,
     /// Adds whole keys to the memtable bloom (which needs
-    /// `memtable_prefix_bloom_size_ratio` above 0). Default false.
+    /// `memtable_prefix_bloom_size_ratio` above 0). Default true (RocksDB's default is false).
     pub memtable_whole_key_filtering: bool,
 
     /// Approximate uncompressed size of a data block. Default 4096.
@@ -399,8 +403,8 @@ impl Default for Options {
             compaction_readahead_size: crate::sst::COMPACTION_READAHEAD,
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
-            memtable_prefix_bloom_size_ratio: 0.0,
-            memtable_whole_key_filtering: false,
+            memtable_prefix_bloom_size_ratio: 0.02,
+            memtable_whole_key_filtering: true,
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: 10,

@@ -222,7 +222,7 @@ pub const FLAGS: &[FlagSpec] = &[
     used(
         "memtable_bloom_size_ratio",
         false,
-        "memtable bloom filter size as a fraction of write_buffer_size (ShaleDB, RocksDB; 0: none)",
+        "memtable bloom filter size as a fraction of write_buffer_size (ShaleDB, RocksDB; 0: none; default: the engine's, ShaleDB 0.02, RocksDB 0)",
     ),
     used(
         "memtable_whole_key_filtering",
@@ -845,16 +845,14 @@ impl Flags {
             merge_operator: merge_operator_flag(m)?,
             prefix_size: get(m, "prefix_size", d.prefix_size)?,
             prefix_same_as_start: get_bool(m, "prefix_same_as_start", d.prefix_same_as_start)?,
-            memtable_bloom_size_ratio: get(
-                m,
-                "memtable_bloom_size_ratio",
-                d.memtable_bloom_size_ratio,
-            )?,
-            memtable_whole_key_filtering: get_bool(
-                m,
-                "memtable_whole_key_filtering",
-                d.memtable_whole_key_filtering,
-            )?,
+            memtable_bloom_size_ratio: m
+                .contains_key("memtable_bloom_size_ratio")
+                .then(|| get(m, "memtable_bloom_size_ratio", 0.0))
+                .transpose()?,
+            memtable_whole_key_filtering: m
+                .contains_key("memtable_whole_key_filtering")
+                .then(|| get_bool(m, "memtable_whole_key_filtering", false))
+                .transpose()?,
             blob: blob_flags(m)?,
         };
         let threads: usize = get(m, "threads", 1)?;

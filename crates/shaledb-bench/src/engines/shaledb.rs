@@ -61,8 +61,12 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     if c.prefix_size > 0 {
         o.prefix_extractor = Some(std::sync::Arc::new(shaledb::FixedPrefix(c.prefix_size)));
     }
-    o.memtable_prefix_bloom_size_ratio = c.memtable_bloom_size_ratio;
-    o.memtable_whole_key_filtering = c.memtable_whole_key_filtering;
+    if let Some(ratio) = c.memtable_bloom_size_ratio {
+        o.memtable_prefix_bloom_size_ratio = ratio;
+    }
+    if let Some(whole_key) = c.memtable_whole_key_filtering {
+        o.memtable_whole_key_filtering = whole_key;
+    }
     o.use_direct_reads = c.use_direct_reads;
     o.allow_mmap_reads = c.mmap_read;
     o.level_compaction_dynamic_level_bytes = c.level_compaction_dynamic_level_bytes;

@@ -77,8 +77,15 @@ impl MemTable {
     /// one) whose writes go to WAL `log_number`.
     pub fn for_family(log_number: u64, opts: &crate::Options) -> Self {
         let prefix_extractor = opts.prefix_extractor.clone();
-        let bytes =
-            (opts.write_buffer_size as f64 * opts.memtable_prefix_bloom_size_ratio) as usize;
+        // A memtable never holds more than a write buffer manager's budget either: sized by
+        // the smaller, a filter charged to a small budget leaves room for the entries.
+        let holds_at_most = opts
+            .write_buffer_manager
+            .as_ref()
+            .map_or(opts.write_buffer_size, |w| {
+                w.buffer_size().min(opts.write_buffer_size)
+            });
+        let bytes = (holds_at_most as f64 * opts.memtable_prefix_bloom_size_ratio) as usize;
         let wanted = opts.memtable_whole_key_filtering || prefix_extractor.is_some();
         MemTable {
             bloom: (bytes > 0 && wanted).then(|| MemTableBloom {

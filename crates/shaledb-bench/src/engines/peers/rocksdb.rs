@@ -447,11 +447,12 @@ fn db_options(
             let t = ffi::rocksdb_slicetransform_create_fixed_prefix(c.prefix_size);
             ffi::rocksdb_options_set_prefix_extractor(o, t);
         }
-        ffi::rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, c.memtable_bloom_size_ratio);
-        ffi::rocksdb_options_set_memtable_whole_key_filtering(
-            o,
-            c_uchar::from(c.memtable_whole_key_filtering),
-        );
+        if let Some(ratio) = c.memtable_bloom_size_ratio {
+            ffi::rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, ratio);
+        }
+        if let Some(whole_key) = c.memtable_whole_key_filtering {
+            ffi::rocksdb_options_set_memtable_whole_key_filtering(o, c_uchar::from(whole_key));
+        }
         set_blob_options(&options, &c.blob)?;
 
         let mut cache_size = c.cache_size;
