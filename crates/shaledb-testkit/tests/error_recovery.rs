@@ -10,6 +10,10 @@
 //!   flushed, the failed WAL retired and deleted) lets them continue, by itself or through
 //!   `resume`; a crash at any point of that recovery reopens with every acknowledged write
 //!   and without the failed one;
+//! - the disk fills up for a blob file written with the values (`separate_blobs_at_write`):
+//!   recovered like a full WAL (the failed group never seen, the file given up and its
+//!   acknowledged values relocated by the flush, records of the failed group counted as
+//!   garbage), with the same crash-at-any-point test;
 //! - a failed WAL sync still poisons, and `resume` cannot lift it;
 //! - more failures in a row than `max_bgerror_resume_count` make the error final.
 
@@ -546,11 +550,21 @@ fn wal_torn_by_a_full_disk(fs: &FaultFs) -> (Db, Model) {
 
 #[test]
 fn a_crash_at_any_point_of_the_recovery_from_a_full_wal_loses_nothing() {
+    crash_at_any_point_of_the_recovery(wal_torn_by_a_full_disk, options);
+}
+
+/// Crashes (with power loss) at every point of `resume` in a database `torn` leaves
+/// suspended for lack of space; each reopen with `reopen_options` must hold exactly the
+/// acknowledged writes.
+fn crash_at_any_point_of_the_recovery(
+    torn: fn(&FaultFs) -> (Db, Model),
+    reopen_options: fn(&FaultFs, Duration) -> Options,
+) {
     let (mut points, mut finished) = (0, false);
     for k in 0..400u64 {
         let mem = MemFileSystem::new();
         let fs = FaultFs::new(Arc::new(mem.clone()));
-        let (db, model) = wal_torn_by_a_full_disk(&fs);
+        let (db, model) = torn(&fs);
         match k {
             0 => fs.halt(),
             _ => fs.halt_after_mutations(fs.mutations() + k),
@@ -568,7 +582,7 @@ fn a_crash_at_any_point_of_the_recovery_from_a_full_wal_loses_nothing() {
         }
         points += 1;
         let fs = FaultFs::new(Arc::new(mem.clone()));
-        let db = Db::open(DIR, options(&fs, Duration::from_secs(1)))
+        let db = Db::open(DIR, reopen_options(&fs, Duration::from_secs(1)))
             .unwrap_or_else(|e| panic!("reopen after a crash at point {k}: {e}"));
         check(&db, &model);
         assert_eq!(db.get(failed_key(0)).expect("get"), None, "crash at {k}");
@@ -580,4 +594,143 @@ fn a_crash_at_any_point_of_the_recovery_from_a_full_wal_loses_nothing() {
     assert!(finished, "the recovery never finished");
     // A new WAL, a directory sync, a table, the MANIFEST edit and its sync at least.
     assert!(points > 5, "{points} crash points");
+}
+
+/// `options` with large values written to blob files as they are written: a write group
+/// appends to a blob file before the WAL.
+fn options_blobs_at_write(fs: &FaultFs, retry_interval: Duration) -> Options {
+    Options {
+        separate_blobs_at_write: true,
+        ..options(fs, retry_interval)
+    }
+}
+
+/// A value that goes to a blob file with `options_blobs_at_write` (at least 30 bytes).
+fn blob_value(byte: u8) -> Vec<u8> {
+    vec![byte; 200]
+}
+
+#[test]
+fn a_full_disk_for_blobs_written_with_their_values_suspends_writes_until_space_is_free() {
+    let fs = FaultFs::new(Arc::new(MemFileSystem::new()));
+    let o = options_blobs_at_write(&fs, Duration::from_secs(3600));
+    let db = Db::open(DIR, o).expect("open");
+    let mut model = Model::new();
+    assert!(write_some(&db, &mut model, 0, 1000).is_none());
+    // Nothing runs in the background; the active memtable's blob file holds acknowledged
+    // values (four of every five values are at least 30 bytes).
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("compactions");
+    assert!(write_some(&db, &mut model, 1000, 10).is_none());
+    fs.fill_disk(&[".blob"]);
+    let e = db
+        .put(failed_key(0), blob_value(b'f'))
+        .expect_err("the blob file is full");
+    assert_suspended_for_space(&e);
+    let injected = fs.injected();
+    assert_eq!(injected.len(), 1, "{injected:?}");
+    assert!(injected[0].path.to_string_lossy().ends_with(".blob"));
+    // The acknowledged values are read from the given-up file; the failed one is not there.
+    check(&db, &model);
+    assert_eq!(db.get(failed_key(0)).expect("get"), None);
+    // The recovery's flush relocates those values to new blob files: not while it is full.
+    assert_suspended_for_space(&db.resume().expect_err("the disk is still full"));
+    fs.free_disk();
+    db.resume().expect("resume once space is free");
+    assert!(db.background_error().is_none());
+    assert!(write_some(&db, &mut model, 1010, 1000).is_none());
+    check(&db, &model);
+    assert_eq!(db.get(failed_key(0)).expect("get"), None);
+    drop(db);
+    let db = Db::open(DIR, options_blobs_at_write(&fs, Duration::from_secs(1))).expect("reopen");
+    check(&db, &model);
+    assert_eq!(db.get(failed_key(0)).expect("get"), None);
+}
+
+/// A database whose blob file written with the values failed for lack of space in the middle
+/// of a record: writes 0..300 are in tables, `SYNCED` sync writes only in the WAL and the
+/// active memtable's blob file, which ends with part of the failed write's record.
+fn blob_torn_by_a_full_disk(fs: &FaultFs) -> (Db, Model) {
+    let mut o = options_blobs_at_write(fs, Duration::from_secs(3600));
+    o.info_log_level = shaledb::InfoLogLevel::Off;
+    let db = Db::open(DIR, o).expect("open");
+    let mut model = Model::new();
+    assert!(write_some(&db, &mut model, 0, 300).is_none());
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("compactions");
+    let sync = WriteOptions {
+        sync: true,
+        ..Default::default()
+    };
+    for i in 300..300 + SYNCED {
+        db.put_opt(&sync, key(i), value(i)).expect("sync put");
+        model.insert(key(i), value(i));
+    }
+    // Nothing runs in the background now: the next append is the failed write's blob record.
+    fs.fail_nth(Target::Kind(OpKind::Append), 1, Fault::ShortWrite);
+    let e = db
+        .put(failed_key(0), blob_value(b'f'))
+        .expect_err("half the record is written");
+    assert_suspended_for_space(&e);
+    assert!(fs.injected()[0].path.to_string_lossy().ends_with(".blob"));
+    (db, model)
+}
+
+#[test]
+fn a_crash_at_any_point_of_the_recovery_from_a_full_blob_file_loses_nothing() {
+    crash_at_any_point_of_the_recovery(blob_torn_by_a_full_disk, options_blobs_at_write);
+}
+
+#[test]
+fn records_of_a_failed_group_in_a_file_that_stays_count_as_its_garbage() {
+    let fs = FaultFs::new(Arc::new(MemFileSystem::new()));
+    let mut o = options_blobs_at_write(&fs, Duration::from_secs(3600));
+    o.create_missing_column_families = true;
+    // Memtables large enough that nothing flushes until the test asks.
+    o.write_buffer_size = 1 << 20;
+    o.blob_file_size = 1 << 20;
+    let other_opts = o.cf_options();
+    let db = Db::open_cf(DIR, o, vec![("other".to_string(), other_opts)]).expect("open");
+    let other = db.cf("other").expect("family");
+    // Each family's active memtable has its blob file.
+    db.put(b"a0", blob_value(1)).expect("put");
+    db.put_cf(&other, b"b0", blob_value(2)).expect("put");
+    // The appends of one blob value (a write without the WAL appends nothing else).
+    let no_wal = WriteOptions {
+        disable_wal: true,
+        ..Default::default()
+    };
+    let before = fs.count(OpKind::Append);
+    db.put_opt(&no_wal, b"a1", blob_value(3)).expect("put");
+    let per_value = fs.count(OpKind::Append) - before;
+    assert!(per_value > 0);
+    // A batch whose first value (default family) is appended and whose second (the other
+    // family) fails: the first's record stays in a file that will be listed, unreferenced.
+    fs.fail_nth(Target::Kind(OpKind::Append), per_value + 1, Fault::Enospc);
+    let mut batch = shaledb::WriteBatch::new();
+    batch.put(b"a2", blob_value(4));
+    batch.put_cf(&other, b"b2", blob_value(5));
+    let e = db
+        .write(&WriteOptions::default(), batch)
+        .expect_err("the second value fails");
+    assert_suspended_for_space(&e);
+    db.resume().expect("resume");
+    assert_eq!(db.get(b"a2").expect("get"), None);
+    assert_eq!(db.get_cf(&other, b"b2").expect("get"), None);
+    assert_eq!(db.get(b"a1").expect("get"), Some(blob_value(3).into()));
+    let garbage = |db: &Db, cf: &shaledb::ColumnFamily| -> u64 {
+        db.property_cf(cf, "shaledb.live-blob-file-garbage-size")
+            .expect("property")
+            .parse()
+            .expect("a number")
+    };
+    // The orphaned record: its 17-byte header, key and value.
+    let default_cf = db.default_cf();
+    assert_eq!(garbage(&db, &default_cf), 17 + 2 + 200);
+    // The other family's file was given up (its values relocated), so it has no garbage.
+    assert_eq!(garbage(&db, &other), 0);
+    assert_eq!(
+        db.get_cf(&other, b"b0").expect("get").as_deref(),
+        Some(&blob_value(2)[..])
+    );
 }

@@ -154,6 +154,12 @@ impl Error {
         matches!(self, Error::Corruption { .. })
     }
 
+    /// True if this is an IO error for lack of space (ENOSPC): the write that failed may
+    /// succeed once space is freed.
+    pub(crate) fn is_no_space(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if is_no_space(source))
+    }
+
     /// The error that refuses writes after `cause` (a `Poisoned` error stays as it is, so
     /// causes do not nest).
     pub(crate) fn poisoned(cause: Error) -> Error {
@@ -204,6 +210,11 @@ impl From<std::io::Error> for Error {
             source,
         }
     }
+}
+
+/// True if `e` says the disk (or the file system) is full: ENOSPC.
+pub(crate) fn is_no_space(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::StorageFull || e.raw_os_error() == Some(libc::ENOSPC)
 }
 
 #[cfg(test)]

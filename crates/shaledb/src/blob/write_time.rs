@@ -65,6 +65,9 @@ struct State {
     /// Files that could not be finished (a failed append, footer or sync): never added to
     /// the MANIFEST; the flush relocates their values (see `OutputSpec::write_time_blobs`).
     unfinished: Vec<u64>,
+    /// Per file, the records (count, bytes) of write groups that failed after appending them:
+    /// no entry refers to them, so the flush counts them as garbage from the start.
+    orphaned: BTreeMap<u64, (u64, u64)>,
     /// The flush finished the files: nothing more may be appended.
     sealed: bool,
 }
@@ -129,7 +132,13 @@ impl WriteTimeBlobs {
             return Err(Error::InvalidArgument("no blob file open".to_string()));
         };
         let before = builder.file_size();
-        let r = builder.add(user_key, value)?;
+        let r = match builder.add(user_key, value) {
+            Ok(r) => r,
+            Err(e) => {
+                abandon_current(&mut st);
+                return Err(e);
+            }
+        };
         let grown = builder.file_size() - before;
         let full = builder.file_size() >= self.blob_file_size;
         st.bytes += grown;
@@ -165,12 +174,36 @@ impl WriteTimeBlobs {
         Ok(b)
     }
 
-    /// Hands what was appended to the OS (a process crash keeps it; readers see it).
+    /// Hands what was appended to the OS (a process crash keeps it; readers see it). A file
+    /// that fails is given up (`abandon_current`): what earlier groups handed over is intact.
     pub(crate) fn hand_to_os(&self) -> Result<()> {
-        match self.state.lock().current.as_mut() {
-            Some(b) => b.hand_to_os(),
-            None => Ok(()),
+        let mut st = self.state.lock();
+        let Some(b) = st.current.as_mut() else {
+            return Ok(());
+        };
+        let handed = b.hand_to_os();
+        if handed.is_err() {
+            abandon_current(&mut st);
         }
+        handed
+    }
+
+    /// Notes that the write group that appended record `r` (of `user_key`) failed: nothing
+    /// will refer to it.
+    pub(crate) fn orphan(&self, user_key: &[u8], r: &BlobRef) {
+        let mut st = self.state.lock();
+        let e = st.orphaned.entry(r.file_number).or_default();
+        e.0 += 1;
+        e.1 += r.record_bytes(user_key);
+    }
+
+    /// The orphaned records (count, bytes) of each file that will be listed, for the flush
+    /// to count as garbage.
+    pub(crate) fn orphaned(&self) -> BTreeMap<u64, (u64, u64)> {
+        let st = self.state.lock();
+        let mut orphaned = st.orphaned.clone();
+        orphaned.retain(|number, _| !st.unfinished.contains(number));
+        orphaned
     }
 
     /// Makes what was appended durable (before a WAL that refers to it is synced); nothing
@@ -352,6 +385,17 @@ impl WalBlobReaders {
         };
         self.readers.insert(number, (reader.clone(), len));
         Ok((reader, len))
+    }
+}
+
+/// Gives up the file being appended to after a failed append: its tail may be torn and the
+/// builder's size no longer matches the file, so nothing more is appended to it (the next
+/// value starts a new file) and it is treated as unfinished: never listed, its values
+/// relocated by the flush. Lets writes go on once the failure passes (a full disk).
+fn abandon_current(st: &mut State) {
+    if let Some(b) = st.current.take() {
+        // Dropped: its buffer may still reach the file, past every record referred to.
+        st.unfinished.push(b.number());
     }
 }
 

@@ -225,7 +225,15 @@ pub(crate) fn write_tables(
 ) -> Result<Written> {
     let mut done: Vec<FileMetaData> = Vec::new();
     let mut current: Option<Output> = None;
-    let mut blobs = BlobOutputs::default();
+    let mut blobs = BlobOutputs {
+        // A flush's blob files written with the values may hold records of write groups that
+        // failed: no reference will count them, so they are garbage from the start.
+        read: spec
+            .write_time_blobs
+            .map(|w| w.orphaned())
+            .unwrap_or_default(),
+        ..Default::default()
+    };
     let res = write_inner(
         spec,
         input,

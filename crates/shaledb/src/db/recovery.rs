@@ -76,10 +76,7 @@ fn retryable(e: &Error) -> bool {
     matches!(e, Error::Io { .. })
 }
 
-/// True if `e` says the disk (or the file system) is full: ENOSPC.
-pub(super) fn is_no_space(e: &std::io::Error) -> bool {
-    e.kind() == std::io::ErrorKind::StorageFull || e.raw_os_error() == Some(libc::ENOSPC)
-}
+pub(super) use crate::error::is_no_space;
 
 /// True once the failed WAL (if any) was replaced and every family's log number is past it:
 /// nothing needs it any more, so writes may go on.

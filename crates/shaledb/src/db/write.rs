@@ -300,6 +300,13 @@ impl DbInner {
         let group = match self.separate_blobs(&group, mems) {
             Ok(Some(separated)) => separated,
             Ok(None) => group,
+            Err(e) if e.is_no_space() => {
+                // Nothing of the group reached the WAL or a memtable, and earlier groups'
+                // blobs are intact: recovered like a full WAL (recovery.rs), whose new WAL
+                // and flushes need the space too.
+                let number = self.wal_number.load(Ordering::Relaxed);
+                return Err(GroupFailure::NoSpace(number, e));
+            }
             Err(e) => return Err(GroupFailure::Final(Error::poisoned(e))),
         };
         if sync && !disable_wal {
@@ -393,30 +400,43 @@ impl DbInner {
             new_file_number: &new_file_number,
         };
         let mut out = WriteBatch::new();
-        let mut touched: Vec<u32> = Vec::new();
+        // The records appended, so a failure can tell their files nothing refers to them.
+        let mut appended: Vec<(u32, &[u8], crate::blob::BlobRef)> = Vec::new();
         let mut reference = Vec::with_capacity(crate::blob::BlobRef::MAX_ENCODED_LEN);
-        for (cf, e) in group.iter_cf() {
-            let separable = match (e, blobs_of(cf)) {
-                (BatchEntry::Put(k, v), Some(blobs)) => blobs
-                    .separable(v)
-                    .map(|(value, time)| (k, value, time, blobs)),
-                _ => None,
-            };
-            match separable {
-                Some((k, value, write_time, blobs)) => {
-                    let r = blobs.add(&env, cf, k, value)?;
-                    reference.clear();
-                    r.encode_entry_to(write_time, &mut reference);
-                    out.blob_index_in(cf, k, &reference);
-                    if !touched.contains(&cf) {
-                        touched.push(cf);
+        let mut separate = || -> Result<()> {
+            for (cf, e) in group.iter_cf() {
+                let separable = match (e, blobs_of(cf)) {
+                    (BatchEntry::Put(k, v), Some(blobs)) => blobs
+                        .separable(v)
+                        .map(|(value, time)| (k, value, time, blobs)),
+                    _ => None,
+                };
+                match separable {
+                    Some((k, value, write_time, blobs)) => {
+                        let r = blobs.add(&env, cf, k, value)?;
+                        appended.push((cf, k, r));
+                        reference.clear();
+                        r.encode_entry_to(write_time, &mut reference);
+                        out.blob_index_in(cf, k, &reference);
                     }
+                    None => out.push_entry(cf, e),
                 }
-                None => out.push_entry(cf, e),
             }
-        }
-        for blobs in touched.into_iter().filter_map(blobs_of) {
-            blobs.hand_to_os()?;
+            let mut touched: Vec<u32> = appended.iter().map(|(cf, ..)| *cf).collect();
+            touched.sort_unstable();
+            touched.dedup();
+            for blobs in touched.into_iter().filter_map(blobs_of) {
+                blobs.hand_to_os()?;
+            }
+            Ok(())
+        };
+        if let Err(e) = separate() {
+            for (cf, k, r) in &appended {
+                if let Some(blobs) = blobs_of(*cf) {
+                    blobs.orphan(k, r);
+                }
+            }
+            return Err(e);
         }
         out.set_sequence(group.sequence());
         Ok(Some(out))
