@@ -27,7 +27,9 @@
 //!   `NoSpace` error is a soft, auto-recoverable error; `DBImpl::ResumeImpl` flushes and
 //!   switches the WAL). A memtable switch whose new WAL cannot be created for lack of space
 //!   is recovered the same way (the current WAL is sound, but replacing it is the retry
-//!   that needs room, and nothing is lost by flushing).
+//!   that needs room, and nothing is lost by flushing), and so is a blob file written with
+//!   the values that runs out of space in the write group: the group never reached the
+//!   WAL, and the flushes relocate the values of the given-up file (`WriteTimeBlobs`).
 //!
 //! After `max_bgerror_resume_count` failures in a row the error is final. Errors that may have
 //! left the WAL or MANIFEST in doubt (any other failed write of either, a failed sync of
