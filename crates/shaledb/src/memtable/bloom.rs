@@ -3,9 +3,11 @@
 //! table filter (`sst/filter.rs`), every probe of a key falls in one cache line; unlike it, the
 //! bits are atomics, so the single writer sets them while readers test them.
 //!
-//! Ordering: the writer sets a key's bits before it inserts the key, and a reader only looks
-//! for writes whose sequence number it has acquired (published after the insert), so a key a
-//! reader may see always has its bits visible to that reader.
+//! Ordering: the one writer sets a key's bits right after it inserts the key (having asked for
+//! the line before the insert's walk, `prefetch`), and a reader only looks for writes whose
+//! sequence number it has acquired, which the write group publishes (Release) after all its
+//! inserts: so a key a reader may see always has its bits visible to that reader. Readers
+//! with older sequences skip the new entry whatever its bits say.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -35,19 +37,44 @@ impl MemBloom {
     }
 
     /// Records hash `h` (`sst::filter::key_hash` of a key or prefix).
+    ///
+    /// REQUIRES: one thread adds at a time (the memtable's one writer), so a plain load and
+    /// store set the bits: a concurrent add could lose them. A locked read-modify-write would
+    /// stall the insert that follows until the line, often a cache miss, arrived; a plain
+    /// store lets the skiplist walk start meanwhile (fillrandom with the filter 2-7% slower
+    /// than without before, see bench/results/2026-11-26-memtable-bloom).
     pub(crate) fn add(&self, h: u64) {
         let base = self.line_of(h);
+        let mut masks = [0u64; WORDS_PER_LINE];
         let mut g = h as u32;
         for _ in 0..PROBES {
             let bit = g >> 23;
-            let word = &self.words[base + (bit / 64) as usize];
-            let mask = 1u64 << (bit % 64);
-            // Most bits are set already after a while; a load first spares the line a write.
-            if word.load(Ordering::Relaxed) & mask == 0 {
-                word.fetch_or(mask, Ordering::Relaxed);
-            }
+            masks[(bit / 64) as usize] |= 1u64 << (bit % 64);
             g = g.wrapping_mul(GOLDEN);
         }
+        for (word, mask) in self.words[base..base + WORDS_PER_LINE].iter().zip(masks) {
+            let old = word.load(Ordering::Relaxed);
+            // Most bits are set already after a while: the line is then only read.
+            if old & mask != mask {
+                word.store(old | mask, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Asks the CPU to start loading the line hash `h` falls in, so that an
+    /// [`add`](Self::add) after other work finds it in the cache.
+    #[inline]
+    pub(crate) fn prefetch(&self, h: u64) {
+        let line = &self.words[self.line_of(h)];
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch is a hint with no effect on memory and never faults, and SSE
+        // (which has the instruction) is part of every x86_64 target.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(line).cast());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = line;
     }
 
     /// False if hash `h` was certainly never added.

@@ -139,20 +139,26 @@ impl MemTable {
             self.add_range_deletion(seq, user_key, value);
             return;
         }
-        if let Some(b) = &self.bloom {
-            // Before the insert: see `bloom.rs` on ordering.
-            if b.whole_key {
-                b.bits.add(key_hash(user_key));
-            }
-            if let Some(p) = b
+        // The filter's lines are loaded while the skiplist is walked; their bits are set after
+        // the insert but before the write's sequence is published (`bloom.rs` on ordering).
+        let hashes = self.bloom.as_ref().map(|b| {
+            let whole = b.whole_key.then(|| key_hash(user_key));
+            let prefix = b
                 .prefix_extractor
                 .as_ref()
                 .and_then(|ex| ex.prefix(user_key))
-            {
-                b.bits.add(key_hash(p));
+                .map(key_hash);
+            for h in whole.iter().chain(prefix.iter()) {
+                b.bits.prefetch(*h);
+            }
+            (&b.bits, whole, prefix)
+        });
+        self.list.insert(user_key, seq, kind, value);
+        if let Some((bits, whole, prefix)) = hashes {
+            for h in whole.into_iter().chain(prefix) {
+                bits.add(h);
             }
         }
-        self.list.insert(user_key, seq, kind, value);
         if kind.is_deletion() {
             self.num_deletes.fetch_add(1, Ordering::Relaxed);
         }
