@@ -251,14 +251,15 @@ impl WriteTimeBlobs {
         Ok(st.finished.clone())
     }
 
-    /// The reader of file `number` if it is one of these that could not be finished: its
-    /// values are read back and written anew by the flush.
-    pub(crate) fn unfinished_reader(&self, number: u64) -> Option<Arc<BlobFileReader>> {
+    /// The readers of the files that could not be finished: their values are read back and
+    /// written anew by the flush.
+    pub(crate) fn unfinished_readers(&self) -> Vec<Arc<BlobFileReader>> {
         let st = self.state.lock();
-        if !st.unfinished.contains(&number) {
-            return None;
-        }
-        st.readers.iter().find(|r| r.number() == number).cloned()
+        st.readers
+            .iter()
+            .filter(|r| st.unfinished.contains(&r.number()))
+            .cloned()
+            .collect()
     }
 }
 

@@ -193,9 +193,17 @@ struct BlobOutputs {
     /// Per blob file: references (count, bytes) read from the inputs, and written.
     read: BTreeMap<u64, (u64, u64)>,
     written: BTreeMap<u64, (u64, u64)>,
+    /// A flush's blob files written with the values that it could not finish (taken once:
+    /// the flush finished the others before it started), whose values it relocates.
+    relocated: Vec<Arc<crate::blob::BlobFileReader>>,
 }
 
 impl BlobOutputs {
+    /// The reader of `number` if it is a file this flush relocates.
+    fn relocated_reader(&self, number: u64) -> Option<&Arc<crate::blob::BlobFileReader>> {
+        self.relocated.iter().find(|r| r.number() == number)
+    }
+
     /// Garbage of each input blob file: what was read and not written again.
     fn garbage(&self) -> Vec<BlobGarbage> {
         self.read
@@ -225,14 +233,15 @@ pub(crate) fn write_tables(
 ) -> Result<Written> {
     let mut done: Vec<FileMetaData> = Vec::new();
     let mut current: Option<Output> = None;
-    let mut blobs = BlobOutputs {
-        // A flush's blob files written with the values may hold records of write groups that
-        // failed: no reference will count them, so they are garbage from the start.
-        read: spec
-            .write_time_blobs
-            .map(|w| w.orphaned())
-            .unwrap_or_default(),
-        ..Default::default()
+    let mut blobs = match spec.write_time_blobs {
+        Some(w) => BlobOutputs {
+            // Its files may hold records of write groups that failed: no reference will
+            // count them, so they are garbage from the start.
+            read: w.orphaned(),
+            relocated: w.unfinished_readers(),
+            ..Default::default()
+        },
+        None => BlobOutputs::default(),
     };
     let res = write_inner(
         spec,
@@ -556,11 +565,7 @@ impl Outputs<'_, '_> {
     /// Counts a blob reference read from the inputs (stored under `user_key`).
     fn read_blob_reference(&mut self, user_key: &[u8], reference: &[u8]) -> Result<()> {
         let r = decode_reference(self.spec, user_key, reference)?;
-        if self
-            .spec
-            .write_time_blobs
-            .is_some_and(|w| w.unfinished_reader(r.file_number).is_some())
-        {
+        if self.blobs.relocated_reader(r.file_number).is_some() {
             // Relocated, and its file never listed: no garbage to count.
             return Ok(());
         }
@@ -614,11 +619,7 @@ impl Outputs<'_, '_> {
             }
             ValueKind::BlobIndex => {
                 let (r, write_time) = decode_entry(self.spec, user_key, value)?;
-                if let Some(reader) = self
-                    .spec
-                    .write_time_blobs
-                    .and_then(|w| w.unfinished_reader(r.file_number))
-                {
+                if let Some(reader) = self.blobs.relocated_reader(r.file_number).cloned() {
                     let value = reader.read(user_key, &r, true)?;
                     let value = match write_time {
                         Some(t) => clock::stamp(&value, t),
