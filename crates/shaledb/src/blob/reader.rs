@@ -11,7 +11,7 @@ use super::BlobRef;
 use crate::compression::{decompress_with, CompressionType};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
-use crate::sst::read_at;
+use crate::sst::{read_at, read_new_at};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -149,9 +149,9 @@ impl BlobFileReader {
         read_at(&*self.file, &self.path, r.offset, &mut head, "blob record")?;
         let size =
             usize::try_from(r.size).map_err(|_| self.corrupt(r.offset, "blob record too large"))?;
-        let mut value = vec![0u8; size];
         let value_at = r.offset + head_len as u64;
-        read_at(&*self.file, &self.path, value_at, &mut value, "blob record")?;
+        // Not zeroed first: a megabyte value's memset was a tenth of its get.
+        let value = read_new_at(&*self.file, &self.path, value_at, size, "blob record")?;
         let (fields, key) = head.split_at(RECORD_HEADER_LEN);
         self.check_head(user_key, r, verify_checksums, fields, &[key, &value])?;
         Ok(value)

@@ -59,6 +59,19 @@ pub trait WritableFile: Send {
 pub trait RandomAccessFile: Send + Sync {
     /// Fills `buf` from `offset`; fails with `UnexpectedEof` if the file ends first.
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// Appends the `len` bytes at `offset` to `buf`; fails with `UnexpectedEof` if the file
+    /// ends first, leaving `buf`'s length as it was. The default zeroes the new space and
+    /// calls [`read_exact_at`](Self::read_exact_at); a file that can read into uninitialized
+    /// memory spares large reads that pass over their buffer.
+    fn read_exact_at_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
+        let start = buf.len();
+        buf.resize(start + len, 0);
+        let read = self.read_exact_at(offset, &mut buf[start..]);
+        if read.is_err() {
+            buf.truncate(start);
+        }
+        read
+    }
     /// The file's size in bytes.
     fn len(&self) -> io::Result<u64>;
     /// The file's bytes mapped into memory, when it was opened with

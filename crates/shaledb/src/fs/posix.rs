@@ -189,6 +189,45 @@ impl RandomAccessFile for PosixRandomAccessFile {
         self.file.read_exact_at(buf, offset)
     }
 
+    fn read_exact_at_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let start = buf.len();
+        buf.reserve_exact(len);
+        let mut done = 0;
+        while done < len {
+            let at = offset
+                .checked_add(done as u64)
+                .and_then(|at| libc::off_t::try_from(at).ok())
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "offset too large"))?;
+            let spare = &mut buf.spare_capacity_mut()[done..len];
+            // SAFETY: the pointer and length describe `spare`, memory this Vec owns and nothing
+            // else refers to while the call runs; the kernel only writes into it. The
+            // descriptor belongs to `self.file`, open for the call.
+            let n = unsafe {
+                libc::pread(
+                    self.file.as_raw_fd(),
+                    spare.as_mut_ptr().cast(),
+                    spare.len(),
+                    at,
+                )
+            };
+            match n {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                n if n < 0 => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+                n => done += n as usize,
+            }
+        }
+        // SAFETY: the loop ended with all `len` bytes after `start` written by `pread` (each
+        // call wrote the `n` bytes it reported, contiguously), within the reserved capacity.
+        unsafe { buf.set_len(start + len) };
+        Ok(())
+    }
+
     fn len(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
     }
@@ -440,6 +479,36 @@ mod tests {
         let mut f = fs.create(path).unwrap();
         f.append(data).unwrap();
         f.sync().unwrap();
+    }
+
+    #[test]
+    fn reads_into_new_space_append_exactly_and_fail_whole_past_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let posix = PosixFileSystem::new();
+        let mem = crate::fs::MemFileSystem::new();
+        let filesystems: [&dyn FileSystem; 2] = [&posix, &mem];
+        for fs in filesystems {
+            let path = dir.path().join(format!("{}.blob", fs.name()));
+            fs.create_dir_all(dir.path()).unwrap();
+            let mut w = fs.create(&path).unwrap();
+            w.append(&data).unwrap();
+            w.sync().unwrap();
+            drop(w);
+            let f = fs.open_random_access(&path).unwrap();
+            let mut buf = b"kept".to_vec();
+            f.read_exact_at_into(1000, 200_000, &mut buf).unwrap();
+            assert_eq!(&buf[..4], b"kept");
+            assert_eq!(&buf[4..], &data[1000..201_000], "{}", fs.name());
+            // Past the end: an error, and the buffer as it was.
+            let e = f
+                .read_exact_at_into(200_000, 100_001, &mut buf)
+                .unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "{}", fs.name());
+            assert_eq!(buf.len(), 200_004);
+            f.read_exact_at_into(299_999, 1, &mut buf).unwrap();
+            assert_eq!(buf.last(), Some(&data[299_999]));
+        }
     }
 
     #[test]

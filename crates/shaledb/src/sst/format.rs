@@ -120,13 +120,32 @@ pub(crate) fn read_at(
     buf: &mut [u8],
     what: &str,
 ) -> Result<()> {
-    file.read_exact_at(offset, buf).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            Error::corruption(path, offset, format!("file truncated while reading {what}"))
-        } else {
-            Error::io(format!("reading {what} of {}", path.display()), e)
-        }
-    })
+    file.read_exact_at(offset, buf)
+        .map_err(|e| read_error(e, path, offset, what))
+}
+
+/// [`read_at`] of `len` bytes into a new buffer, not zeroed first where the file allows
+/// (`RandomAccessFile::read_exact_at_into`).
+pub(crate) fn read_new_at(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    offset: u64,
+    len: usize,
+    what: &str,
+) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    file.read_exact_at_into(offset, len, &mut buf)
+        .map_err(|e| read_error(e, path, offset, what))?;
+    Ok(buf)
+}
+
+/// A failed read as the engine reports it: a file that ends early is corruption.
+fn read_error(e: std::io::Error, path: &Path, offset: u64, what: &str) -> Error {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        Error::corruption(path, offset, format!("file truncated while reading {what}"))
+    } else {
+        Error::io(format!("reading {what} of {}", path.display()), e)
+    }
 }
 
 /// Where a table's blocks are read from: the file, its path (named in errors), where the

@@ -21,7 +21,7 @@ mod tests;
 pub(crate) use block::BlockBuilder;
 pub use block::{Block, BlockIter};
 pub(crate) use builder::TableBuilder;
-pub(crate) use format::read_at;
+pub(crate) use format::{read_at, read_new_at};
 pub use index_block::{IndexBlockIter, IndexForm};
 pub(crate) use readahead::COMPACTION_READAHEAD;
 pub use table::Table;
