@@ -146,6 +146,9 @@ pub(crate) struct Writer {
     /// "has a result" are one fact, so a member can never be acknowledged without its result.
     result: Mutex<Option<Result<()>>>,
     cv: Condvar,
+    /// Set (under the state mutex) with every wake-up of `cv`, so a writer yielding for a
+    /// while before it sleeps (`write::wait_for_turn`) sees it too.
+    woken: std::sync::atomic::AtomicBool,
 }
 
 /// One column family's state guarded by the database mutex.

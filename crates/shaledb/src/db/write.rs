@@ -22,7 +22,7 @@ use crate::version::filename;
 use crate::write_batch::{BatchEntry, WriteBatch, BATCH_HEADER_SIZE};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,9 +35,26 @@ impl Writer {
             disable_wal,
             result: Mutex::new(None),
             cv: Condvar::new(),
+            woken: AtomicBool::new(false),
         })
     }
+
+    /// Wakes this writer to look at the queue again. Called with the state mutex held.
+    fn wake(&self) {
+        self.woken.store(true, Ordering::Release);
+        self.cv.notify_one();
+    }
 }
+
+/// How long a queued writer yields its core, waiting for its leader, before it sleeps on its
+/// condition variable. A leader usually finishes within a few microseconds (one WAL write
+/// and the memtable inserts), much less than a futex sleep and wake-up cost in CPU; a yield
+/// also lets the leader run when it shares the core. RocksDB's `WriteThread::AwaitState`
+/// does the same (it yields up to `max_yield_usec`, 100 us by default).
+const YIELD_BEFORE_SLEEP: Duration = Duration::from_micros(50);
+/// A yield taking longer than this means other threads ran: the cores are busy, and yielding
+/// on would take CPU from them, so the writer sleeps at once (RocksDB's `slow_yield_usec`).
+const SLOW_YIELD: Duration = Duration::from_micros(3);
 
 /// Refuses option combinations that cannot keep their promise.
 pub(super) fn check_write_options(wo: &WriteOptions) -> Result<()> {
@@ -60,6 +77,7 @@ pub(super) fn check_write_options(wo: &WriteOptions) -> Result<()> {
 /// state mutex, which we hold when reading it: there is no "done but no result" state to
 /// misread as success.
 fn wait_for_turn(st: &mut MutexGuard<'_, DbState>, w: &Writer) -> Option<Result<()>> {
+    let mut yielded = false;
     loop {
         if let Some(result) = w.result.lock().take() {
             return Some(result);
@@ -67,7 +85,28 @@ fn wait_for_turn(st: &mut MutexGuard<'_, DbState>, w: &Writer) -> Option<Result<
         if st.writers.front().is_some_and(|f| std::ptr::eq(&**f, w)) {
             return None;
         }
+        if !yielded {
+            yielded = true;
+            // Reset under the mutex: a wake-up from now on is seen by the yield loop.
+            w.woken.store(false, Ordering::Relaxed);
+            MutexGuard::unlocked(st, || yield_until_woken(w));
+            continue;
+        }
         w.cv.wait(st);
+    }
+}
+
+/// Yields the core until `w` is woken, for at most `YIELD_BEFORE_SLEEP`, and less when the
+/// cores are busy.
+fn yield_until_woken(w: &Writer) {
+    let start = Instant::now();
+    while !w.woken.load(Ordering::Acquire) {
+        let before = Instant::now();
+        std::thread::yield_now();
+        let now = Instant::now();
+        if now - before > SLOW_YIELD || now - start > YIELD_BEFORE_SLEEP {
+            return;
+        }
     }
 }
 
@@ -88,11 +127,11 @@ fn acknowledge_group(
                 Ok(()) => Ok(()),
                 Err(e) => Err(e.duplicate()),
             });
-            m.cv.notify_one();
+            m.wake();
         }
     }
     if let Some(next) = st.writers.front() {
-        next.cv.notify_one();
+        next.wake();
     }
 }
 
@@ -257,7 +296,7 @@ impl DbInner {
             .map(|_slow_down| ());
         st.writers.pop_front();
         if let Some(next) = st.writers.front() {
-            next.cv.notify_one();
+            next.wake();
         }
         self.deliver_events(&mut st);
         res
@@ -281,7 +320,7 @@ impl DbInner {
             st.writers.pop_front();
         }
         if let Some(next) = st.writers.front() {
-            next.cv.notify_one();
+            next.wake();
         }
     }
 
