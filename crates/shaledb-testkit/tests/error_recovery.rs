@@ -524,7 +524,23 @@ const SYNCED: u32 = 40;
 /// writes 0..300 are in tables, `SYNCED` sync writes only in the failed WAL, which ends
 /// with half of the failed write's record.
 fn wal_torn_by_a_full_disk(fs: &FaultFs) -> (Db, Model) {
-    let mut o = options(fs, Duration::from_secs(3600));
+    let o = options(fs, Duration::from_secs(3600));
+    // The next appends are the WAL's (header, payload): the payload is torn.
+    let (db, model) = torn_after_synced_writes(fs, o, 2, vec![b'f'; 200]);
+    assert!(fs.injected()[0].path.to_string_lossy().ends_with(".log"));
+    (db, model)
+}
+
+/// Opens a database with `o`, writes 0..300 into tables and `SYNCED` sync writes after them,
+/// then fails the `nth` append from there (nothing runs in the background) with a short
+/// write while writing `failed_value` under `failed_key(0)`: the write must be refused with
+/// a suspension for lack of space.
+fn torn_after_synced_writes(
+    fs: &FaultFs,
+    mut o: Options,
+    nth: u64,
+    failed_value: Vec<u8>,
+) -> (Db, Model) {
     o.info_log_level = shaledb::InfoLogLevel::Off;
     let db = Db::open(DIR, o).expect("open");
     let mut model = Model::new();
@@ -539,10 +555,9 @@ fn wal_torn_by_a_full_disk(fs: &FaultFs) -> (Db, Model) {
         db.put_opt(&sync, key(i), value(i)).expect("sync put");
         model.insert(key(i), value(i));
     }
-    // Nothing runs in the background now: the next appends are the WAL's (header, payload).
-    fs.fail_nth(Target::Kind(OpKind::Append), 2, Fault::ShortWrite);
+    fs.fail_nth(Target::Kind(OpKind::Append), nth, Fault::ShortWrite);
     let e = db
-        .put(failed_key(0), vec![b'f'; 200])
+        .put(failed_key(0), failed_value)
         .expect_err("half the record is written");
     assert_suspended_for_space(&e);
     (db, model)
@@ -651,27 +666,9 @@ fn a_full_disk_for_blobs_written_with_their_values_suspends_writes_until_space_i
 /// of a record: writes 0..300 are in tables, `SYNCED` sync writes only in the WAL and the
 /// active memtable's blob file, which ends with part of the failed write's record.
 fn blob_torn_by_a_full_disk(fs: &FaultFs) -> (Db, Model) {
-    let mut o = options_blobs_at_write(fs, Duration::from_secs(3600));
-    o.info_log_level = shaledb::InfoLogLevel::Off;
-    let db = Db::open(DIR, o).expect("open");
-    let mut model = Model::new();
-    assert!(write_some(&db, &mut model, 0, 300).is_none());
-    db.flush().expect("flush");
-    db.wait_for_compactions().expect("compactions");
-    let sync = WriteOptions {
-        sync: true,
-        ..Default::default()
-    };
-    for i in 300..300 + SYNCED {
-        db.put_opt(&sync, key(i), value(i)).expect("sync put");
-        model.insert(key(i), value(i));
-    }
-    // Nothing runs in the background now: the next append is the failed write's blob record.
-    fs.fail_nth(Target::Kind(OpKind::Append), 1, Fault::ShortWrite);
-    let e = db
-        .put(failed_key(0), blob_value(b'f'))
-        .expect_err("half the record is written");
-    assert_suspended_for_space(&e);
+    let o = options_blobs_at_write(fs, Duration::from_secs(3600));
+    // The next append is the failed write's blob record.
+    let (db, model) = torn_after_synced_writes(fs, o, 1, blob_value(b'f'));
     assert!(fs.injected()[0].path.to_string_lossy().ends_with(".blob"));
     (db, model)
 }
