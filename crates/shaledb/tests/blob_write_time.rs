@@ -33,6 +33,17 @@ fn unflushed_options() -> Options {
     }
 }
 
+/// A family whose values of 100 bytes or more go to blob files as they are written (the
+/// family defaults otherwise).
+fn blobs_at_write_family() -> shaledb::CfOptions {
+    shaledb::CfOptions {
+        enable_blob_files: true,
+        separate_blobs_at_write: true,
+        min_blob_size: 100,
+        ..Default::default()
+    }
+}
+
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:05}").into_bytes()
 }
@@ -465,12 +476,7 @@ fn a_flushed_familys_references_in_a_kept_wal_are_not_read_at_replay() {
         create_missing_column_families: true,
         ..Default::default()
     };
-    let blobs = shaledb::CfOptions {
-        enable_blob_files: true,
-        separate_blobs_at_write: true,
-        min_blob_size: 100,
-        ..Default::default()
-    };
+    let blobs = blobs_at_write_family();
     let families = || {
         [
             ("blobs", blobs.clone()),
@@ -568,12 +574,7 @@ fn dropping_a_family_deletes_its_unflushed_blob_files() {
         create_missing_column_families: true,
         ..Default::default()
     };
-    let blobs = shaledb::CfOptions {
-        enable_blob_files: true,
-        separate_blobs_at_write: true,
-        min_blob_size: 100,
-        ..Default::default()
-    };
+    let blobs = blobs_at_write_family();
     let db = Db::open_cf(dir.path(), opts.clone(), [("blobs", blobs)]).expect("open");
     let b = db.cf("blobs").expect("blobs");
     for i in 0..20 {

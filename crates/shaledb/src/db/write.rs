@@ -104,6 +104,43 @@ fn yield_until_woken(w: &Writer) {
     }
 }
 
+/// The body of `DbInner::separate_blobs`: appends each separable put's value of `group` to
+/// its family's blob file, noting every record in `appended`, fills `out` with the group's
+/// entries (references in place of those values), then hands the files to the OS.
+fn append_blobs<'g, 'm>(
+    group: &'g WriteBatch,
+    blobs_of: &dyn Fn(u32) -> Option<&'m crate::blob::WriteTimeBlobs>,
+    env: &crate::blob::BlobFileEnv<'_>,
+    out: &mut WriteBatch,
+    appended: &mut Vec<(u32, &'g [u8], crate::blob::BlobRef)>,
+) -> Result<()> {
+    let mut reference = Vec::with_capacity(crate::blob::BlobRef::MAX_ENCODED_LEN);
+    for (cf, e) in group.iter_cf() {
+        let separable = match (e, blobs_of(cf)) {
+            (BatchEntry::Put(k, v), Some(blobs)) => blobs
+                .separable(v)
+                .map(|(value, time)| (k, value, time, blobs)),
+            _ => None,
+        };
+        let Some((k, value, write_time, blobs)) = separable else {
+            out.push_entry(cf, e);
+            continue;
+        };
+        let r = blobs.add(env, cf, k, value)?;
+        appended.push((cf, k, r));
+        reference.clear();
+        r.encode_entry_to(write_time, &mut reference);
+        out.blob_index_in(cf, k, &reference);
+    }
+    let mut touched: Vec<u32> = appended.iter().map(|(cf, ..)| *cf).collect();
+    touched.sort_unstable();
+    touched.dedup();
+    for blobs in touched.into_iter().filter_map(blobs_of) {
+        blobs.hand_to_os()?;
+    }
+    Ok(())
+}
+
 /// Leader `w` hands the group's `result` to the other `group_len - 1` writers at the front of
 /// the queue, removes all `group_len` (itself included), and wakes the next leader.
 fn acknowledge_group(
@@ -434,36 +471,8 @@ impl DbInner {
         };
         let mut out = WriteBatch::new();
         // The records appended, so a failure can tell their files nothing refers to them.
-        let mut appended: Vec<(u32, &[u8], crate::blob::BlobRef)> = Vec::new();
-        let mut reference = Vec::with_capacity(crate::blob::BlobRef::MAX_ENCODED_LEN);
-        let mut separate = || -> Result<()> {
-            for (cf, e) in group.iter_cf() {
-                let separable = match (e, blobs_of(cf)) {
-                    (BatchEntry::Put(k, v), Some(blobs)) => blobs
-                        .separable(v)
-                        .map(|(value, time)| (k, value, time, blobs)),
-                    _ => None,
-                };
-                match separable {
-                    Some((k, value, write_time, blobs)) => {
-                        let r = blobs.add(&env, cf, k, value)?;
-                        appended.push((cf, k, r));
-                        reference.clear();
-                        r.encode_entry_to(write_time, &mut reference);
-                        out.blob_index_in(cf, k, &reference);
-                    }
-                    None => out.push_entry(cf, e),
-                }
-            }
-            let mut touched: Vec<u32> = appended.iter().map(|(cf, ..)| *cf).collect();
-            touched.sort_unstable();
-            touched.dedup();
-            for blobs in touched.into_iter().filter_map(blobs_of) {
-                blobs.hand_to_os()?;
-            }
-            Ok(())
-        };
-        if let Err(e) = separate() {
+        let mut appended = Vec::new();
+        if let Err(e) = append_blobs(group, &blobs_of, &env, &mut out, &mut appended) {
             for (cf, k, r) in &appended {
                 if let Some(blobs) = blobs_of(*cf) {
                     blobs.orphan(k, r);
