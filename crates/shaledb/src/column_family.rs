@@ -60,6 +60,7 @@ family_options! {
     max_write_buffer_number: usize,
     memtable_prefix_bloom_size_ratio: f64,
     memtable_whole_key_filtering: bool,
+    memtable_hash_index: bool,
     block_size: usize,
     block_restart_interval: usize,
     bloom_bits_per_key: usize,

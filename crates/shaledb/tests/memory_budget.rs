@@ -27,10 +27,13 @@ fn eventually(what: &str, f: impl Fn() -> bool) {
     }
 }
 
-/// Bytes of the default memtable bloom of a memtable that holds at most `holds` bytes: 2%,
-/// in whole 64-byte lines.
-fn default_memtable_filter(holds: usize) -> usize {
-    (holds as f64 * 0.02 / 64.0).ceil() as usize * 64
+/// Bytes a memtable that holds at most `holds` bytes has before its first entry, with
+/// default options: its bloom (2%, in whole 64-byte lines) and its hash index (a bucket of 8
+/// bytes per 128 bytes, rounded up to a power of two, plus the head node's 8-byte slot).
+fn default_memtable_overhead(holds: usize) -> usize {
+    let filter = (holds as f64 * 0.02 / 64.0).ceil() as usize * 64;
+    let index = (holds / 128).next_power_of_two() * 8 + 8;
+    filter + index
 }
 
 fn big_memtables() -> Options {
@@ -56,11 +59,12 @@ fn usage_is_the_memtables_and_is_released_after_flush() {
     let mem = prop(&db, "shaledb.cur-size-all-mem-tables");
     assert_eq!(wbm.memory_usage(), mem);
     assert_eq!(wbm.mutable_memory_usage(), mem);
-    // The entries, plus the filter sized by the budget (smaller than the write buffer).
-    let filter = default_memtable_filter(64 << 20);
-    assert_eq!(filter, 1_342_208);
+    // The entries, plus the filter and index sized by the budget (smaller than the write
+    // buffer).
+    let overhead = default_memtable_overhead(64 << 20);
+    assert_eq!(overhead, 1_342_208 + 4_194_312);
     assert!(
-        (1000 * 1000 + filter..1100 * 1000 + filter).contains(&mem),
+        (1000 * 1000 + overhead..1100 * 1000 + overhead).contains(&mem),
         "{mem}"
     );
     assert_eq!(prop(&db, "shaledb.write-buffer-manager-usage"), mem);
@@ -173,8 +177,8 @@ fn active_memtables_past_seven_eighths_are_flushed() {
         let over = wbm.mutable_memory_usage() > budget - budget / 8;
         db.put(format!("key{i:06}"), value).expect("put");
         if over {
-            // A new memtable: this write and its filter.
-            let fresh = default_memtable_filter(budget) + 8 * 1024;
+            // A new memtable: this write, its filter and index.
+            let fresh = default_memtable_overhead(budget) + 8 * 1024;
             assert!(wbm.mutable_memory_usage() < fresh, "not frozen at {i}");
         }
         max_active = max_active.max(wbm.mutable_memory_usage());
@@ -193,7 +197,11 @@ fn active_memtables_past_seven_eighths_are_flushed() {
 fn writes_stall_at_the_budget_until_another_database_flushes() {
     let budget = 2 << 20;
     let wbm = WriteBufferManager::new(budget).allow_stall(true);
-    let opts = big_memtables().with_write_buffer_manager(wbm.clone());
+    // No hash index: its buckets (128 KiB each of this budget) would leave B room for too few
+    // writes to tell a stall from an early one.
+    let opts = big_memtables()
+        .with_memtable_hash_index(false)
+        .with_write_buffer_manager(wbm.clone());
     let (da, dbd) = (
         tempfile::tempdir().expect("tempdir"),
         tempfile::tempdir().expect("tempdir"),

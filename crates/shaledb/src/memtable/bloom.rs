@@ -65,16 +65,7 @@ impl MemBloom {
     /// [`add`](Self::add) after other work finds it in the cache.
     #[inline]
     pub(crate) fn prefetch(&self, h: u64) {
-        let line = &self.words[self.line_of(h)];
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint with no effect on memory and never faults, and SSE
-        // (which has the instruction) is part of every x86_64 target.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(line).cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = line;
+        super::prefetch(&self.words[self.line_of(h)]);
     }
 
     /// False if hash `h` was certainly never added.

@@ -10,7 +10,7 @@ mod skiplist;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{self, SequenceNumber, ValueKind};
+use crate::key::{SequenceNumber, ValueKind};
 use crate::range_del::{FragmentedRangeTombstones, RangeTombstone};
 use crate::sst::filter::key_hash;
 use crate::value::{LookupResult, Value};
@@ -38,6 +38,25 @@ pub struct MemTable {
     /// values when they are written (`Options::separate_blobs_at_write`).
     write_time_blobs: Option<crate::blob::WriteTimeBlobs>,
 }
+
+/// Asks the CPU to start loading the cache line holding `r`, so that work done meanwhile
+/// overlaps the miss (the bloom's line and the hash index's bucket, during an insert's walk).
+#[inline]
+fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint with no effect on memory and never faults, and SSE (which
+    // has the instruction) is part of every x86_64 target.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(r).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}
+
+/// Write buffer bytes per bucket of the skiplist's point index (`Options::memtable_hash_index`):
+/// a 64 MiB write buffer gets 512 Ki buckets (4 MiB), about one per entry of 128 bytes.
+const HASH_INDEX_BYTES_PER_BUCKET: usize = 128;
 
 /// What a memtable's bloom filter holds (`Options::memtable_prefix_bloom_size_ratio`).
 struct MemTableBloom {
@@ -87,7 +106,12 @@ impl MemTable {
             });
         let bytes = (holds_at_most as f64 * opts.memtable_prefix_bloom_size_ratio) as usize;
         let wanted = opts.memtable_whole_key_filtering || prefix_extractor.is_some();
+        let list = match opts.memtable_hash_index {
+            true => SkipList::with_point_index(holds_at_most / HASH_INDEX_BYTES_PER_BUCKET),
+            false => SkipList::new(),
+        };
         MemTable {
+            list: Arc::new(list),
             bloom: (bytes > 0 && wanted).then(|| MemTableBloom {
                 bits: bloom::MemBloom::with_bytes(bytes),
                 whole_key: opts.memtable_whole_key_filtering,
@@ -139,10 +163,14 @@ impl MemTable {
             self.add_range_deletion(seq, user_key, value);
             return;
         }
+        // One hash of the key serves the bloom and the skiplist's point index.
+        let hash = (self.list.has_point_index()
+            || self.bloom.as_ref().is_some_and(|b| b.whole_key))
+        .then(|| key_hash(user_key));
         // The filter's lines are loaded while the skiplist is walked; their bits are set after
         // the insert but before the write's sequence is published (`bloom.rs` on ordering).
         let hashes = self.bloom.as_ref().map(|b| {
-            let whole = b.whole_key.then(|| key_hash(user_key));
+            let whole = hash.filter(|_| b.whole_key);
             let prefix = b
                 .prefix_extractor
                 .as_ref()
@@ -153,7 +181,7 @@ impl MemTable {
             }
             (&b.bits, whole, prefix)
         });
-        self.list.insert(user_key, seq, kind, value);
+        self.list.insert(user_key, seq, kind, value, hash);
         if let Some((bits, whole, prefix)) = hashes {
             for h in whole.into_iter().chain(prefix) {
                 bits.add(h);
@@ -210,28 +238,23 @@ impl MemTable {
     /// [`MemTable::get`] that also returns the sequence number of the entry found (0 if
     /// none), which range tombstones are compared with.
     pub fn get_entry(&self, user_key: &[u8], seq: SequenceNumber) -> (LookupResult, u64) {
-        if let Some(b) = &self.bloom {
-            if b.whole_key && !b.bits.may_contain(key_hash(user_key)) {
+        let whole_key_bloom = self.bloom.as_ref().filter(|b| b.whole_key);
+        let hash =
+            (whole_key_bloom.is_some() || self.list.has_point_index()).then(|| key_hash(user_key));
+        if let (Some(b), Some(h)) = (whole_key_bloom, hash) {
+            if !b.bits.may_contain(h) {
                 return (LookupResult::NotPresent, 0);
             }
         }
-        // The target is compared in its parts; no lookup key is built.
-        let t = Target::new(user_key, seq, key::KIND_FOR_SEEK);
-        let Some(e) = self.list.seek(&t) else {
+        let Some(e) = self.list.get(user_key, seq, hash) else {
             return (LookupResult::NotPresent, 0);
         };
-        let r = match e.user_key_and_kind() {
-            (k, Some(ValueKind::Put)) if k == user_key => {
-                LookupResult::Found(Value::from_vec(e.value().to_vec()))
-            }
-            (k, Some(ValueKind::Delete | ValueKind::SingleDelete)) if k == user_key => {
-                LookupResult::Deleted
-            }
-            (k, Some(ValueKind::Merge)) if k == user_key => LookupResult::Merge,
+        let r = match e.user_key_and_kind().1 {
+            Some(ValueKind::Put) => LookupResult::Found(Value::from_vec(e.value().to_vec())),
+            Some(ValueKind::Delete | ValueKind::SingleDelete) => LookupResult::Deleted,
+            Some(ValueKind::Merge) => LookupResult::Merge,
             // A value written to a blob file with its write (`separate_blobs_at_write`).
-            (k, Some(ValueKind::BlobIndex)) if k == user_key => {
-                LookupResult::Blob(Value::from_vec(e.value().to_vec()))
-            }
+            Some(ValueKind::BlobIndex) => LookupResult::Blob(Value::from_vec(e.value().to_vec())),
             _ => return (LookupResult::NotPresent, 0),
         };
         (r, e.sequence())
@@ -251,6 +274,7 @@ impl MemTable {
     /// memtable bloom from the memtable's arena).
     pub fn approximate_memory_usage(&self) -> usize {
         self.list.memory_usage()
+            + self.list.index_bytes()
             + self.range_del_bytes.load(Ordering::Relaxed)
             + self.bloom.as_ref().map_or(0, |b| b.bits.size())
     }
@@ -319,6 +343,7 @@ impl InternalIterator for MemTableIterator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key;
 
     fn bloom_options(whole_key: bool, prefix: bool) -> crate::Options {
         crate::Options {
@@ -396,9 +421,23 @@ mod tests {
         assert!(plain.may_contain_prefix(b"zzzz"));
     }
 
+    /// A memtable whose skiplist has a point index of `buckets` buckets (no bloom).
+    fn with_point_index(buckets: usize) -> MemTable {
+        MemTable {
+            list: Arc::new(SkipList::with_point_index(buckets)),
+            ..MemTable::new(1)
+        }
+    }
+
     #[test]
     fn get_sees_newest_visible_version() {
-        let m = MemTable::new(1);
+        get_sees_newest_visible_version_in(MemTable::new(1));
+        // One bucket: every key in one chain.
+        get_sees_newest_visible_version_in(with_point_index(1));
+        get_sees_newest_visible_version_in(with_point_index(1024));
+    }
+
+    fn get_sees_newest_visible_version_in(m: MemTable) {
         m.add(1, ValueKind::Put, b"k", b"v1");
         m.add(2, ValueKind::Put, b"k", b"v2");
         m.add(3, ValueKind::Delete, b"k", b"");
@@ -478,8 +517,19 @@ mod tests {
 
     #[test]
     fn randomized_against_btreemap() {
+        randomized_against_btreemap_in(MemTable::new(7));
+    }
+
+    #[test]
+    fn randomized_against_btreemap_with_a_point_index() {
+        // Few buckets: long chains, keys replaced in the middle of them.
+        randomized_against_btreemap_in(with_point_index(4));
+        randomized_against_btreemap_in(with_point_index(1 << 12));
+    }
+
+    fn randomized_against_btreemap_in(m: MemTable) {
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
-        let m = Arc::new(MemTable::new(7));
+        let m = Arc::new(m);
         let mut model: BTreeMap<InternalKey, Vec<u8>> = BTreeMap::new();
         let mut seqs: Vec<u64> = (1..=3000).collect();
         // Sequence numbers unique (as in the engine) but inserted in random order.
@@ -635,8 +685,17 @@ mod tests {
 
     #[test]
     fn one_writer_many_readers() {
+        one_writer_many_readers_of(MemTable::new(1));
+    }
+
+    #[test]
+    fn one_writer_many_readers_with_a_point_index() {
+        one_writer_many_readers_of(with_point_index(64));
+    }
+
+    fn one_writer_many_readers_of(m: MemTable) {
         const N: u64 = 20_000;
-        let m = Arc::new(MemTable::new(1));
+        let m = Arc::new(m);
         let done = AtomicBool::new(false);
         // Key i has user key "key{i:08}" (inserted in a scattered order) and a value derived
         // from it, so a reader can check any entry it meets is complete.
@@ -749,5 +808,39 @@ mod tests {
         let used = m.approximate_memory_usage();
         // 1000 entries of 16 + 100 bytes plus links and lengths.
         assert!((1000 * 124..1000 * 124 * 2).contains(&used), "{used}");
+    }
+
+    #[test]
+    fn a_point_index_is_counted_and_sized_by_the_write_buffer() {
+        let opts = |index: bool| crate::Options {
+            write_buffer_size: 1 << 20,
+            memtable_prefix_bloom_size_ratio: 0.0,
+            memtable_hash_index: index,
+            ..Default::default()
+        };
+        let plain = MemTable::for_family(1, &opts(false));
+        let indexed = MemTable::for_family(1, &opts(true));
+        // 1 MiB / 128 bytes per bucket = 8192 buckets of 8 bytes.
+        assert_eq!(indexed.list.index_bytes(), 8192 * 8);
+        assert_eq!(plain.list.index_bytes(), 0);
+        let empty = indexed.approximate_memory_usage() - plain.approximate_memory_usage();
+        // The buckets, and the head node's hash slot.
+        assert_eq!(empty, 8192 * 8 + 8);
+        for i in 0..1000u64 {
+            plain.add(i + 1, ValueKind::Put, &i.to_be_bytes(), &[0u8; 100]);
+            indexed.add(i + 1, ValueKind::Put, &i.to_be_bytes(), &[0u8; 100]);
+        }
+        for i in 0..1001u64 {
+            let k = i.to_be_bytes();
+            assert_eq!(indexed.get(&k, 500), plain.get(&k, 500), "key {i}");
+            assert_eq!(indexed.get(&k, 2000), plain.get(&k, 2000), "key {i}");
+        }
+        // Each entry's hash link: 8 bytes more per entry (give or take the unused tails of
+        // the arenas' chunks).
+        let grown = indexed.approximate_memory_usage() - plain.approximate_memory_usage();
+        assert!(
+            (empty + 1000 * 8 - 2048..empty + 1000 * 8 + 2048).contains(&grown),
+            "{grown}"
+        );
     }
 }

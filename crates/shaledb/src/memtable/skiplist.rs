@@ -14,6 +14,27 @@
 //! the entry can be found without knowing the height. `ikey` is an internal key
 //! (`user_key ++ fixed64_le(trailer)`, see `key.rs`), at least 8 bytes long.
 //!
+//! A list with a [point index](SkipList::with_point_index) gives every node one more slot,
+//! right below the node pointer, and moves the links down by one (link `i` at
+//! `node - 8 * (i + 2)`):
+//!
+//! ```text
+//! [link h-1] ... [link 0] [hash link] | varint(klen) ikey varint(vlen) value
+//! ```
+//!
+//! # Point index
+//!
+//! A get walks the list from the top, comparing keys of nodes spread over the whole arena: a
+//! cache miss for most of them once the memtable outgrows the cache (YCSB with its records in
+//! a 64 MiB memtable spent a third of its time there). The index is a fixed array of buckets
+//! (a power of two, sized when the memtable is made); each bucket heads a chain, through the
+//! nodes' hash links, of the *newest* node of every user key hashed to it. A get hashes the
+//! key, walks the chain comparing user keys (the hash link and the key share a cache line), and
+//! from the newest node follows level-0 links to the newest version its sequence may see:
+//! versions of one user key sit next to each other, newest first. A new version replaces the
+//! old node in its chain (the old node's hash link is left as it was, so a reader standing on
+//! it still reaches the rest of the chain).
+//!
 //! # Concurrency
 //!
 //! REQUIRES: at most one thread inserts at a time. The engine guarantees this (only the
@@ -27,6 +48,7 @@
 
 use super::arena::{Arena, ALIGN};
 use crate::key::{self, SequenceNumber, ValueKind};
+use crate::sst::filter::key_hash;
 use parking_lot::Mutex;
 use std::cmp::Ordering as CmpOrdering;
 use std::marker::PhantomData;
@@ -172,19 +194,50 @@ fn varint_len(v: usize) -> usize {
     crate::coding::varint_length(v as u64)
 }
 
-/// The link of `node` at `level`.
+/// Slot `i` below `node`: its link `i - skip` (or, with a point index, slot 0: its hash link).
 ///
 /// # Safety
 ///
-/// `node` is the head or a node of a list that outlives 'a, and its height is greater than
-/// `level`.
+/// `node` is the head or a node of a list that outlives 'a, and has more than `i` slots.
 #[inline]
-unsafe fn link<'a>(node: NonNull<u8>, level: usize) -> &'a AtomicPtr<u8> {
-    // SAFETY: (caller) the tower of `node` has more than `level` links, stored just below the
-    // node pointer, 8-aligned, zero-initialized by the arena or written by `insert` before
-    // publication, alive as long as the list. Links are only accessed atomically, so shared
-    // references to them are fine.
-    unsafe { &*node.as_ptr().cast::<AtomicPtr<u8>>().sub(level + 1) }
+unsafe fn slot<'a>(node: NonNull<u8>, i: usize) -> &'a AtomicPtr<u8> {
+    // SAFETY: (caller) `node` has more than `i` slots, stored just below the node pointer,
+    // 8-aligned, zero-initialized by the arena or written by `insert` before publication,
+    // alive as long as the list. Slots are only accessed atomically, so shared references to
+    // them are fine.
+    unsafe { &*node.as_ptr().cast::<AtomicPtr<u8>>().sub(i + 1) }
+}
+
+/// The point index's buckets: each the newest node of a chain (null: none).
+struct PointIndex {
+    buckets: Box<[AtomicPtr<u8>]>,
+    /// `64 - log2(buckets.len())`: a hash's top bits pick its bucket.
+    shift: u32,
+}
+
+impl PointIndex {
+    fn new(buckets: usize) -> Self {
+        let n = buckets.max(1).next_power_of_two();
+        PointIndex {
+            buckets: (0..n)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            shift: 64 - n.trailing_zeros(),
+        }
+    }
+
+    #[inline]
+    fn bucket(&self, hash: u64) -> &AtomicPtr<u8> {
+        // The key hash's low half picks bloom bits; mix before taking the top bits.
+        let h = (hash ^ (hash >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        // `shift` is 64 when there is one bucket: `checked_shr` gives bucket 0.
+        let i = h.checked_shr(self.shift).unwrap_or(0) as usize;
+        &self.buckets[i]
+    }
+
+    fn bytes(&self) -> usize {
+        self.buckets.len() * LINK
+    }
 }
 
 /// What only the (single) writer touches.
@@ -202,6 +255,10 @@ pub(crate) struct SkipList {
     len: AtomicUsize,
     memory: AtomicUsize,
     writer: Mutex<WriterState>,
+    /// User key -> newest node, if the list has one (see the module comment).
+    index: Option<PointIndex>,
+    /// Slots below a node pointer before its link 0: 1 with an index (its hash link), else 0.
+    skip: usize,
 }
 
 // SAFETY: the list owns its arena (which owns all nodes, including `head`); the raw pointers
@@ -215,12 +272,25 @@ unsafe impl Sync for SkipList {}
 impl SkipList {
     /// An empty list.
     pub(crate) fn new() -> Self {
+        Self::build(None)
+    }
+
+    /// An empty list with a point index of about `buckets` buckets (rounded up to a power
+    /// of two): [`SkipList::get`] then finds a key's versions without walking the list. Each
+    /// node is one slot (8 bytes) larger.
+    pub(crate) fn with_point_index(buckets: usize) -> Self {
+        Self::build(Some(PointIndex::new(buckets)))
+    }
+
+    fn build(index: Option<PointIndex>) -> Self {
+        let skip = usize::from(index.is_some());
         let mut arena = Arena::new();
-        // Links (zeroed: null) plus one byte so the node pointer is inside the allocation.
-        let base = arena.allocate(MAX_HEIGHT * LINK + 1);
-        // SAFETY: the allocation is MAX_HEIGHT * LINK + 1 bytes, so the node pointer after the
-        // links is in bounds (and non-null).
-        let head = unsafe { NonNull::new_unchecked(base.as_ptr().add(MAX_HEIGHT * LINK)) };
+        // Slots (zeroed: null) plus one byte so the node pointer is inside the allocation.
+        let slots = (MAX_HEIGHT + skip) * LINK;
+        let base = arena.allocate(slots + 1);
+        // SAFETY: the allocation is `slots + 1` bytes, so the node pointer after the slots is
+        // in bounds (and non-null).
+        let head = unsafe { NonNull::new_unchecked(base.as_ptr().add(slots)) };
         SkipList {
             head,
             max_height: AtomicUsize::new(1),
@@ -230,7 +300,19 @@ impl SkipList {
                 arena,
                 rng: 0x9E37_79B9_7F4A_7C15,
             }),
+            index,
+            skip,
         }
+    }
+
+    /// Bytes of the point index's buckets (0 without one); nodes' hash links are in the arena.
+    pub(crate) fn index_bytes(&self) -> usize {
+        self.index.as_ref().map_or(0, PointIndex::bytes)
+    }
+
+    /// Whether [`SkipList::get`] uses a point index (else it seeks).
+    pub(crate) fn has_point_index(&self) -> bool {
+        self.index.is_some()
     }
 
     /// Number of entries.
@@ -250,8 +332,18 @@ impl SkipList {
         debug_assert!(level < MAX_HEIGHT);
         // SAFETY: callers only pass the head (height MAX_HEIGHT) or nodes reached through a
         // link at `level` or above, whose height is therefore > `level`.
-        let l = unsafe { link(node, level) };
+        let l = unsafe { slot(node, level + self.skip) };
         NonNull::new(l.load(Ordering::Acquire))
+    }
+
+    /// The hash link of `node`. REQUIRES: the list has a point index and `node` is one of its
+    /// nodes (not the head).
+    #[inline]
+    fn hash_link(&self, node: NonNull<u8>) -> &AtomicPtr<u8> {
+        debug_assert!(self.skip == 1 && node != self.head);
+        // SAFETY: with an index every node has its hash link as slot 0, written (or left
+        // null) by `insert` before the node was published, alive as long as the list.
+        unsafe { slot(node, 0) }
     }
 
     fn entry(&self, node: NonNull<u8>) -> Entry<'_> {
@@ -336,6 +428,94 @@ impl SkipList {
         self.find_greater_or_equal(t, None).map(|n| self.entry(n))
     }
 
+    /// The newest entry of `user_key` at or below sequence `seq` (the first entry >= the
+    /// target (`user_key`, `seq`, `KIND_FOR_SEEK`), if it has that user key). `hash` is
+    /// `key_hash(user_key)` if the caller has it.
+    pub(crate) fn get(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+        hash: Option<u64>,
+    ) -> Option<Entry<'_>> {
+        let t = Target::new(user_key, seq, key::KIND_FOR_SEEK);
+        let Some(index) = &self.index else {
+            return self.seek(&t).filter(|e| e.parts().0 == user_key);
+        };
+        let hash = hash.unwrap_or_else(|| key_hash(user_key));
+        let mut next = index.bucket(hash).load(Ordering::Acquire);
+        while let Some(node) = NonNull::new(next) {
+            if self.entry(node).parts().0 == user_key {
+                return self.visible_version(node, &t);
+            }
+            next = self.hash_link(node).load(Ordering::Acquire);
+        }
+        None
+    }
+
+    /// From `node`, the newest of its user key's nodes, the first version >= `t` (of the same
+    /// user key): versions follow each other at level 0, newest first.
+    fn visible_version(&self, mut node: NonNull<u8>, t: &Target<'_>) -> Option<Entry<'_>> {
+        loop {
+            let e = self.entry(node);
+            let (user_key, trailer) = e.parts();
+            if user_key != t.user_key {
+                return None;
+            }
+            // Same user key: the entry is >= t when its trailer is not above t's.
+            if trailer <= t.trailer {
+                return Some(e);
+            }
+            node = self.next(node, 0)?;
+        }
+    }
+
+    /// Makes `node`, just linked into the list, the indexed node of its user key if it is the
+    /// newest version: it takes the place of `older` (the next node, if of the same user key)
+    /// in its chain, or heads its bucket's chain. `newer` is the node before it at level 0.
+    fn index_node(
+        &self,
+        index: &PointIndex,
+        hash: u64,
+        node: NonNull<u8>,
+        newer: NonNull<u8>,
+        older: Option<NonNull<u8>>,
+    ) {
+        let (user_key, _) = self.entry(node).parts();
+        let same_key = |n: NonNull<u8>| n != self.head && self.entry(n).parts().0 == user_key;
+        if same_key(newer) {
+            // Written below a newer version (never by the engine's writes, whose sequences
+            // grow): the chain keeps the newer node, from which gets walk down to this one.
+            return;
+        }
+        let bucket = index.bucket(hash);
+        let Some(older) = older.filter(|&n| same_key(n)) else {
+            self.hash_link(node)
+                .store(bucket.load(Ordering::Relaxed), Ordering::Relaxed);
+            // Release: a reader that loads the pointer sees the node's slots and entry.
+            bucket.store(node.as_ptr(), Ordering::Release);
+            return;
+        };
+        self.hash_link(node).store(
+            self.hash_link(older).load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        let mut link = bucket;
+        loop {
+            let current = link.load(Ordering::Relaxed);
+            if current == older.as_ptr() {
+                link.store(node.as_ptr(), Ordering::Release);
+                return;
+            }
+            match NonNull::new(current) {
+                Some(n) => link = self.hash_link(n),
+                None => {
+                    debug_assert!(false, "the newest version of a key is in its chain");
+                    return;
+                }
+            }
+        }
+    }
+
     /// Inserts an entry for (`user_key`, `seq`, `kind`) -> `value`. An entry equal to an
     /// existing key goes before it (so it is the one `seek` finds); the engine never does that,
     /// as every write has its own sequence number.
@@ -348,11 +528,18 @@ impl SkipList {
         seq: SequenceNumber,
         kind: ValueKind,
         value: &[u8],
+        hash: Option<u64>,
     ) {
         let mut w = self.writer.try_lock().expect(
             "SkipList::insert called concurrently: the memtable takes one writer at a time",
         );
         let t = Target::new(user_key, seq, kind);
+        let indexed = self.index.as_ref().map(|index| {
+            let hash = hash.unwrap_or_else(|| key_hash(user_key));
+            // Loaded while the insert walks the list.
+            super::prefetch(index.bucket(hash));
+            (index, hash)
+        });
         let mut prev = [self.head; MAX_HEIGHT];
         let found = self.find_greater_or_equal(&t, Some(&mut prev));
         if let Some(n) = found {
@@ -369,7 +556,7 @@ impl SkipList {
 
         let klen = user_key.len() + key::TRAILER_LEN;
         let entry_len = varint_len(klen) + klen + varint_len(value.len()) + value.len();
-        let tower = height * LINK;
+        let tower = (height + self.skip) * LINK;
         let base = w.arena.allocate(tower + entry_len);
         self.memory.store(w.arena.memory_usage(), Ordering::Relaxed);
         // SAFETY: the allocation is `tower + entry_len` bytes, so the node pointer is in bounds
@@ -391,13 +578,16 @@ impl SkipList {
         for (level, &p) in prev.iter().enumerate().take(height) {
             // SAFETY: `p` is the head (MAX_HEIGHT links) or was reached through a link at
             // `level`, so has height > `level`; both belong to this list, borrowed here.
-            let prev_link = unsafe { link(p, level) };
+            let prev_link = unsafe { slot(p, level + self.skip) };
             // SAFETY: `node` was allocated above with `height` > `level` links.
-            let node_link = unsafe { link(node, level) };
+            let node_link = unsafe { slot(node, level + self.skip) };
             // Relaxed is enough for the new node's own link: the Release store below
             // publishes it together with the entry.
             node_link.store(prev_link.load(Ordering::Relaxed), Ordering::Relaxed);
             prev_link.store(node.as_ptr(), Ordering::Release);
+        }
+        if let Some((index, hash)) = indexed {
+            self.index_node(index, hash, node, prev[0], found);
         }
         self.len.fetch_add(1, Ordering::Relaxed);
     }
@@ -493,7 +683,7 @@ mod tests {
         let l = SkipList::new();
         let _held = l.writer.lock();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            l.insert(b"k", 1, ValueKind::Put, b"v")
+            l.insert(b"k", 1, ValueKind::Put, b"v", None)
         }));
         assert!(r.is_err());
         assert_eq!(l.len(), 0);
