@@ -109,6 +109,9 @@ pub struct CommonOptions {
     /// db_bench's `--memtable_whole_key_filtering`: whole keys in the memtable bloom; `None`:
     /// the engine's default (ShaleDB on, RocksDB off).
     pub memtable_whole_key_filtering: Option<bool>,
+    /// `--memtable_hash_index` (ShaleDB only, not a db_bench flag): the memtable's hash index
+    /// of newest versions; `None`: ShaleDB's default (on).
+    pub memtable_hash_index: Option<bool>,
     /// Blob files (key-value separation; db_bench's integrated-BlobDB flags).
     pub blob: BlobOptions,
 }
@@ -205,6 +208,7 @@ impl Default for CommonOptions {
             prefix_same_as_start: false,
             memtable_bloom_size_ratio: None,
             memtable_whole_key_filtering: None,
+            memtable_hash_index: None,
             blob: BlobOptions::default(),
         }
     }

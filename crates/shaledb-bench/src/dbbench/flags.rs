@@ -230,6 +230,11 @@ pub const FLAGS: &[FlagSpec] = &[
         "whole keys in the memtable bloom, not only prefixes (ShaleDB, RocksDB)",
     ),
     used(
+        "memtable_hash_index",
+        true,
+        "a hash index of newest versions beside the memtable's skiplist (ShaleDB only; default on)",
+    ),
+    used(
         "writes_per_range_tombstone",
         false,
         "write benchmarks: a range delete every N writes (0: none)",
@@ -852,6 +857,10 @@ impl Flags {
             memtable_whole_key_filtering: m
                 .contains_key("memtable_whole_key_filtering")
                 .then(|| get_bool(m, "memtable_whole_key_filtering", false))
+                .transpose()?,
+            memtable_hash_index: m
+                .contains_key("memtable_hash_index")
+                .then(|| get_bool(m, "memtable_hash_index", true))
                 .transpose()?,
             blob: blob_flags(m)?,
         };

@@ -67,6 +67,9 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     if let Some(whole_key) = c.memtable_whole_key_filtering {
         o.memtable_whole_key_filtering = whole_key;
     }
+    if let Some(index) = c.memtable_hash_index {
+        o.memtable_hash_index = index;
+    }
     o.use_direct_reads = c.use_direct_reads;
     o.allow_mmap_reads = c.mmap_read;
     o.level_compaction_dynamic_level_bytes = c.level_compaction_dynamic_level_bytes;

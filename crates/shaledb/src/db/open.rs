@@ -586,7 +586,7 @@ impl WalReplay<'_> {
             if self
                 .mems
                 .get(&cf)
-                .is_some_and(|m| m.approximate_memory_usage() >= limit)
+                .is_some_and(|m| m.write_buffer_usage() >= limit)
             {
                 self.flush_mem(cf)?;
             }

@@ -892,7 +892,7 @@ pub(super) fn family_room(st: &DbState, cf: &CfState, force: bool) -> Room {
     let slow_down = compactions_on
         && (l0 >= o.level0_slowdown_writes_trigger
             || pending >= o.soft_pending_compaction_bytes_limit);
-    let full = cf.mem.approximate_memory_usage() >= o.write_buffer_size
+    let full = cf.mem.write_buffer_usage() >= o.write_buffer_size
         || cf.mem.write_time_blobs().is_some_and(|b| b.is_full());
     let need = if !(full || force) || (force && cf.mem.is_empty()) {
         Need::Nothing

@@ -279,6 +279,14 @@ impl MemTable {
             + self.bloom.as_ref().map_or(0, |b| b.bits.size())
     }
 
+    /// What counts toward `write_buffer_size`: [`MemTable::approximate_memory_usage`] without
+    /// the skiplist's hash index (its buckets and each entry's hash link), which comes on top,
+    /// so that the index changes when a memtable is flushed in nothing (a write buffer
+    /// manager's budget still counts it: it charges `approximate_memory_usage`).
+    pub fn write_buffer_usage(&self) -> usize {
+        self.approximate_memory_usage() - self.list.index_bytes() - self.list.hash_link_bytes()
+    }
+
     /// Number of entries (puts, deletes and range deletions).
     pub fn len(&self) -> usize {
         self.list.len() + self.range_dels.lock().written.len()
@@ -842,5 +850,12 @@ mod tests {
             (empty + 1000 * 8 - 2048..empty + 1000 * 8 + 2048).contains(&grown),
             "{grown}"
         );
+        // The flush threshold sees the same memtable with or without the index.
+        assert_eq!(
+            indexed.write_buffer_usage(),
+            indexed.approximate_memory_usage() - 8192 * 8 - 1001 * 8
+        );
+        let (a, b) = (indexed.write_buffer_usage(), plain.write_buffer_usage());
+        assert!(a.abs_diff(b) < 2048, "{a} {b}");
     }
 }

@@ -310,6 +310,15 @@ impl SkipList {
         self.index.as_ref().map_or(0, PointIndex::bytes)
     }
 
+    /// Bytes of the arena ([`SkipList::memory_usage`]) that are hash links: one slot per
+    /// node and the head's (0 without an index).
+    pub(crate) fn hash_link_bytes(&self) -> usize {
+        match self.index {
+            Some(_) => (self.len() + 1) * LINK,
+            None => 0,
+        }
+    }
+
     /// Whether [`SkipList::get`] uses a point index (else it seeks).
     pub(crate) fn has_point_index(&self) -> bool {
         self.index.is_some()

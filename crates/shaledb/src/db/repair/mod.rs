@@ -567,7 +567,7 @@ impl<'a> Repairer<'a> {
                     .families
                     .get(id)
                     .map_or(usize::MAX, |f| f.opts.write_buffer_size);
-                m.approximate_memory_usage() >= limit
+                m.write_buffer_usage() >= limit
             })
             .map(|(&id, _)| id)
             .collect();
