@@ -88,6 +88,8 @@ struct Variant {
     block_size: usize,
     compression: CompressionType,
     memtable_bloom: f64,
+    /// Every family's memtables have the hash index of newest versions.
+    memtable_hash_index: bool,
     atomic_flush: bool,
     /// Two-level indexes with filter partitions of `metadata_block_size` 64 in every family
     /// (format version 3), through a small block cache with `cache_index_and_filter_blocks`.
@@ -139,6 +141,7 @@ impl Harness {
         o.prefix_extractor = default_cf.prefix_extractor.clone();
         o.memtable_prefix_bloom_size_ratio = default_cf.memtable_prefix_bloom_size_ratio;
         o.memtable_whole_key_filtering = default_cf.memtable_whole_key_filtering;
+        o.memtable_hash_index = default_cf.memtable_hash_index;
         o.index_type = default_cf.index_type;
         o.partition_filters = default_cf.partition_filters;
         o.metadata_block_size = default_cf.metadata_block_size;
@@ -158,6 +161,7 @@ impl Harness {
             level0_file_num_compaction_trigger: 2,
             target_file_size_base: 6 << 10,
             max_bytes_for_level_base: 24 << 10,
+            memtable_hash_index: v.memtable_hash_index,
             ..Default::default()
         };
         if v.partitioned {
@@ -672,6 +676,7 @@ fn model_data_small_blocks_with_memtable_blooms() {
         block_size: 256,
         compression: CompressionType::None,
         memtable_bloom: 0.1,
+        memtable_hash_index: true,
         atomic_flush: false,
         partitioned: false,
     });
@@ -684,6 +689,7 @@ fn model_data_lz4_atomic_flush() {
         block_size: 1024,
         compression: CompressionType::Lz4,
         memtable_bloom: 0.0,
+        memtable_hash_index: false,
         atomic_flush: true,
         partitioned: false,
     });
@@ -696,6 +702,7 @@ fn model_data_zstd_large_blocks() {
         block_size: 4096,
         compression: CompressionType::Zstd,
         memtable_bloom: 0.02,
+        memtable_hash_index: true,
         atomic_flush: false,
         partitioned: false,
     });
@@ -712,6 +719,7 @@ fn model_data_partitioned_index_and_filters() {
         block_size: 64,
         compression: CompressionType::None,
         memtable_bloom: 0.05,
+        memtable_hash_index: true,
         atomic_flush: false,
         partitioned: true,
     });

@@ -552,6 +552,17 @@ fn model_memtable_whole_key_bloom() {
     run_model(6, o, ops_count(), dir.path());
 }
 
+/// Memtables without the hash index (every other model test has it, the default): gets walk
+/// the skiplist; and without the bloom either, so nothing answers before the walk.
+#[test]
+fn model_memtable_without_hash_index() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options(CompressionType::Lz4, 10, 1024);
+    o.memtable_hash_index = false;
+    o.memtable_prefix_bloom_size_ratio = 0.0;
+    run_model(7, o, ops_count(), dir.path());
+}
+
 #[test]
 fn model_per_level_compression_default_shape() {
     let dir = tempfile::tempdir().expect("tempdir");
