@@ -134,27 +134,53 @@ fn overwritten_keys_leave_gaps_the_windows_read_over() {
     assert!(bytes <= 2 * needed, "{bytes} read for {needed}");
 }
 
-#[test]
-fn scattered_reads_read_each_record_alone() {
+/// `files` blob files, file `f` holding every `files`-th key from `f`: a key-order scan reads
+/// them round robin (the shape random writes leave).
+fn interleaved_files(files: u64) -> (Db, Fs, BTreeMap<Vec<u8>, Vec<u8>>) {
     let (db, fs) = open();
     let mut model = BTreeMap::new();
-    // Twenty files of every twentieth key: more files than an iterator follows, so a scan
-    // never reads ahead; every record is one read of exactly its bytes.
-    for f in 0..20 {
-        for i in (f..2000).step_by(20) {
+    for f in 0..files {
+        for i in (f..2000).step_by(files as usize) {
             db.put(key(i), value(i, 0)).expect("put");
             model.insert(key(i), value(i, 0));
         }
         db.flush().expect("flush");
     }
     // Blob files are opened (header and footer read) by a first read of each.
-    for f in 0..20 {
+    for f in 0..files {
         db.get(key(f)).expect("get");
     }
+    (db, fs, model)
+}
+
+#[test]
+fn twenty_files_read_round_robin_are_each_read_ahead() {
+    let (db, fs, model) = interleaved_files(20);
+    let (reads, bytes) = scan(&db, &fs, &model);
+    // 100 records per file: two alone, then windows of 8 KiB and up to the file's share.
+    assert!(
+        reads <= 20 * 12,
+        "{reads} reads for {} records",
+        model.len()
+    );
+    let needed = needed_bytes(&model);
+    assert!(bytes <= needed + (1 << 20), "{bytes} read for {needed}");
+}
+
+#[test]
+fn scattered_reads_read_each_record_alone() {
+    // More files than an iterator follows (64), so a scan never reads ahead; every record
+    // is one read of exactly its bytes.
+    let (db, fs, model) = interleaved_files(80);
     let needed = needed_bytes(&model);
     assert_eq!(scan(&db, &fs, &model), (2000, needed));
+}
 
-    // Seeks to keys in random order, one value each: no pattern, no window.
+#[test]
+fn random_seeks_read_each_record_alone() {
+    // One file of 2000 records (a read's neighbour within a few KiB is rare), seeks to keys
+    // in random order, one value each: no pattern, no window.
+    let (db, fs, _) = interleaved_files(1);
     let before = fs.hook().now();
     let mut it = db.iter(&ReadOptions::default());
     let mut x: u64 = 7;
