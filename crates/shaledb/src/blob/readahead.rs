@@ -28,7 +28,7 @@
 
 use crate::error::Result;
 use crate::fs::RandomAccessFile;
-use crate::sst::read_at;
+use crate::sst::read_new_at;
 use std::path::Path;
 
 /// First window of a file once its reads turn out sequential.
@@ -132,9 +132,9 @@ impl BlobReadahead {
                 }
             }
         }
-        let mut out = vec![0u8; len];
-        read_at(file, path, offset, &mut out, "blob record")?;
-        Ok(out)
+        // Alone: a record larger than any window (values of 256 KiB and more) or a scattered
+        // one, read without zeroing its buffer first.
+        read_new_at(file, path, offset, len, "blob record")
     }
 
     /// The index of `file_number`'s window, added (forgetting the least recently read file
@@ -212,6 +212,7 @@ impl BlobReadahead {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sst::read_at;
     use std::io;
     use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -167,6 +167,11 @@ impl BlobFileReader {
         ra: &mut BlobReadahead,
     ) -> Result<Vec<u8>> {
         let len = self.record_extent(user_key.len(), r)?;
+        if r.compression == CompressionType::None && len > super::readahead::MAX_WINDOW {
+            // No window ever holds it: read as a get does, the value straight into its own
+            // buffer (not shifted past the header afterwards).
+            return self.read_split(user_key, r, verify_checksums);
+        }
         let buf = ra.read(
             self.number(),
             &*self.file,
