@@ -134,8 +134,7 @@ impl BlobFileReader {
         if r.compression == CompressionType::None && r.size >= SPLIT_READ_MIN {
             return self.read_split(user_key, r, verify_checksums);
         }
-        let mut buf = vec![0u8; len];
-        read_at(&*self.file, &self.path, r.offset, &mut buf, "blob record")?;
+        let buf = read_new_at(&*self.file, &self.path, r.offset, len, "blob record")?;
         self.check_record(user_key, r, verify_checksums, buf)
     }
 

@@ -163,10 +163,7 @@ impl MemTable {
             self.add_range_deletion(seq, user_key, value);
             return;
         }
-        // One hash of the key serves the bloom and the skiplist's point index.
-        let hash = (self.list.has_point_index()
-            || self.bloom.as_ref().is_some_and(|b| b.whole_key))
-        .then(|| key_hash(user_key));
+        let hash = self.whole_key_hash(user_key);
         // The filter's lines are loaded while the skiplist is walked; their bits are set after
         // the insert but before the write's sequence is published (`bloom.rs` on ordering).
         let hashes = self.bloom.as_ref().map(|b| {
@@ -239,8 +236,7 @@ impl MemTable {
     /// none), which range tombstones are compared with.
     pub fn get_entry(&self, user_key: &[u8], seq: SequenceNumber) -> (LookupResult, u64) {
         let whole_key_bloom = self.bloom.as_ref().filter(|b| b.whole_key);
-        let hash =
-            (whole_key_bloom.is_some() || self.list.has_point_index()).then(|| key_hash(user_key));
+        let hash = self.whole_key_hash(user_key);
         if let (Some(b), Some(h)) = (whole_key_bloom, hash) {
             if !b.bits.may_contain(h) {
                 return (LookupResult::NotPresent, 0);
@@ -285,6 +281,13 @@ impl MemTable {
     /// manager's budget still counts it: it charges `approximate_memory_usage`).
     pub fn write_buffer_usage(&self) -> usize {
         self.approximate_memory_usage() - self.list.index_bytes() - self.list.hash_link_bytes()
+    }
+
+    /// `key_hash(user_key)` if the whole-key bloom or the skiplist's hash index uses it: one
+    /// hash serves both.
+    fn whole_key_hash(&self, user_key: &[u8]) -> Option<u64> {
+        let used = self.list.has_point_index() || self.bloom.as_ref().is_some_and(|b| b.whole_key);
+        used.then(|| key_hash(user_key))
     }
 
     /// Number of entries (puts, deletes and range deletions).
