@@ -112,6 +112,9 @@ pub struct CommonOptions {
     /// `--memtable_hash_index` (ShaleDB only, not a db_bench flag): the memtable's hash index
     /// of newest versions; `None`: ShaleDB's default (on).
     pub memtable_hash_index: Option<bool>,
+    /// `--wal_preallocate_size` (ShaleDB only, not a db_bench flag): bytes a WAL's size is
+    /// set ahead of its records; `None`: ShaleDB's default (256 KiB).
+    pub wal_preallocate_size: Option<u64>,
     /// Blob files (key-value separation; db_bench's integrated-BlobDB flags).
     pub blob: BlobOptions,
 }
@@ -209,6 +212,7 @@ impl Default for CommonOptions {
             memtable_bloom_size_ratio: None,
             memtable_whole_key_filtering: None,
             memtable_hash_index: None,
+            wal_preallocate_size: None,
             blob: BlobOptions::default(),
         }
     }

@@ -40,11 +40,13 @@ pub enum OpKind {
     Lock,
     /// `list_dir`, `exists`, `create_dir_all`, `file_size`.
     Meta,
+    /// `WritableFile::preallocate` (a file's size set ahead of its appends).
+    Preallocate,
 }
 
 impl OpKind {
     /// Every kind, in a fixed order (the index into the counters).
-    pub const ALL: [OpKind; 10] = [
+    pub const ALL: [OpKind; 11] = [
         OpKind::Create,
         OpKind::Append,
         OpKind::Flush,
@@ -55,6 +57,7 @@ impl OpKind {
         OpKind::SyncDir,
         OpKind::Lock,
         OpKind::Meta,
+        OpKind::Preallocate,
     ];
 
     fn index(self) -> usize {
@@ -73,6 +76,7 @@ impl OpKind {
                 | OpKind::Rename
                 | OpKind::Remove
                 | OpKind::SyncDir
+                | OpKind::Preallocate
         )
     }
 }
@@ -146,7 +150,7 @@ pub struct Injected {
 
 struct Shared {
     inner: Arc<dyn FileSystem>,
-    counts: [AtomicU64; 10],
+    counts: [AtomicU64; OpKind::ALL.len()],
     mutations: AtomicU64,
     /// After this many mutating operations the machine halts (0 = never).
     halt_after: AtomicU64,
@@ -415,6 +419,16 @@ impl WritableFile for FaultWritable {
 
     fn len(&self) -> u64 {
         self.inner.len()
+    }
+
+    fn set_writeback_interval(&mut self, bytes: u64) {
+        self.inner.set_writeback_interval(bytes)
+    }
+
+    fn preallocate(&mut self, len: u64) -> io::Result<()> {
+        let inner = &mut self.inner;
+        self.fs
+            .simple(OpKind::Preallocate, &self.path, || inner.preallocate(len))
     }
 }
 

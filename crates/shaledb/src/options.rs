@@ -357,6 +357,14 @@ pub struct Options {
     /// with writers waiting, and this keeps that sync short. Default 1 MiB (RocksDB's
     /// default is 0, which leaves the whole file to that sync).
     pub wal_bytes_per_sync: u64,
+    /// Set each WAL's size this many bytes (rounded up to 32 KiB) ahead of its appends, the
+    /// space reading as zeros until written (0: never; RocksDB preallocates its WAL too,
+    /// `allow_fallocate`, but keeps the size). A write that syncs then does not change the
+    /// file's size, so its `fdatasync` has no size to commit: one synced put of 800 bytes
+    /// takes about a third less time on ext4. A WAL may therefore end in up to this many
+    /// zeros (also after a crash, and in checkpoints and backups, which copy WALs whole);
+    /// recovery reads zeros to the end of a WAL as its end. Default 256 KiB.
+    pub wal_preallocate_size: u64,
     /// Ask the OS to start writing a table or blob file back to disk every this many bytes as
     /// a flush or compaction writes it (RocksDB's `bytes_per_sync`; 0: never). Only a hint:
     /// every file is still synced before the MANIFEST names it, but that sync then waits for
@@ -481,6 +489,7 @@ impl Default for Options {
             wal_recovery_mode: WalRecoveryMode::default(),
             max_manifest_file_size: 64 << 20,
             wal_bytes_per_sync: 1 << 20,
+            wal_preallocate_size: 256 << 10,
             bytes_per_sync: 1 << 20,
             max_total_wal_size: 0,
             info_log_level: crate::InfoLogLevel::Info,
@@ -569,6 +578,7 @@ impl std::fmt::Debug for Options {
             wal_recovery_mode,
             max_manifest_file_size,
             wal_bytes_per_sync,
+            wal_preallocate_size,
             bytes_per_sync,
             max_total_wal_size,
             info_log_level,
@@ -695,6 +705,7 @@ impl std::fmt::Debug for Options {
             .field("wal_recovery_mode", wal_recovery_mode)
             .field("max_manifest_file_size", max_manifest_file_size)
             .field("wal_bytes_per_sync", wal_bytes_per_sync)
+            .field("wal_preallocate_size", wal_preallocate_size)
             .field("bytes_per_sync", bytes_per_sync)
             .field("max_total_wal_size", max_total_wal_size)
             .field("info_log_level", info_log_level)
@@ -777,6 +788,7 @@ impl Options {
         with_wal_recovery_mode => wal_recovery_mode: WalRecoveryMode,
         with_max_manifest_file_size => max_manifest_file_size: u64,
         with_wal_bytes_per_sync => wal_bytes_per_sync: u64,
+        with_wal_preallocate_size => wal_preallocate_size: u64,
         with_bytes_per_sync => bytes_per_sync: u64,
         with_max_total_wal_size => max_total_wal_size: u64,
         with_enable_blob_files => enable_blob_files: bool,

@@ -112,6 +112,9 @@ impl WritableFile for LimitedFile {
     fn set_writeback_interval(&mut self, bytes: u64) {
         self.inner.set_writeback_interval(bytes)
     }
+    fn preallocate(&mut self, len: u64) -> io::Result<()> {
+        self.inner.preallocate(len)
+    }
 }
 
 #[cfg(test)]

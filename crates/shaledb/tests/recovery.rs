@@ -68,13 +68,20 @@ fn truncating_the_last_wal_record_at_every_offset_keeps_exactly_the_complete_rec
     let wals = wal_files(&fs, dir);
     assert_eq!(wals.len(), 1, "one live WAL expected: {wals:?}");
     let wal = fs.read_file_bytes(&wals[0]).expect("wal bytes");
+    // The records, then the zeros of the WAL's preallocated space.
+    let end = wal.iter().rposition(|&b| b != 0).expect("records") + 1;
     // The last record: 7-byte header + batch (12-byte header, kind, varint key len, key,
     // varint value len, value). Keys and values here are short, so varints are one byte.
     let last = 7 + 12 + 1 + 1 + key(n - 1).len() + 1 + value(n - 1).len();
-    let start = wal.len() - last;
-    for cut in start..=wal.len() {
+    let start = end - last;
+    // Cut off, and cut short inside the preallocated space (zeros after the cut).
+    for (cut, zeros_after) in (start..=end).flat_map(|c| [(c, false), (c, true)]) {
         let trial = clone_fs(&fs);
-        trial.write_file_bytes(&wals[0], &wal[..cut]);
+        let mut bytes = wal[..cut].to_vec();
+        if zeros_after {
+            bytes.resize(wal.len(), 0);
+        }
+        trial.write_file_bytes(&wals[0], &bytes);
         let db = Db::open(dir, mem_options(&trial)).expect("reopen after truncation");
         for i in 0..n - 1 {
             assert_eq!(
@@ -84,7 +91,7 @@ fn truncating_the_last_wal_record_at_every_offset_keeps_exactly_the_complete_rec
             );
         }
         let last_present = db.get(&key(n - 1)).expect("get last");
-        if cut == wal.len() {
+        if cut == end {
             assert_eq!(last_present.as_deref(), Some(value(n - 1).as_slice()));
         } else {
             assert_eq!(last_present, None, "cut {cut}: torn record must not appear");
@@ -316,16 +323,16 @@ fn missing_table_is_reported() {
 
 /// A torn tail is tolerated in a WAL followed only by empty WALs (as left by the recovery
 /// from a WAL write that failed for lack of space, or by open, crashing before the edit that
-/// retires the old WAL); a WAL holding anything after it makes the damage corruption.
+/// retires the old WAL); a WAL holding anything after it makes the damage corruption. An
+/// empty WAL has no bytes or only the zeros of its preallocated space.
 #[test]
 fn a_torn_tail_followed_only_by_empty_wals_is_dropped() {
     let dir = Path::new("/db");
     let fs = MemFileSystem::new();
     let wal = ten_synced_puts_then_a_torn_wal_tail(&fs, dir);
     let empty_later = [dir.join("000900.log"), dir.join("000901.log")];
-    for p in &empty_later {
-        fs.write_file_bytes(p, b"");
-    }
+    fs.write_file_bytes(&empty_later[0], b"");
+    fs.write_file_bytes(&empty_later[1], &vec![0u8; 256 << 10]);
     let trial = clone_fs(&fs);
     let db = Db::open(dir, mem_options(&trial)).expect("a torn tail before empty WALs");
     assert_eq!(db.get(&key(8)).expect("get"), Some(value(8).into()));
@@ -429,7 +436,68 @@ fn ten_synced_puts_then_a_torn_wal_tail(fs: &MemFileSystem, dir: &Path) -> PathB
         drop(db);
     }
     let wal = wal_files(fs, dir).remove(0);
-    let bytes = fs.read_file_bytes(&wal).expect("wal");
-    fs.write_file_bytes(&wal, &bytes[..bytes.len() - 3]);
+    let mut bytes = fs.read_file_bytes(&wal).expect("wal");
+    // The last record's last 3 bytes never reached the disk: zeros, as in the preallocated
+    // space after it.
+    let end = bytes.iter().rposition(|&b| b != 0).expect("records") + 1;
+    bytes[end - 3..end].fill(0);
+    fs.write_file_bytes(&wal, &bytes);
     wal
+}
+
+/// A WAL's size is set ahead of its records (`wal_preallocate_size`, whole 32 KiB blocks):
+/// synced writes survive a power loss in it, the zeros after them are its end in every
+/// recovery mode, and a WAL written after recovery is preallocated again. With 0 the WAL is
+/// exactly its records.
+#[test]
+fn a_preallocated_wal_recovers_its_synced_writes_in_every_mode() {
+    let dir = Path::new("/db");
+    for (size, expected) in [(256 << 10, 256 << 10), (40_000, 65_536), (0, 0)] {
+        let fs = MemFileSystem::new();
+        let mut o = mem_options(&fs);
+        o.wal_preallocate_size = size;
+        {
+            let db = Db::open(dir, o.clone()).expect("open");
+            for i in 0..50 {
+                db.put_opt(&sync(), &key(i), &value(i)).expect("put");
+            }
+            fs.crash();
+            drop(db);
+        }
+        let wal = wal_files(&fs, dir).remove(0);
+        let bytes = fs.read_file_bytes(&wal).expect("wal");
+        let records = bytes.iter().rposition(|&b| b != 0).expect("records") + 1;
+        assert_eq!(bytes.len(), expected.max(records), "size {size}");
+        for mode in [
+            WalRecoveryMode::AbsoluteConsistency,
+            WalRecoveryMode::TolerateCorruptedTailRecords,
+            WalRecoveryMode::PointInTimeRecovery,
+            WalRecoveryMode::SkipAnyCorruptedRecords,
+        ] {
+            let trial = clone_fs(&fs);
+            let mut o = mem_options(&trial);
+            o.wal_preallocate_size = size;
+            o.wal_recovery_mode = mode;
+            let db = Db::open(dir, o).expect("open over a preallocated WAL");
+            for i in 0..50 {
+                assert_eq!(
+                    db.get(&key(i)).expect("get").as_deref(),
+                    Some(value(i).as_slice()),
+                    "size {size}, {mode:?}: record {i}"
+                );
+            }
+            db.put_opt(&sync(), b"after", b"recovery").expect("put");
+            let newest = wal_files(&trial, dir).pop().expect("a new WAL");
+            assert_ne!(newest, wal);
+            let len = trial.read_file_bytes(&newest).expect("wal").len();
+            if size > 0 {
+                assert_eq!(len, expected, "size {size}, {mode:?}: the new WAL");
+            } else {
+                assert!(
+                    len > 0 && len < 1000,
+                    "size 0, {mode:?}: the new WAL has {len}"
+                );
+            }
+        }
+    }
 }

@@ -235,6 +235,11 @@ pub const FLAGS: &[FlagSpec] = &[
         "a hash index of newest versions beside the memtable's skiplist (ShaleDB only; default on)",
     ),
     used(
+        "wal_preallocate_size",
+        false,
+        "bytes a WAL's size is set ahead of its records, 0: none (ShaleDB only)",
+    ),
+    used(
         "writes_per_range_tombstone",
         false,
         "write benchmarks: a range delete every N writes (0: none)",
@@ -861,6 +866,10 @@ impl Flags {
             memtable_hash_index: m
                 .contains_key("memtable_hash_index")
                 .then(|| get_bool(m, "memtable_hash_index", true))
+                .transpose()?,
+            wal_preallocate_size: m
+                .contains_key("wal_preallocate_size")
+                .then(|| get(m, "wal_preallocate_size", 0u64))
                 .transpose()?,
             blob: blob_flags(m)?,
         };

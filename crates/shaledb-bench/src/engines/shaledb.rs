@@ -70,6 +70,9 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     if let Some(index) = c.memtable_hash_index {
         o.memtable_hash_index = index;
     }
+    if let Some(bytes) = c.wal_preallocate_size {
+        o.wal_preallocate_size = bytes;
+    }
     o.use_direct_reads = c.use_direct_reads;
     o.allow_mmap_reads = c.mmap_read;
     o.level_compaction_dynamic_level_bytes = c.level_compaction_dynamic_level_bytes;

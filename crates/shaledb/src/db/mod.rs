@@ -1625,3 +1625,13 @@ pub fn internal_entries(
     // The children hold their memtables and tables (and the level iterators the version).
     Ok((Box::new(inner.internal_iterator(&sv, &ro)), tombstones))
 }
+
+/// The writer of a new WAL `file`: writeback every `wal_bytes_per_sync` bytes, space
+/// preallocated `wal_preallocate_size` bytes at a time.
+pub(super) fn new_wal_writer(
+    mut file: Box<dyn crate::fs::WritableFile>,
+    opts: &Options,
+) -> LogWriter {
+    file.set_writeback_interval(opts.wal_bytes_per_sync);
+    LogWriter::preallocating(file, opts.wal_preallocate_size)
+}

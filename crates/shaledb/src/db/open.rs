@@ -153,10 +153,10 @@ pub(super) fn open_with_families(
     // Start a fresh WAL and record that everything older is in tables, for every family.
     let wal_number = versions.new_file_number();
     let wal_path = filename::log_file(dir, wal_number);
-    let mut wal_file = fs
+    let wal_file = fs
         .create(&wal_path)
         .map_err(|e| Error::io(format!("creating WAL {}", wal_path.display()), e))?;
-    wal_file.set_writeback_interval(opts.wal_bytes_per_sync);
+    let wal = super::new_wal_writer(wal_file, &opts);
     for e in &mut edits {
         e.log_number = Some(wal_number);
         e.last_sequence = Some(last_sequence);
@@ -169,7 +169,7 @@ pub(super) fn open_with_families(
         opts,
         family_opts,
         versions,
-        wal: Some(LogWriter::new(wal_file)),
+        wal: Some(wal),
         wal_number,
         role: super::read_only::Role::Primary,
         last_sequence,
@@ -443,16 +443,19 @@ impl WalReplay<'_> {
         Ok(())
     }
 
-    /// True if every WAL in `later` is empty (zero bytes): nothing was written after the
-    /// WAL before them, so its tail was the last write attempt.
+    /// True if every WAL in `later` holds no record (no bytes, or only the zeros of its
+    /// preallocated space): nothing was written after the WAL before them, so its tail was
+    /// the last write attempt.
     fn all_empty(&self, later: &[u64]) -> Result<bool> {
         for &number in later {
             let path = filename::log_file(self.dir, number);
-            let size =
-                self.opts.fs.file_size(&path).map_err(|e| {
-                    Error::io(format!("reading the size of WAL {}", path.display()), e)
-                })?;
-            if size > 0 {
+            let reading = |e| Error::io(format!("reading WAL {}", path.display()), e);
+            if self.opts.fs.file_size(&path).map_err(reading)? == 0 {
+                continue;
+            }
+            let file = self.opts.fs.open_sequential(&path).map_err(reading)?;
+            let mut reader = LogReader::new(file, path.clone());
+            if reader.read().map_err(reading)? != crate::log::LogRead::Eof {
                 return Ok(false);
             }
         }

@@ -54,7 +54,8 @@ pub(crate) enum Role {
 
 /// A secondary's memory of what it last read.
 pub(crate) struct Follower {
-    /// The files' sizes and names at the last catch-up: unchanged means nothing to do.
+    /// The files' sizes and names at the last catch-up: unchanged means nothing to do,
+    /// unless a WAL was not read to its end.
     seen: Fingerprint,
     /// Options of the families requested at open, by name.
     requested: BTreeMap<String, Options>,
@@ -186,7 +187,13 @@ impl Db {
         };
         let mut follower = follower.lock();
         let now = fingerprint(&inner.opts, &inner.dir)?;
-        if now == follower.seen {
+        // Sizes alone cannot tell that a WAL grew inside its preallocated space
+        // (`Options::wal_preallocate_size`): a WAL whose reading stopped before its end is
+        // read on even if nothing changed size.
+        let unread = |&(number, size): &(u64, u64)| {
+            follower.resume.get(&number).is_some_and(|&at| at < size)
+        };
+        if now == follower.seen && !now.wals.iter().any(unread) {
             return Ok(());
         }
         let same_manifest = now.current == follower.seen.current

@@ -44,7 +44,6 @@
 use super::{Db, DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::listener::BackgroundErrorReason;
-use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::version::filename;
 use parking_lot::MutexGuard;
@@ -199,16 +198,15 @@ impl DbInner {
     fn replace_failed_wal(&self, st: &mut DbState) -> Result<()> {
         let number = st.versions.new_file_number();
         let path = filename::log_file(&self.dir, number);
-        let mut file = self
+        let file = self
             .fs
             .create(&path)
             .map_err(|e| Error::io(format!("creating WAL {}", path.display()), e))?;
-        file.set_writeback_interval(self.opts.wal_bytes_per_sync);
         if let Err(e) = self.fs.sync_dir(&self.dir) {
             let e = Error::io("syncing the directory for a new WAL", e);
             return Err(Error::poisoned(e));
         }
-        *self.wal.lock() = Some(LogWriter::new(file));
+        *self.wal.lock() = Some(super::new_wal_writer(file, &self.opts));
         self.wal_number.store(number, Ordering::Release);
         st.live_wals.push((number, 0));
         let DbState {

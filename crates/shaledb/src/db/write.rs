@@ -14,7 +14,6 @@ use super::{recovery, CfState, DbInner, DbState, Writer};
 use crate::column_family::DEFAULT_FAMILY;
 use crate::error::{Error, Result};
 use crate::listener::{BackgroundErrorReason, WriteStallCondition};
-use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::statistics::{HistogramKind, Ticker};
@@ -715,7 +714,7 @@ impl DbInner {
     fn switch_memtable(&self, st: &mut MutexGuard<'_, DbState>, cf: u32) -> Result<()> {
         let number = st.versions.new_file_number();
         let path = filename::log_file(&self.dir, number);
-        let mut file = match self.fs.create(&path) {
+        let file = match self.fs.create(&path) {
             Ok(file) => file,
             Err(e) => {
                 let no_space = recovery::is_no_space(&e);
@@ -730,8 +729,7 @@ impl DbInner {
                 return Err(self.suspend_for_failed_wal(st, current, err));
             }
         };
-        file.set_writeback_interval(self.opts.wal_bytes_per_sync);
-        let new_writer = LogWriter::new(file);
+        let new_writer = super::new_wal_writer(file, &self.opts);
         {
             let mut wal = self.wal.lock();
             // The old WAL must be durable before the new one is relied on, or a power loss could

@@ -31,16 +31,21 @@ type Inode = Arc<Mutex<FileData>>;
 
 /// What survives of a file's data on power loss.
 enum Durable {
-    /// The durable contents are `data[..n]`: everything past `n` was appended since the last
-    /// sync. This avoids copying the file on every sync (a WAL syncs after every write).
-    Prefix(usize),
-    /// The file was truncated since its last sync; these are the durable contents.
+    /// The durable contents are `data[..written]` followed by zeros up to `len` bytes (space
+    /// `set_len` added before the last sync): everything written past `written` came since
+    /// the last sync. This avoids copying the file on every sync (a WAL syncs after every
+    /// write, also into space it preallocated).
+    Prefix { written: usize, len: usize },
+    /// The file's synced bytes were changed or cut since its last sync; these are the
+    /// durable contents.
     Snapshot(Vec<u8>),
 }
 
 struct FileData {
     /// Current contents, as readers see them.
     data: Vec<u8>,
+    /// `data[written..]` are zeros `set_len` added, never written.
+    written: usize,
     durable: Durable,
 }
 
@@ -49,38 +54,59 @@ impl FileData {
         let len = data.len();
         Arc::new(Mutex::new(FileData {
             data,
-            durable: Durable::Prefix(len),
+            written: len,
+            durable: Durable::Prefix { written: len, len },
         }))
     }
 
-    fn durable_contents(&self) -> &[u8] {
+    fn durable_contents(&self) -> Vec<u8> {
         match &self.durable {
-            Durable::Prefix(n) => &self.data[..*n],
-            Durable::Snapshot(s) => s,
+            Durable::Prefix { written, len } => {
+                let mut contents = self.data[..*written].to_vec();
+                contents.resize(*len, 0);
+                contents
+            }
+            Durable::Snapshot(s) => s.clone(),
         }
+    }
+
+    /// What a power loss leaves: the durable contents, with `keep(n)` of the `n` bytes
+    /// written since the last sync past the durable ones (a torn tail) when nothing synced
+    /// was changed since.
+    fn after_crash(&self, keep: &mut impl FnMut(usize) -> usize) -> Vec<u8> {
+        let Durable::Prefix { written, len } = self.durable else {
+            return self.durable_contents();
+        };
+        let unsynced = self.written.saturating_sub(written);
+        let kept = keep(unsynced).min(unsynced);
+        let mut data = self.data[..written + kept].to_vec();
+        if data.len() < len {
+            data.resize(len, 0);
+        }
+        data
     }
 
     /// Empties the file (`O_TRUNC`) without losing what a crash would bring back.
     fn truncate(&mut self) {
-        if let Durable::Prefix(n) = self.durable {
-            let mut old = std::mem::take(&mut self.data);
-            old.truncate(n);
-            self.durable = Durable::Snapshot(old);
-        } else {
-            self.data.clear();
-        }
+        self.preserve_durable_from(0);
+        self.data.clear();
+        self.written = 0;
     }
 
     fn sync(&mut self) {
-        self.durable = Durable::Prefix(self.data.len());
+        self.durable = Durable::Prefix {
+            written: self.written,
+            len: self.data.len(),
+        };
     }
 
-    /// Keeps the durable contents aside before `data[from..]` changes in place (an append
-    /// needs no copy: it leaves the durable prefix as it is).
+    /// Keeps the durable contents aside before `data[from..]` changes in place (an append,
+    /// or a write into zeros added since the last sync, needs no copy: it leaves the durable
+    /// bytes as they are).
     fn preserve_durable_from(&mut self, from: usize) {
-        if let Durable::Prefix(n) = self.durable {
-            if from < n {
-                self.durable = Durable::Snapshot(self.data[..n].to_vec());
+        if let Durable::Prefix { written, .. } = self.durable {
+            if from < written {
+                self.durable = Durable::Snapshot(self.durable_contents());
             }
         }
     }
@@ -99,6 +125,7 @@ impl FileData {
             self.data.resize(end, 0);
         }
         self.data[offset..end].copy_from_slice(buf);
+        self.written = self.written.max(end);
     }
 
     /// `ftruncate`: cuts the file to `len` bytes or extends it with zeros.
@@ -107,6 +134,7 @@ impl FileData {
             self.preserve_durable_from(len);
         }
         self.data.resize(len, 0);
+        self.written = self.written.min(len);
     }
 }
 
@@ -358,15 +386,7 @@ impl MemFileSystem {
         for (path, inode) in &st.durable_files {
             let new = renewed
                 .entry(Arc::as_ptr(inode) as usize)
-                .or_insert_with(|| {
-                    let d = inode.lock();
-                    let mut data = d.durable_contents().to_vec();
-                    if let Durable::Prefix(n) = d.durable {
-                        let kept = keep(d.data.len() - n).min(d.data.len() - n);
-                        data.extend_from_slice(&d.data[n..n + kept]);
-                    }
-                    FileData::new(data)
-                })
+                .or_insert_with(|| FileData::new(inode.lock().after_crash(&mut keep)))
                 .clone();
             files.insert(path.clone(), new);
         }
@@ -408,6 +428,7 @@ impl MemFileSystem {
             Some(inode) => {
                 let mut d = inode.lock();
                 d.data = bytes.to_vec();
+                d.written = bytes.len();
                 d.sync();
                 inode.clone()
             }
@@ -485,7 +506,10 @@ struct MemWritableFile {
 
 impl WritableFile for MemWritableFile {
     fn append(&mut self, data: &[u8]) -> io::Result<()> {
-        self.h.with(|d| d.data.extend_from_slice(data))?;
+        let at = usize::try_from(self.len).map_err(|_| os_err_plain(libc::EFBIG))?;
+        // At the end of what was appended, which is before the file's end if space was
+        // preallocated.
+        self.h.with(|d| d.write_at(at, data))?;
         self.len += data.len() as u64;
         Ok(())
     }
@@ -501,6 +525,15 @@ impl WritableFile for MemWritableFile {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn preallocate(&mut self, len: u64) -> io::Result<()> {
+        let len = usize::try_from(len).map_err(|_| os_err_plain(libc::EFBIG))?;
+        self.h.with(|d| {
+            if d.data.len() < len {
+                d.set_len(len);
+            }
+        })
     }
 }
 
@@ -993,6 +1026,53 @@ mod tests {
         assert_eq!(fs.read_file_bytes("/db/wal").unwrap(), b"synced");
         // Entry durable, data never synced: the file is there but empty.
         assert_eq!(fs.read_file_bytes("/db/never_synced").unwrap(), b"");
+    }
+
+    /// A file written with preallocated space: "abc", 10 bytes preallocated, "def"; then, if
+    /// `synced`, a sync, "gh", 16 bytes preallocated and "ijklmn" (all unsynced).
+    fn preallocated_file(synced: bool) -> (MemFileSystem, Box<dyn WritableFile>) {
+        let fs = fs_with_db();
+        let mut f = fs.create(&p("/db/wal")).unwrap();
+        fs.sync_dir(&p("/db")).unwrap();
+        f.append(b"abc").unwrap();
+        f.preallocate(10).unwrap();
+        f.preallocate(4).unwrap(); // never shrinks
+        f.append(b"def").unwrap();
+        if synced {
+            f.sync().unwrap();
+            f.append(b"gh").unwrap();
+            f.preallocate(16).unwrap();
+            f.append(b"ijklmn").unwrap();
+        }
+        (fs, f)
+    }
+
+    /// Preallocated space: appends go after the appended bytes, not after the zeros; a crash
+    /// keeps the size a sync made durable, zeros where nothing synced was written, and any
+    /// torn prefix of the writes since.
+    #[test]
+    fn preallocated_space_is_written_in_place_and_survives_a_crash_as_zeros() {
+        let (fs, f) = preallocated_file(false);
+        assert_eq!(f.len(), 6);
+        assert_eq!(fs.read_file_bytes("/db/wal").unwrap(), b"abcdef\0\0\0\0");
+        // Neither the size nor "def" is durable yet.
+        fs.crash();
+        assert_eq!(fs.read_file_bytes("/db/wal").unwrap(), b"");
+        let kept: [fn(usize) -> usize; 3] = [|_| 0, |_| 2, |unsynced| unsynced];
+        let wants: [&[u8]; 3] = [b"abcdef\0\0\0\0", b"abcdefgh\0\0", b"abcdefghijklmn"];
+        for (keep, want) in kept.into_iter().zip(wants) {
+            let (fs, f) = preallocated_file(true);
+            assert_eq!(f.len(), 14);
+            fs.crash_with(keep);
+            assert_eq!(fs.read_file_bytes("/db/wal").unwrap(), want);
+        }
+        let (fs, mut f) = preallocated_file(true);
+        f.sync().unwrap();
+        fs.crash();
+        assert_eq!(
+            fs.read_file_bytes("/db/wal").unwrap(),
+            b"abcdefghijklmn\0\0"
+        );
     }
 
     #[test]

@@ -48,6 +48,15 @@ pub trait WritableFile: Send {
     fn set_writeback_interval(&mut self, bytes: u64) {
         let _ = bytes;
     }
+    /// Makes the file at least `len` bytes long, the bytes past those appended reading as
+    /// zeros, without moving where appends go (`ftruncate`, never shrinking). Appends inside
+    /// that space do not change the file's size, so a later [`sync`](Self::sync) has no size
+    /// to make durable: the WAL preallocates this way (`Options::wal_preallocate_size`). The
+    /// default does nothing (a file system without it just appends).
+    fn preallocate(&mut self, len: u64) -> io::Result<()> {
+        let _ = len;
+        Ok(())
+    }
     /// True if nothing was appended.
     fn is_empty(&self) -> bool {
         self.len() == 0

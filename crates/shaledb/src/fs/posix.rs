@@ -55,6 +55,8 @@ struct PosixWritableFile {
     writeback_start: u64,
     /// Start writeback every this many bytes handed to the OS; 0: never.
     writeback_interval: u64,
+    /// The file's size as `preallocate` last set it (0: never called).
+    preallocated: u64,
 }
 
 impl PosixWritableFile {
@@ -110,6 +112,7 @@ fn create_writable(path: &Path) -> io::Result<PosixWritableFile> {
         len: 0,
         writeback_start: 0,
         writeback_interval: 0,
+        preallocated: 0,
     })
 }
 
@@ -167,6 +170,17 @@ impl WritableFile for PosixWritableFile {
 
     fn set_writeback_interval(&mut self, bytes: u64) {
         self.writeback_interval = bytes;
+    }
+
+    fn preallocate(&mut self, len: u64) -> io::Result<()> {
+        if len <= self.preallocated.max(self.len) {
+            return Ok(());
+        }
+        // Writes go to the fd's position, which `set_len` leaves alone (the file is not
+        // opened with O_APPEND), so buffered bytes still land right after the last ones.
+        self.file.set_len(len)?;
+        self.preallocated = len;
+        Ok(())
     }
 }
 
@@ -600,6 +614,35 @@ mod tests {
             "the hint was refused on a real file"
         );
         assert_eq!(f.len(), expected.len() as u64);
+        assert_eq!(fs.read_to_vec(&path).unwrap(), expected);
+    }
+
+    /// `preallocate` sets the size ahead (never shrinking it); appends land after the
+    /// appended bytes, buffered or not, and `len` counts only them.
+    #[test]
+    fn preallocated_space_is_filled_from_the_front() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFileSystem::new();
+        let path = dir.path().join("a");
+        let mut f = fs.create(&path).unwrap();
+        f.append(b"head").unwrap();
+        f.preallocate(1000).unwrap();
+        assert_eq!(fs.file_size(&path).unwrap(), 1000);
+        f.preallocate(10).unwrap();
+        assert_eq!(fs.file_size(&path).unwrap(), 1000);
+        let big = vec![9u8; WRITE_BUFFER_SIZE + 1];
+        f.append(b"-tail").unwrap();
+        f.append(&big).unwrap();
+        f.sync().unwrap();
+        assert_eq!(f.len(), 9 + big.len() as u64);
+        let mut expected = b"head-tail".to_vec();
+        expected.extend_from_slice(&big);
+        assert_eq!(fs.read_to_vec(&path).unwrap(), expected);
+        f.preallocate(expected.len() as u64 + 100).unwrap();
+        f.append(b"end").unwrap();
+        f.flush().unwrap();
+        expected.extend_from_slice(b"end");
+        expected.resize(expected.len() + 97, 0);
         assert_eq!(fs.read_to_vec(&path).unwrap(), expected);
     }
 

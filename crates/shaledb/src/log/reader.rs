@@ -76,6 +76,9 @@ pub struct LogReader {
     pending: Option<LogRead>,
     /// Bytes of the first block to pass over (`new_at`: reading starts mid-block).
     skip: usize,
+    /// Where the zeros that end the file begin, once read (a preallocated log's unwritten
+    /// space): the log's end, and where a reader made later goes on.
+    zero_tail: Option<u64>,
 }
 
 impl LogReader {
@@ -95,6 +98,7 @@ impl LogReader {
             resyncing: false,
             pending: None,
             skip: 0,
+            zero_tail: None,
         }
     }
 
@@ -113,7 +117,8 @@ impl LogReader {
     /// The file offset just past the last fragment read: after a record, where the next one
     /// starts (a reader made later with [`new_at`](Self::new_at) there continues the log).
     pub fn position(&self) -> u64 {
-        self.block_file_offset + self.pos as u64
+        self.zero_tail
+            .unwrap_or(self.block_file_offset + self.pos as u64)
     }
 
     /// The file being read, as given to [`new`](Self::new).
@@ -275,6 +280,23 @@ impl LogReader {
         Ok(())
     }
 
+    /// At a zeroed header: true if only zeros follow to the end of the file (a preallocated
+    /// log's unwritten space: the end of the log, docs/format/wal.md), read to that end.
+    /// Otherwise the reader stays where it is if the current block holds more than zeros, or
+    /// moves to the start of the first later block that does.
+    fn zeros_to_end(&mut self) -> std::io::Result<bool> {
+        loop {
+            if self.block[self.pos..self.block_len].iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+            if self.eof {
+                self.pos = self.block_len;
+                return Ok(true);
+            }
+            self.fill_block()?;
+        }
+    }
+
     /// Reads the next fragment. After damage (bad checksum, length, type, or a zeroed header)
     /// the reader scans forward one byte at a time for the next intact fragment, so damage is
     /// reported once and any intact record after it is still found.
@@ -291,6 +313,11 @@ impl LogReader {
                     return Ok(Physical::Eof);
                 }
                 let offset = self.block_file_offset + self.pos as u64;
+                if self.block[self.pos..self.block_len].iter().all(|&b| b == 0) {
+                    self.zero_tail = Some(offset);
+                    self.pos = self.block_len;
+                    return Ok(Physical::Eof);
+                }
                 self.pos = self.block_len;
                 return Ok(Physical::Bad {
                     offset,
@@ -303,9 +330,26 @@ impl LogReader {
             let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
             let typ = header[6];
             let start = self.pos + HEADER_SIZE;
-            let problem = if header.iter().all(|&b| b == 0) {
-                Some("zeroed fragment header (preallocated or unwritten space)".to_string())
-            } else if start + len > self.block_len {
+            if header.iter().all(|&b| b == 0) {
+                let block = self.block_file_offset;
+                if self.zeros_to_end()? {
+                    self.zero_tail = Some(offset);
+                    return Ok(Physical::Eof);
+                }
+                if self.block_file_offset == block {
+                    self.pos += 1;
+                }
+                // Otherwise the reader moved to the first later block holding anything but
+                // zeros: a fragment may start at its first byte.
+                if self.resyncing {
+                    continue;
+                }
+                return Ok(Physical::Bad {
+                    offset,
+                    detail: "zeroed fragment header followed by data (unwritten space)".to_string(),
+                });
+            }
+            let problem = if start + len > self.block_len {
                 Some(if self.eof {
                     format!("truncated fragment at end of file (length {len})")
                 } else {

@@ -290,23 +290,80 @@ fn flipped_byte_in_fragmented_record() {
     assert!(matches!(&results[2], LogRead::Record { data, .. } if data == b"b"));
 }
 
+/// Zeros from the end of the last record to the end of the file are the end of the log (a
+/// preallocated log's unwritten space), however long, and a reader goes on from their start.
 #[test]
-fn zero_tail_is_damage_then_eof() {
+fn a_zero_tail_is_the_end_of_the_log() {
     let records = vec![b"one".to_vec(), pattern(40_000, 2)];
-    let mut data = write_log(&records);
-    let end = data.len() as u64;
-    data.resize(data.len() + 3 * BLOCK_SIZE + 123, 0);
-    let results = read_all(data);
-    assert_eq!(records_of(&results).len(), 2);
-    assert_eq!(results.len(), 4, "{results:?}");
-    assert!(matches!(results[2], LogRead::Damaged { offset, .. } if offset == end));
-    // A file of only zeros.
-    let results = read_all(vec![0u8; 100]);
-    assert!(matches!(
-        results[..],
-        [LogRead::Damaged { offset: 0, .. }, LogRead::Eof]
-    ));
+    let written = write_log(&records);
+    let end = written.len() as u64;
+    for zeros in [
+        1,
+        6,
+        7,
+        100,
+        3 * BLOCK_SIZE + 123,
+        4 * BLOCK_SIZE - end as usize,
+    ] {
+        let mut data = written.clone();
+        data.resize(data.len() + zeros, 0);
+        let results = read_all(data.clone());
+        assert_eq!(records_of(&results).len(), 2);
+        assert_eq!(results.len(), 3, "{zeros} zeros: {:?}", results.last());
+        let mut r = reader(data, 1000);
+        while let LogRead::Record { .. } = r.read().expect("read") {}
+        assert_eq!(r.position(), end, "{zeros} zeros");
+    }
+    // A file of only zeros holds no record.
+    for len in [100, BLOCK_SIZE, 2 * BLOCK_SIZE + 7] {
+        let mut r = reader(vec![0u8; len], BLOCK_SIZE);
+        assert_eq!(r.read().expect("read"), LogRead::Eof);
+        assert_eq!(r.position(), 0);
+    }
     assert_eq!(read_all(Vec::new()), vec![LogRead::Eof]);
+}
+
+/// Zeros followed by anything else are damage, wherever the data after them starts: in the
+/// same block, at the start of a later block, or inside one.
+#[test]
+fn zeros_followed_by_data_are_damage() {
+    let written = write_log(&[b"one".to_vec(), b"two".to_vec()]);
+    let end = written.len() as u64;
+    for late_at in [end as usize + 50, 3 * BLOCK_SIZE, 3 * BLOCK_SIZE + 5] {
+        let mut data = written.clone();
+        data.resize(late_at, 0);
+        data.extend(fragment(record_type::FULL, b"late"));
+        let results = read_all(data.clone());
+        assert!(
+            matches!(
+                &results[..],
+                [
+                    LogRead::Record { .. },
+                    LogRead::Record { .. },
+                    LogRead::Damaged { offset, .. },
+                    LogRead::Record { data, offset: at },
+                    LogRead::Eof,
+                ] if *offset == end && data == b"late" && *at == late_at as u64
+            ),
+            "late record at {late_at}: {:?}",
+            results.get(2..)
+        );
+        assert_eq!(
+            replay(data.clone(), TailPolicy::TornTailOnly).1,
+            Err(end),
+            "late record at {late_at}"
+        );
+        // Garbage rather than a record after the zeros: a torn tail, not the end.
+        let mut data = written.clone();
+        data.resize(late_at, 0);
+        data.push(0x5a);
+        data.resize(late_at + 20, 0);
+        let (_, replayed) = replay(data, TailPolicy::TornTailOnly);
+        assert!(
+            matches!(replayed, Ok(ReplayEnd::Eof { torn_tail: Some((at, _)) }) if at == end),
+            "byte at {late_at}: {replayed:?}"
+        );
+    }
 }
 
 #[test]
@@ -588,4 +645,71 @@ fn a_torn_tail_is_read_again_once_written() {
         rest.push((data, offset));
     }
     assert_eq!(rest, all[4..]);
+}
+
+/// Every policy reads a log ending in zeros as a log that ends there.
+#[test]
+fn replay_policies_read_a_zero_tail_as_the_end() {
+    let a = b"aaaaa".to_vec();
+    let mut data = write_log(&[a.clone(), b"bbbbb".to_vec()]);
+    data.resize(5 * BLOCK_SIZE, 0);
+    for policy in [
+        TailPolicy::Strict,
+        TailPolicy::TornTailOnly,
+        TailPolicy::StopAtDamage,
+        TailPolicy::SkipDamaged,
+    ] {
+        assert_eq!(
+            replay(data.clone(), policy),
+            (
+                vec![a.clone(), b"bbbbb".to_vec()],
+                Ok(ReplayEnd::Eof { torn_tail: None })
+            ),
+            "{policy:?}"
+        );
+    }
+}
+
+/// A preallocating writer sets the file's size ahead in whole steps (rounded up to blocks),
+/// never writes past that size, and the reader ends at the last record; a record written
+/// later is read by a reader resumed where the last one ended.
+#[test]
+fn a_preallocating_writer_stays_inside_its_space() {
+    use crate::fs::{FileSystem, MemFileSystem};
+    let fs = MemFileSystem::new();
+    let path = std::path::Path::new("/log");
+    let file = fs.create(path).expect("create");
+    let mut w = LogWriter::preallocating(file, 40_000);
+    let step = 2 * BLOCK_SIZE as u64;
+    let records: Vec<Vec<u8>> = (0..40u8)
+        .map(|i| pattern([10, 3000, 40_000, 7, 32_760, 200_000][i as usize % 6], i))
+        .collect();
+    for r in &records[..39] {
+        w.add_record(r).expect("append");
+        let size = fs.file_size(path).expect("size");
+        assert_eq!(size % step, 0, "size {size}");
+        assert!(size >= w.file_len() && size - w.file_len() <= step + BLOCK_SIZE as u64);
+    }
+    let data = fs.read_file_bytes("/log").expect("read");
+    let mut r = reader(data, BLOCK_SIZE);
+    let mut got = Vec::new();
+    while let LogRead::Record { data, .. } = r.read().expect("read") {
+        got.push(data);
+    }
+    assert_eq!(got, records[..39]);
+    let at = r.position();
+    assert_eq!(at, w.file_len());
+    w.add_record(&records[39]).expect("append");
+    let data = fs.read_file_bytes("/log").expect("read");
+    let block = (at - at % BLOCK_SIZE as u64) as usize;
+    let file = SliceFile {
+        data,
+        pos: block,
+        chunk: BLOCK_SIZE,
+    };
+    let mut resumed = LogReader::new_at(Box::new(file), PathBuf::from("/log"), at);
+    assert!(
+        matches!(resumed.read().expect("read"), LogRead::Record { data, .. } if data == records[39])
+    );
+    assert_eq!(resumed.read().expect("read"), LogRead::Eof);
 }

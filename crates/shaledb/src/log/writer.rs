@@ -15,6 +15,19 @@ pub(crate) struct LogWriter {
     block_offset: usize,
     /// Precomputed CRC32C of each type byte, the prefix of every fragment's checksum.
     type_crc: [u32; 5],
+    /// Space set ahead of the appends, if the log preallocates.
+    preallocation: Option<Preallocation>,
+}
+
+/// A log file's size is set ahead of its appends in steps (`WritableFile::preallocate`), so
+/// that a sync after each record has no new size to make durable (docs/format/wal.md: a log
+/// may end in zeros).
+struct Preallocation {
+    /// Bytes added at a time, a multiple of the block size (so the zeros past the last
+    /// record always reach a block boundary).
+    step: u64,
+    /// The file's size as last preallocated.
+    end: u64,
 }
 
 impl LogWriter {
@@ -30,12 +43,45 @@ impl LogWriter {
             file,
             block_offset,
             type_crc,
+            preallocation: None,
         }
+    }
+
+    /// Like [`new`](Self::new), but the file's size is set `step` bytes (rounded up to whole
+    /// blocks) at a time ahead of the appends; 0 preallocates nothing.
+    pub(crate) fn preallocating(file: Box<dyn WritableFile>, step: u64) -> Self {
+        let mut writer = Self::new(file);
+        if step > 0 {
+            let block = BLOCK_SIZE as u64;
+            writer.preallocation = Some(Preallocation {
+                step: step.div_ceil(block).saturating_mul(block),
+                end: 0,
+            });
+        }
+        writer
+    }
+
+    /// Makes room for a record of `len` bytes in the preallocated space, if any.
+    fn preallocate_for(&mut self, len: usize) -> std::io::Result<()> {
+        let Some(p) = &mut self.preallocation else {
+            return Ok(());
+        };
+        // Every fragment costs a header and at most a block trailer before it.
+        let fragments = len / (BLOCK_SIZE - HEADER_SIZE) + 2;
+        let most = (len + fragments * (2 * HEADER_SIZE - 1)) as u64;
+        let end = self.file.len().saturating_add(most);
+        if end > p.end {
+            let new_end = end.div_ceil(p.step).saturating_mul(p.step);
+            self.file.preallocate(new_end)?;
+            p.end = new_end;
+        }
+        Ok(())
     }
 
     /// Appends one logical record (possibly empty), fragmenting it as needed. The bytes may
     /// stay buffered in user space until [`flush`](Self::flush) or [`sync`](Self::sync).
     pub(crate) fn add_record(&mut self, data: &[u8]) -> std::io::Result<()> {
+        self.preallocate_for(data.len())?;
         let mut left = data;
         let mut begin = true;
         // Loop at least once so an empty record still emits a (zero-length) Full fragment.
