@@ -23,6 +23,9 @@ pub struct CommonOptions {
     /// Writeback of table and blob files every this many bytes (`--bytes_per_sync`); `None`:
     /// the engine's default.
     pub bytes_per_sync: Option<u64>,
+    /// Writeback of WALs every this many bytes (`--wal_bytes_per_sync`); `None`: the
+    /// engine's default.
+    pub wal_bytes_per_sync: Option<u64>,
     /// Largest zstd dictionary per table (db_bench's `--compression_max_dict_bytes`; 0: none).
     pub max_dict_bytes: u64,
     /// Bytes a zstd dictionary is trained on (`--compression_zstd_max_train_bytes`).
@@ -175,6 +178,7 @@ impl Default for CommonOptions {
             compression: "snappy".into(),
             compression_level: None,
             bytes_per_sync: None,
+            wal_bytes_per_sync: None,
             max_dict_bytes: 0,
             zstd_max_train_bytes: 0,
             block_size: 4096,

@@ -87,6 +87,12 @@ pub const FLAGS: &[FlagSpec] = &[
          engine's default, 1 MiB in ShaleDB, 0 in RocksDB; the others have no such option)",
     ),
     used(
+        "wal_bytes_per_sync",
+        false,
+        "start writeback of the WAL every N bytes (ShaleDB and RocksDB; unset: each engine's \
+         default, 0 in both; the others have no such option)",
+    ),
+    used(
         "compression_level",
         false,
         "codec level: zstd 1-22, zlib 0-9 (32767 or -1: the codec's default; ShaleDB and RocksDB)",
@@ -756,6 +762,10 @@ impl Flags {
             compression,
             bytes_per_sync: match m.contains_key("bytes_per_sync") {
                 true => Some(get(m, "bytes_per_sync", 0u64)?),
+                false => None,
+            },
+            wal_bytes_per_sync: match m.contains_key("wal_bytes_per_sync") {
+                true => Some(get(m, "wal_bytes_per_sync", 0u64)?),
                 false => None,
             },
             compression_level: match get::<i32>(m, "compression_level", 32767)? {

@@ -39,6 +39,9 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     if let Some(bytes) = c.bytes_per_sync {
         o.bytes_per_sync = bytes;
     }
+    if let Some(bytes) = c.wal_bytes_per_sync {
+        o.wal_bytes_per_sync = bytes;
+    }
     o.max_dict_bytes = usize::try_from(c.max_dict_bytes).unwrap_or(usize::MAX);
     o.zstd_max_train_bytes = usize::try_from(c.zstd_max_train_bytes).unwrap_or(usize::MAX);
     o.block_size = c.block_size as usize;

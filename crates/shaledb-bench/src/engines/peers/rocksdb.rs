@@ -161,6 +161,7 @@ mod ffi {
         pub fn rocksdb_options_set_use_direct_reads(o: *mut rocksdb_options_t, v: c_uchar);
         pub fn rocksdb_options_set_allow_mmap_reads(o: *mut rocksdb_options_t, v: c_uchar);
         pub fn rocksdb_options_set_bytes_per_sync(o: *mut rocksdb_options_t, v: u64);
+        pub fn rocksdb_options_set_wal_bytes_per_sync(o: *mut rocksdb_options_t, v: u64);
         pub fn rocksdb_options_set_level_compaction_dynamic_level_bytes(
             o: *mut rocksdb_options_t,
             v: c_uchar,
@@ -430,6 +431,9 @@ fn db_options(
         ffi::rocksdb_options_set_allow_mmap_reads(o, c_uchar::from(c.mmap_read));
         if let Some(bytes) = c.bytes_per_sync {
             ffi::rocksdb_options_set_bytes_per_sync(o, bytes);
+        }
+        if let Some(bytes) = c.wal_bytes_per_sync {
+            ffi::rocksdb_options_set_wal_bytes_per_sync(o, bytes);
         }
         ffi::rocksdb_options_set_level_compaction_dynamic_level_bytes(
             o,
