@@ -40,7 +40,8 @@ pub enum OpKind {
     Lock,
     /// `list_dir`, `exists`, `create_dir_all`, `file_size`.
     Meta,
-    /// `WritableFile::preallocate` (a file's size set ahead of its appends).
+    /// `WritableFile::preallocate` and `trim_preallocated` (a file's size set ahead of its
+    /// appends, and cut back to them).
     Preallocate,
 }
 
@@ -429,6 +430,13 @@ impl WritableFile for FaultWritable {
         let inner = &mut self.inner;
         self.fs
             .simple(OpKind::Preallocate, &self.path, || inner.preallocate(len))
+    }
+
+    fn trim_preallocated(&mut self) -> io::Result<()> {
+        let inner = &mut self.inner;
+        self.fs.simple(OpKind::Preallocate, &self.path, || {
+            inner.trim_preallocated()
+        })
     }
 }
 

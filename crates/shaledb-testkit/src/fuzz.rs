@@ -316,7 +316,15 @@ pub fn wal(data: &[u8]) {
     // Every read consumes input; bound the loop anyway.
     for _ in 0..(data.len() + 16) {
         match reader.read() {
-            Ok(LogRead::Eof) | Err(_) => return,
+            Ok(LogRead::Eof) => {
+                // The log ends at the end of the file or where zeros run to it (preallocated
+                // space): a reader resumed there reads nothing more.
+                let at = usize::try_from(reader.position()).unwrap_or(usize::MAX);
+                assert!(at <= data.len(), "end {at} past the file's {}", data.len());
+                assert!(data[at..].iter().all(|&b| b == 0), "end {at} before data");
+                return;
+            }
+            Err(_) => return,
             Ok(LogRead::Record { data, .. }) => {
                 let _ = write_batch_from_data(data.clone());
                 let _ = VersionEdit::decode(&data);

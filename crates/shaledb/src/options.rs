@@ -361,9 +361,10 @@ pub struct Options {
     /// space reading as zeros until written (0: never; RocksDB preallocates its WAL too,
     /// `allow_fallocate`, but keeps the size). A write that syncs then does not change the
     /// file's size, so its `fdatasync` has no size to commit: one synced put of 800 bytes
-    /// takes about a third less time on ext4. A WAL may therefore end in up to this many
-    /// zeros (also after a crash, and in checkpoints and backups, which copy WALs whole);
-    /// recovery reads zeros to the end of a WAL as its end. Default 256 KiB.
+    /// takes about a quarter less time on ext4. The newest WAL may therefore end in up to
+    /// this many zeros (also after a crash, and in checkpoints and backups, which copy WALs
+    /// whole); recovery reads zeros to the end of a WAL as its end. A WAL is cut back to its
+    /// records when the next one takes over. Default 256 KiB.
     pub wal_preallocate_size: u64,
     /// Ask the OS to start writing a table or blob file back to disk every this many bytes as
     /// a flush or compaction writes it (RocksDB's `bytes_per_sync`; 0: never). Only a hint:

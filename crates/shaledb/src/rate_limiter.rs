@@ -115,6 +115,9 @@ impl WritableFile for LimitedFile {
     fn preallocate(&mut self, len: u64) -> io::Result<()> {
         self.inner.preallocate(len)
     }
+    fn trim_preallocated(&mut self) -> io::Result<()> {
+        self.inner.trim_preallocated()
+    }
 }
 
 #[cfg(test)]

@@ -501,3 +501,93 @@ fn a_preallocated_wal_recovers_its_synced_writes_in_every_mode() {
         }
     }
 }
+
+/// Two WALs after a power loss: the older one, which the rotation cut back to its records and
+/// synced, and the newer one with its preallocated zeros. The older WAL's length is exactly
+/// its records; zeros where its last records were (a lost synced write) are corruption
+/// before a WAL holding data, or where point-in-time recovery stops, never a silent loss.
+#[test]
+fn an_older_wal_ends_at_its_records_and_zeros_there_are_damage() {
+    let dir = Path::new("/db");
+    let mem = MemFileSystem::new();
+    let hook = StallFirstTable::default();
+    let hooked = shaledb::fs::HookedFileSystem::new(Arc::new(mem.clone()), hook.clone());
+    let o = Options {
+        fs: Arc::new(hooked),
+        max_background_jobs: 1,
+        ..Options::default()
+    };
+    let db = Db::open(dir, o).expect("open");
+    for i in 0..20 {
+        db.put_opt(&sync(), &key(i), &value(i)).expect("put");
+    }
+    hook.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    std::thread::scope(|s| {
+        // The flush rotates the WAL, then stalls creating its table.
+        let flush = s.spawn(|| db.flush());
+        StallFirstTable::wait(&hook.entered);
+        for i in 20..30 {
+            db.put_opt(&sync(), &key(i), &value(i)).expect("put");
+        }
+        mem.crash();
+        StallFirstTable::set(&hook.released);
+        assert!(flush.join().expect("flush thread").is_err());
+    });
+    drop(db);
+    let wals = wal_files(&mem, dir);
+    assert_eq!(wals.len(), 2, "{wals:?}");
+    let older = mem.read_file_bytes(&wals[0]).expect("older WAL");
+    assert_ne!(
+        older.last(),
+        Some(&0),
+        "the older WAL ends at its last record"
+    );
+    let newer = mem.read_file_bytes(&wals[1]).expect("newer WAL");
+    assert_eq!(
+        newer.len(),
+        256 << 10,
+        "the newer WAL keeps its preallocated size"
+    );
+
+    let open = |fs: &MemFileSystem, mode| {
+        let mut o = mem_options(fs);
+        o.wal_recovery_mode = mode;
+        Db::open(dir, o)
+    };
+    let present = |db: &Db| {
+        (0..30)
+            .filter(|&i| db.get(&key(i)).expect("get").is_some())
+            .count()
+    };
+    let db = open(&clone_fs(&mem), WalRecoveryMode::AbsoluteConsistency).expect("intact");
+    assert_eq!(present(&db), 30);
+    drop(db);
+
+    // The older WAL's last record lost: zeros from its start (only zeros follow the other
+    // records), or from 3 bytes before the end (a torn record, then zeros).
+    let last = 7 + 12 + 1 + 1 + key(19).len() + 1 + value(19).len();
+    for zeroed in [last, 3] {
+        let mut damaged = older.clone();
+        let len = damaged.len();
+        damaged[len - zeroed..].fill(0);
+        let fs = clone_fs(&mem);
+        fs.write_file_bytes(&wals[0], &damaged);
+        for mode in [
+            WalRecoveryMode::AbsoluteConsistency,
+            WalRecoveryMode::TolerateCorruptedTailRecords,
+        ] {
+            match open(&clone_fs(&fs), mode) {
+                Err(Error::Corruption { file, .. }) => assert_eq!(file, wals[0], "{mode:?}"),
+                Err(e) => panic!("{zeroed} zeros, {mode:?}: expected corruption, got {e}"),
+                Ok(_) => panic!("{zeroed} zeros, {mode:?}: a lost synced record went unseen"),
+            }
+        }
+        // Point in time: the older WAL's intact records, nothing after the damage.
+        let db = open(&clone_fs(&fs), WalRecoveryMode::PointInTimeRecovery).expect("open");
+        assert_eq!(present(&db), 19, "{zeroed} zeros");
+        assert!(db.get(&key(19)).expect("get").is_none());
+        drop(db);
+        let db = open(&clone_fs(&fs), WalRecoveryMode::SkipAnyCorruptedRecords).expect("open");
+        assert_eq!(present(&db), 29, "{zeroed} zeros");
+    }
+}

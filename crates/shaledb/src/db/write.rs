@@ -736,7 +736,7 @@ impl DbInner {
             // leave a hole between them; the blobs it refers to first.
             if let Some(old) = wal.as_mut() {
                 let synced = self.sync_write_time_blobs(st).and_then(|()| {
-                    old.sync()
+                    old.sync_and_trim()
                         .map_err(|e| Error::io("syncing the WAL before rotation", e))
                 });
                 if let Err(e) = synced {

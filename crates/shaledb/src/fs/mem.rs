@@ -535,6 +535,15 @@ impl WritableFile for MemWritableFile {
             }
         })
     }
+
+    fn trim_preallocated(&mut self) -> io::Result<()> {
+        let len = usize::try_from(self.len).map_err(|_| os_err_plain(libc::EFBIG))?;
+        self.h.with(|d| {
+            if d.data.len() > len {
+                d.set_len(len);
+            }
+        })
+    }
 }
 
 struct MemRandomAccessFile {

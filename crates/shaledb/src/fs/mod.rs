@@ -57,6 +57,12 @@ pub trait WritableFile: Send {
         let _ = len;
         Ok(())
     }
+    /// Cuts space [`preallocate`](Self::preallocate) added and appends did not fill, so the
+    /// file is exactly its appended bytes again (a WAL when the next one takes over; the next
+    /// [`sync`](Self::sync) makes the size durable). The default does nothing.
+    fn trim_preallocated(&mut self) -> io::Result<()> {
+        Ok(())
+    }
     /// True if nothing was appended.
     fn is_empty(&self) -> bool {
         self.len() == 0

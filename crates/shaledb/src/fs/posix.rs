@@ -182,6 +182,16 @@ impl WritableFile for PosixWritableFile {
         self.preallocated = len;
         Ok(())
     }
+
+    fn trim_preallocated(&mut self) -> io::Result<()> {
+        if self.preallocated <= self.len {
+            return Ok(());
+        }
+        self.flush_buffer()?;
+        self.file.set_len(self.len)?;
+        self.preallocated = 0;
+        Ok(())
+    }
 }
 
 impl Drop for PosixWritableFile {

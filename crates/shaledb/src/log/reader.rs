@@ -121,6 +121,12 @@ impl LogReader {
             .unwrap_or(self.block_file_offset + self.pos as u64)
     }
 
+    /// Where the zeros that end the file start, if the log ended that way (a preallocated
+    /// log's unwritten space, or zeros where records were lost).
+    pub fn zero_tail(&self) -> Option<u64> {
+        self.zero_tail
+    }
+
     /// The file being read, as given to [`new`](Self::new).
     pub fn path(&self) -> &Path {
         &self.path

@@ -140,6 +140,16 @@ impl LogWriter {
         self.file.sync()
     }
 
+    /// Cuts the preallocated space past the last record, then syncs: a log whose successor
+    /// takes over ends at its last record, so zeros at the end of a log that later logs
+    /// follow are damage, not unwritten space (docs/format/wal.md).
+    pub(crate) fn sync_and_trim(&mut self) -> std::io::Result<()> {
+        if self.preallocation.take().is_some() {
+            self.file.trim_preallocated()?;
+        }
+        self.file.sync()
+    }
+
     /// Bytes appended to the file so far, including headers and block padding.
     pub(crate) fn file_len(&self) -> u64 {
         self.file.len()
