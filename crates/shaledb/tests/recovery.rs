@@ -57,14 +57,7 @@ fn truncating_the_last_wal_record_at_every_offset_keeps_exactly_the_complete_rec
     let dir = Path::new("/db");
     let fs = MemFileSystem::new();
     let n = 20;
-    {
-        let db = Db::open(dir, mem_options(&fs)).expect("open");
-        for i in 0..n {
-            db.put_opt(&sync(), &key(i), &value(i)).expect("put");
-        }
-        fs.crash();
-        drop(db);
-    }
+    synced_puts_then_power_loss(&fs, mem_options(&fs), n);
     let wals = wal_files(&fs, dir);
     assert_eq!(wals.len(), 1, "one live WAL expected: {wals:?}");
     let wal = fs.read_file_bytes(&wals[0]).expect("wal bytes");
@@ -171,19 +164,23 @@ fn reopen_many_times_keeps_everything() {
     assert_eq!(wal_files(&fs, dir).len(), 1, "{names:?}");
 }
 
+/// Opens a database at /db with `o`, writes keys 0..n synced, and loses power (every test
+/// here uses /db).
+fn synced_puts_then_power_loss(fs: &MemFileSystem, o: Options, n: usize) {
+    let db = Db::open(Path::new("/db"), o).expect("open");
+    for i in 0..n {
+        db.put_opt(&sync(), &key(i), &value(i)).expect("put");
+    }
+    fs.crash();
+    drop(db);
+}
+
 fn corrupt_middle_of_wal(recovery: WalRecoveryMode) -> (MemFileSystem, Options) {
     let dir = Path::new("/db");
     let fs = MemFileSystem::new();
     let mut o = mem_options(&fs);
     o.wal_recovery_mode = recovery;
-    {
-        let db = Db::open(dir, o.clone()).expect("open");
-        for i in 0..100 {
-            db.put_opt(&sync(), &key(i), &value(i)).expect("put");
-        }
-        fs.crash();
-        drop(db);
-    }
+    synced_puts_then_power_loss(&fs, o.clone(), 100);
     let wal = wal_files(&fs, dir).remove(0);
     let mut bytes = fs.read_file_bytes(&wal).expect("wal");
     // Damage the payload of a record in the middle (a value byte), with intact records after
@@ -427,14 +424,7 @@ fn resume_waits_for_a_flush_already_in_flight() {
 /// Writes keys 0..10 synced into a new database at `dir`, loses power, and cuts the last 3
 /// bytes off the (only) WAL: its last record is torn.
 fn ten_synced_puts_then_a_torn_wal_tail(fs: &MemFileSystem, dir: &Path) -> PathBuf {
-    {
-        let db = Db::open(dir, mem_options(fs)).expect("open");
-        for i in 0..10 {
-            db.put_opt(&sync(), &key(i), &value(i)).expect("put");
-        }
-        fs.crash();
-        drop(db);
-    }
+    synced_puts_then_power_loss(fs, mem_options(fs), 10);
     let wal = wal_files(fs, dir).remove(0);
     let mut bytes = fs.read_file_bytes(&wal).expect("wal");
     // The last record's last 3 bytes never reached the disk: zeros, as in the preallocated
@@ -456,14 +446,7 @@ fn a_preallocated_wal_recovers_its_synced_writes_in_every_mode() {
         let fs = MemFileSystem::new();
         let mut o = mem_options(&fs);
         o.wal_preallocate_size = size;
-        {
-            let db = Db::open(dir, o.clone()).expect("open");
-            for i in 0..50 {
-                db.put_opt(&sync(), &key(i), &value(i)).expect("put");
-            }
-            fs.crash();
-            drop(db);
-        }
+        synced_puts_then_power_loss(&fs, o, 50);
         let wal = wal_files(&fs, dir).remove(0);
         let bytes = fs.read_file_bytes(&wal).expect("wal");
         let records = bytes.iter().rposition(|&b| b != 0).expect("records") + 1;

@@ -68,6 +68,17 @@ fn reader(data: Vec<u8>, chunk: usize) -> LogReader {
     )
 }
 
+/// A reader of `data` resumed at `at` (`LogReader::new_at`), reading `chunk` bytes at a time.
+fn reader_at(data: Vec<u8>, at: u64, chunk: usize) -> LogReader {
+    let block = (at - at % BLOCK_SIZE as u64) as usize;
+    let file = SliceFile {
+        data,
+        pos: block,
+        chunk,
+    };
+    LogReader::new_at(Box::new(file), PathBuf::from("000001.log"), at)
+}
+
 /// Reads everything; panics after an absurd number of results (a reader loop bug).
 fn read_all(data: Vec<u8>) -> Vec<LogRead> {
     let mut r = reader(data, BLOCK_SIZE);
@@ -594,13 +605,7 @@ fn reading_resumes_at_every_record_boundary() {
     }
     assert_eq!(boundaries.len(), records.len() + 1);
     for (i, &at) in boundaries.iter().enumerate() {
-        let block = (at - at % BLOCK_SIZE as u64) as usize;
-        let file = SliceFile {
-            data: data.clone(),
-            pos: block,
-            chunk: 777,
-        };
-        let mut resumed = LogReader::new_at(Box::new(file), PathBuf::from("000001.log"), at);
+        let mut resumed = reader_at(data.clone(), at, 777);
         let mut got = Vec::new();
         loop {
             match resumed.read().expect("read") {
@@ -633,13 +638,7 @@ fn a_torn_tail_is_read_again_once_written() {
     };
     assert_eq!(seen, all[..4]);
     assert_eq!(tail, all[4].1);
-    let block = (tail - tail % BLOCK_SIZE as u64) as usize;
-    let file = SliceFile {
-        data,
-        pos: block,
-        chunk: BLOCK_SIZE,
-    };
-    let mut resumed = LogReader::new_at(Box::new(file), PathBuf::from("000001.log"), tail);
+    let mut resumed = reader_at(data, tail, BLOCK_SIZE);
     let mut rest = Vec::new();
     while let LogRead::Record { data, offset } = resumed.read().expect("read") {
         rest.push((data, offset));
@@ -701,13 +700,7 @@ fn a_preallocating_writer_stays_inside_its_space() {
     assert_eq!(at, w.file_len());
     w.add_record(&records[39]).expect("append");
     let data = fs.read_file_bytes("/log").expect("read");
-    let block = (at - at % BLOCK_SIZE as u64) as usize;
-    let file = SliceFile {
-        data,
-        pos: block,
-        chunk: BLOCK_SIZE,
-    };
-    let mut resumed = LogReader::new_at(Box::new(file), PathBuf::from("/log"), at);
+    let mut resumed = reader_at(data, at, BLOCK_SIZE);
     assert!(
         matches!(resumed.read().expect("read"), LogRead::Record { data, .. } if data == records[39])
     );
