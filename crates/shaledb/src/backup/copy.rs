@@ -28,7 +28,10 @@ fn chunk_size(limiter: Option<&RateLimiter>) -> usize {
 /// Reads `from` chunk by chunk, handing each to `sink`; returns the bytes read and their
 /// CRC32C. With `len`, the file must be exactly that long (a file of another length is
 /// `Corruption` naming it); without, it is read as far as it is written when opened (a WAL
-/// still being appended to). With `limiter`, each chunk waits for its bytes before it is read.
+/// still being appended to), or as far as it still reaches if it is cut meanwhile (a WAL's
+/// preallocated zeros cut when the next one takes over, `LogWriter::sync_and_trim`: the
+/// copy may keep some of those zeros, which end the log as well). With `limiter`, each
+/// chunk waits for its bytes before it is read.
 fn read_chunks(
     fs: &dyn FileSystem,
     from: &Path,
@@ -39,7 +42,8 @@ fn read_chunks(
     let reading = |e| Error::io(format!("reading {}", from.display()), e);
     let src = fs.open_random_access(from).map_err(reading)?;
     let actual = src.len().map_err(reading)?;
-    let len = len.unwrap_or(actual);
+    let exact = len.is_some();
+    let mut len = len.unwrap_or(actual);
     if actual != len {
         return Err(Error::corruption(
             from,
@@ -56,12 +60,23 @@ fn read_chunks(
         if let Some(l) = limiter {
             l.request(n as u64);
         }
-        src.read_exact_at(at, &mut buf[..n]).map_err(reading)?;
+        match src.read_exact_at(at, &mut buf[..n]) {
+            Ok(()) => {}
+            Err(e) if !exact && e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                let now = src.len().map_err(reading)?;
+                if now >= at + n as u64 {
+                    return Err(reading(e));
+                }
+                len = now;
+                continue;
+            }
+            Err(e) => return Err(reading(e)),
+        }
         crc = crc32c_extend(crc, &buf[..n]);
         sink(&buf[..n])?;
         at += n as u64;
     }
-    Ok((len, crc))
+    Ok((at, crc))
 }
 
 /// CRC32C of `from`, which must be `len` bytes long, read at most as fast as `limiter` allows.
@@ -100,4 +115,88 @@ pub(crate) fn write_file(fs: &dyn FileSystem, to: &Path, bytes: &[u8]) -> Result
     let mut out = fs.create(to).map_err(writing)?;
     out.append(bytes).map_err(writing)?;
     out.sync().map_err(writing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::{FileSystem, FsHook, HookedFileSystem, MemFileSystem, RandomAccessFile};
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// Cuts every file opened for reading to `cut_to` bytes after its first read, as a WAL's
+    /// preallocated zeros are cut while a checkpoint or backup copies it.
+    struct CutAfterFirstRead {
+        fs: MemFileSystem,
+        cut_to: usize,
+    }
+
+    struct Cutting {
+        inner: Arc<dyn RandomAccessFile>,
+        fs: MemFileSystem,
+        path: PathBuf,
+        cut_to: usize,
+        cut: AtomicBool,
+    }
+
+    impl FsHook for CutAfterFirstRead {
+        fn random_access(
+            &self,
+            path: &Path,
+            file: Arc<dyn RandomAccessFile>,
+        ) -> Arc<dyn RandomAccessFile> {
+            Arc::new(Cutting {
+                inner: file,
+                fs: self.fs.clone(),
+                path: path.to_path_buf(),
+                cut_to: self.cut_to,
+                cut: AtomicBool::new(false),
+            })
+        }
+    }
+
+    impl RandomAccessFile for Cutting {
+        fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+            let read = self.inner.read_exact_at(offset, buf);
+            if !self.cut.swap(true, Ordering::SeqCst) {
+                let bytes = self.fs.read_file_bytes(&self.path).expect("test file");
+                self.fs.write_file_bytes(&self.path, &bytes[..self.cut_to]);
+            }
+            read
+        }
+
+        fn len(&self) -> std::io::Result<u64> {
+            self.inner.len()
+        }
+    }
+
+    /// A file cut while it is copied "as far as written" is copied as far as it still
+    /// reaches; a copy of an exact length fails instead.
+    #[test]
+    fn a_file_cut_while_copied_is_copied_to_its_new_end() {
+        let mem = MemFileSystem::new();
+        let cut_to = CHUNK + CHUNK / 2 + 3;
+        let mut data: Vec<u8> = (0..cut_to).map(|i| (i % 251) as u8 + 1).collect();
+        data.resize(3 * CHUNK + 100, 0);
+        let from = Path::new("/db/000007.log");
+        let to = Path::new("/copy/000007.log");
+        let hooked = HookedFileSystem::new(
+            Arc::new(mem.clone()),
+            CutAfterFirstRead {
+                fs: mem.clone(),
+                cut_to,
+            },
+        );
+        mem.write_file_bytes(from, &data);
+        mem.create_dir_all(Path::new("/copy")).expect("dir");
+        let (len, crc) = copy(&hooked, from, None, &mem, to, None).expect("copy");
+        assert_eq!(len, cut_to as u64);
+        assert_eq!(crc, crate::checksum::crc32c(&data[..cut_to]));
+        assert_eq!(mem.read_file_bytes(to).expect("copy"), &data[..cut_to]);
+
+        mem.write_file_bytes(from, &data);
+        let exact = copy(&hooked, from, Some(data.len() as u64), &mem, to, None);
+        assert!(matches!(exact, Err(Error::Io { .. })), "{exact:?}");
+    }
 }

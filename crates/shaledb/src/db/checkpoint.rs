@@ -21,9 +21,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Bytes copied per read when a file cannot be linked.
-const COPY_CHUNK: usize = 1 << 20;
-
 /// What a checkpoint copies, taken at one moment under the state mutex.
 struct CheckpointState {
     /// Every family's version, pinned: their files are not deleted while held.
@@ -427,25 +424,10 @@ fn copy_file(fs: &dyn FileSystem, from: &Path, dir: &Path) -> Result<()> {
     copy_file_to(fs, from, &dir.join(from.file_name().unwrap_or_default())).map(drop)
 }
 
-/// Copies `from` to `to` (as much of it as is written now) and syncs the copy; returns the
-/// CRC-32C of the bytes copied.
+/// Copies `from` to `to` (as much of it as is written now, `backup::copy::copy`) and syncs
+/// the copy; returns the CRC-32C of the bytes copied.
 pub(super) fn copy_file_to(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<u32> {
-    let reading = |e| Error::io(format!("reading {}", from.display()), e);
-    let src = fs.open_random_access(from).map_err(reading)?;
-    let len = src.len().map_err(reading)?;
-    let writing = |e| Error::io(format!("writing {}", to.display()), e);
-    let mut dst = fs.create(to).map_err(writing)?;
-    let mut buf = vec![0u8; COPY_CHUNK];
-    let (mut at, mut crc) = (0u64, 0u32);
-    while at < len {
-        let n = (len - at).min(COPY_CHUNK as u64) as usize;
-        src.read_exact_at(at, &mut buf[..n]).map_err(reading)?;
-        dst.append(&buf[..n]).map_err(writing)?;
-        crc = crate::checksum::crc32c_extend(crc, &buf[..n]);
-        at += n as u64;
-    }
-    dst.sync().map_err(writing)?;
-    Ok(crc)
+    crate::backup::copy::copy(fs, from, None, fs, to, None).map(|(_, crc)| crc)
 }
 
 /// Removes what a failed checkpoint left in `dir`, and `dir` itself.
