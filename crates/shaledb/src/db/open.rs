@@ -480,6 +480,30 @@ impl WalReplay<'_> {
         let end = replay_records(&mut reader, policy, &context, |data, offset| {
             self.apply_record(&path, data, offset)
         })?;
+        // A WAL is cut back to its records before the next one is written to
+        // (`LogWriter::sync_and_trim`), so zeros ending a WAL that a WAL holding data follows
+        // are lost records, not preallocated space: damage, decided below as a torn tail is.
+        // Not for a read-only or secondary instance: it reads a live primary's WALs at
+        // different moments, and may see this WAL before the cut and the next one after it.
+        let end = match (end, reader.zero_tail()) {
+            (ReplayEnd::Eof { torn_tail: None }, Some(at))
+                if !self.keep_in_memory && !later.is_empty() =>
+            {
+                let lost = "zeros to the end of the file where records were synced (a WAL \
+                            holding data follows)";
+                match policy {
+                    TailPolicy::SkipDamaged => ReplayEnd::Eof { torn_tail: None },
+                    TailPolicy::StopAtDamage => match self.all_empty(later)? {
+                        true => ReplayEnd::Eof { torn_tail: None },
+                        false => ReplayEnd::Stopped,
+                    },
+                    TailPolicy::Strict | TailPolicy::TornTailOnly => ReplayEnd::Eof {
+                        torn_tail: Some((at, lost.to_string())),
+                    },
+                }
+            }
+            (end, _) => end,
+        };
         // A torn tail may be a record still being written (a secondary reads a live log):
         // reading goes on from its start.
         match &end {
@@ -489,27 +513,6 @@ impl WalReplay<'_> {
             ReplayEnd::Eof { torn_tail: None } => self.resume.insert(number, reader.position()),
             ReplayEnd::Stopped => None,
         };
-        if let (ReplayEnd::Eof { torn_tail: None }, Some(at)) = (&end, reader.zero_tail()) {
-            // A WAL is cut back to its records before the next one is written to
-            // (`LogWriter::sync_and_trim`), so zeros ending a WAL that a WAL holding data
-            // follows are lost records, not preallocated space. Not for a read-only or
-            // secondary instance: it reads a live primary's WALs at different moments, and
-            // may see this WAL before the cut and the next one after it.
-            if !self.keep_in_memory && !later.is_empty() && !self.all_empty(later)? {
-                let detail = "zeros to the end of the file where records were synced (a WAL \
-                              holding data follows)";
-                match policy {
-                    TailPolicy::SkipDamaged => {}
-                    TailPolicy::StopAtDamage => {
-                        self.resume.remove(&number);
-                        return Ok(false);
-                    }
-                    TailPolicy::Strict | TailPolicy::TornTailOnly => {
-                        return Err(Error::corruption(&path, at, detail))
-                    }
-                }
-            }
-        }
         match end {
             ReplayEnd::Stopped => Ok(false),
             ReplayEnd::Eof {

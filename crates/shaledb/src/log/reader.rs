@@ -286,17 +286,19 @@ impl LogReader {
         Ok(())
     }
 
-    /// At a zeroed header: true if only zeros follow to the end of the file (a preallocated
-    /// log's unwritten space: the end of the log, docs/format/wal.md), read to that end.
-    /// Otherwise the reader stays where it is if the current block holds more than zeros, or
-    /// moves to the start of the first later block that does.
-    fn zeros_to_end(&mut self) -> std::io::Result<bool> {
+    /// At zeros starting at file offset `at`: true if only zeros follow to the end of the
+    /// file (a preallocated log's unwritten space: the end of the log, docs/format/wal.md),
+    /// read to that end and remembered as the log's end. Otherwise the reader stays where it
+    /// is if the current block holds more than zeros, or moves to the start of the first
+    /// later block that does.
+    fn zeros_to_end(&mut self, at: u64) -> std::io::Result<bool> {
         loop {
             if self.block[self.pos..self.block_len].iter().any(|&b| b != 0) {
                 return Ok(false);
             }
             if self.eof {
                 self.pos = self.block_len;
+                self.zero_tail = Some(at);
                 return Ok(true);
             }
             self.fill_block()?;
@@ -319,9 +321,7 @@ impl LogReader {
                     return Ok(Physical::Eof);
                 }
                 let offset = self.block_file_offset + self.pos as u64;
-                if self.block[self.pos..self.block_len].iter().all(|&b| b == 0) {
-                    self.zero_tail = Some(offset);
-                    self.pos = self.block_len;
+                if self.zeros_to_end(offset)? {
                     return Ok(Physical::Eof);
                 }
                 self.pos = self.block_len;
@@ -338,8 +338,7 @@ impl LogReader {
             let start = self.pos + HEADER_SIZE;
             if header.iter().all(|&b| b == 0) {
                 let block = self.block_file_offset;
-                if self.zeros_to_end()? {
-                    self.zero_tail = Some(offset);
+                if self.zeros_to_end(offset)? {
                     return Ok(Physical::Eof);
                 }
                 if self.block_file_offset == block {
