@@ -25,26 +25,38 @@ fn chunk_size(limiter: Option<&RateLimiter>) -> usize {
     }
 }
 
-/// Reads `from` chunk by chunk, handing each to `sink`; returns the bytes read and their
-/// CRC32C. With `len`, the file must be exactly that long (a file of another length is
-/// `Corruption` naming it); without, it is read as far as it is written when opened (a WAL
-/// still being appended to), or as far as it still reaches if it is cut meanwhile (a WAL's
-/// preallocated zeros cut when the next one takes over, `LogWriter::sync_and_trim`: the
-/// copy may keep some of those zeros, which end the log as well). With `limiter`, each
-/// chunk waits for its bytes before it is read.
+/// How much of a file to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Extent {
+    /// The whole file, which must be exactly this long (a file of another length is
+    /// `Corruption` naming it).
+    Exact(u64),
+    /// The first this many bytes of a file at least that long: a live WAL as far as its
+    /// records reached when the copy's state was taken (past them it holds the zeros of its
+    /// preallocated space, which records written since may fill during the copy).
+    Prefix(u64),
+    /// As far as the file is written when opened (a blob file still being appended to).
+    AsWritten,
+}
+
+/// Reads `extent` of `from` chunk by chunk, handing each to `sink`; returns the bytes read
+/// and their CRC32C. With `limiter`, each chunk waits for its bytes before it is read.
 fn read_chunks(
     fs: &dyn FileSystem,
     from: &Path,
-    len: Option<u64>,
+    extent: Extent,
     limiter: Option<&RateLimiter>,
     mut sink: impl FnMut(&[u8]) -> Result<()>,
 ) -> Result<(u64, u32)> {
     let reading = |e| Error::io(format!("reading {}", from.display()), e);
     let src = fs.open_random_access(from).map_err(reading)?;
     let actual = src.len().map_err(reading)?;
-    let exact = len.is_some();
-    let mut len = len.unwrap_or(actual);
-    if actual != len {
+    let len = match extent {
+        Extent::Exact(len) | Extent::Prefix(len) => len,
+        Extent::AsWritten => actual,
+    };
+    let short = actual < len;
+    if short || (actual != len && matches!(extent, Extent::Exact(_))) {
         return Err(Error::corruption(
             from,
             actual.min(len),
@@ -52,7 +64,7 @@ fn read_chunks(
         ));
     }
     let chunk = chunk_size(limiter);
-    // `len` is the file's actual size, and the buffer at most one chunk.
+    // `len` is at most the file's actual size, and the buffer at most one chunk.
     let mut buf = vec![0u8; (chunk as u64).min(len) as usize];
     let (mut at, mut crc) = (0u64, 0u32);
     while at < len {
@@ -60,23 +72,12 @@ fn read_chunks(
         if let Some(l) = limiter {
             l.request(n as u64);
         }
-        match src.read_exact_at(at, &mut buf[..n]) {
-            Ok(()) => {}
-            Err(e) if !exact && e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                let now = src.len().map_err(reading)?;
-                if now >= at + n as u64 {
-                    return Err(reading(e));
-                }
-                len = now;
-                continue;
-            }
-            Err(e) => return Err(reading(e)),
-        }
+        src.read_exact_at(at, &mut buf[..n]).map_err(reading)?;
         crc = crc32c_extend(crc, &buf[..n]);
         sink(&buf[..n])?;
         at += n as u64;
     }
-    Ok((at, crc))
+    Ok((len, crc))
 }
 
 /// CRC32C of `from`, which must be `len` bytes long, read at most as fast as `limiter` allows.
@@ -86,23 +87,23 @@ pub(crate) fn checksum(
     len: u64,
     limiter: Option<&RateLimiter>,
 ) -> Result<u32> {
-    read_chunks(fs, from, Some(len), limiter, |_| Ok(())).map(|(_, crc)| crc)
+    read_chunks(fs, from, Extent::Exact(len), limiter, |_| Ok(())).map(|(_, crc)| crc)
 }
 
-/// Copies `from` (read through `src`; exactly `len` bytes, or as far as written without) to a
-/// new file `to` (written through `dst`), at most as fast as `limiter` allows, syncs the
-/// copy, and returns the bytes copied and their CRC32C.
+/// Copies `extent` of `from` (read through `src`) to a new file `to` (written through
+/// `dst`), at most as fast as `limiter` allows, syncs the copy, and returns the bytes copied
+/// and their CRC32C.
 pub(crate) fn copy(
     src: &dyn FileSystem,
     from: &Path,
-    len: Option<u64>,
+    extent: Extent,
     dst: &dyn FileSystem,
     to: &Path,
     limiter: Option<&RateLimiter>,
 ) -> Result<(u64, u32)> {
     let writing = |e| Error::io(format!("writing {}", to.display()), e);
     let mut out = dst.create(to).map_err(writing)?;
-    let copied = read_chunks(src, from, len, limiter, |chunk| {
+    let copied = read_chunks(src, from, extent, limiter, |chunk| {
         out.append(chunk).map_err(writing)
     })?;
     out.sync().map_err(writing)?;
@@ -120,83 +121,38 @@ pub(crate) fn write_file(fs: &dyn FileSystem, to: &Path, bytes: &[u8]) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::{FileSystem, FsHook, HookedFileSystem, MemFileSystem, RandomAccessFile};
-    use std::path::PathBuf;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
+    use crate::fs::{FileSystem, MemFileSystem};
 
-    /// Cuts every file opened for reading to `cut_to` bytes after its first read, as a WAL's
-    /// preallocated zeros are cut while a checkpoint or backup copies it.
-    struct CutAfterFirstRead {
-        fs: MemFileSystem,
-        cut_to: usize,
-    }
-
-    struct Cutting {
-        inner: Arc<dyn RandomAccessFile>,
-        fs: MemFileSystem,
-        path: PathBuf,
-        cut_to: usize,
-        cut: AtomicBool,
-    }
-
-    impl FsHook for CutAfterFirstRead {
-        fn random_access(
-            &self,
-            path: &Path,
-            file: Arc<dyn RandomAccessFile>,
-        ) -> Arc<dyn RandomAccessFile> {
-            Arc::new(Cutting {
-                inner: file,
-                fs: self.fs.clone(),
-                path: path.to_path_buf(),
-                cut_to: self.cut_to,
-                cut: AtomicBool::new(false),
-            })
-        }
-    }
-
-    impl RandomAccessFile for Cutting {
-        fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-            let read = self.inner.read_exact_at(offset, buf);
-            if !self.cut.swap(true, Ordering::SeqCst) {
-                let bytes = self.fs.read_file_bytes(&self.path).expect("test file");
-                self.fs.write_file_bytes(&self.path, &bytes[..self.cut_to]);
-            }
-            read
-        }
-
-        fn len(&self) -> std::io::Result<u64> {
-            self.inner.len()
-        }
-    }
-
-    /// A file cut while it is copied "as far as written" is copied as far as it still
-    /// reaches; a copy of an exact length fails instead.
+    /// A prefix copy reads exactly its bytes of a longer file and refuses a shorter one; an
+    /// exact copy refuses a file of another length; "as written" copies the whole file.
     #[test]
-    fn a_file_cut_while_copied_is_copied_to_its_new_end() {
-        let mem = MemFileSystem::new();
-        let cut_to = CHUNK + CHUNK / 2 + 3;
-        let mut data: Vec<u8> = (0..cut_to).map(|i| (i % 251) as u8 + 1).collect();
-        data.resize(3 * CHUNK + 100, 0);
-        let from = Path::new("/db/000007.log");
-        let to = Path::new("/copy/000007.log");
-        let hooked = HookedFileSystem::new(
-            Arc::new(mem.clone()),
-            CutAfterFirstRead {
-                fs: mem.clone(),
-                cut_to,
-            },
+    fn each_extent_copies_what_it_names() {
+        let fs = MemFileSystem::new();
+        let data: Vec<u8> = (0..CHUNK + CHUNK / 2 + 3)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let (from, to) = (Path::new("/db/000007.log"), Path::new("/copy/000007.log"));
+        fs.write_file_bytes(from, &data);
+        fs.create_dir_all(Path::new("/copy")).expect("dir");
+        let cut = CHUNK + 5;
+        let (len, crc) = copy(&fs, from, Extent::Prefix(cut as u64), &fs, to, None).expect("copy");
+        assert_eq!(
+            (len, crc),
+            (cut as u64, crate::checksum::crc32c(&data[..cut]))
         );
-        mem.write_file_bytes(from, &data);
-        mem.create_dir_all(Path::new("/copy")).expect("dir");
-        let (len, crc) = copy(&hooked, from, None, &mem, to, None).expect("copy");
-        assert_eq!(len, cut_to as u64);
-        assert_eq!(crc, crate::checksum::crc32c(&data[..cut_to]));
-        assert_eq!(mem.read_file_bytes(to).expect("copy"), &data[..cut_to]);
-
-        mem.write_file_bytes(from, &data);
-        let exact = copy(&hooked, from, Some(data.len() as u64), &mem, to, None);
-        assert!(matches!(exact, Err(Error::Io { .. })), "{exact:?}");
+        assert_eq!(fs.read_file_bytes(to).expect("copy"), &data[..cut]);
+        let whole = copy(&fs, from, Extent::AsWritten, &fs, to, None).expect("copy");
+        assert_eq!(whole.0, data.len() as u64);
+        assert_eq!(fs.read_file_bytes(to).expect("copy"), data);
+        let long = Extent::Prefix(data.len() as u64 + 1);
+        assert!(matches!(
+            copy(&fs, from, long, &fs, to, None),
+            Err(Error::Corruption { .. })
+        ));
+        let other = Extent::Exact(cut as u64);
+        assert!(matches!(
+            copy(&fs, from, other, &fs, to, None),
+            Err(Error::Corruption { .. })
+        ));
     }
 }

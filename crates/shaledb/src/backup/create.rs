@@ -111,7 +111,8 @@ impl BackupEngine {
         }
         let tmp = shared.join(format!("{name}{TEMP_SUFFIX}"));
         let limiter = self.backup_limiter.as_ref();
-        let (_, crc32c) = copy::copy(src, path, Some(size), &*self.fs, &tmp, limiter)?;
+        let exact = copy::Extent::Exact(size);
+        let (_, crc32c) = copy::copy(src, path, exact, &*self.fs, &tmp, limiter)?;
         // The damaged copy stays under its temporary name, which the clean-up removes.
         file.check_checksum(crc32c)?;
         let f = BackupFile { name, size, crc32c };
@@ -139,7 +140,8 @@ impl BackupEngine {
             let name = db_file_name(&wal)?;
             let to = private.join(&name);
             let limiter = self.backup_limiter.as_ref();
-            let (size, crc32c) = copy::copy(live.fs(), &wal, None, &*self.fs, &to, limiter)?;
+            let extent = live.wal_extent(&wal);
+            let (size, crc32c) = copy::copy(live.fs(), &wal, extent, &*self.fs, &to, limiter)?;
             out.push(BackupFile { name, size, crc32c });
         }
         let name = filename::manifest_name(live.manifest_number());
@@ -159,7 +161,8 @@ impl BackupEngine {
         let name = db_file_name(path)?;
         let tmp = self.dir.join(SHARED).join(format!("{name}{TEMP_SUFFIX}"));
         let limiter = self.backup_limiter.as_ref();
-        let (size, crc32c) = copy::copy(src, path, None, &*self.fs, &tmp, limiter)?;
+        let written = copy::Extent::AsWritten;
+        let (size, crc32c) = copy::copy(src, path, written, &*self.fs, &tmp, limiter)?;
         let f = BackupFile { name, size, crc32c };
         let to = self.dir.join(SHARED).join(f.shared_name());
         self.fs

@@ -305,7 +305,7 @@ impl BackupEngine {
             let fs = &*self.fs;
             let to = db_dir.join(&f.name);
             let limiter = self.restore_limiter.as_ref();
-            let (_, crc) = copy::copy(fs, &from, Some(f.size), fs, &to, limiter)?;
+            let (_, crc) = copy::copy(fs, &from, copy::Extent::Exact(f.size), fs, &to, limiter)?;
             check_crc(&from, crc, f.crc32c)?;
         }
         // Syncs the directory too, making every copied file's name durable.

@@ -19,6 +19,7 @@ use crate::log::LogWriter;
 use crate::version::{filename, set::set_current_file, Version, VersionEdit};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// What a checkpoint copies, taken at one moment under the state mutex.
@@ -27,6 +28,10 @@ struct CheckpointState {
     versions: Vec<Arc<Version>>,
     /// The WALs recovery of the copy replays (those at or above the oldest log number).
     wals: Vec<u64>,
+    /// The WAL being written and how far its records reached when the state was taken:
+    /// copied that far, since past it lie preallocated zeros that later records may fill
+    /// while the copy reads (the other WALs were cut back to their records and are done).
+    live_wal: Option<(u64, u64)>,
     /// The blob files the memtables wrote with their values (`separate_blobs_at_write`),
     /// which the WALs' references point into.
     wal_blobs: Vec<u64>,
@@ -184,9 +189,22 @@ impl LiveFiles<'_> {
     }
 
     /// The WALs a copy needs, oldest first, then the blob files their records refer to
-    /// (`Options::separate_blobs_at_write`): copied in this order, each as far as it is
-    /// written when read (a record cut at the end is a torn tail, which recovery drops), so
-    /// every reference a copied record holds points into copied bytes.
+    /// (`Options::separate_blobs_at_write`): copied in this order, the WAL being written as
+    /// far as its records reached when the state was taken ([`wal_extent`](Self::wal_extent)),
+    /// the others as far as they are written when read (a blob record cut at the end is never
+    /// referenced by a copied WAL record), so every reference a copied record holds points
+    /// into copied bytes.
+    /// How much of `path`, one of [`wals`](Self::wals), a copy takes.
+    pub(crate) fn wal_extent(&self, path: &Path) -> crate::backup::copy::Extent {
+        use crate::backup::copy::Extent;
+        match self.state.live_wal {
+            Some((n, len)) if *path == filename::log_file(&self.inner.dir, n) => {
+                Extent::Prefix(len)
+            }
+            _ => Extent::AsWritten,
+        }
+    }
+
     pub(crate) fn wals(&self) -> Vec<PathBuf> {
         let dir = &self.inner.dir;
         let wals = self.state.wals.iter().map(|&n| filename::log_file(dir, n));
@@ -353,11 +371,19 @@ fn take_state(inner: &DbInner) -> Result<CheckpointState> {
             }
         }
     }
+    // Under the state mutex, so no rotation moves on meanwhile; the WAL lock waits for a
+    // group being written (its record is not acknowledged yet either way).
+    let live_wal = inner
+        .wal
+        .lock()
+        .as_ref()
+        .map(|w| (inner.wal_number.load(Ordering::Acquire), w.file_len()));
     inner.obsolete.pause();
     drop(st);
     Ok(CheckpointState {
         versions,
         wals,
+        live_wal,
         wal_blobs,
         manifest_number,
         edits,
@@ -384,7 +410,8 @@ fn write_checkpoint(live: &LiveFiles<'_>, staging: &Path, dir: &Path) -> Result<
         link_or_copy(&**fs, &f, dir)?;
     }
     for path in live.wals() {
-        copy_file(&**fs, &path, dir)?;
+        let to = dir.join(path.file_name().unwrap_or_default());
+        crate::backup::copy::copy(&**fs, &path, live.wal_extent(&path), &**fs, &to, None)?;
     }
     let path = filename::manifest_file(dir, live.manifest_number());
     let writing = |e| Error::io(format!("writing {}", path.display()), e);
@@ -419,15 +446,11 @@ fn link_or_copy(fs: &dyn FileSystem, f: &ImmutableFile, dir: &Path) -> Result<()
     }
 }
 
-/// Copies `from` into `dir` (as much of it as is written now) and syncs the copy.
-fn copy_file(fs: &dyn FileSystem, from: &Path, dir: &Path) -> Result<()> {
-    copy_file_to(fs, from, &dir.join(from.file_name().unwrap_or_default())).map(drop)
-}
-
 /// Copies `from` to `to` (as much of it as is written now, `backup::copy::copy`) and syncs
 /// the copy; returns the CRC-32C of the bytes copied.
 pub(super) fn copy_file_to(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<u32> {
-    crate::backup::copy::copy(fs, from, None, fs, to, None).map(|(_, crc)| crc)
+    let written = crate::backup::copy::Extent::AsWritten;
+    crate::backup::copy::copy(fs, from, written, fs, to, None).map(|(_, crc)| crc)
 }
 
 /// Removes what a failed checkpoint left in `dir`, and `dir` itself.
