@@ -283,6 +283,19 @@ impl MemTable {
         self.approximate_memory_usage() - self.list.index_bytes() - self.list.hash_link_bytes()
     }
 
+    /// Starts loading the cache lines an `add` of `user_key` will write at random places (its
+    /// point-index bucket, its whole-key filter line), so that a caller with other work
+    /// before the insert (the WAL write) does not wait for them in it. Only a hint.
+    pub(crate) fn prefetch_for_add(&self, user_key: &[u8]) {
+        let Some(hash) = self.whole_key_hash(user_key) else {
+            return;
+        };
+        self.list.prefetch_index(hash);
+        if let Some(b) = self.bloom.as_ref().filter(|b| b.whole_key) {
+            b.bits.prefetch(hash);
+        }
+    }
+
     /// `key_hash(user_key)` if the whole-key bloom or the skiplist's hash index uses it: one
     /// hash serves both.
     fn whole_key_hash(&self, user_key: &[u8]) -> Option<u64> {

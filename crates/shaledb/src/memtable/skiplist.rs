@@ -202,10 +202,28 @@ fn varint_len(v: usize) -> usize {
 #[inline]
 unsafe fn slot<'a>(node: NonNull<u8>, i: usize) -> &'a AtomicPtr<u8> {
     // SAFETY: (caller) `node` has more than `i` slots, stored just below the node pointer,
-    // 8-aligned, zero-initialized by the arena or written by `insert` before publication,
-    // alive as long as the list. Slots are only accessed atomically, so shared references to
-    // them are fine.
-    unsafe { &*node.as_ptr().cast::<AtomicPtr<u8>>().sub(i + 1) }
+    // 8-aligned, initialized by `init_slot` before the node was published (the head's by
+    // `build`), alive as long as the list. Slots are only accessed atomically, so shared
+    // references to them are fine.
+    unsafe { &*slot_ptr(node, i) }
+}
+
+/// Writes the first value of slot `i` below `node`: the arena hands out uninitialized memory,
+/// and no reference to a slot is made before this.
+///
+/// # Safety
+///
+/// As for [`slot`], and the node is not published yet (no other thread can see the slot).
+#[inline]
+unsafe fn init_slot(node: NonNull<u8>, i: usize, value: *mut u8) {
+    // SAFETY: (caller) the slot is in bounds, 8-aligned and private to this thread.
+    unsafe { slot_ptr(node, i).write(AtomicPtr::new(value)) }
+}
+
+/// The address of slot `i` below `node` (in bounds when the node has more than `i` slots).
+#[inline]
+fn slot_ptr(node: NonNull<u8>, i: usize) -> *mut AtomicPtr<u8> {
+    node.as_ptr().cast::<AtomicPtr<u8>>().wrapping_sub(i + 1)
 }
 
 /// The point index's buckets: each the newest node of a chain (null: none).
@@ -244,6 +262,11 @@ impl PointIndex {
 struct WriterState {
     arena: Arena,
     rng: u64,
+    /// The last inserted node's predecessor at every level, that node itself at the levels
+    /// it has (all the head in an empty list). A key that goes right after that node has
+    /// these predecessors too, so in-order inserts (sequential fills, WAL replay of them)
+    /// skip the search from the top (RocksDB's splice).
+    splice: [NonNull<u8>; MAX_HEIGHT],
 }
 
 /// An ordered multiset of (internal key, value) entries: single writer, lock-free readers.
@@ -285,12 +308,17 @@ impl SkipList {
     fn build(index: Option<PointIndex>) -> Self {
         let skip = usize::from(index.is_some());
         let mut arena = Arena::new();
-        // Slots (zeroed: null) plus one byte so the node pointer is inside the allocation.
+        // Slots plus one byte so the node pointer is inside the allocation.
         let slots = (MAX_HEIGHT + skip) * LINK;
         let base = arena.allocate(slots + 1);
         // SAFETY: the allocation is `slots + 1` bytes, so the node pointer after the slots is
         // in bounds (and non-null).
         let head = unsafe { NonNull::new_unchecked(base.as_ptr().add(slots)) };
+        for i in 0..MAX_HEIGHT + skip {
+            // SAFETY: the head has `MAX_HEIGHT + skip` slots below it, 8-aligned (the arena's
+            // alignment), seen by no other thread yet. Null: the end of every level.
+            unsafe { init_slot(head, i, std::ptr::null_mut()) };
+        }
         SkipList {
             head,
             max_height: AtomicUsize::new(1),
@@ -299,6 +327,7 @@ impl SkipList {
             writer: Mutex::new(WriterState {
                 arena,
                 rng: 0x9E37_79B9_7F4A_7C15,
+                splice: [head; MAX_HEIGHT],
             }),
             index,
             skip,
@@ -316,6 +345,13 @@ impl SkipList {
         match self.index {
             Some(_) => (self.len() + 1) * LINK,
             None => 0,
+        }
+    }
+
+    /// Starts loading the point-index bucket of a key of hash `hash` (none without an index).
+    pub(crate) fn prefetch_index(&self, hash: u64) {
+        if let Some(index) = &self.index {
+            super::prefetch(index.bucket(hash));
         }
     }
 
@@ -391,6 +427,27 @@ impl SkipList {
                 last_ge = next;
                 level -= 1;
             }
+        }
+    }
+
+    /// If `t` goes right after `splice[0]` (the last insert), its successor at level 0 (`None`
+    /// when `t` goes last), which the search from the top would return; `None` otherwise.
+    ///
+    /// Why the rest of the splice is then right too: every level-`i` node after `splice[i]`
+    /// comes after `splice[0]`, so it is at least the level-0 successor, which is >= `t`.
+    fn splice_successor(
+        &self,
+        splice: &[NonNull<u8>; MAX_HEIGHT],
+        t: &Target<'_>,
+    ) -> Option<Option<NonNull<u8>>> {
+        let last = splice[0];
+        if last != self.head && self.entry(last).cmp(t) != CmpOrdering::Less {
+            return None;
+        }
+        let next = self.next(last, 0);
+        match next {
+            Some(n) if self.entry(n).cmp(t) == CmpOrdering::Less => None,
+            _ => Some(next),
         }
     }
 
@@ -549,8 +606,14 @@ impl SkipList {
             super::prefetch(index.bucket(hash));
             (index, hash)
         });
-        let mut prev = [self.head; MAX_HEIGHT];
-        let found = self.find_greater_or_equal(&t, Some(&mut prev));
+        let mut prev = w.splice;
+        let found = match self.splice_successor(&prev, &t) {
+            Some(found) => found,
+            None => {
+                prev = [self.head; MAX_HEIGHT];
+                self.find_greater_or_equal(&t, Some(&mut prev))
+            }
+        };
         if let Some(n) = found {
             debug_assert!(self.entry(n).cmp(&t) != CmpOrdering::Equal, "duplicate key");
         }
@@ -584,21 +647,28 @@ impl SkipList {
             i += put_varint(&mut e[i..], value.len());
             e[i..].copy_from_slice(value);
         }
+        if self.skip == 1 {
+            // SAFETY: the node was allocated with `height + 1` slots, the hash link first, and
+            // is not published yet. `index_node` sets it once the node is in the list.
+            unsafe { init_slot(node, 0, std::ptr::null_mut()) };
+        }
         for (level, &p) in prev.iter().enumerate().take(height) {
             // SAFETY: `p` is the head (MAX_HEIGHT links) or was reached through a link at
             // `level`, so has height > `level`; both belong to this list, borrowed here.
             let prev_link = unsafe { slot(p, level + self.skip) };
-            // SAFETY: `node` was allocated above with `height` > `level` links.
-            let node_link = unsafe { slot(node, level + self.skip) };
-            // Relaxed is enough for the new node's own link: the Release store below
-            // publishes it together with the entry.
-            node_link.store(prev_link.load(Ordering::Relaxed), Ordering::Relaxed);
+            // SAFETY: `node` was allocated above with `height` > `level` links and is not
+            // published yet. The Release store below publishes the link with the entry.
+            unsafe { init_slot(node, level + self.skip, prev_link.load(Ordering::Relaxed)) };
             prev_link.store(node.as_ptr(), Ordering::Release);
         }
+        w.splice = prev;
+        w.splice[..height].fill(node);
         if let Some((index, hash)) = indexed {
             self.index_node(index, hash, node, prev[0], found);
         }
-        self.len.fetch_add(1, Ordering::Relaxed);
+        // One writer (the lock above): a load and a store, not a locked read-modify-write.
+        self.len
+            .store(self.len.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 }
 
@@ -685,6 +755,71 @@ mod tests {
         assert!(counts[1] > 70_000 && counts[1] < 80_000, "{counts:?}");
         assert!(counts[2] > 15_000 && counts[2] < 22_000, "{counts:?}");
         assert_eq!(counts[0], 0);
+    }
+
+    /// Every level holds its nodes in internal-key order, level 0 holds them all, and each
+    /// key's newest version (via the point index, if any) is found.
+    fn assert_well_formed(l: &SkipList, expected: &[(Vec<u8>, SequenceNumber)]) {
+        let mut level0 = Vec::new();
+        for level in 0..MAX_HEIGHT {
+            let mut keys: Vec<(Vec<u8>, u64)> = Vec::new();
+            let mut node = l.next(l.head, level);
+            while let Some(n) = node {
+                let (user_key, trailer) = l.entry(n).parts();
+                keys.push((user_key.to_vec(), trailer >> 8));
+                node = l.next(n, level);
+            }
+            let ordered = keys
+                .windows(2)
+                .all(|w| w[0].0 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 > w[1].1));
+            assert!(ordered, "level {level} out of order: {keys:?}");
+            if level == 0 {
+                level0 = keys;
+            }
+        }
+        let mut sorted = expected.to_vec();
+        sorted.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        assert_eq!(level0, sorted);
+        for (user_key, seq) in expected {
+            let e = l.get(user_key, *seq, None).expect("inserted key is found");
+            assert_eq!((e.parts().0, e.sequence()), (&user_key[..], *seq));
+            assert_eq!(e.value(), format!("{seq}").as_bytes());
+        }
+    }
+
+    #[test]
+    fn inserts_in_any_order_keep_every_level_sorted() {
+        // Runs that go up (the splice of the last insert fits), down (it never does), jump
+        // back and forth, and repeat user keys with newer sequences.
+        let mut rng = 7u64;
+        let mut order: Vec<u32> = (0..300).collect();
+        order.extend((300..600).rev());
+        order.extend((0..400).map(|i| if i % 2 == 0 { 600 + i } else { 999 - i }));
+        for _ in 0..500 {
+            order.push((random_height(&mut rng) as u32 * 7919 + (rng as u32 % 1000)) % 1000);
+        }
+        order.extend(0..50);
+        for indexed in [false, true] {
+            let l = if indexed {
+                SkipList::with_point_index(64)
+            } else {
+                SkipList::new()
+            };
+            let mut expected = Vec::new();
+            for (i, k) in order.iter().enumerate() {
+                let user_key = format!("key{k:05}").into_bytes();
+                let seq = i as SequenceNumber + 1;
+                l.insert(
+                    &user_key,
+                    seq,
+                    ValueKind::Put,
+                    format!("{seq}").as_bytes(),
+                    None,
+                );
+                expected.push((user_key, seq));
+            }
+            assert_well_formed(&l, &expected);
+        }
     }
 
     #[test]
