@@ -12,6 +12,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// coalesced so that many small WAL records cost one `write(2)`.
 const WRITE_BUFFER_SIZE: usize = 64 * 1024;
 
+/// Writeback hints cover whole pages of this size (the common page size; on a system with
+/// larger pages a hint may still include a page's head, which is only slower).
+const WRITEBACK_PAGE: u64 = 4096;
+
 /// Permission bits of every file the engine creates (before the umask).
 const FILE_MODE: u32 = 0o644;
 
@@ -57,6 +61,8 @@ struct PosixWritableFile {
     writeback_interval: u64,
     /// The file's size as `preallocate` last set it (0: never called).
     preallocated: u64,
+    /// The background worker's handle of this file, made at the first hint.
+    writeback: Option<Arc<super::writeback::Target>>,
 }
 
 impl PosixWritableFile {
@@ -79,20 +85,31 @@ impl PosixWritableFile {
     /// `fdatasync` at rotation then waits for the last stretch only, not the whole file.
     fn maybe_start_writeback(&mut self) {
         let written = self.len - self.buf.len() as u64;
-        if self.writeback_interval == 0 || written - self.writeback_start < self.writeback_interval
+        // Whole pages only: the page still being appended to, sent now, would be dirtied again
+        // by the next append and written twice (RocksDB leaves it out too).
+        let end = written - written % WRITEBACK_PAGE;
+        if self.writeback_interval == 0
+            || end.saturating_sub(self.writeback_start) < self.writeback_interval
         {
             return;
         }
-        if start_writeback(
-            &self.file,
-            self.writeback_start,
-            written - self.writeback_start,
-        ) {
-            self.writeback_start = written;
-        } else {
+        let target = match &self.writeback {
+            Some(t) if !t.refused() => t,
             // Not supported here (or failed): it was only a hint, so stop asking.
-            self.writeback_interval = 0;
-        }
+            Some(_) => {
+                self.writeback_interval = 0;
+                return;
+            }
+            None => match super::writeback::Target::new(&self.file) {
+                Ok(t) => self.writeback.insert(t),
+                Err(_) => {
+                    self.writeback_interval = 0;
+                    return;
+                }
+            },
+        };
+        super::writeback::start(target, self.writeback_start, end - self.writeback_start);
+        self.writeback_start = end;
     }
 }
 
@@ -113,13 +130,14 @@ fn create_writable(path: &Path) -> io::Result<PosixWritableFile> {
         writeback_start: 0,
         writeback_interval: 0,
         preallocated: 0,
+        writeback: None,
     })
 }
 
 /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: starts writeback of the range without waiting
 /// and without any durability promise. Returns false if the call failed.
 #[cfg(target_os = "linux")]
-fn start_writeback(file: &File, offset: u64, len: u64) -> bool {
+pub(super) fn start_writeback(file: &File, offset: u64, len: u64) -> bool {
     use std::os::fd::AsRawFd;
     let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
         return false;
@@ -133,7 +151,7 @@ fn start_writeback(file: &File, offset: u64, len: u64) -> bool {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn start_writeback(_file: &File, _offset: u64, _len: u64) -> bool {
+pub(super) fn start_writeback(_file: &File, _offset: u64, _len: u64) -> bool {
     false
 }
 
@@ -619,10 +637,26 @@ mod tests {
         }
         f.sync().unwrap();
         assert!(f.writeback_start > 0, "writeback was never started");
-        assert!(
-            f.writeback_interval > 0,
-            "the hint was refused on a real file"
+        assert_eq!(
+            f.writeback_start % WRITEBACK_PAGE,
+            0,
+            "a hint ended inside a page"
         );
+        // The worker thread runs the hints: wait for it to reach the last one.
+        let target = f
+            .writeback
+            .clone()
+            .expect("a hint made the worker's handle");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while target.hinted_to() < f.writeback_start && !target.refused() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the worker never ran the hints"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(!target.refused(), "the hint was refused on a real file");
+        assert_eq!(target.hinted_to(), f.writeback_start);
         assert_eq!(f.len(), expected.len() as u64);
         assert_eq!(fs.read_to_vec(&path).unwrap(), expected);
     }
