@@ -17,7 +17,6 @@ mod hooked;
 mod mem;
 mod mmap;
 mod posix;
-mod writeback;
 
 pub use direct::DIRECT_IO_ALIGNMENT;
 pub use hooked::{FsCall, FsHook, HookedFileSystem};

@@ -61,8 +61,6 @@ struct PosixWritableFile {
     writeback_interval: u64,
     /// The file's size as `preallocate` last set it (0: never called).
     preallocated: u64,
-    /// The background worker's handle of this file, made at the first hint.
-    writeback: Option<Arc<super::writeback::Target>>,
 }
 
 impl PosixWritableFile {
@@ -93,23 +91,12 @@ impl PosixWritableFile {
         {
             return;
         }
-        let target = match &self.writeback {
-            Some(t) if !t.refused() => t,
+        if start_writeback(&self.file, self.writeback_start, end - self.writeback_start) {
+            self.writeback_start = end;
+        } else {
             // Not supported here (or failed): it was only a hint, so stop asking.
-            Some(_) => {
-                self.writeback_interval = 0;
-                return;
-            }
-            None => match super::writeback::Target::new(&self.file) {
-                Ok(t) => self.writeback.insert(t),
-                Err(_) => {
-                    self.writeback_interval = 0;
-                    return;
-                }
-            },
-        };
-        super::writeback::start(target, self.writeback_start, end - self.writeback_start);
-        self.writeback_start = end;
+            self.writeback_interval = 0;
+        }
     }
 }
 
@@ -130,14 +117,13 @@ fn create_writable(path: &Path) -> io::Result<PosixWritableFile> {
         writeback_start: 0,
         writeback_interval: 0,
         preallocated: 0,
-        writeback: None,
     })
 }
 
 /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: starts writeback of the range without waiting
 /// and without any durability promise. Returns false if the call failed.
 #[cfg(target_os = "linux")]
-pub(super) fn start_writeback(file: &File, offset: u64, len: u64) -> bool {
+fn start_writeback(file: &File, offset: u64, len: u64) -> bool {
     use std::os::fd::AsRawFd;
     let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
         return false;
@@ -151,7 +137,7 @@ pub(super) fn start_writeback(file: &File, offset: u64, len: u64) -> bool {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(super) fn start_writeback(_file: &File, _offset: u64, _len: u64) -> bool {
+fn start_writeback(_file: &File, _offset: u64, _len: u64) -> bool {
     false
 }
 
@@ -642,21 +628,10 @@ mod tests {
             0,
             "a hint ended inside a page"
         );
-        // The worker thread runs the hints: wait for it to reach the last one.
-        let target = f
-            .writeback
-            .clone()
-            .expect("a hint made the worker's handle");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while target.hinted_to() < f.writeback_start && !target.refused() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the worker never ran the hints"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        assert!(!target.refused(), "the hint was refused on a real file");
-        assert_eq!(target.hinted_to(), f.writeback_start);
+        assert!(
+            f.writeback_interval > 0,
+            "the hint was refused on a real file"
+        );
         assert_eq!(f.len(), expected.len() as u64);
         assert_eq!(fs.read_to_vec(&path).unwrap(), expected);
     }
