@@ -495,12 +495,32 @@ impl Rocks {
             options.iter().map(|o| o.cast_const()).collect();
         if let Some(how) = follower {
             let cast: Vec<_> = option_ptrs.iter().map(|o| o.cast()).collect();
-            // SAFETY: live options, one a family; the database and handles returned are
-            // owned by the `Rocks` built here, which destroys each once in Drop.
-            let (db, cfs) = unsafe {
-                rocksdb_ops::open_families(how, cast[0], &dir.to_string_lossy(), &FAMILIES, &cast)
-            }
-            .unwrap_or_else(|e| panic!("RocksDB follower open: {e}"));
+            // RocksDB's follower reads the live primary's MANIFEST, then opens the tables it
+            // lists: one its primary deleted in between (a compaction finished) fails the
+            // open with "No such file". That is RocksDB's race, not a difference to test:
+            // try again a few times.
+            let mut attempts = 0;
+            let (db, cfs) = loop {
+                attempts += 1;
+                // SAFETY: live options, one a family; the database and handles returned are
+                // owned by the `Rocks` built here, which destroys each once in Drop.
+                let opened = unsafe {
+                    rocksdb_ops::open_families(
+                        how,
+                        cast[0],
+                        &dir.to_string_lossy(),
+                        &FAMILIES,
+                        &cast,
+                    )
+                };
+                match opened {
+                    Ok(handles) => break handles,
+                    Err(e) if attempts < 5 && e.contains("No such file or directory") => {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    Err(e) => panic!("RocksDB follower open: {e}"),
+                }
+            };
             // SAFETY: fresh read and write options, destroyed once in Drop.
             let (ro, wo) = unsafe {
                 (
