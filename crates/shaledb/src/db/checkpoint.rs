@@ -188,12 +188,6 @@ impl LiveFiles<'_> {
         immutable_files_of(&self.inner.dir, &self.state.versions)
     }
 
-    /// The WALs a copy needs, oldest first, then the blob files their records refer to
-    /// (`Options::separate_blobs_at_write`): copied in this order, the WAL being written as
-    /// far as its records reached when the state was taken ([`wal_extent`](Self::wal_extent)),
-    /// the others as far as they are written when read (a blob record cut at the end is never
-    /// referenced by a copied WAL record), so every reference a copied record holds points
-    /// into copied bytes.
     /// How much of `path`, one of [`wals`](Self::wals), a copy takes.
     pub(crate) fn wal_extent(&self, path: &Path) -> crate::backup::copy::Extent {
         use crate::backup::copy::Extent;
@@ -205,6 +199,12 @@ impl LiveFiles<'_> {
         }
     }
 
+    /// The WALs a copy needs, oldest first, then the blob files their records refer to
+    /// (`Options::separate_blobs_at_write`): copied in this order, the WAL being written as
+    /// far as its records reached when the state was taken ([`wal_extent`](Self::wal_extent)),
+    /// the others as far as they are written when read (a blob record cut at the end is never
+    /// referenced by a copied WAL record), so every reference a copied record holds points
+    /// into copied bytes.
     pub(crate) fn wals(&self) -> Vec<PathBuf> {
         let dir = &self.inner.dir;
         let wals = self.state.wals.iter().map(|&n| filename::log_file(dir, n));
