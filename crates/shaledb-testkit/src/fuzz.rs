@@ -9,7 +9,7 @@ use shaledb::fs::{FileSystem, MemFileSystem};
 use shaledb::internals::{
     parse_internal_key, write_batch_from_data, BackupMeta, BlobFileBuilder, BlobFileReader,
     BlobRef, Block, BlockIter, BlockReadOptions, IndexBlockIter, IndexForm, InternalIterator,
-    LogRead, LogReader, LookupKey, Table, VersionEdit, MAX_SEQUENCE,
+    LogRead, LogReader, LookupKey, Table, VersionEdit, WalMarker, MAX_SEQUENCE,
 };
 use shaledb::{CompressionType, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
@@ -326,6 +326,11 @@ pub fn wal(data: &[u8]) {
             }
             Err(_) => return,
             Ok(LogRead::Record { data, .. }) => {
+                // A marker read back from its encoding is the same marker.
+                if let Some(Ok(marker)) = WalMarker::decode(&data) {
+                    let again = WalMarker::decode(&marker.encode());
+                    assert_eq!(again, Some(Ok(marker)));
+                }
                 let _ = write_batch_from_data(data.clone());
                 let _ = VersionEdit::decode(&data);
             }

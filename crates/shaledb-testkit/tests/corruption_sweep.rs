@@ -432,10 +432,13 @@ fn wal_damage_is_corruption_or_a_dropped_final_record() {
     let wals = files_with(&fs, |n| n.ends_with(".log"));
     let wal = wals.iter().max().expect("a WAL").clone();
     let original = fs.read_file_bytes(&wal).expect("bytes");
-    // Every record has the same layout size here: 7-byte header + batch.
+    // Every record has the same layout size here: 7-byte header + batch. Before them, the
+    // marker naming the WAL this one took over from (a flush switched to it).
     let rec_len = |i: usize| 7 + 12 + 1 + 1 + key(i).len() + 1 + value(i).len();
+    let marker_len = 7 + usize::from(u16::from_le_bytes([original[4], original[5]]));
+    assert_eq!(original[7..15], [0xFF; 8], "layout: a marker first");
     let starts: Vec<usize> = (n..n + m)
-        .scan(0, |pos, i| {
+        .scan(marker_len, |pos, i| {
             let s = *pos;
             *pos += rec_len(i);
             Some(s)

@@ -41,13 +41,13 @@ fn open(fs: &FaultFs, listener: &Arc<Errors>) -> Db {
 
 #[test]
 fn each_failure_that_stops_writes_is_one_background_error_event() {
-    // The syncs of a flush: the full WAL (before the next one is used), the table, the
-    // MANIFEST. The table's fails: the flush fails.
+    // The syncs of a flush: the table, the full WAL the flush switched from (before the
+    // MANIFEST edit, db/closed_wals.rs), the MANIFEST. The table's fails: the flush fails.
     let fs = FaultFs::new(Arc::new(MemFileSystem::new()));
     let errors = Arc::new(Errors::default());
     let db = open(&fs, &errors);
     db.put(b"k", b"v").expect("put");
-    fs.fail_nth(Target::Kind(OpKind::Sync), 2, Fault::Eio);
+    fs.fail_nth(Target::Kind(OpKind::Sync), 1, Fault::Eio);
     assert!(db.flush().is_err());
     assert!(db.put(b"k2", b"v").is_err());
     assert!(db.flush().is_err());
@@ -83,4 +83,19 @@ fn each_failure_that_stops_writes_is_one_background_error_event() {
         *errors.seen.lock().expect("lock"),
         [BackgroundErrorReason::Manifest]
     );
+    drop(db);
+
+    // The sync of the WAL the flush switched from fails: a WAL error, final.
+    let fs = FaultFs::new(Arc::new(MemFileSystem::new()));
+    let errors = Arc::new(Errors::default());
+    let db = open(&fs, &errors);
+    db.put(b"k", b"v").expect("put");
+    fs.fail_nth(Target::Kind(OpKind::Sync), 2, Fault::Eio);
+    assert!(db.flush().is_err());
+    assert!(db.put(b"k2", b"v").is_err());
+    assert_eq!(
+        *errors.seen.lock().expect("lock"),
+        [BackgroundErrorReason::WriteWal]
+    );
+    assert_eq!(*errors.flushes.lock().expect("lock"), 0);
 }

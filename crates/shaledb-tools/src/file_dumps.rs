@@ -10,6 +10,7 @@ use shaledb::fs::{FileSystem, RandomAccessFile};
 use shaledb::internals::{
     parse_internal_key, write_batch_from_data, write_batch_sequence, BlobFileReader, BlobRef,
     InternalIterator, LogRead, LogReader, Table, TableProperties, ValueKind, VersionEdit,
+    WalMarker,
 };
 use shaledb::BatchEntry;
 use std::io::Write;
@@ -248,6 +249,21 @@ fn log_damage(path: &Path, (offset, detail, more): (u64, String, bool)) -> CliEr
 pub(crate) fn wal_dump(path: &Path, codec: Codec, out: &mut dyn Write) -> Result<(), CliError> {
     let damage = read_log(path, |item| match item {
         LogItem::Record(offset, data) => {
+            if let Some(marker) = WalMarker::decode(&data) {
+                let line = match marker.map_err(|e| {
+                    CliError::msg(format!(
+                        "corruption in {} at offset {offset}: {e}",
+                        path.display()
+                    ))
+                })? {
+                    WalMarker::TakesOver { from, length } => {
+                        format!("takes over from WAL {from}, which held {length} bytes")
+                    }
+                    WalMarker::Synced { through } => format!("WALs up to {through} synced"),
+                };
+                writeln!(out, "marker at {offset}: {line}")?;
+                return Ok(());
+            }
             let batch = write_batch_from_data(data).map_err(|e| {
                 CliError::msg(format!(
                     "corruption in {} at offset {offset}: the record is not a write batch: {e}",

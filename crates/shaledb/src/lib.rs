@@ -87,7 +87,7 @@ pub mod internals {
     pub use crate::key::{
         make_internal_key, parse_internal_key, LookupKey, ValueKind, MAX_SEQUENCE,
     };
-    pub use crate::log::{LogRead, LogReader};
+    pub use crate::log::{LogRead, LogReader, WalMarker};
     pub use crate::memtable::MemTable;
     pub use crate::range_del::RangeTombstone;
     pub use crate::sst::properties::{decode_blob_references, encode_blob_references};

@@ -12,7 +12,10 @@ const MAX_BLOCK_CACHE_SHARD_BITS: u32 = 16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WalRecoveryMode {
     /// The default. A torn tail of the newest WAL (a write that was never acknowledged) is
-    /// dropped; any other damage fails open with `Error::Corruption`.
+    /// dropped; so is a torn tail of an older WAL that was never synced (a power loss cut it
+    /// before any synced write, flush or close synced it), with the later WALs, whose writes
+    /// were not synced either: recovery keeps the prefix before the tear. Any other damage
+    /// fails open with `Error::Corruption`.
     #[default]
     TolerateCorruptedTailRecords,
     /// Any damage, even a torn tail, fails open.

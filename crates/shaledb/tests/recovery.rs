@@ -320,8 +320,10 @@ fn missing_table_is_reported() {
 
 /// A torn tail is tolerated in a WAL followed only by empty WALs (as left by the recovery
 /// from a WAL write that failed for lack of space, or by open, crashing before the edit that
-/// retires the old WAL); a WAL holding anything after it makes the damage corruption. An
-/// empty WAL has no bytes or only the zeros of its preallocated space.
+/// retires the old WAL). A WAL holding anything after it: the torn WAL may be one a newer WAL
+/// took over from and a power loss cut before it was synced (db/closed_wals.rs), so recovery
+/// keeps the prefix before the tear and ignores the later WALs; unless a later WAL records
+/// that the torn one was synced (a `Synced` marker), which makes the tear corruption.
 #[test]
 fn a_torn_tail_followed_only_by_empty_wals_is_dropped() {
     let dir = Path::new("/db");
@@ -335,12 +337,225 @@ fn a_torn_tail_followed_only_by_empty_wals_is_dropped() {
     assert_eq!(db.get(&key(8)).expect("get"), Some(value(8).into()));
     assert_eq!(db.get(&key(9)).expect("get"), None);
     drop(db);
-    // Bytes after the damage: the damaged WAL was not the last write attempt.
-    fs.write_file_bytes(&empty_later[1], b"x");
-    match Db::open(dir, mem_options(&fs)) {
+    // A later WAL holding a write: never synced, as the torn WAL was not.
+    let batch = [
+        &[1u8, 0, 0, 0, 0, 0, 0, 0][..], // sequence 1: below the torn WAL's
+        &[1, 0, 0, 0, 1, 1, b'z', 1, b'z'],
+    ]
+    .concat();
+    fs.write_file_bytes(&empty_later[1], &log_record(&batch));
+    for mode in [
+        WalRecoveryMode::TolerateCorruptedTailRecords,
+        WalRecoveryMode::PointInTimeRecovery,
+    ] {
+        let mut o = mem_options(&clone_fs(&fs));
+        o.wal_recovery_mode = mode;
+        let db = Db::open(dir, o).expect("the prefix before the tear");
+        assert_eq!(db.get(&key(8)).expect("get"), Some(value(8).into()));
+        assert_eq!(db.get(&key(9)).expect("get"), None, "{mode:?}");
+        assert_eq!(db.get(b"z").expect("get"), None, "{mode:?}: after the tear");
+    }
+    let mut o = mem_options(&clone_fs(&fs));
+    o.wal_recovery_mode = WalRecoveryMode::AbsoluteConsistency;
+    match Db::open(dir, o) {
         Err(Error::Corruption { file, .. }) => assert_eq!(file, wal),
         Err(e) => panic!("expected corruption, got {e}"),
-        Ok(_) => panic!("a torn tail before a WAL holding data was accepted"),
+        Ok(_) => panic!("absolute consistency accepted a lost write"),
+    }
+    // The later WAL records that the torn one was synced: the tear lost synced writes.
+    let wal_number: u64 = wal
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.parse().ok())
+        .expect("a WAL number");
+    let marker = shaledb::internals::WalMarker::Synced {
+        through: wal_number,
+    };
+    fs.write_file_bytes(&empty_later[1], &log_record(&marker.encode()));
+    match Db::open(dir, mem_options(&fs)) {
+        Err(Error::Corruption { file, detail, .. }) => {
+            assert_eq!(file, wal);
+            assert!(detail.contains("WAL 901 records its sync"), "{detail}");
+        }
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("a torn tail of a synced WAL was accepted"),
+    }
+}
+
+/// `payload` as one Full record of the log format (docs/format/wal.md).
+fn log_record(payload: &[u8]) -> Vec<u8> {
+    const FULL: u8 = 1;
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&[FULL]), payload);
+    let masked = crc.rotate_right(15).wrapping_add(0xa282_ead8);
+    let mut out = masked.to_le_bytes().to_vec();
+    out.extend_from_slice(&(payload.len() as u16).to_le_bytes());
+    out.push(FULL);
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A memtable switch does not sync the WAL it leaves (db/closed_wals.rs). A power loss that
+/// keeps any prefix of each file's unsynced bytes (chosen per file, as the OS's writeback
+/// may) reopens at a prefix of the writes, never with a hole where the older WAL was cut
+/// short while the newer one kept writes; a synced write after the switch makes every
+/// earlier write durable, in both WALs.
+#[test]
+fn a_wal_left_by_a_switch_is_synced_by_the_next_synced_write() {
+    let dir = Path::new("/db");
+    // Without preallocation a WAL cut short ends cleanly at a record: only the newer WAL's
+    // record of the older one's length shows the cut (`WalMarker::TakesOver`).
+    for (synced_after, prealloc) in [(false, 256 << 10), (false, 0), (true, 256 << 10)] {
+        let mut older_cut_newer_kept = 0;
+        for seed in 0..40 {
+            let mem = MemFileSystem::new();
+            let hook = StallFirstTable::default();
+            let hooked = shaledb::fs::HookedFileSystem::new(Arc::new(mem.clone()), hook.clone());
+            let o = Options {
+                fs: Arc::new(hooked),
+                max_background_jobs: 1,
+                wal_preallocate_size: prealloc,
+                ..Options::default()
+            };
+            let db = Db::open(dir, o).expect("open");
+            for i in 0..20 {
+                db.put(key(i), value(i)).expect("put");
+            }
+            hook.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+            std::thread::scope(|s| {
+                // The flush switches to a new WAL, then stalls creating its table.
+                let flush = s.spawn(|| db.flush());
+                StallFirstTable::wait(&hook.entered);
+                for i in 20..40 {
+                    let wo = match synced_after && i == 29 {
+                        true => sync(),
+                        false => WriteOptions::default(),
+                    };
+                    db.put_opt(&wo, key(i), value(i)).expect("put");
+                }
+                mem.crash_keep_unsynced_prefix(seed);
+                StallFirstTable::set(&hook.released);
+                assert!(flush.join().expect("flush thread").is_err());
+            });
+            drop(db);
+            let wals = wal_files(&mem, dir);
+            assert_eq!(wals.len(), 2, "{wals:?}");
+            let (older, newer) = (batches_in(&mem, &wals[0]), batches_in(&mem, &wals[1]));
+            if older < 20 && newer > 0 {
+                older_cut_newer_kept += 1;
+            }
+            let db = Db::open(dir, mem_options(&mem)).expect("reopen after power loss");
+            let present: Vec<bool> = (0..40)
+                .map(|i| db.get(key(i)).expect("get").is_some())
+                .collect();
+            let kept = present.iter().position(|p| !p).unwrap_or(40);
+            assert!(
+                present[kept..].iter().all(|p| !p),
+                "seed {seed}: a hole after {kept} (WALs held {older} and {newer} writes)"
+            );
+            if synced_after {
+                assert!(kept >= 30, "seed {seed}: synced writes lost: {kept} kept");
+            } else if older < 20 {
+                assert_eq!(kept, older, "seed {seed}: the prefix up to the cut");
+            }
+        }
+        if !synced_after {
+            assert!(older_cut_newer_kept > 0, "no seed cut the older WAL only");
+        }
+    }
+}
+
+/// An older WAL cut exactly at a record boundary (a power loss kept its size only up to
+/// there, no zeros after it), a newer WAL holding writes: the newer WAL's first record names
+/// the older one's length at the switch, so recovery sees the cut and keeps the prefix before
+/// it (or, once a later WAL records the older one's sync, reports corruption).
+#[test]
+fn an_older_wal_cut_at_a_record_boundary_is_seen_by_the_newer_ones_record_of_its_length() {
+    let dir = Path::new("/db");
+    let mem = MemFileSystem::new();
+    let hook = StallFirstTable::default();
+    let hooked = shaledb::fs::HookedFileSystem::new(Arc::new(mem.clone()), hook.clone());
+    let o = Options {
+        fs: Arc::new(hooked),
+        max_background_jobs: 1,
+        ..Options::default()
+    };
+    let db = Db::open(dir, o).expect("open");
+    for i in 0..20 {
+        db.put(key(i), value(i)).expect("put");
+    }
+    hook.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    // What the OS held before the close would sync the older WAL; cut below.
+    let held = std::thread::scope(|s| {
+        let flush = s.spawn(|| db.flush());
+        StallFirstTable::wait(&hook.entered);
+        for i in 20..40 {
+            db.put(key(i), value(i)).expect("put");
+        }
+        let held = clone_fs(&mem);
+        StallFirstTable::set(&hook.released);
+        assert!(flush.join().expect("flush thread").is_err());
+        held
+    });
+    drop(db);
+    let wals = wal_files(&held, dir);
+    assert_eq!(wals.len(), 2, "{wals:?}");
+    let older = held.read_file_bytes(&wals[0]).expect("older WAL");
+    let cut = record_offsets(&held, &wals[0])[12];
+    held.write_file_bytes(&wals[0], &older[..cut]);
+    let db = Db::open(dir, mem_options(&clone_fs(&held))).expect("open at the prefix");
+    for i in 0..40 {
+        let want = (i < 12).then(|| value(i).into());
+        assert_eq!(db.get(key(i)).expect("get"), want, "key {i}");
+    }
+    drop(db);
+    let mut o = mem_options(&held);
+    o.wal_recovery_mode = WalRecoveryMode::AbsoluteConsistency;
+    match Db::open(dir, o) {
+        Err(Error::Corruption {
+            file,
+            offset,
+            detail,
+        }) => {
+            assert_eq!((file, offset), (wals[0].clone(), cut as u64));
+            assert!(
+                detail.contains("took over from it when it held"),
+                "{detail}"
+            );
+        }
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("absolute consistency accepted a cut WAL"),
+    }
+}
+
+/// The file offsets of the records (batches and markers) of the WAL at `path`.
+fn record_offsets(fs: &MemFileSystem, path: &Path) -> Vec<usize> {
+    use shaledb::fs::FileSystem;
+    use shaledb::internals::{LogRead, LogReader};
+    let file = fs.open_sequential(path).expect("open WAL");
+    let mut reader = LogReader::new(file, path.to_path_buf());
+    let mut offsets = Vec::new();
+    loop {
+        match reader.read().expect("read WAL") {
+            LogRead::Record { offset, .. } => offsets.push(offset as usize),
+            LogRead::Damaged { .. } => {}
+            LogRead::Eof => return offsets,
+        }
+    }
+}
+
+/// The write batches (not markers) readable in the WAL at `path`.
+fn batches_in(fs: &MemFileSystem, path: &Path) -> usize {
+    use shaledb::fs::FileSystem;
+    use shaledb::internals::{LogRead, LogReader, WalMarker};
+    let file = fs.open_sequential(path).expect("open WAL");
+    let mut reader = LogReader::new(file, path.to_path_buf());
+    let mut batches = 0;
+    loop {
+        match reader.read().expect("read WAL") {
+            LogRead::Record { data, .. } if WalMarker::decode(&data).is_none() => batches += 1,
+            LogRead::Record { .. } | LogRead::Damaged { .. } => {}
+            LogRead::Eof => return batches,
+        }
     }
 }
 
@@ -486,9 +701,10 @@ fn a_preallocated_wal_recovers_its_synced_writes_in_every_mode() {
 }
 
 /// Two WALs after a power loss: the older one, which the rotation cut back to its records and
-/// synced, and the newer one with its preallocated zeros. The older WAL's length is exactly
-/// its records; zeros where its last records were (a lost synced write) are corruption
-/// before a WAL holding data, or where point-in-time recovery stops, never a silent loss.
+/// the first synced write in the newer one synced (recording it there in a marker), and the
+/// newer one with its preallocated zeros. The older WAL's length is exactly its records;
+/// zeros where its last records were (a lost synced write) are corruption before a WAL
+/// holding data, or where point-in-time recovery stops, never a silent loss.
 #[test]
 fn an_older_wal_ends_at_its_records_and_zeros_there_are_damage() {
     let dir = Path::new("/db");

@@ -508,10 +508,19 @@ impl DbInner {
                 e.atomic_group_remaining = Some((n - 1 - i) as u32);
             }
         }
+        let mut wal_failed = false;
         let res = match st.versions.prepare_edits(edits) {
             Ok(mut write) => {
                 st.manifest_writing = true;
-                let res = MutexGuard::unlocked(st, || write.write(&self.fs, &self.dir));
+                // The closed WALs first: no edit (a flush moving a log number, an ingestion)
+                // may become durable ahead of the writes before it (closed_wals.rs).
+                let res = MutexGuard::unlocked(st, || {
+                    if let Err(e) = self.closed_wals.sync_all(&self.dir) {
+                        wal_failed = true;
+                        return Err(e);
+                    }
+                    write.write(&self.fs, &self.dir)
+                });
                 let res = st.versions.finish_edits(write, edits, res);
                 st.manifest_writing = false;
                 self.manifest_cv.notify_all();
@@ -522,12 +531,17 @@ impl DbInner {
         if let Err(e) = res {
             let err = Error::poisoned(e);
             if st.bg_error.is_none() {
-                self.note_background_error(st, BackgroundErrorReason::Manifest, &err);
+                let reason = match wal_failed {
+                    true => BackgroundErrorReason::WriteWal,
+                    false => BackgroundErrorReason::Manifest,
+                };
+                self.note_background_error(st, reason, &err);
             }
             st.bg_error = Some(err.duplicate());
             return Err(err);
         }
         let log_number = st.versions.log_number();
+        self.closed_wals.forget_marks_below(log_number);
         st.live_wals.retain(|&(number, _)| {
             if number < log_number {
                 self.obsolete.push(ObsoleteFile {

@@ -8,6 +8,7 @@
 
 mod background;
 mod checkpoint;
+mod closed_wals;
 pub(crate) use checkpoint::{ImmutableFile, LiveFiles};
 #[cfg(test)]
 mod corrupt_key_tests;
@@ -265,6 +266,8 @@ pub(crate) struct DbInner {
     pub(crate) last_sequence: AtomicU64,
     pub(crate) wal: Mutex<Option<LogWriter>>,
     pub(crate) wal_number: AtomicU64,
+    /// WALs a newer one took over from, not yet synced (closed_wals.rs).
+    pub(crate) closed_wals: closed_wals::ClosedWals,
     pub(crate) tables: Arc<TableCache>,
     pub(crate) block_cache: Arc<BlockCache>,
     pub(crate) snapshots: Arc<SnapshotList>,
@@ -927,9 +930,14 @@ impl Db {
             // The blobs the WAL's references point at first.
             let blobs = self.inner.sync_write_time_blobs(&self.inner.state.lock());
             let mut wal = self.inner.wal.lock();
-            blobs.and_then(|()| match wal.as_mut() {
-                Some(w) => w
-                    .sync()
+            // The closed WALs before the current one, as a synced write does.
+            let closed = blobs.and_then(|()| self.inner.closed_wals.sync_all(&self.inner.dir));
+            closed.and_then(|()| match wal.as_mut() {
+                Some(w) => self
+                    .inner
+                    .closed_wals
+                    .mark_synced(w)
+                    .and_then(|()| w.sync())
                     .map_err(|e| Error::io("syncing the WAL on close", e)),
                 None => Ok(()),
             })

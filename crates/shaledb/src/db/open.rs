@@ -13,7 +13,9 @@ use crate::error::{Error, Result};
 use crate::fs::FileLock;
 use crate::info_log::{InfoLog, InfoLogConfig};
 use crate::key::ValueKind;
-use crate::log::{replay_records, LogReader, LogWriter, RecordCheck, ReplayEnd, TailPolicy};
+use crate::log::{
+    replay_records, LogReader, LogWriter, RecordCheck, ReplayEnd, TailPolicy, WalMarker,
+};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::rate_limiter::RateLimiter;
@@ -480,26 +482,24 @@ impl WalReplay<'_> {
         let end = replay_records(&mut reader, policy, &context, |data, offset| {
             self.apply_record(&path, data, offset)
         })?;
-        // A WAL is cut back to its records before the next one is written to
-        // (`LogWriter::sync_and_trim`), so zeros ending a WAL that a WAL holding data follows
-        // are lost records, not preallocated space: damage, decided below as a torn tail is.
-        // Not for a read-only or secondary instance: it reads a live primary's WALs at
-        // different moments, and may see this WAL before the cut and the next one after it.
+        // A WAL is cut back to its records when the next one takes over
+        // (`LogWriter::finish`), so zeros ending a WAL that a WAL holding data follows are
+        // records lost in a power loss (or damage): a torn tail, decided below. Not for a
+        // read-only or secondary instance: it reads a live primary's WALs at different
+        // moments, and may see this WAL before the cut and the next one after it.
         let end = match (end, reader.zero_tail()) {
             (ReplayEnd::Eof { torn_tail: None }, Some(at))
                 if !self.keep_in_memory && !later.is_empty() =>
             {
-                let lost = "zeros to the end of the file where records were synced (a WAL \
-                            holding data follows)";
-                match policy {
-                    TailPolicy::SkipDamaged => ReplayEnd::Eof { torn_tail: None },
-                    TailPolicy::StopAtDamage => match self.all_empty(later)? {
-                        true => ReplayEnd::Eof { torn_tail: None },
-                        false => ReplayEnd::Stopped,
-                    },
-                    TailPolicy::Strict | TailPolicy::TornTailOnly => ReplayEnd::Eof {
-                        torn_tail: Some((at, lost.to_string())),
-                    },
+                let lost = "zeros to the end of the file (a WAL holding data follows)";
+                Self::tail_by_policy(policy, at, lost.to_string(), || self.all_empty(later))?
+            }
+            (ReplayEnd::Eof { torn_tail: None }, None)
+                if !self.keep_in_memory && !later.is_empty() =>
+            {
+                match self.cut_short(number, reader.position(), later[0])? {
+                    Some((at, lost)) => Self::tail_by_policy(policy, at, lost, || Ok(false))?,
+                    None => ReplayEnd::Eof { torn_tail: None },
                 }
             }
             (end, _) => end,
@@ -517,22 +517,140 @@ impl WalReplay<'_> {
             ReplayEnd::Stopped => Ok(false),
             ReplayEnd::Eof {
                 torn_tail: Some((off, detail)),
-            } if !self.all_empty(later)? => {
-                // A WAL was synced before the next one started, and the next one is written
-                // to only after that: damage before a WAL holding data is real corruption,
-                // not a torn write. Followed only by empty WALs (a WAL given up after a
-                // failed write, recovery.rs; a crash during open) it is the last write
-                // attempt, like the newest WAL's torn tail.
-                Err(Error::corruption(&path, off, detail))
-            }
+            } if !self.all_empty(later)? => match policy {
+                // Absolute consistency refuses any loss, even of writes never synced.
+                TailPolicy::Strict => Err(Error::corruption(&path, off, detail)),
+                _ => self.torn_before_later_data(&path, number, off, detail, later),
+            },
             ReplayEnd::Eof { .. } => Ok(true),
         }
+    }
+
+    /// What a WAL found to end early (at `at`, described by `lost`) becomes under `policy`:
+    /// salvage goes on, point-in-time recovery stops (or goes on if `nothing_after` says no
+    /// later WAL holds data), the others see a torn tail.
+    fn tail_by_policy(
+        policy: TailPolicy,
+        at: u64,
+        lost: String,
+        nothing_after: impl FnOnce() -> Result<bool>,
+    ) -> Result<ReplayEnd> {
+        Ok(match policy {
+            TailPolicy::SkipDamaged => ReplayEnd::Eof { torn_tail: None },
+            TailPolicy::StopAtDamage => match nothing_after()? {
+                true => ReplayEnd::Eof { torn_tail: None },
+                false => ReplayEnd::Stopped,
+            },
+            TailPolicy::Strict | TailPolicy::TornTailOnly => ReplayEnd::Eof {
+                torn_tail: Some((at, lost)),
+            },
+        })
+    }
+
+    /// Reads the first record of WAL `next`, the one after WAL `number`, whose records ended
+    /// cleanly at byte `end`. A WAL started by a memtable switch names the one it took over
+    /// from and that one's length then (`WalMarker::TakesOver`): a shorter WAL was cut short
+    /// by a power loss (its length was not synced yet) or damaged, returned as the offset and
+    /// description of the loss. A `next` that names another WAL means one is missing.
+    fn cut_short(&self, number: u64, end: u64, next: u64) -> Result<Option<(u64, String)>> {
+        let path = filename::log_file(self.dir, next);
+        let reading = |e| Error::io(format!("reading WAL {}", path.display()), e);
+        let file = self.opts.fs.open_sequential(&path).map_err(reading)?;
+        let mut reader = LogReader::new(file, path.clone());
+        let crate::log::LogRead::Record { data, .. } = reader.read().map_err(reading)? else {
+            return Ok(None);
+        };
+        let Some(Ok(WalMarker::TakesOver { from, length })) = WalMarker::decode(&data) else {
+            return Ok(None);
+        };
+        if from != number {
+            let detail = format!(
+                "this WAL took over from WAL {from}, but the WAL before it is {number}: a WAL \
+                 is missing"
+            );
+            return Err(Error::corruption(&path, 0, detail));
+        }
+        Ok((end < length).then(|| {
+            let lost = format!(
+                "the WAL ends at byte {end}, but WAL {next} took over from it when it held \
+                 {length} bytes"
+            );
+            (end, lost)
+        }))
+    }
+
+    /// A torn tail (damage, zeros, a cut or a lost blob at offset `off`) in WAL `number`,
+    /// followed by a WAL holding data. A WAL is synced only after the next one took over
+    /// (closed_wals.rs), so this is what a power loss leaves when the older WAL was not
+    /// synced yet: nothing after the tear was synced either, and recovery keeps the prefix
+    /// before it, ignoring the later WALs (`Ok(false)`), as RocksDB's point-in-time recovery
+    /// does. Proof that the WAL was synced makes it lost synced data, `Corruption`: a family
+    /// whose log number passed it (a MANIFEST edit is written only after the closed WALs are
+    /// synced), or a later WAL's `WalMarker::Synced` naming it or a newer WAL.
+    fn torn_before_later_data(
+        &self,
+        path: &Path,
+        number: u64,
+        off: u64,
+        detail: String,
+        later: &[u64],
+    ) -> Result<bool> {
+        let flushed_past = self
+            .versions
+            .families()
+            .values()
+            .find(|f| f.log_number() > number)
+            .map(|f| (f.name.clone(), f.log_number()));
+        if let Some((name, log_number)) = flushed_past {
+            let detail = format!(
+                "{detail}, in a WAL that was synced (column family '{name}' flushed up to WAL \
+                 {log_number})"
+            );
+            return Err(Error::corruption(path, off, detail));
+        }
+        if let Some(marked_in) = self.synced_marker_after(number, later)? {
+            let detail =
+                format!("{detail}, in a WAL that was synced (WAL {marked_in} records its sync)");
+            return Err(Error::corruption(path, off, detail));
+        }
+        Ok(false)
+    }
+
+    /// The first of the WALs `later` that holds a `WalMarker::Synced` covering WAL `number`.
+    fn synced_marker_after(&self, number: u64, later: &[u64]) -> Result<Option<u64>> {
+        for &next in later {
+            let path = filename::log_file(self.dir, next);
+            let reading = |e| Error::io(format!("reading WAL {}", path.display()), e);
+            let file = self.opts.fs.open_sequential(&path).map_err(reading)?;
+            let mut reader = LogReader::new(file, path.clone());
+            loop {
+                match reader.read().map_err(reading)? {
+                    crate::log::LogRead::Eof => break,
+                    crate::log::LogRead::Damaged { .. } => {}
+                    crate::log::LogRead::Record { data, .. } => {
+                        if let Some(Ok(WalMarker::Synced { through })) = WalMarker::decode(&data) {
+                            if through >= number {
+                                return Ok(Some(next));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// Inserts one WAL record (a write batch) into its families' memtables, flushing those
     /// that fill. Entries of a family that already flushed this WAL, or that was dropped,
     /// are skipped.
     fn apply_record(&mut self, path: &Path, data: Vec<u8>, offset: u64) -> Result<RecordCheck> {
+        // Markers speak of other WALs (`cut_short`, `synced_marker_after`).
+        if let Some(marker) = WalMarker::decode(&data) {
+            return Ok(match marker {
+                Ok(_) => RecordCheck::Applied,
+                Err(detail) => RecordCheck::Invalid(detail),
+            });
+        }
         let batch = match WriteBatch::from_data(data) {
             Ok(b) => b,
             Err(detail) => return Ok(RecordCheck::Invalid(format!("bad write batch: {detail}"))),
@@ -777,6 +895,7 @@ impl DbInner {
                 last_sequence: AtomicU64::new(r.last_sequence),
                 wal: Mutex::new(r.wal),
                 wal_number: AtomicU64::new(r.wal_number),
+                closed_wals: Default::default(),
                 tables: r.tables,
                 block_cache: r.block_cache,
                 snapshots: Arc::default(),

@@ -14,6 +14,7 @@ use super::{recovery, CfState, DbInner, DbState, Writer};
 use crate::column_family::DEFAULT_FAMILY;
 use crate::error::{Error, Result};
 use crate::listener::{BackgroundErrorReason, WriteStallCondition};
+use crate::log::WalMarker;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::statistics::{HistogramKind, Ticker};
@@ -405,9 +406,18 @@ impl DbInner {
             let number = self.wal_number.load(Ordering::Relaxed);
             // The path only for an error message: built on failure, not per group.
             let path = || filename::log_file(&self.dir, number);
-            let written =
-                w.add_record(group.data())
-                    .and_then(|()| if sync { Ok(()) } else { w.flush() });
+            if sync {
+                // The WALs before this one first: a synced record promises every earlier
+                // write too. A failed sync is final (recovery.rs).
+                self.closed_wals
+                    .sync_all(&self.dir)
+                    .map_err(|e| GroupFailure::Final(Error::poisoned(e)))?;
+            }
+            let written = self
+                .closed_wals
+                .mark_synced(w)
+                .and_then(|()| w.add_record(group.data()))
+                .and_then(|()| if sync { Ok(()) } else { w.flush() });
             if let Err(e) = written {
                 let no_space = recovery::is_no_space(&e);
                 let err = Error::io(format!("writing WAL {}", path().display()), e);
@@ -741,17 +751,40 @@ impl DbInner {
                 return Err(self.suspend_for_failed_wal(st, current, err));
             }
         };
-        let new_writer = super::new_wal_writer(file, &self.opts);
+        let mut new_writer = super::new_wal_writer(file, &self.opts);
         {
             let mut wal = self.wal.lock();
-            // The old WAL must be durable before the new one is relied on, or a power loss could
-            // leave a hole between them; the blobs it refers to first.
+            let old_number = self.wal_number.load(Ordering::Relaxed);
+            // The old WAL is cut back to its records and handed to the OS, not synced: that
+            // waits for the next synced write, MANIFEST write or close (closed_wals.rs). The
+            // new one starts by naming it and its length, so recovery sees if a power loss
+            // cut it short (docs/format/wal.md, "Marker records"). The blobs its records
+            // refer to are synced now: few databases write them (`separate_blobs_at_write`),
+            // and they must be durable before their references.
             if let Some(old) = wal.as_mut() {
-                let synced = self.sync_write_time_blobs(st).and_then(|()| {
-                    old.sync_and_trim()
-                        .map_err(|e| Error::io("syncing the WAL before rotation", e))
-                });
-                if let Err(e) = synced {
+                let marker = |length| WalMarker::TakesOver {
+                    from: old_number,
+                    length,
+                };
+                let ended = match self.sync_write_time_blobs(st) {
+                    Err(e) => Err(e),
+                    Ok(()) => match old
+                        .finish()
+                        .and_then(|length| new_writer.add_record(&marker(length).encode()))
+                    {
+                        Ok(()) => Ok(()),
+                        Err(e) if recovery::is_no_space(&e) => {
+                            // Either WAL may now end in a torn record: the old one is given
+                            // up and replaced as after a failed append (recovery.rs).
+                            *wal = None;
+                            let _ = self.fs.remove_file(&path);
+                            let err = Error::io("ending the WAL at rotation", e);
+                            return Err(self.suspend_for_failed_wal(st, old_number, err));
+                        }
+                        Err(e) => Err(Error::io("ending the WAL at rotation", e)),
+                    },
+                };
+                if let Err(e) = ended {
                     let err = Error::poisoned(e);
                     if st.bg_error.is_none() {
                         self.note_background_error(st, BackgroundErrorReason::WriteWal, &err);
@@ -771,7 +804,9 @@ impl DbInner {
                 self.notify_state_changed();
                 return Err(err);
             }
-            *wal = Some(new_writer);
+            if let Some(old) = wal.replace(new_writer) {
+                self.closed_wals.push(old_number, old);
+            }
             self.wal_number.store(number, Ordering::Release);
         }
         st.live_wals.push((number, 0));

@@ -7,10 +7,12 @@
 
 mod reader;
 mod replay;
+mod wal_marker;
 mod writer;
 
 pub use reader::{LogRead, LogReader};
 pub(crate) use replay::{replay_records, RecordCheck, ReplayEnd, TailPolicy};
+pub use wal_marker::WalMarker;
 pub(crate) use writer::LogWriter;
 
 /// Size of a log block. Fragments never straddle a block boundary.

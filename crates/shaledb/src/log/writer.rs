@@ -17,6 +17,9 @@ pub(crate) struct LogWriter {
     type_crc: [u32; 5],
     /// Space set ahead of the appends, if the log preallocates.
     preallocation: Option<Preallocation>,
+    /// An append or flush failed: the tail may hold part of a record, so nothing more is
+    /// appended (a record after it would turn a torn tail into damage in mid-log).
+    failed: bool,
 }
 
 /// A log file's size is set ahead of its appends in steps (`WritableFile::preallocate`), so
@@ -44,6 +47,7 @@ impl LogWriter {
             block_offset,
             type_crc,
             preallocation: None,
+            failed: false,
         }
     }
 
@@ -81,6 +85,22 @@ impl LogWriter {
     /// Appends one logical record (possibly empty), fragmenting it as needed. The bytes may
     /// stay buffered in user space until [`flush`](Self::flush) or [`sync`](Self::sync).
     pub(crate) fn add_record(&mut self, data: &[u8]) -> std::io::Result<()> {
+        if self.failed {
+            return Err(std::io::Error::other(
+                "an earlier append to this log failed; it takes no more records",
+            ));
+        }
+        let appended = self.append_record(data);
+        self.failed |= appended.is_err();
+        appended
+    }
+
+    /// True if an append or flush failed (see [`add_record`](Self::add_record)).
+    pub(crate) fn has_failed(&self) -> bool {
+        self.failed
+    }
+
+    fn append_record(&mut self, data: &[u8]) -> std::io::Result<()> {
         self.preallocate_for(data.len())?;
         let mut left = data;
         let mut begin = true;
@@ -132,7 +152,9 @@ impl LogWriter {
 
     /// Hands buffered bytes to the operating system (survives a process crash).
     pub(crate) fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
+        let flushed = self.file.flush();
+        self.failed |= flushed.is_err();
+        flushed
     }
 
     /// Makes everything appended so far durable (survives a power loss).
@@ -140,14 +162,17 @@ impl LogWriter {
         self.file.sync()
     }
 
-    /// Cuts the preallocated space past the last record, then syncs: a log whose successor
-    /// takes over ends at its last record, so zeros at the end of a log that later logs
-    /// follow are damage, not unwritten space (docs/format/wal.md).
-    pub(crate) fn sync_and_trim(&mut self) -> std::io::Result<()> {
+    /// Ends the log when a newer one takes over: hands buffered bytes to the OS and cuts the
+    /// preallocated space past the last record, so the log ends at its last record; not
+    /// synced (the engine syncs closed logs later: db/closed_wals.rs). Returns the log's
+    /// length, which the next log records (`WalMarker::TakesOver`). Appends after this
+    /// preallocate nothing.
+    pub(crate) fn finish(&mut self) -> std::io::Result<u64> {
+        self.flush()?;
         if self.preallocation.take().is_some() {
             self.file.trim_preallocated()?;
         }
-        self.file.sync()
+        Ok(self.file.len())
     }
 
     /// Bytes appended to the file so far, including headers and block padding.

@@ -501,6 +501,13 @@ impl<'a> Repairer<'a> {
         data: Vec<u8>,
         offset: u64,
     ) -> Result<()> {
+        // A marker says what was synced when; every readable write is salvaged anyway.
+        if let Some(marker) = crate::log::WalMarker::decode(&data) {
+            if let Err(d) = marker {
+                w.damage.push((offset, d));
+            }
+            return Ok(());
+        }
         let batch = match WriteBatch::from_data(data) {
             Ok(b) => b,
             Err(d) => {
