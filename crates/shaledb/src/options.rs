@@ -356,9 +356,11 @@ pub struct Options {
     pub max_manifest_file_size: u64,
     /// Ask the OS to start writing a WAL back to disk every this many bytes (RocksDB's
     /// `wal_bytes_per_sync`; 0: never). Only a hint: it promises nothing about durability
-    /// (`WriteOptions::sync` does), but a full WAL is synced before its successor is used,
-    /// with writers waiting, and this keeps that sync short. Default 1 MiB (RocksDB's
-    /// default is 0, which leaves the whole file to that sync).
+    /// (`WriteOptions::sync` does). It shortens the sync of a full WAL, which the flush after
+    /// a memtable switch waits for (or the next synced write or close), so flushes keep pace
+    /// with a fill. Default 8 MiB: 1 MiB cost an uncompressed fill 5-10% in calls, 0 (RocksDB's
+    /// default) a compressed fill 12% in flushes waiting for 64 MiB of WAL
+    /// (bench/results/2026-11-27-deferred-wal-sync).
     pub wal_bytes_per_sync: u64,
     /// Set each WAL's size this many bytes (rounded up to 32 KiB) ahead of its appends, the
     /// space reading as zeros until written (0: never; RocksDB preallocates its WAL too,
@@ -492,7 +494,7 @@ impl Default for Options {
             max_value_size: 1 << 30,
             wal_recovery_mode: WalRecoveryMode::default(),
             max_manifest_file_size: 64 << 20,
-            wal_bytes_per_sync: 1 << 20,
+            wal_bytes_per_sync: 8 << 20,
             wal_preallocate_size: 256 << 10,
             bytes_per_sync: 1 << 20,
             max_total_wal_size: 0,

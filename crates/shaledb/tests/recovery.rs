@@ -394,7 +394,8 @@ fn log_record(payload: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A memtable switch does not sync the WAL it leaves (db/closed_wals.rs). A power loss that
+/// A memtable switch does not sync the WAL it leaves, nor the new WAL's directory entry
+/// (db/closed_wals.rs). A power loss that
 /// keeps any prefix of each file's unsynced bytes (chosen per file, as the OS's writeback
 /// may) reopens at a prefix of the writes, never with a hole where the older WAL was cut
 /// short while the newer one kept writes; a synced write after the switch makes every
@@ -432,6 +433,9 @@ fn a_wal_left_by_a_switch_is_synced_by_the_next_synced_write() {
                     };
                     db.put_opt(&wo, key(i), value(i)).expect("put");
                 }
+                // The new WAL's directory entry is not synced by the switch; the file
+                // system's own journal commit may make it durable at any time.
+                shaledb::fs::FileSystem::sync_dir(&mem, dir).expect("sync dir");
                 mem.crash_keep_unsynced_prefix(seed);
                 StallFirstTable::set(&hook.released);
                 assert!(flush.join().expect("flush thread").is_err());
@@ -524,6 +528,80 @@ fn an_older_wal_cut_at_a_record_boundary_is_seen_by_the_newer_ones_record_of_its
         }
         Err(e) => panic!("expected corruption, got {e}"),
         Ok(_) => panic!("absolute consistency accepted a cut WAL"),
+    }
+}
+
+/// Three WALs, two switches, no sync: a power loss that loses the middle WAL's directory
+/// entry (the switches do not sync the directory, db/closed_wals.rs) but keeps the newest
+/// one's, made durable by the file system meanwhile. The newest WAL names the missing one as
+/// the WAL it took over from: recovery keeps the oldest WAL's writes and ignores the newest.
+#[test]
+fn a_wal_lost_between_two_others_ends_recovery_at_the_one_before_it() {
+    let dir = Path::new("/db");
+    let mem = MemFileSystem::new();
+    let hook = StallFirstTable::default();
+    let hooked = shaledb::fs::HookedFileSystem::new(Arc::new(mem.clone()), hook.clone());
+    let o = Options {
+        fs: Arc::new(hooked),
+        max_background_jobs: 1,
+        max_write_buffer_number: 4,
+        ..Options::default()
+    };
+    let db = Db::open(dir, o).expect("open");
+    for i in 0..20 {
+        db.put(key(i), value(i)).expect("put");
+    }
+    hook.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let held = std::thread::scope(|s| {
+        let first = s.spawn(|| db.flush());
+        StallFirstTable::wait(&hook.entered);
+        for i in 20..40 {
+            db.put(key(i), value(i)).expect("put");
+        }
+        // The second flush switches again, then waits behind the first.
+        let second = s.spawn(|| db.flush());
+        while wal_files(&mem, dir).len() < 3 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        for i in 40..60 {
+            db.put(key(i), value(i)).expect("put");
+        }
+        let held = clone_fs(&mem);
+        StallFirstTable::set(&hook.released);
+        assert!(first.join().expect("first flush").is_err());
+        assert!(second.join().expect("second flush").is_err());
+        held
+    });
+    drop(db);
+    let wals = wal_files(&held, dir);
+    assert_eq!(wals.len(), 3, "{wals:?}");
+    let without_middle = clone_fs(&held);
+    shaledb::fs::FileSystem::remove_file(&without_middle, &wals[1]).expect("remove");
+    let db = Db::open(dir, mem_options(&clone_fs(&without_middle))).expect("the prefix");
+    for i in 0..60 {
+        let want = (i < 20).then(|| value(i).into());
+        assert_eq!(db.get(key(i)).expect("get"), want, "key {i}");
+    }
+    drop(db);
+    // All three there: every write.
+    let db = Db::open(dir, mem_options(&held)).expect("open");
+    for i in 0..60 {
+        assert_eq!(
+            db.get(key(i)).expect("get"),
+            Some(value(i).into()),
+            "key {i}"
+        );
+    }
+    drop(db);
+    let mut o = mem_options(&without_middle);
+    o.wal_recovery_mode = WalRecoveryMode::AbsoluteConsistency;
+    match Db::open(dir, o) {
+        Err(Error::Corruption { file, detail, .. }) => {
+            assert_eq!(file, wals[0]);
+            assert!(detail.contains("is missing"), "{detail}");
+        }
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("absolute consistency accepted a missing WAL"),
     }
 }
 

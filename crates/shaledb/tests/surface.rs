@@ -56,7 +56,7 @@ fn options_print_with_debug() {
     assert!(s.contains("fs: MemFileSystem,"), "{s}");
     assert!(s.contains("write_buffer_size: 1048576,"), "{s}");
     assert!(s.contains("max_manifest_file_size: 67108864,"), "{s}");
-    assert!(s.contains("wal_bytes_per_sync: 1048576,"), "{s}");
+    assert!(s.contains("wal_bytes_per_sync: 8388608,"), "{s}");
     assert!(s.contains("max_total_wal_size: 0,"), "{s}");
     assert!(s.contains("statistics: false, listeners: 0,"), "{s}");
     assert!(s.contains("rate_limit_bytes_per_sec: 0 }"), "{s}");

@@ -90,7 +90,7 @@ pub const FLAGS: &[FlagSpec] = &[
         "wal_bytes_per_sync",
         false,
         "start writeback of the WAL every N bytes (ShaleDB and RocksDB; unset: each engine's \
-         default, 0 in both; the others have no such option)",
+         default, 8 MiB in ShaleDB, 0 in RocksDB; the others have no such option)",
     ),
     used(
         "compression_level",

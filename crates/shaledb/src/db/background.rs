@@ -515,7 +515,7 @@ impl DbInner {
                 // The closed WALs first: no edit (a flush moving a log number, an ingestion)
                 // may become durable ahead of the writes before it (closed_wals.rs).
                 let res = MutexGuard::unlocked(st, || {
-                    if let Err(e) = self.closed_wals.sync_all(&self.dir) {
+                    if let Err(e) = self.closed_wals.sync_all(&*self.fs, &self.dir) {
                         wal_failed = true;
                         return Err(e);
                     }

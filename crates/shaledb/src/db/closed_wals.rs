@@ -2,8 +2,11 @@
 //! the same way, in its flush: `SyncClosedLogs`).
 //!
 //! At a memtable switch the old WAL is only cut back to its records and handed to the OS
-//! (`LogWriter::finish`); its `fdatasync` waited for on the writers' path cost a fill about a
-//! tenth of its time. It is synced, with every other closed WAL, oldest first:
+//! (`LogWriter::finish`), and the directory entry of the new one is not synced either: the
+//! `fdatasync` and the directory `fsync` (on ext4 a journal commit, which writes out the old
+//! WAL's data too) waited for on the writers' path cost a fill about a tenth of its time. The
+//! directory and then every closed WAL, oldest first, are synced (RocksDB syncs the WAL
+//! directory the same way, by the next synced write: `need_log_dir_sync`):
 //! - by a synced write, before the current WAL's sync (its promise covers every earlier
 //!   write);
 //! - before every MANIFEST write (`DbInner::log_and_apply_all`), so no edit (a flush moving
@@ -11,18 +14,21 @@
 //!   that follows a switch is usually the one that syncs;
 //! - by close.
 //!
-//! After a power loss an older WAL may then be cut short while a newer one holds writes that
-//! reached the disk unsynced. Recovery keeps the prefix up to the cut, unless a marker shows
+//! After a power loss an older WAL may then be cut short, or a WAL may be missing, while a
+//! newer one holds writes that reached the disk unsynced (a journal commit of the file system
+//! may make a directory entry durable at any time). Recovery keeps the prefix up to the cut,
+//! unless a marker shows
 //! the older WAL was synced (docs/format/wal.md, "Marker records"; db/open.rs,
 //! `torn_before_later_data`): after syncing, the next record appended to the current WAL is
 //! a `WalMarker::Synced` naming the newest WAL synced.
 
 use crate::error::{Error, Result};
+use crate::fs::FileSystem;
 use crate::log::{LogWriter, WalMarker};
 use crate::version::filename;
 use parking_lot::Mutex;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The closed, unsynced WALs. Lock order: the current WAL's lock, then `syncing`, then
 /// `waiting`.
@@ -37,16 +43,22 @@ pub(crate) struct ClosedWals {
     waiting: Mutex<Vec<(u64, LogWriter)>>,
     /// The newest WAL synced that no marker in the current WAL names yet (0: none).
     unmarked: AtomicU64,
+    /// A WAL was created since the directory was last synced. Set before the closed WAL is
+    /// added, so a sync that takes that WAL also sees the directory to sync.
+    dir_unsynced: AtomicBool,
 }
 
 impl ClosedWals {
-    /// Adds WAL `number`, which a newer one just took over from.
+    /// Adds WAL `number`, which a newer one, created in the directory and not synced there,
+    /// just took over from.
     pub(crate) fn push(&self, number: u64, wal: LogWriter) {
+        self.dir_unsynced.store(true, Ordering::Release);
         self.waiting.lock().push((number, wal));
     }
 
-    /// Syncs every closed WAL, oldest first, and forgets them.
-    pub(crate) fn sync_all(&self, dir: &Path) -> Result<()> {
+    /// Syncs the directory if a WAL was created since its last sync, then every closed WAL,
+    /// oldest first, and forgets them.
+    pub(crate) fn sync_all(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
         let mut failed = self.syncing.lock();
         if *failed {
             return Err(Error::io(
@@ -55,6 +67,12 @@ impl ClosedWals {
             ));
         }
         let wals = std::mem::take(&mut *self.waiting.lock());
+        if self.dir_unsynced.swap(false, Ordering::AcqRel) {
+            if let Err(e) = fs.sync_dir(dir) {
+                *failed = true;
+                return Err(Error::io("syncing the directory for a new WAL", e));
+            }
+        }
         let Some(&(newest, _)) = wals.last() else {
             return Ok(());
         };

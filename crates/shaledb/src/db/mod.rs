@@ -931,7 +931,11 @@ impl Db {
             let blobs = self.inner.sync_write_time_blobs(&self.inner.state.lock());
             let mut wal = self.inner.wal.lock();
             // The closed WALs before the current one, as a synced write does.
-            let closed = blobs.and_then(|()| self.inner.closed_wals.sync_all(&self.inner.dir));
+            let closed = blobs.and_then(|()| {
+                self.inner
+                    .closed_wals
+                    .sync_all(&*self.inner.fs, &self.inner.dir)
+            });
             closed.and_then(|()| match wal.as_mut() {
                 Some(w) => self
                     .inner

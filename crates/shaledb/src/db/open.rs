@@ -551,7 +551,8 @@ impl WalReplay<'_> {
     /// cleanly at byte `end`. A WAL started by a memtable switch names the one it took over
     /// from and that one's length then (`WalMarker::TakesOver`): a shorter WAL was cut short
     /// by a power loss (its length was not synced yet) or damaged, returned as the offset and
-    /// description of the loss. A `next` that names another WAL means one is missing.
+    /// description of the loss; so is a `next` that took over from a WAL newer than this one,
+    /// which is missing (a power loss lost its unsynced directory entry).
     fn cut_short(&self, number: u64, end: u64, next: u64) -> Result<Option<(u64, String)>> {
         let path = filename::log_file(self.dir, next);
         let reading = |e| Error::io(format!("reading WAL {}", path.display()), e);
@@ -563,12 +564,17 @@ impl WalReplay<'_> {
         let Some(Ok(WalMarker::TakesOver { from, length })) = WalMarker::decode(&data) else {
             return Ok(None);
         };
-        if from != number {
+        if from < number {
             let detail = format!(
-                "this WAL took over from WAL {from}, but the WAL before it is {number}: a WAL \
-                 is missing"
+                "this WAL took over from WAL {from}, but the WAL before it is {number}, newer"
             );
             return Err(Error::corruption(&path, 0, detail));
+        }
+        if from > number {
+            // Its directory entry was not synced yet (closed_wals.rs): lost after the end of
+            // this one, like a cut.
+            let lost = format!("WAL {from}, which WAL {next} took over from, is missing");
+            return Ok(Some((end, lost)));
         }
         Ok((end < length).then(|| {
             let lost = format!(

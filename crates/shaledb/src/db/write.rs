@@ -410,7 +410,7 @@ impl DbInner {
                 // The WALs before this one first: a synced record promises every earlier
                 // write too. A failed sync is final (recovery.rs).
                 self.closed_wals
-                    .sync_all(&self.dir)
+                    .sync_all(&*self.fs, &self.dir)
                     .map_err(|e| GroupFailure::Final(Error::poisoned(e)))?;
             }
             let written = self
@@ -755,10 +755,11 @@ impl DbInner {
         {
             let mut wal = self.wal.lock();
             let old_number = self.wal_number.load(Ordering::Relaxed);
-            // The old WAL is cut back to its records and handed to the OS, not synced: that
-            // waits for the next synced write, MANIFEST write or close (closed_wals.rs). The
-            // new one starts by naming it and its length, so recovery sees if a power loss
-            // cut it short (docs/format/wal.md, "Marker records"). The blobs its records
+            // The old WAL is cut back to its records and handed to the OS, not synced, nor is
+            // the new one's directory entry: that waits for the next synced write, MANIFEST
+            // write or close (closed_wals.rs). The new one starts by naming it and its length,
+            // so recovery sees if a power loss cut it short or lost it (docs/format/wal.md,
+            // "Marker records"). The blobs its records
             // refer to are synced now: few databases write them (`separate_blobs_at_write`),
             // and they must be durable before their references.
             if let Some(old) = wal.as_mut() {
@@ -795,7 +796,13 @@ impl DbInner {
                     return Err(err);
                 }
             }
-            if let Err(e) = self.fs.sync_dir(&self.dir) {
+            // The new WAL's directory entry is synced with the old WAL (closed_wals.rs);
+            // without an old one (given up after a failed append) here.
+            let dir_synced = match wal.is_some() {
+                true => Ok(()),
+                false => self.fs.sync_dir(&self.dir),
+            };
+            if let Err(e) = dir_synced {
                 let err = Error::poisoned(Error::io("syncing the directory for a new WAL", e));
                 if st.bg_error.is_none() {
                     self.note_background_error(st, BackgroundErrorReason::WriteWal, &err);
