@@ -506,12 +506,21 @@ fn an_older_wal_cut_at_a_record_boundary_is_seen_by_the_newer_ones_record_of_its
     let older = held.read_file_bytes(&wals[0]).expect("older WAL");
     let cut = record_offsets(&held, &wals[0])[12];
     held.write_file_bytes(&wals[0], &older[..cut]);
-    let db = Db::open(dir, mem_options(&clone_fs(&held))).expect("open at the prefix");
+    let opened = clone_fs(&held);
+    let db = Db::open(dir, mem_options(&opened)).expect("open at the prefix");
     for i in 0..40 {
         let want = (i < 12).then(|| value(i).into());
         assert_eq!(db.get(key(i)).expect("get"), want, "key {i}");
     }
     drop(db);
+    // The LOG says what was left out and why.
+    let log = opened.read_file_bytes(dir.join("LOG")).expect("LOG");
+    let log = String::from_utf8_lossy(&log);
+    let line = log
+        .lines()
+        .find(|l| l.contains("WAL recovery stopped"))
+        .unwrap_or_else(|| panic!("no line on the stop in {log}"));
+    assert!(line.contains("took over from it when it held"), "{line}");
     let mut o = mem_options(&held);
     o.wal_recovery_mode = WalRecoveryMode::AbsoluteConsistency;
     match Db::open(dir, o) {

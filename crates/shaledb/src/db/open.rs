@@ -148,8 +148,12 @@ pub(super) fn open_with_families(
         keep_in_memory: false,
         resume: BTreeMap::new(),
         blob_readers: Default::default(),
+        stopped: None,
     };
     replay.replay_all(&wals)?;
+    if let Some(why) = replay.stopped.take() {
+        crate::info_log::info_log!(info_log, Warn, "WAL recovery stopped: {why}");
+    }
     let (mut edits, last_sequence) = replay.finish()?;
 
     // Start a fresh WAL and record that everything older is in tables, for every family.
@@ -432,6 +436,9 @@ pub(super) struct WalReplay<'a> {
     /// Blob files the WALs' references point into (`Options::separate_blobs_at_write`),
     /// opened on first use.
     pub(super) blob_readers: crate::blob::WalBlobReaders,
+    /// Where and why replay stopped before the last WAL's end, leaving writes that were
+    /// never synced (`torn_before_later_data`), for the LOG.
+    pub(super) stopped: Option<String>,
 }
 
 impl WalReplay<'_> {
@@ -594,7 +601,7 @@ impl WalReplay<'_> {
     /// whose log number passed it (a MANIFEST edit is written only after the closed WALs are
     /// synced), or a later WAL's `WalMarker::Synced` naming it or a newer WAL.
     fn torn_before_later_data(
-        &self,
+        &mut self,
         path: &Path,
         number: u64,
         off: u64,
@@ -619,6 +626,11 @@ impl WalReplay<'_> {
                 format!("{detail}, in a WAL that was synced (WAL {marked_in} records its sync)");
             return Err(Error::corruption(path, off, detail));
         }
+        self.stopped = Some(format!(
+            "{} at byte {off}: {detail}; it was never synced, so the writes after it (WALs \
+             {later:?}) were not either and are not replayed",
+            path.display()
+        ));
         Ok(false)
     }
 

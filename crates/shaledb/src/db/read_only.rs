@@ -429,6 +429,7 @@ fn read_view(
         keep_in_memory: true,
         resume: BTreeMap::new(),
         blob_readers: Default::default(),
+        stopped: None,
     };
     replay.replay_all(&wals)?;
     let resume = std::mem::take(&mut replay.resume);
@@ -636,6 +637,7 @@ fn tail_wals(
         keep_in_memory: true,
         resume,
         blob_readers: Default::default(),
+        stopped: None,
     };
     replay.replay_all(&wals)?;
     let resume = std::mem::take(&mut replay.resume);
