@@ -408,20 +408,10 @@ fn a_wal_left_by_a_switch_is_synced_by_the_next_synced_write() {
     for (synced_after, prealloc) in [(false, 256 << 10), (false, 0), (true, 256 << 10)] {
         let mut older_cut_newer_kept = 0;
         for seed in 0..40 {
-            let mem = MemFileSystem::new();
-            let hook = StallFirstTable::default();
-            let hooked = shaledb::fs::HookedFileSystem::new(Arc::new(mem.clone()), hook.clone());
-            let o = Options {
-                fs: Arc::new(hooked),
-                max_background_jobs: 1,
+            let (mem, hook, db) = twenty_puts_then_a_stalling_flush(Options {
                 wal_preallocate_size: prealloc,
                 ..Options::default()
-            };
-            let db = Db::open(dir, o).expect("open");
-            for i in 0..20 {
-                db.put(key(i), value(i)).expect("put");
-            }
-            hook.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
             std::thread::scope(|s| {
                 // The flush switches to a new WAL, then stalls creating its table.
                 let flush = s.spawn(|| db.flush());
@@ -475,19 +465,7 @@ fn a_wal_left_by_a_switch_is_synced_by_the_next_synced_write() {
 #[test]
 fn an_older_wal_cut_at_a_record_boundary_is_seen_by_the_newer_ones_record_of_its_length() {
     let dir = Path::new("/db");
-    let mem = MemFileSystem::new();
-    let hook = StallFirstTable::default();
-    let hooked = shaledb::fs::HookedFileSystem::new(Arc::new(mem.clone()), hook.clone());
-    let o = Options {
-        fs: Arc::new(hooked),
-        max_background_jobs: 1,
-        ..Options::default()
-    };
-    let db = Db::open(dir, o).expect("open");
-    for i in 0..20 {
-        db.put(key(i), value(i)).expect("put");
-    }
-    hook.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (mem, hook, db) = twenty_puts_then_a_stalling_flush(Options::default());
     // What the OS held before the close would sync the older WAL; cut below.
     let held = std::thread::scope(|s| {
         let flush = s.spawn(|| db.flush());
@@ -547,20 +525,10 @@ fn an_older_wal_cut_at_a_record_boundary_is_seen_by_the_newer_ones_record_of_its
 #[test]
 fn a_wal_lost_between_two_others_ends_recovery_at_the_one_before_it() {
     let dir = Path::new("/db");
-    let mem = MemFileSystem::new();
-    let hook = StallFirstTable::default();
-    let hooked = shaledb::fs::HookedFileSystem::new(Arc::new(mem.clone()), hook.clone());
-    let o = Options {
-        fs: Arc::new(hooked),
-        max_background_jobs: 1,
+    let (mem, hook, db) = twenty_puts_then_a_stalling_flush(Options {
         max_write_buffer_number: 4,
         ..Options::default()
-    };
-    let db = Db::open(dir, o).expect("open");
-    for i in 0..20 {
-        db.put(key(i), value(i)).expect("put");
-    }
-    hook.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
     let held = std::thread::scope(|s| {
         let first = s.spawn(|| db.flush());
         StallFirstTable::wait(&hook.entered);
@@ -628,6 +596,26 @@ fn record_offsets(fs: &MemFileSystem, path: &Path) -> Vec<usize> {
             LogRead::Eof => return offsets,
         }
     }
+}
+
+/// A database at /db on a new in-memory file system, opened with `o` (one background job),
+/// holding unsynced puts of keys 0..20, whose next flush stalls creating its table until
+/// released and then fails (`StallFirstTable`, armed).
+fn twenty_puts_then_a_stalling_flush(o: Options) -> (MemFileSystem, StallFirstTable, Db) {
+    let mem = MemFileSystem::new();
+    let hook = StallFirstTable::default();
+    let hooked = shaledb::fs::HookedFileSystem::new(Arc::new(mem.clone()), hook.clone());
+    let o = Options {
+        fs: Arc::new(hooked),
+        max_background_jobs: 1,
+        ..o
+    };
+    let db = Db::open("/db", o).expect("open");
+    for i in 0..20 {
+        db.put(key(i), value(i)).expect("put");
+    }
+    hook.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    (mem, hook, db)
 }
 
 /// The write batches (not markers) readable in the WAL at `path`.
