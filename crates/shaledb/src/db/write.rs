@@ -14,7 +14,7 @@ use super::{recovery, CfState, DbInner, DbState, Writer};
 use crate::column_family::DEFAULT_FAMILY;
 use crate::error::{Error, Result};
 use crate::listener::{BackgroundErrorReason, WriteStallCondition};
-use crate::log::WalMarker;
+use crate::log::{LogWriter, WalMarker};
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::statistics::{HistogramKind, Ticker};
@@ -22,6 +22,7 @@ use crate::version::filename;
 use crate::write_batch::{BatchEntry, WriteBatch, BATCH_HEADER_SIZE};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -401,44 +402,7 @@ impl DbInner {
                     mem.prefetch_for_add(e.parts().1);
                 }
             }
-            let mut wal = self.wal.lock();
-            let w = wal.as_mut().ok_or(GroupFailure::Final(Error::Closed))?;
-            let number = self.wal_number.load(Ordering::Relaxed);
-            // The path only for an error message: built on failure, not per group.
-            let path = || filename::log_file(&self.dir, number);
-            if sync {
-                // The WALs before this one first: a synced record promises every earlier
-                // write too. A failed sync is final (recovery.rs).
-                self.closed_wals
-                    .sync_all(&*self.fs, &self.dir)
-                    .map_err(|e| GroupFailure::Final(Error::poisoned(e)))?;
-            }
-            let written = self
-                .closed_wals
-                .mark_synced(w)
-                .and_then(|()| w.add_record(group.data()))
-                .and_then(|()| if sync { Ok(()) } else { w.flush() });
-            if let Err(e) = written {
-                let no_space = recovery::is_no_space(&e);
-                let err = Error::io(format!("writing WAL {}", path().display()), e);
-                if no_space {
-                    // Its tail may hold a torn record and its block offset is wrong: the
-                    // writer is given up, never appended to again (recovery.rs).
-                    *wal = None;
-                    return Err(GroupFailure::NoSpace(number, err));
-                }
-                return Err(GroupFailure::Final(Error::poisoned(err)));
-            }
-            if sync {
-                // A failed fsync is final whatever its cause (recovery.rs).
-                w.sync().map_err(|e| {
-                    let err = Error::io(format!("syncing WAL {}", path().display()), e);
-                    GroupFailure::Final(Error::poisoned(err))
-                })?;
-                if let Some(s) = &self.stats {
-                    s.add(Ticker::WalSyncs, 1);
-                }
-            }
+            self.append_to_wal(&group, sync)?;
         }
         for (i, (cf, e)) in group.iter_cf().enumerate() {
             let s = seq + i as u64;
@@ -457,6 +421,54 @@ impl DbInner {
             }
         }
         Ok((group.len() as u64, group.approximate_size() as u64))
+    }
+
+    /// Appends the group's record to the current WAL (after a `Synced` marker if one is
+    /// owed), and syncs it, every closed WAL first, if `sync`; else hands it to the OS.
+    fn append_to_wal(
+        &self,
+        group: &WriteBatch,
+        sync: bool,
+    ) -> std::result::Result<(), GroupFailure> {
+        let mut wal = self.wal.lock();
+        let w = wal.as_mut().ok_or(GroupFailure::Final(Error::Closed))?;
+        let number = self.wal_number.load(Ordering::Relaxed);
+        // The path only for an error message: built on failure, not per group.
+        let path = || filename::log_file(&self.dir, number);
+        if sync {
+            // The WALs before this one first: a synced record promises every earlier
+            // write too. A failed sync is final (recovery.rs).
+            self.closed_wals
+                .sync_all(&*self.fs, &self.dir)
+                .map_err(|e| GroupFailure::Final(Error::poisoned(e)))?;
+        }
+        let written = self
+            .closed_wals
+            .mark_synced(w)
+            .and_then(|()| w.add_record(group.data()))
+            .and_then(|()| if sync { Ok(()) } else { w.flush() });
+        if let Err(e) = written {
+            let no_space = recovery::is_no_space(&e);
+            let err = Error::io(format!("writing WAL {}", path().display()), e);
+            if no_space {
+                // Its tail may hold a torn record and its block offset is wrong: the
+                // writer is given up, never appended to again (recovery.rs).
+                *wal = None;
+                return Err(GroupFailure::NoSpace(number, err));
+            }
+            return Err(GroupFailure::Final(Error::poisoned(err)));
+        }
+        if sync {
+            // A failed fsync is final whatever its cause (recovery.rs).
+            w.sync().map_err(|e| {
+                let err = Error::io(format!("syncing WAL {}", path().display()), e);
+                GroupFailure::Final(Error::poisoned(err))
+            })?;
+            if let Some(s) = &self.stats {
+                s.add(Ticker::WalSyncs, 1);
+            }
+        }
+        Ok(())
     }
 
     /// In families that separate values when they are written: the group with each put of
@@ -751,71 +763,7 @@ impl DbInner {
                 return Err(self.suspend_for_failed_wal(st, current, err));
             }
         };
-        let mut new_writer = super::new_wal_writer(file, &self.opts);
-        {
-            let mut wal = self.wal.lock();
-            let old_number = self.wal_number.load(Ordering::Relaxed);
-            // The old WAL is cut back to its records and handed to the OS, not synced, nor is
-            // the new one's directory entry: that waits for the next synced write, MANIFEST
-            // write or close (closed_wals.rs). The new one starts by naming it and its length,
-            // so recovery sees if a power loss cut it short or lost it (docs/format/wal.md,
-            // "Marker records"). The blobs its records
-            // refer to are synced now: few databases write them (`separate_blobs_at_write`),
-            // and they must be durable before their references.
-            if let Some(old) = wal.as_mut() {
-                let marker = |length| WalMarker::TakesOver {
-                    from: old_number,
-                    length,
-                };
-                let ended = match self.sync_write_time_blobs(st) {
-                    Err(e) => Err(e),
-                    Ok(()) => match old
-                        .finish()
-                        .and_then(|length| new_writer.add_record(&marker(length).encode()))
-                    {
-                        Ok(()) => Ok(()),
-                        Err(e) if recovery::is_no_space(&e) => {
-                            // Either WAL may now end in a torn record: the old one is given
-                            // up and replaced as after a failed append (recovery.rs).
-                            *wal = None;
-                            let _ = self.fs.remove_file(&path);
-                            let err = Error::io("ending the WAL at rotation", e);
-                            return Err(self.suspend_for_failed_wal(st, old_number, err));
-                        }
-                        Err(e) => Err(Error::io("ending the WAL at rotation", e)),
-                    },
-                };
-                if let Err(e) = ended {
-                    let err = Error::poisoned(e);
-                    if st.bg_error.is_none() {
-                        self.note_background_error(st, BackgroundErrorReason::WriteWal, &err);
-                    }
-                    st.bg_error = Some(err.duplicate());
-                    self.notify_state_changed();
-                    let _ = self.fs.remove_file(&path);
-                    return Err(err);
-                }
-            }
-            // The new WAL's directory entry is synced with the old WAL (closed_wals.rs);
-            // without an old one (given up after a failed append) here.
-            let dir_synced = match wal.is_some() {
-                true => Ok(()),
-                false => self.fs.sync_dir(&self.dir),
-            };
-            if let Err(e) = dir_synced {
-                let err = Error::poisoned(Error::io("syncing the directory for a new WAL", e));
-                if st.bg_error.is_none() {
-                    self.note_background_error(st, BackgroundErrorReason::WriteWal, &err);
-                }
-                st.bg_error = Some(err.duplicate());
-                self.notify_state_changed();
-                return Err(err);
-            }
-            if let Some(old) = wal.replace(new_writer) {
-                self.closed_wals.push(old_number, old);
-            }
-            self.wal_number.store(number, Ordering::Release);
-        }
+        self.start_wal(st, number, &path, super::new_wal_writer(file, &self.opts))?;
         st.live_wals.push((number, 0));
         let DbState {
             families, versions, ..
@@ -836,6 +784,77 @@ impl DbInner {
         }
         self.work_cv.notify_all();
         Ok(())
+    }
+
+    /// Makes WAL `number` at `path`, written by `new_writer`, the current one. The old WAL is
+    /// cut back to its records and handed to the OS, not synced, nor is the new one's
+    /// directory entry: that waits for the next synced write, MANIFEST write or close
+    /// (closed_wals.rs). The new one starts by naming the old one and its length, so recovery
+    /// sees if a power loss cut it short or lost it (docs/format/wal.md, "Marker records").
+    /// The blobs its records refer to are synced now: few databases write them
+    /// (`separate_blobs_at_write`), and they must be durable before their references.
+    fn start_wal(
+        &self,
+        st: &mut DbState,
+        number: u64,
+        path: &Path,
+        mut new_writer: LogWriter,
+    ) -> Result<()> {
+        let mut wal = self.wal.lock();
+        let old_number = self.wal_number.load(Ordering::Relaxed);
+        if let Some(old) = wal.as_mut() {
+            let marker = |length| WalMarker::TakesOver {
+                from: old_number,
+                length,
+            };
+            let ended = match self.sync_write_time_blobs(st) {
+                Err(e) => Err(e),
+                Ok(()) => match old
+                    .finish()
+                    .and_then(|length| new_writer.add_record(&marker(length).encode()))
+                {
+                    Ok(()) => Ok(()),
+                    Err(e) if recovery::is_no_space(&e) => {
+                        // Either WAL may now end in a torn record: the old one is given up
+                        // and replaced as after a failed append (recovery.rs).
+                        *wal = None;
+                        let _ = self.fs.remove_file(path);
+                        let err = Error::io("ending the WAL at rotation", e);
+                        return Err(self.suspend_for_failed_wal(st, old_number, err));
+                    }
+                    Err(e) => Err(Error::io("ending the WAL at rotation", e)),
+                },
+            };
+            if let Err(e) = ended {
+                let _ = self.fs.remove_file(path);
+                return Err(self.poison_for_wal(st, e));
+            }
+        }
+        // Without an old WAL (given up after a failed append) nothing syncs the directory
+        // later: here.
+        if wal.is_none() {
+            if let Err(e) = self.fs.sync_dir(&self.dir) {
+                let e = Error::io("syncing the directory for a new WAL", e);
+                return Err(self.poison_for_wal(st, e));
+            }
+        }
+        if let Some(old) = wal.replace(new_writer) {
+            self.closed_wals.push(old_number, old);
+        }
+        self.wal_number.store(number, Ordering::Release);
+        Ok(())
+    }
+
+    /// Makes `e`, a failure that leaves a WAL in doubt, the database's final error and returns
+    /// it (recovery.rs: writes fail until reopen).
+    fn poison_for_wal(&self, st: &mut DbState, e: Error) -> Error {
+        let err = Error::poisoned(e);
+        if st.bg_error.is_none() {
+            self.note_background_error(st, BackgroundErrorReason::WriteWal, &err);
+        }
+        st.bg_error = Some(err.duplicate());
+        self.notify_state_changed();
+        err
     }
 }
 
