@@ -618,6 +618,38 @@ fn twenty_puts_then_a_stalling_flush(o: Options) -> (MemFileSystem, StallFirstTa
     (mem, hook, db)
 }
 
+/// `Db::sync_wal` makes every write before it durable: those in a WAL a switch left unsynced
+/// (its flush stalled) and those in the current one. A power loss that drops every unsynced
+/// byte then keeps exactly the writes before the call. A read-only instance refuses it.
+#[test]
+fn sync_wal_makes_every_earlier_write_durable_in_every_wal() {
+    let dir = Path::new("/db");
+    let (mem, hook, db) = twenty_puts_then_a_stalling_flush(Options::default());
+    std::thread::scope(|s| {
+        let flush = s.spawn(|| db.flush());
+        StallFirstTable::wait(&hook.entered);
+        for i in 20..40 {
+            db.put(key(i), value(i)).expect("put");
+        }
+        db.sync_wal().expect("sync_wal");
+        for i in 40..50 {
+            db.put(key(i), value(i)).expect("put");
+        }
+        mem.crash();
+        StallFirstTable::set(&hook.released);
+        assert!(flush.join().expect("flush thread").is_err());
+    });
+    drop(db);
+    let db = Db::open(dir, mem_options(&mem)).expect("reopen after power loss");
+    for i in 0..50 {
+        let want = (i < 40).then(|| value(i).into());
+        assert_eq!(db.get(key(i)).expect("get"), want, "key {i}");
+    }
+    drop(db);
+    let ro = Db::open_read_only(dir, mem_options(&mem)).expect("read-only");
+    assert!(matches!(ro.sync_wal(), Err(Error::NotSupported(_))));
+}
+
 /// The write batches (not markers) readable in the WAL at `path`.
 fn batches_in(fs: &MemFileSystem, path: &Path) -> usize {
     use shaledb::fs::FileSystem;

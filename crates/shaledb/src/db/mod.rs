@@ -776,6 +776,32 @@ impl Db {
         })
     }
 
+    /// Makes every write acknowledged so far durable, as if each had been written with
+    /// [`WriteOptions::sync`] (RocksDB's `SyncWAL`): one sync for any number of unsynced
+    /// writes. Writes made with `disable_wal` are not covered (flush them). A failed sync
+    /// leaves the database refusing writes (`Error::Poisoned`), as a failed synced write
+    /// does; a database refusing writes refuses this with the same error.
+    ///
+    /// ```
+    /// use shaledb::{Db, Options};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options::default()).unwrap();
+    /// for i in 0..100u32 {
+    ///     db.put(i.to_be_bytes(), b"unsynced").unwrap();
+    /// }
+    /// db.sync_wal().unwrap(); // all 100 now survive a power loss
+    /// ```
+    pub fn sync_wal(&self) -> Result<()> {
+        self.inner.check_writable("syncing the WAL")?;
+        if let Some(e) = &self.inner.state.lock().bg_error {
+            return Err(e.duplicate());
+        }
+        self.inner.sync_wals().map_err(|e| {
+            let mut st = self.inner.state.lock();
+            self.inner.poison_for_wal(&mut st, e)
+        })
+    }
+
     /// Writes the default family's active memtable to a table file and waits for it.
     pub fn flush(&self) -> Result<()> {
         self.inner.flush_and_wait(DEFAULT_FAMILY)
@@ -926,26 +952,8 @@ impl Db {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
-        let res = {
-            // The blobs the WAL's references point at first.
-            let blobs = self.inner.sync_write_time_blobs(&self.inner.state.lock());
-            let mut wal = self.inner.wal.lock();
-            // The closed WALs before the current one, as a synced write does.
-            let closed = blobs.and_then(|()| {
-                self.inner
-                    .closed_wals
-                    .sync_all(&*self.inner.fs, &self.inner.dir)
-            });
-            closed.and_then(|()| match wal.as_mut() {
-                Some(w) => self
-                    .inner
-                    .closed_wals
-                    .mark_synced(w)
-                    .and_then(|()| w.sync())
-                    .map_err(|e| Error::io("syncing the WAL on close", e)),
-                None => Ok(()),
-            })
-        };
+        // Every write appended so far, durable (a synced write's promise for all of them).
+        let res = self.inner.sync_wals();
         // Delete what is obsolete now; files readers still hold stay for the next open.
         self.inner.purge_obsolete_files();
         {

@@ -423,6 +423,27 @@ impl DbInner {
         Ok((group.len() as u64, group.approximate_size() as u64))
     }
 
+    /// Makes every write appended to a WAL so far durable: the blob files the WALs refer to,
+    /// the directory and the closed WALs, then the current WAL (after a `Synced` marker if
+    /// one is owed). For `Db::sync_wal` and close.
+    pub(crate) fn sync_wals(&self) -> Result<()> {
+        self.sync_write_time_blobs(&self.state.lock())?;
+        let mut wal = self.wal.lock();
+        self.closed_wals.sync_all(&*self.fs, &self.dir)?;
+        let Some(w) = wal.as_mut() else {
+            return Ok(());
+        };
+        let path = filename::log_file(&self.dir, self.wal_number.load(Ordering::Relaxed));
+        self.closed_wals
+            .mark_synced(w)
+            .and_then(|()| w.sync())
+            .map_err(|e| Error::io(format!("syncing WAL {}", path.display()), e))?;
+        if let Some(s) = &self.stats {
+            s.add(Ticker::WalSyncs, 1);
+        }
+        Ok(())
+    }
+
     /// Appends the group's record to the current WAL (after a `Synced` marker if one is
     /// owed), and syncs it, every closed WAL first, if `sync`; else hands it to the OS.
     fn append_to_wal(
@@ -847,7 +868,7 @@ impl DbInner {
 
     /// Makes `e`, a failure that leaves a WAL in doubt, the database's final error and returns
     /// it (recovery.rs: writes fail until reopen).
-    fn poison_for_wal(&self, st: &mut DbState, e: Error) -> Error {
+    pub(crate) fn poison_for_wal(&self, st: &mut DbState, e: Error) -> Error {
         let err = Error::poisoned(e);
         if st.bg_error.is_none() {
             self.note_background_error(st, BackgroundErrorReason::WriteWal, &err);
