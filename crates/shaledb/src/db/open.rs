@@ -14,7 +14,7 @@ use crate::fs::FileLock;
 use crate::info_log::{InfoLog, InfoLogConfig};
 use crate::key::ValueKind;
 use crate::log::{
-    replay_records, LogReader, LogWriter, RecordCheck, ReplayEnd, TailPolicy, WalMarker,
+    replay_records, LogRead, LogReader, LogWriter, RecordCheck, ReplayEnd, TailPolicy, WalMarker,
 };
 use crate::memtable::MemTable;
 use crate::options::Options;
@@ -413,6 +413,12 @@ pub(super) fn check_files_on_disk(
     Ok(wals)
 }
 
+/// The next record of a WAL read outside its replay, its IO errors naming the file.
+fn read_record(reader: &mut LogReader) -> Result<LogRead> {
+    let read = reader.read();
+    read.map_err(|e| Error::io(format!("reading WAL {}", reader.path().display()), e))
+}
+
 /// WAL recovery: replays logs into one memtable per family and writes a family's memtable
 /// to L0 tables whenever it fills, collecting the new tables in one edit per family.
 pub(super) struct WalReplay<'a> {
@@ -458,13 +464,11 @@ impl WalReplay<'_> {
     fn all_empty(&self, later: &[u64]) -> Result<bool> {
         for &number in later {
             let path = filename::log_file(self.dir, number);
-            let reading = |e| Error::io(format!("reading WAL {}", path.display()), e);
-            if self.opts.fs.file_size(&path).map_err(reading)? == 0 {
+            let size = self.opts.fs.file_size(&path);
+            if size.map_err(|e| Error::io(format!("reading WAL {}", path.display()), e))? == 0 {
                 continue;
             }
-            let file = self.opts.fs.open_sequential(&path).map_err(reading)?;
-            let mut reader = LogReader::new(file, path.clone());
-            if reader.read().map_err(reading)? != crate::log::LogRead::Eof {
+            if read_record(&mut self.wal_reader(number)?)? != LogRead::Eof {
                 return Ok(false);
             }
         }
@@ -562,10 +566,7 @@ impl WalReplay<'_> {
     /// which is missing (a power loss lost its unsynced directory entry).
     fn cut_short(&self, number: u64, end: u64, next: u64) -> Result<Option<(u64, String)>> {
         let path = filename::log_file(self.dir, next);
-        let reading = |e| Error::io(format!("reading WAL {}", path.display()), e);
-        let file = self.opts.fs.open_sequential(&path).map_err(reading)?;
-        let mut reader = LogReader::new(file, path.clone());
-        let crate::log::LogRead::Record { data, .. } = reader.read().map_err(reading)? else {
+        let LogRead::Record { data, .. } = read_record(&mut self.wal_reader(next)?)? else {
             return Ok(None);
         };
         let Some(Ok(WalMarker::TakesOver { from, length })) = WalMarker::decode(&data) else {
@@ -634,18 +635,24 @@ impl WalReplay<'_> {
         Ok(false)
     }
 
+    /// A reader of WAL `number` from its start.
+    fn wal_reader(&self, number: u64) -> Result<LogReader> {
+        let path = filename::log_file(self.dir, number);
+        match self.opts.fs.open_sequential(&path) {
+            Ok(file) => Ok(LogReader::new(file, path)),
+            Err(e) => Err(Error::io(format!("opening WAL {}", path.display()), e)),
+        }
+    }
+
     /// The first of the WALs `later` that holds a `WalMarker::Synced` covering WAL `number`.
     fn synced_marker_after(&self, number: u64, later: &[u64]) -> Result<Option<u64>> {
         for &next in later {
-            let path = filename::log_file(self.dir, next);
-            let reading = |e| Error::io(format!("reading WAL {}", path.display()), e);
-            let file = self.opts.fs.open_sequential(&path).map_err(reading)?;
-            let mut reader = LogReader::new(file, path.clone());
+            let mut reader = self.wal_reader(next)?;
             loop {
-                match reader.read().map_err(reading)? {
-                    crate::log::LogRead::Eof => break,
-                    crate::log::LogRead::Damaged { .. } => {}
-                    crate::log::LogRead::Record { data, .. } => {
+                match read_record(&mut reader)? {
+                    LogRead::Eof => break,
+                    LogRead::Damaged { .. } => {}
+                    LogRead::Record { data, .. } => {
                         if let Some(Ok(WalMarker::Synced { through })) = WalMarker::decode(&data) {
                             if through >= number {
                                 return Ok(Some(next));

@@ -433,11 +433,18 @@ impl DbInner {
         let Some(w) = wal.as_mut() else {
             return Ok(());
         };
-        let path = filename::log_file(&self.dir, self.wal_number.load(Ordering::Relaxed));
-        self.closed_wals
-            .mark_synced(w)
-            .and_then(|()| w.sync())
-            .map_err(|e| Error::io(format!("syncing WAL {}", path.display()), e))?;
+        let number = self.wal_number.load(Ordering::Relaxed);
+        let marked = self.closed_wals.mark_synced(w);
+        let path = || filename::log_file(&self.dir, number);
+        marked.map_err(|e| Error::io(format!("writing WAL {}", path().display()), e))?;
+        self.sync_current_wal(w, number)
+    }
+
+    /// Syncs the current WAL `w`, number `number`, counting it in the statistics.
+    fn sync_current_wal(&self, w: &mut LogWriter, number: u64) -> Result<()> {
+        let path = || filename::log_file(&self.dir, number);
+        w.sync()
+            .map_err(|e| Error::io(format!("syncing WAL {}", path().display()), e))?;
         if let Some(s) = &self.stats {
             s.add(Ticker::WalSyncs, 1);
         }
@@ -481,13 +488,8 @@ impl DbInner {
         }
         if sync {
             // A failed fsync is final whatever its cause (recovery.rs).
-            w.sync().map_err(|e| {
-                let err = Error::io(format!("syncing WAL {}", path().display()), e);
-                GroupFailure::Final(Error::poisoned(err))
-            })?;
-            if let Some(s) = &self.stats {
-                s.add(Ticker::WalSyncs, 1);
-            }
+            self.sync_current_wal(w, number)
+                .map_err(|e| GroupFailure::Final(Error::poisoned(e)))?;
         }
         Ok(())
     }
