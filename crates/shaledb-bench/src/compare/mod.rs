@@ -25,7 +25,7 @@ use merge::{all_columns, earlier_parts, write_outputs};
 use run::{find_db_bench, run_cell, shell_quote};
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// One cell: a workload on an engine.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -70,7 +70,13 @@ struct CompareArgs {
     /// Flags added to every workload's command lines (`--extra="--flag=v --other=w"`), to
     /// measure one option across a whole suite.
     extra: Vec<String>,
+    /// A cell's process still running after this long is killed and its cell reported as
+    /// failed (`--cell_timeout=SECONDS`, 0 for none): one hung engine must not stall the run.
+    cell_timeout: Option<Duration>,
 }
+
+/// The default `--cell_timeout`: far above the longest seed-full cell (about 20 minutes).
+const DEFAULT_CELL_TIMEOUT: Duration = Duration::from_secs(3 * 3600);
 
 impl CompareArgs {
     fn parse<S: AsRef<str>>(args: &[S]) -> Result<CompareArgs, String> {
@@ -83,6 +89,7 @@ impl CompareArgs {
             out_dir: None,
             append: false,
             extra: Vec::new(),
+            cell_timeout: Some(DEFAULT_CELL_TIMEOUT),
         };
         for a in args {
             let a = a.as_ref();
@@ -104,9 +111,15 @@ impl CompareArgs {
                 "--dir" => c.out_dir = Some(v.into()),
                 "--append" => c.append = matches!(v, "1" | "true"),
                 "--extra" => c.extra = v.split_whitespace().map(String::from).collect(),
+                "--cell_timeout" => {
+                    let secs: u64 = v.parse().map_err(|_| {
+                        format!("compare: --cell_timeout takes whole seconds (0 for none), got {v:?}")
+                    })?;
+                    c.cell_timeout = (secs > 0).then(|| Duration::from_secs(secs));
+                }
                 _ => {
                     return Err(format!(
-                        "compare: unknown flag {n} (known: --suite --engines --out --dir --only --db_bench --append --extra)"
+                        "compare: unknown flag {n} (known: --suite --engines --out --dir --only --db_bench --append --extra --cell_timeout)"
                     ))
                 }
             }
@@ -170,6 +183,7 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
         out_dir,
         append,
         extra,
+        cell_timeout,
     } = CompareArgs::parse(args)?;
     // A long run must not discover a missing engine cell by cell (each would be a FAILED row).
     for e in &engines {
@@ -228,7 +242,7 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
                 wl.id,
                 t0.elapsed().as_secs_f64()
             );
-            let c = run_cell(&exe, wl, engine, work.path(), &raw);
+            let c = run_cell(&exe, wl, engine, work.path(), &raw, cell_timeout);
             print_cell(&c);
             cells.push(c);
             let shown = report_wls(&cells);
@@ -272,6 +286,7 @@ mod tests {
                 out_dir: None,
                 append: false,
                 extra: Vec::new(),
+                cell_timeout: Some(DEFAULT_CELL_TIMEOUT),
             }
         );
         let c = CompareArgs::parse(&[
@@ -296,6 +311,13 @@ mod tests {
         assert_eq!(c.only, Some(vec!["R1".to_string(), "K1".to_string()]));
         assert!(!c.with_db_bench && c.append);
         assert_eq!(c.out_dir, Some(PathBuf::from("/tmp/x")));
+        let t = |a: &str| CompareArgs::parse(&[a]).map(|c| c.cell_timeout);
+        assert_eq!(t("--cell_timeout=300"), Ok(Some(Duration::from_secs(300))));
+        assert_eq!(t("--cell_timeout=0"), Ok(None));
+        assert_eq!(
+            t("--cell_timeout=5m"),
+            Err("compare: --cell_timeout takes whole seconds (0 for none), got \"5m\"".into())
+        );
         let e = CompareArgs::parse(&["--nope=1"]).unwrap_err();
         assert!(e.starts_with("compare: unknown flag --nope"), "{e}");
         let e = CompareArgs::parse(&["--suite"]).unwrap_err();

@@ -4,9 +4,10 @@
 use super::suite::{substitute, Kind, Workload};
 use super::Cell;
 use crate::dbbench::report::{parse_db_bench_output, BenchResult};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Instant;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// RocksDB's own `db_bench`, if installed (Debian `rocksdb-tools`).
 pub(super) fn find_db_bench() -> Option<PathBuf> {
@@ -81,20 +82,22 @@ pub(super) fn db_bench_args(step: &[String]) -> Vec<String> {
     out
 }
 
-/// Runs one process of a cell; returns its command, and its results or an error.
+/// Runs one process of a cell; returns its command, and its results or an error. A process
+/// still running after `timeout` is killed and the step fails.
 fn run_step(
     prog: &Path,
     args: &[String],
     json: &Path,
     stdout_path: &Path,
     db_bench: bool,
+    timeout: Option<Duration>,
 ) -> (String, Result<Vec<BenchResult>, String>) {
     let command = std::iter::once(prog.display().to_string())
         .chain(args.iter().map(|a| shell_quote(a)))
         .collect::<Vec<_>>()
         .join(" ");
-    let res = match Command::new(prog).args(args).output() {
-        Err(e) => Err(format!("could not start: {e}")),
+    let res = match output_within(Command::new(prog).args(args), timeout) {
+        Err(e) => Err(e),
         Ok(o) => {
             let stdout = String::from_utf8_lossy(&o.stdout).to_string();
             let _ = std::fs::write(stdout_path, &stdout);
@@ -131,9 +134,72 @@ fn run_step(
     (command, res)
 }
 
+/// `cmd.output()`, except that a process still running after `timeout` is killed and reported
+/// as an error (its output so far is dropped).
+fn output_within(cmd: &mut Command, timeout: Option<Duration>) -> Result<Output, String> {
+    let Some(timeout) = timeout else {
+        return cmd.output().map_err(|e| format!("could not start: {e}"));
+    };
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not start: {e}"))?;
+    // Both pipes are drained while the process runs: a full pipe would stall it.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "timed out: still running after {} s (--cell_timeout), killed",
+                    timeout.as_secs_f64()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("waiting for the process: {e}")),
+        }
+    };
+    Ok(Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
+}
+
 /// Runs every step of workload `wl` on `engine` with a database under `dir`; raw outputs go to
 /// `raw`.
-pub(super) fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw: &Path) -> Cell {
+pub(super) fn run_cell(
+    exe: &Path,
+    wl: &Workload,
+    engine: &str,
+    dir: &Path,
+    raw: &Path,
+    timeout: Option<Duration>,
+) -> Cell {
     let db = dir.join(format!("{}-{engine}", wl.id));
     let db_bench = engine == "rocksdb-db_bench";
     let prog = if db_bench {
@@ -188,7 +254,7 @@ pub(super) fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw:
             args.push(format!("--db={}", db.display()));
             args.push(format!("--json={}", json.display()));
         }
-        let (command, res) = run_step(&prog, &args, &json, &stdout_path, db_bench);
+        let (command, res) = run_step(&prog, &args, &json, &stdout_path, db_bench, timeout);
         commands.push(command);
         match res {
             Ok(r) => results.extend(r),
@@ -217,7 +283,34 @@ pub(super) fn run_cell(exe: &Path, wl: &Workload, engine: &str, dir: &Path, raw:
 
 #[cfg(test)]
 mod tests {
-    use super::db_bench_args;
+    use super::{db_bench_args, output_within};
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_step_past_its_timeout_is_killed_and_one_within_it_keeps_its_output() {
+        let t0 = Instant::now();
+        let e = match output_within(
+            Command::new("sleep").arg("30"),
+            Some(Duration::from_millis(300)),
+        ) {
+            Ok(o) => panic!("not timed out: {o:?}"),
+            Err(e) => e,
+        };
+        assert_eq!(
+            e,
+            "timed out: still running after 0.3 s (--cell_timeout), killed"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(10), "not killed");
+        let o = output_within(
+            Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]),
+            Some(Duration::from_secs(60)),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(o.stdout, b"out\n");
+        assert_eq!(o.stderr, b"err\n");
+        assert_eq!(o.status.code(), Some(3));
+    }
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()

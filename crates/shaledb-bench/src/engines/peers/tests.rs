@@ -1,8 +1,7 @@
 //! Round trips of every peer engine against a `BTreeMap` model, and reopen persistence.
 //! Run with `cargo test -p shaledb-bench --features peers peers`.
 
-use super::open;
-use crate::engine::{BatchOp, BlobOptions, CommonOptions, Engine};
+use crate::engine::{BatchOp, BlobOptions, CommonOptions, Engine, EngineResult};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -30,6 +29,27 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// fjall's smallest memtable in these tests (see [`open`]).
+const FJALL_MIN_MEMTABLE: u64 = 64 << 20;
+
+/// The adapters' `open`, except that fjall's memtables are never below 64 MiB. fjall 3.1's
+/// workers can deadlock when memtable-rotation requests fill their bounded mailbox: a writer
+/// asks again on every write past the limit, and a worker that rotates then blocks sending a
+/// flush request to the full mailbox that only the workers drain (upstream fjall issue 260,
+/// pull request 323). Tiny memtables on a loaded two-core machine made that likely (a CI run
+/// hung in `peers_rocksdb_and_fjall_round_trip_with_blob_files`); these tests flush fjall
+/// explicitly instead, and compare kills a hung cell (`--cell_timeout`).
+fn open(name: &str, path: &Path, opts: &CommonOptions) -> EngineResult<Box<dyn Engine>> {
+    if name == "fjall" && opts.write_buffer_size < FJALL_MIN_MEMTABLE {
+        let big = CommonOptions {
+            write_buffer_size: FJALL_MIN_MEMTABLE,
+            ..opts.clone()
+        };
+        return super::open(name, path, &big);
+    }
+    super::open(name, path, opts)
 }
 
 /// xorshift64*, deterministic.
