@@ -42,7 +42,7 @@ pub struct MemTable {
 /// Asks the CPU to start loading the cache line holding `r`, so that work done meanwhile
 /// overlaps the miss (the bloom's line and the hash index's bucket, during an insert's walk).
 #[inline]
-fn prefetch<T>(r: &T) {
+pub(crate) fn prefetch<T>(r: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint with no effect on memory and never faults, and SSE (which
     // has the instruction) is part of every x86_64 target.

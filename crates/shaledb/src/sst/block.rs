@@ -295,15 +295,6 @@ struct CachedEntry {
     value: (usize, usize),
 }
 
-/// The buffers a block iterator allocates as it is used, handed from one block's iterator to
-/// the next (see [`BlockIter::with_buffers`]).
-#[derive(Default)]
-pub struct BlockIterBuffers {
-    key: Vec<u8>,
-    prev_entries: Vec<CachedEntry>,
-    prev_keys: Vec<u8>,
-}
-
 impl<B: Deref<Target = Block>> BlockIter<B> {
     /// An iterator over a block whose keys are internal keys (data and index blocks).
     pub fn new(block: B) -> Self {
@@ -333,30 +324,19 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         }
     }
 
-    /// Works in `buffers` (cleared) instead of fresh ones: an iterator moving from block to
-    /// block hands the previous block's buffers on, so a scan allocates none per block.
-    pub fn with_buffers(mut self, buffers: BlockIterBuffers) -> Self {
-        let BlockIterBuffers {
-            mut key,
-            mut prev_entries,
-            mut prev_keys,
-        } = buffers;
-        key.clear();
-        prev_entries.clear();
-        prev_keys.clear();
-        self.key = key;
-        self.prev_cache.entries = prev_entries;
-        self.prev_cache.keys = prev_keys;
-        self
-    }
-
-    /// Gives back the buffers (see [`BlockIter::with_buffers`]).
-    pub fn into_buffers(self) -> BlockIterBuffers {
-        BlockIterBuffers {
-            key: self.key,
-            prev_entries: self.prev_cache.entries,
-            prev_keys: self.prev_cache.keys,
-        }
+    /// Starts over on another block of the same file, at `block_offset`, unpositioned; keeps
+    /// its buffers, key order and file name. A table iterator crossing into the next block
+    /// reuses its block iterator so: no allocation per block, and no move of the whole struct
+    /// (building one per block cost `readseq` about 15%, bench/results/2026-11-27-scan-blocks).
+    pub fn reset_to(&mut self, block: B, block_offset: u64) {
+        self.block = block;
+        self.block_offset = block_offset;
+        self.restart_index = 0;
+        self.error = None;
+        self.prev_cache.restart_index = 0;
+        self.prev_cache.entries.clear();
+        self.prev_cache.keys.clear();
+        self.invalidate();
     }
 
     /// Moves to the cached entry just before the one at `original`, if the cache has it.
@@ -507,6 +487,11 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         self.value = (value_start, value_end);
         self.current = p;
         self.next_offset = value_end;
+        if let Some(next_header) = data.get(value_end) {
+            // A scan decodes that header next: with large values it is lines away, and
+            // loading it now overlaps the miss with the caller's work on this entry.
+            crate::memtable::prefetch(next_header);
+        }
         while self.restart_index + 1 < self.block.num_restarts
             && self.block.restart_point(self.restart_index + 1) <= p
         {
@@ -734,9 +719,25 @@ mod tests {
         for interval in [1, 2, 3, 7, 16, 1000] {
             let e = entries(150);
             let block = build(&e, interval);
-            // One iterator per block, handed its predecessor's buffers as a table does.
-            let mut it = BlockIter::new(block.clone())
-                .with_buffers(BlockIter::new(build(&entries(40), 5)).into_buffers());
+            // An iterator moved on from another block, as a table iterator crossing blocks
+            // does: its key buffer and prev cache hold that block's entries until `reset_to`.
+            // That block has this one's layout (same lengths, `KEY` for `key`), so a prev
+            // cache kept across the reset would hand out its keys at these offsets.
+            let other: Vec<_> = e
+                .iter()
+                .map(|(k, v)| {
+                    let mut k = k.clone();
+                    k[..3].make_ascii_uppercase();
+                    (k, v.clone())
+                })
+                .collect();
+            let mut it = BlockIter::new(build(&other, interval));
+            it.seek_to_last();
+            for _ in 0..e.len() {
+                it.prev();
+            }
+            it.reset_to(block.clone(), 0);
+            assert!(!it.valid());
             let mut pos: Option<usize> = None;
             for step in 0..3000 {
                 match rng.gen_range(0..10) {

@@ -1175,16 +1175,15 @@ impl TableIterator {
             .data_block_with(handle, self.opts, Some(&mut self.readahead))
         {
             Ok((block, _)) => {
-                let buffers = self
-                    .data
-                    .take()
-                    .map(BlockIter::into_buffers)
-                    .unwrap_or_default();
-                self.data = Some(
-                    BlockIter::new(block)
-                        .with_buffers(buffers)
-                        .with_origin(self.table.path.clone(), handle.offset),
-                );
+                match &mut self.data {
+                    Some(d) => d.reset_to(block, handle.offset),
+                    None => {
+                        self.data = Some(
+                            BlockIter::new(block)
+                                .with_origin(self.table.path.clone(), handle.offset),
+                        )
+                    }
+                }
                 self.data_handle = handle;
             }
             Err(e) => self.fail(e),
