@@ -70,13 +70,22 @@ struct CompareArgs {
     /// Flags added to every workload's command lines (`--extra="--flag=v --other=w"`), to
     /// measure one option across a whole suite.
     extra: Vec<String>,
-    /// A cell's process still running after this long is killed and its cell reported as
-    /// failed (`--cell_timeout=SECONDS`, 0 for none): one hung engine must not stall the run.
-    cell_timeout: Option<Duration>,
+    /// A cell's process still running after this many seconds is killed and its cell
+    /// reported as failed (`--cell_timeout=SECONDS`, 0 for none; unset: the suite's
+    /// [`default_cell_timeout`]): one hung engine must not stall the run.
+    cell_timeout_secs: Option<u64>,
 }
 
-/// The default `--cell_timeout`: far above the longest seed-full cell (about 20 minutes).
-const DEFAULT_CELL_TIMEOUT: Duration = Duration::from_secs(3 * 3600);
+/// The `--cell_timeout` of a suite when none is given: about ten times its longest cell on
+/// this machine (seed-medium: WiredTiger's Y1-8t, 308 s; seed-full: WiredTiger's K1-100B,
+/// 106 minutes), so only a hung engine meets it.
+fn default_cell_timeout(suite: &str) -> Duration {
+    Duration::from_secs(match suite {
+        "tiny" | "seed-small" => 600,
+        "seed-full" => 3 * 3600,
+        _ => 3600,
+    })
+}
 
 impl CompareArgs {
     fn parse<S: AsRef<str>>(args: &[S]) -> Result<CompareArgs, String> {
@@ -89,7 +98,7 @@ impl CompareArgs {
             out_dir: None,
             append: false,
             extra: Vec::new(),
-            cell_timeout: Some(DEFAULT_CELL_TIMEOUT),
+            cell_timeout_secs: None,
         };
         for a in args {
             let a = a.as_ref();
@@ -115,7 +124,7 @@ impl CompareArgs {
                     let secs: u64 = v.parse().map_err(|_| {
                         format!("compare: --cell_timeout takes whole seconds (0 for none), got {v:?}")
                     })?;
-                    c.cell_timeout = (secs > 0).then(|| Duration::from_secs(secs));
+                    c.cell_timeout_secs = Some(secs);
                 }
                 _ => {
                     return Err(format!(
@@ -183,8 +192,13 @@ pub fn main_with_args<S: AsRef<str>>(args: &[S]) -> Result<(), String> {
         out_dir,
         append,
         extra,
-        cell_timeout,
+        cell_timeout_secs,
     } = CompareArgs::parse(args)?;
+    let cell_timeout = match cell_timeout_secs {
+        Some(0) => None,
+        Some(secs) => Some(Duration::from_secs(secs)),
+        None => Some(default_cell_timeout(&suite_name)),
+    };
     // A long run must not discover a missing engine cell by cell (each would be a FAILED row).
     for e in &engines {
         crate::engines::check_engine(e).map_err(|m| format!("compare: {m}"))?;
@@ -286,7 +300,7 @@ mod tests {
                 out_dir: None,
                 append: false,
                 extra: Vec::new(),
-                cell_timeout: Some(DEFAULT_CELL_TIMEOUT),
+                cell_timeout_secs: None,
             }
         );
         let c = CompareArgs::parse(&[
@@ -311,9 +325,18 @@ mod tests {
         assert_eq!(c.only, Some(vec!["R1".to_string(), "K1".to_string()]));
         assert!(!c.with_db_bench && c.append);
         assert_eq!(c.out_dir, Some(PathBuf::from("/tmp/x")));
-        let t = |a: &str| CompareArgs::parse(&[a]).map(|c| c.cell_timeout);
-        assert_eq!(t("--cell_timeout=300"), Ok(Some(Duration::from_secs(300))));
-        assert_eq!(t("--cell_timeout=0"), Ok(None));
+        let t = |a: &str| CompareArgs::parse(&[a]).map(|c| c.cell_timeout_secs);
+        assert_eq!(t("--cell_timeout=300"), Ok(Some(300)));
+        assert_eq!(t("--cell_timeout=0"), Ok(Some(0)));
+        assert_eq!(default_cell_timeout("seed-small"), Duration::from_secs(600));
+        assert_eq!(
+            default_cell_timeout("seed-medium"),
+            Duration::from_secs(3600)
+        );
+        assert_eq!(
+            default_cell_timeout("seed-full"),
+            Duration::from_secs(10800)
+        );
         assert_eq!(
             t("--cell_timeout=5m"),
             Err("compare: --cell_timeout takes whole seconds (0 for none), got \"5m\"".into())
