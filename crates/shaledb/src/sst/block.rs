@@ -287,6 +287,15 @@ struct PrevCache {
     keys: Vec<u8>,
 }
 
+impl PrevCache {
+    /// Empties the cache for the entries of restart interval `restart_index`.
+    fn start(&mut self, restart_index: usize) {
+        self.restart_index = restart_index;
+        self.entries.clear();
+        self.keys.clear();
+    }
+}
+
 #[derive(Clone, Copy)]
 struct CachedEntry {
     offset: usize,
@@ -333,9 +342,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         self.block_offset = block_offset;
         self.restart_index = 0;
         self.error = None;
-        self.prev_cache.restart_index = 0;
-        self.prev_cache.entries.clear();
-        self.prev_cache.keys.clear();
+        self.prev_cache.start(0);
         self.invalidate();
     }
 
@@ -619,9 +626,7 @@ impl<B: Deref<Target = Block> + Send> InternalIterator for BlockIter<B> {
             self.restart_index -= 1;
         }
         self.seek_to_restart(self.restart_index);
-        self.prev_cache.restart_index = self.restart_index;
-        self.prev_cache.entries.clear();
-        self.prev_cache.keys.clear();
+        self.prev_cache.start(self.restart_index);
         while self.parse_next() {
             self.cache_current_entry();
             if self.next_offset >= original {
