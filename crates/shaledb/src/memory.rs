@@ -350,12 +350,26 @@ impl MemCharge {
         }
     }
 
-    /// Reserves the growth from what was charged to `usage` (called by the single writer).
+    /// Reserves the growth from what was charged to `usage`. Write groups inserting at once
+    /// may call it together: each reserves only what it moved the charge by.
     pub(crate) fn grow_to(&self, usage: usize) {
-        let charged = self.charged.load(Ordering::Relaxed);
-        if usage > charged && self.active.load(Ordering::Relaxed) {
-            self.charged.store(usage, Ordering::Relaxed);
-            self.wbm.reserve(usage - charged);
+        if !self.active.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut charged = self.charged.load(Ordering::Relaxed);
+        while usage > charged {
+            match self.charged.compare_exchange_weak(
+                charged,
+                usage,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    self.wbm.reserve(usage - charged);
+                    return;
+                }
+                Err(now) => charged = now,
+            }
         }
     }
 

@@ -410,6 +410,25 @@ impl WriteBatch {
         std::iter::from_fn(move || it.next_with_family())
     }
 
+    /// The entries encoded in bytes `start..end` of the batch (with their family ids), where
+    /// both are boundaries between entries, as [`WriteBatch::append`] leaves them: the part
+    /// of a write group that one member's batch brought. Out-of-range bounds give nothing.
+    pub(crate) fn iter_cf_between(
+        &self,
+        start: usize,
+        end: usize,
+    ) -> impl Iterator<Item = (u32, BatchEntry<'_>)> {
+        let bytes = self
+            .rep
+            .0
+            .get(start.max(BATCH_HEADER_SIZE)..end)
+            .unwrap_or(&[]);
+        let mut it = BatchIter {
+            d: Decoder::new(bytes),
+        };
+        std::iter::from_fn(move || it.next_with_family())
+    }
+
     fn count(&self) -> u32 {
         let mut b = [0u8; 4];
         b.copy_from_slice(&self.rep.0[8..12]);

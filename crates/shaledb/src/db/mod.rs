@@ -14,6 +14,7 @@ pub(crate) use checkpoint::{ImmutableFile, LiveFiles};
 mod corrupt_key_tests;
 mod events;
 mod families;
+mod group_insert;
 mod ingest;
 mod open;
 #[cfg(test)]
@@ -150,6 +151,10 @@ pub(crate) struct Writer {
     /// Set (under the state mutex) with every wake-up of `cv`, so a writer yielding for a
     /// while before it sleeps (`write::wait_for_turn`) sees it too.
     woken: std::sync::atomic::AtomicBool,
+    /// Its group's memtable inserts, posted by the leader for the members to help with
+    /// (`group_insert.rs`); `inserts_posted` says one is there without taking the lock.
+    inserts: Mutex<Option<Arc<group_insert::GroupInserts>>>,
+    inserts_posted: std::sync::atomic::AtomicBool,
 }
 
 /// One column family's state guarded by the database mutex.
@@ -204,6 +209,10 @@ pub(crate) struct DbState {
     /// The live column families by id.
     pub(crate) families: BTreeMap<u32, CfState>,
     pub(crate) writers: VecDeque<Arc<Writer>>,
+    /// Write groups that handed the queue on after their WAL append and are not yet
+    /// published, oldest first (write.rs, "Pipelined groups"). No memtable is frozen, and no
+    /// write barrier begins, while there is one.
+    pub(crate) inflight: VecDeque<write::InflightGroup>,
     /// The first failure that makes writes unsafe; reads keep working. `Error::Suspended`
     /// while `flush_retry` waits to retry a failed flush.
     pub(crate) bg_error: Option<Error>,
@@ -256,6 +265,8 @@ pub(crate) struct DbInner {
     /// What a stalled writer waits for may have changed: a memtable was flushed, L0 or the
     /// pending compaction bytes shrank, an error or close.
     pub(crate) stall_cv: Condvar,
+    /// `DbState::inflight_groups` fell to 0.
+    pub(crate) inflight_cv: Condvar,
     /// The MANIFEST writer finished: the next may start.
     pub(crate) manifest_cv: Condvar,
     /// Obsolete files waiting for the purge (see version/lifecycle.rs).

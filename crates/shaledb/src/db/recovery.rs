@@ -276,6 +276,9 @@ impl DbInner {
         }
         match &mut st.flush_retry {
             Some(r) if r.running => return true,
+            // A write group past its WAL append may still be inserting into the memtables
+            // the recovery freezes: it is microseconds from done, and the retry polls.
+            Some(_) if !st.inflight.is_empty() => return false,
             Some(r) if Instant::now() >= r.at => r.running = true,
             _ => return false,
         }

@@ -10,6 +10,7 @@
 //! database refuses further writes: until recovery replaces the WAL if it was full
 //! (`Error::Suspended`, recovery.rs), for good otherwise (`Error::Poisoned`).
 
+use super::group_insert::{GroupInserts, Part};
 use super::{recovery, CfState, DbInner, DbState, Writer};
 use crate::column_family::DEFAULT_FAMILY;
 use crate::error::{Error, Result};
@@ -37,6 +38,8 @@ impl Writer {
             result: Mutex::new(None),
             cv: Condvar::new(),
             woken: AtomicBool::new(false),
+            inserts: Mutex::new(None),
+            inserts_posted: AtomicBool::new(false),
         })
     }
 
@@ -44,6 +47,13 @@ impl Writer {
     fn wake(&self) {
         self.woken.store(true, Ordering::Release);
         self.cv.notify_one();
+    }
+
+    /// Offers this member of a group the group's memtable inserts, which it helps with if it
+    /// is still yielding (`yield_until_woken`); asleep, it leaves them to the leader.
+    fn post_inserts(&self, inserts: &Arc<GroupInserts>) {
+        *self.inserts.lock() = Some(inserts.clone());
+        self.inserts_posted.store(true, Ordering::Release);
     }
 }
 
@@ -97,10 +107,30 @@ fn wait_for_turn(st: &mut MutexGuard<'_, DbState>, w: &Writer) -> Option<Result<
     }
 }
 
-/// Yields the core until `w` is woken, for at most `YIELD_BEFORE_SLEEP`.
+/// Waits until a writer that left the queue (its group is inflight) has its result.
+fn wait_for_result(st: &mut MutexGuard<'_, DbState>, w: &Writer) -> Result<()> {
+    loop {
+        // Not in the queue, so never at its front: only a result ends the wait.
+        if let Some(result) = wait_for_turn(st, w) {
+            return result;
+        }
+    }
+}
+
+/// Yields the core until `w` is woken, for at most `YIELD_BEFORE_SLEEP`, helping with its
+/// group's memtable inserts if its leader posts them meanwhile.
 fn yield_until_woken(w: &Writer) {
-    let start = Instant::now();
+    let mut start = Instant::now();
     while !w.woken.load(Ordering::Acquire) && start.elapsed() < YIELD_BEFORE_SLEEP {
+        if w.inserts_posted.swap(false, Ordering::Acquire) {
+            if let Some(inserts) = w.inserts.lock().take() {
+                inserts.help();
+            }
+            // The leader acknowledges the group as soon as the last part is in: wait for
+            // that afresh rather than sleep.
+            start = Instant::now();
+            continue;
+        }
         std::thread::yield_now();
     }
 }
@@ -140,6 +170,20 @@ fn append_blobs<'g, 'm>(
         blobs.hand_to_os()?;
     }
     Ok(())
+}
+
+/// The leader inserts every entry of `group` (sequences from `seq` on) into its family's
+/// memtable in `mems`, alone.
+fn insert_alone(group: &WriteBatch, seq: u64, mems: &[(u32, Arc<MemTable>)]) {
+    for (i, (cf, e)) in group.iter_cf().enumerate() {
+        // A family dropped since the batch was checked has no memtable here: its entries go
+        // nowhere (the family's data is being discarded anyway).
+        let Some((_, mem)) = mems.iter().find(|(id, _)| *id == cf) else {
+            continue;
+        };
+        let (kind, k, v) = e.parts();
+        mem.add(seq + i as u64, kind, k, v);
+    }
 }
 
 /// Leader `w` hands the group's `result` to the other `group_len - 1` writers at the front of
@@ -249,68 +293,163 @@ impl DbInner {
         if let Some(result) = wait_for_turn(&mut st, &w) {
             return result;
         }
-        let (result, group_len) = self.lead_group(&mut st, &w);
-        acknowledge_group(&mut st, &w, group_len, &result);
+        let result = self.lead_group(&mut st, &w);
         // A stall condition change this leader saw (not while it led: that would hold up
         // the queue).
         self.deliver_events(&mut st);
         result
     }
 
-    /// As the queue's leader `w`: makes room, merges the queued batches into one group and
-    /// writes it (WAL, then memtables) with the mutex released. Returns the group's result and
-    /// how many writers, from the front of the queue, it covers.
-    fn lead_group(&self, st: &mut MutexGuard<'_, DbState>, w: &Writer) -> (Result<()>, usize) {
+    /// As the queue's leader `w`: makes room, merges the queued batches into one group, writes
+    /// it (WAL, then memtables) with the mutex released, publishes its sequence numbers and
+    /// acknowledges its writers. Returns `w`'s result.
+    fn lead_group(&self, st: &mut MutexGuard<'_, DbState>, w: &Writer) -> Result<()> {
         let slow_down = match self.make_room_for_write(st, None) {
             Ok(slow_down) => slow_down,
-            Err(e) => return (Err(e), 1),
+            Err(e) => {
+                let result = Err(e);
+                acknowledge_group(st, w, 1, &result);
+                return result;
+            }
         };
-        let (group, group_len, sync) = build_group(&st.writers);
+        let group = build_group(&st.writers);
+        let group_len = group.len;
         // Every member's bytes, not only the leader's (members return without counting),
         // each with its own batch header as the caller saw it: the group holds one header.
-        let user_bytes = (group.approximate_size() + (group_len - 1) * BATCH_HEADER_SIZE) as u64;
-        self.pace_write(st, slow_down, group.approximate_size() as u64);
-        let seq = self.last_sequence.load(Ordering::Acquire) + 1;
+        let group_bytes = group.batch.approximate_size();
+        let user_bytes = (group_bytes + (group_len - 1) * BATCH_HEADER_SIZE) as u64;
+        self.pace_write(st, slow_down, group_bytes as u64);
+        let concurrent = self.opts.allow_concurrent_memtable_write;
+        // The members that may insert their parts themselves (group_insert.rs).
+        let helpers: Vec<Arc<Writer>> = match concurrent {
+            true if group_len > 1 => st.writers.range(1..group_len).cloned().collect(),
+            _ => Vec::new(),
+        };
+        let seq = match st.inflight.back() {
+            Some(g) => g.last,
+            None => self.last_sequence.load(Ordering::Acquire),
+        } + 1;
         let mems: Vec<(u32, Arc<MemTable>)> = st
             .families
             .iter()
             .map(|(id, f)| (*id, f.mem.clone()))
             .collect();
         let disable_wal = w.disable_wal;
-        let written = MutexGuard::unlocked(st, || {
-            let mut group = group;
-            group.set_sequence(seq);
-            self.write_group(group, seq, sync, disable_wal, &mems)
+        let logged = MutexGuard::unlocked(st, || self.log_group(group, seq, disable_wal, &mems));
+        let logged = match logged {
+            Ok(logged) => logged,
+            Err(failure) => {
+                let result = Err(self.group_failed(st, failure));
+                acknowledge_group(st, w, group_len, &result);
+                return result;
+            }
+        };
+        let count = logged.batch.len() as u64;
+        if !disable_wal {
+            if let Some(w) = st.live_wals.last_mut() {
+                w.1 += logged.batch.approximate_size() as u64;
+            }
+        }
+        self.user_bytes_written
+            .fetch_add(user_bytes, Ordering::Relaxed);
+        if let Some(s) = &self.stats {
+            s.add(Ticker::KeysWritten, count);
+            s.add(Ticker::BytesWritten, user_bytes);
+        }
+        let last = seq + count - 1;
+        // Hand the queue on now if a writer came for it while the group was written to the
+        // WAL, or if an earlier group is inserting anyway (see "Pipelined groups" below).
+        let pipelined = concurrent && (!st.inflight.is_empty() || st.writers.len() > group_len);
+        if !pipelined {
+            // The queue stays ours: nobody else inserts meanwhile.
+            MutexGuard::unlocked(st, || {
+                self.insert_group(logged, seq, &mems, &helpers, false)
+            });
+            self.last_sequence.store(last, Ordering::Release);
+            acknowledge_group(st, w, group_len, &Ok(()));
+            return Ok(());
+        }
+        self.insert_pipelined(st, w, group_len, logged, seq..=last, &mems, &helpers)
+    }
+
+    /// Pipelined groups: a group in the WAL leaves the queue, so the next leader appends its
+    /// own group while this one inserts into the memtables; groups then insert at the same
+    /// time (`MemTable::add_concurrent`). Sequence numbers are published in order: whoever
+    /// finishes inserting the oldest group publishes it and every inserted group after it,
+    /// and acknowledges their writers, so no thread spins waiting for one that is not
+    /// running. Until the last of them is published, `inflight` keeps memtables from being
+    /// frozen (a flush would miss the entries still coming) and write barriers from
+    /// beginning. Returns `w`'s result once its group is published.
+    #[allow(clippy::too_many_arguments)]
+    fn insert_pipelined(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        w: &Writer,
+        group_len: usize,
+        logged: LoggedGroup,
+        seqs: std::ops::RangeInclusive<u64>,
+        mems: &[(u32, Arc<MemTable>)],
+        helpers: &[Arc<Writer>],
+    ) -> Result<()> {
+        let (seq, last) = (*seqs.start(), *seqs.end());
+        let members = st.writers.drain(..group_len).collect();
+        st.inflight.push_back(InflightGroup {
+            last,
+            inserted: false,
+            members,
         });
-        let result = match written {
-            Ok((count, wal_bytes)) => {
-                if !disable_wal {
-                    if let Some(w) = st.live_wals.last_mut() {
-                        w.1 += wal_bytes;
-                    }
-                }
-                self.last_sequence.store(seq + count - 1, Ordering::Release);
-                self.user_bytes_written
-                    .fetch_add(user_bytes, Ordering::Relaxed);
-                if let Some(s) = &self.stats {
-                    s.add(Ticker::KeysWritten, count);
-                    s.add(Ticker::BytesWritten, user_bytes);
-                }
-                Ok(())
+        if let Some(next) = st.writers.front() {
+            next.wake();
+        }
+        MutexGuard::unlocked(st, || self.insert_group(logged, seq, mems, helpers, true));
+        if let Some(g) = st.inflight.iter_mut().find(|g| g.last == last) {
+            g.inserted = true;
+        }
+        self.publish_inserted_groups(st);
+        wait_for_result(st, w)
+    }
+
+    /// Publishes the oldest inflight groups that are inserted, in order, and acknowledges
+    /// their writers.
+    fn publish_inserted_groups(&self, st: &mut MutexGuard<'_, DbState>) {
+        while st.inflight.front().is_some_and(|g| g.inserted) {
+            let Some(g) = st.inflight.pop_front() else {
+                break;
+            };
+            self.last_sequence.store(g.last, Ordering::Release);
+            for m in g.members {
+                *m.result.lock() = Some(Ok(()));
+                m.wake();
             }
-            Err(GroupFailure::NoSpace(number, e)) => {
-                Err(self.suspend_for_failed_wal(st, number, e))
-            }
-            Err(GroupFailure::Final(e)) => {
+        }
+        if st.inflight.is_empty() {
+            self.inflight_cv.notify_all();
+        }
+    }
+
+    /// Waits, with the mutex released, until no write group is inflight (see
+    /// `insert_pipelined`). Returns whether it had to wait (the state may have changed).
+    pub(crate) fn wait_for_inflight_groups(&self, st: &mut MutexGuard<'_, DbState>) -> bool {
+        let waited = !st.inflight.is_empty();
+        while !st.inflight.is_empty() {
+            self.inflight_cv.wait(st);
+        }
+        waited
+    }
+
+    /// The error a group's writers get for `failure`, which suspends or poisons writes.
+    fn group_failed(&self, st: &mut MutexGuard<'_, DbState>, failure: GroupFailure) -> Error {
+        match failure {
+            GroupFailure::NoSpace(number, e) => self.suspend_for_failed_wal(st, number, e),
+            GroupFailure::Final(e) => {
                 if st.bg_error.is_none() {
                     self.note_background_error(st, BackgroundErrorReason::WriteWal, &e);
                     st.bg_error = Some(e.duplicate());
                     self.notify_state_changed();
                 }
-                Err(e)
+                e
             }
-        };
-        (result, group_len)
+        }
     }
 
     /// Freezes the active memtable (if it holds anything) so a flush can write it. Queues as a
@@ -346,6 +485,8 @@ impl DbInner {
         while !st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w)) {
             w.cv.wait(st);
         }
+        // Groups before it may still be inserting: the barrier begins when they are done.
+        self.wait_for_inflight_groups(st);
         w
     }
 
@@ -359,20 +500,31 @@ impl DbInner {
         }
     }
 
-    /// Appends the group to the WAL and each entry to its family's memtable (`mems`, by
-    /// family id), large values first to their memtable's blob file in families that
-    /// separate them when written. Returns the entries written and the WAL bytes. Called
-    /// without the state mutex; only the leader runs it.
-    fn write_group(
+    /// Appends the group (its first entry's sequence `seq`) to the WAL, large values first to
+    /// their memtable's blob file in families that separate them when written (`mems`, by
+    /// family id). Returns what the memtables get. Called without the state mutex; only the
+    /// leader runs it.
+    fn log_group(
         &self,
-        group: WriteBatch,
+        group: Group,
         seq: u64,
-        sync: bool,
         disable_wal: bool,
         mems: &[(u32, Arc<MemTable>)],
-    ) -> std::result::Result<(u64, u64), GroupFailure> {
+    ) -> std::result::Result<LoggedGroup, GroupFailure> {
+        let Group {
+            batch: mut group,
+            sync,
+            mut parts,
+            ..
+        } = group;
+        group.set_sequence(seq);
         let group = match self.separate_blobs(&group, mems) {
-            Ok(Some(separated)) => separated,
+            Ok(Some(separated)) => {
+                // Members' parts are where `build_group` appended them; references moved
+                // them, so the group is inserted as one part.
+                parts.clear();
+                separated
+            }
             Ok(None) => group,
             Err(e) if e.is_no_space() => {
                 // Nothing of the group reached the WAL or a memtable, and earlier groups'
@@ -404,15 +556,35 @@ impl DbInner {
             }
             self.append_to_wal(&group, sync)?;
         }
-        for (i, (cf, e)) in group.iter_cf().enumerate() {
-            let s = seq + i as u64;
-            // A family dropped since the batch was checked has no memtable here: its entries
-            // go nowhere (the family's data is being discarded anyway).
-            let Some((_, mem)) = mems.iter().find(|(id, _)| *id == cf) else {
-                continue;
-            };
-            let (kind, k, v) = e.parts();
-            mem.add(s, kind, k, v);
+        Ok(LoggedGroup {
+            batch: group,
+            parts,
+        })
+    }
+
+    /// Inserts the logged group (sequences from `seq` on) into the memtables `mems`: alone if
+    /// no `helpers` (members of the group) may help and no other group may be inserting
+    /// (`!concurrent`), else as shared parts (group_insert.rs). Called without the state
+    /// mutex.
+    fn insert_group(
+        &self,
+        logged: LoggedGroup,
+        seq: u64,
+        mems: &[(u32, Arc<MemTable>)],
+        helpers: &[Arc<Writer>],
+        concurrent: bool,
+    ) {
+        let LoggedGroup { batch, parts } = logged;
+        let helpers = if parts.is_empty() { &[] } else { helpers };
+        if helpers.is_empty() && !concurrent {
+            insert_alone(&batch, seq, mems);
+        } else {
+            let inserts = Arc::new(GroupInserts::new(batch, seq, mems.to_vec(), &parts));
+            for h in helpers {
+                h.post_inserts(&inserts);
+            }
+            inserts.help();
+            inserts.wait();
         }
         if self.opts.write_buffer_manager.is_some() {
             // Once per group: the growth of each memtable, one reservation each.
@@ -420,7 +592,6 @@ impl DbInner {
                 mem.charge_growth();
             }
         }
-        Ok((group.len() as u64, group.approximate_size() as u64))
     }
 
     /// Makes every write appended to a WAL so far durable: the blob files the WALs refer to,
@@ -705,6 +876,9 @@ impl DbInner {
                         continue 'retry;
                     }
                     Need::Switch => {
+                        if self.wait_for_inflight_groups(st) {
+                            continue 'retry;
+                        }
                         self.switch_memtable(st, id)?;
                         if force == Some(id) {
                             force = None;
@@ -755,6 +929,11 @@ impl DbInner {
                 .max_by_key(|(_, f)| f.mem.approximate_memory_usage())
                 .map(|(&id, _)| id);
             if let Some(id) = largest {
+                if self.wait_for_inflight_groups(st) {
+                    // Look again at a state that may have changed meanwhile.
+                    *switched = false;
+                    return Ok(BufferRoom::Switched);
+                }
                 self.switch_memtable(st, id)?;
                 return Ok(BufferRoom::Switched);
             }
@@ -769,6 +948,10 @@ impl DbInner {
     /// data) and starts a new WAL for its successor. The empty memtables of other families
     /// move to the new WAL too, so they do not keep old WALs alive.
     fn switch_memtable(&self, st: &mut MutexGuard<'_, DbState>, cf: u32) -> Result<()> {
+        debug_assert!(
+            st.inflight.is_empty(),
+            "a memtable frozen while groups insert"
+        );
         let number = st.versions.new_file_number();
         let path = filename::log_file(&self.dir, number);
         let file = match self.fs.create(&path) {
@@ -1002,12 +1185,47 @@ pub(super) fn family_room(st: &DbState, cf: &CfState, force: bool) -> Room {
     Room { need, slow_down }
 }
 
-/// Merges the batches at the front of the queue into one. Returns the group, how many writers
-/// it covers and whether it must be synced. The leader's batch is taken, not cloned, and the
-/// followers' batches are appended to it; a group of one is the leader's batch itself.
-fn build_group(writers: &VecDeque<Arc<Writer>>) -> (WriteBatch, usize, bool) {
+/// A write group that left the queue after its WAL append (`insert_pipelined`).
+pub(crate) struct InflightGroup {
+    /// Its last sequence number.
+    last: u64,
+    /// Every entry is in its memtable.
+    inserted: bool,
+    /// Its writers, the leader first, acknowledged when it is published.
+    members: Vec<Arc<Writer>>,
+}
+
+/// A group in the WAL, to be inserted: its batch (with blob references if its values were
+/// separated) and its members' parts (empty if it is one part).
+struct LoggedGroup {
+    batch: WriteBatch,
+    parts: Vec<Part>,
+}
+
+/// A write group: the members' batches merged into one (one WAL record), and where each
+/// member's entries start in it.
+struct Group {
+    batch: WriteBatch,
+    /// Writers it covers, from the front of the queue.
+    len: usize,
+    /// Some member asked for a sync.
+    sync: bool,
+    /// For each member after the leader: its first entry's byte offset in `batch` and the
+    /// number of entries before it (empty for a group of one).
+    parts: Vec<Part>,
+}
+
+/// Merges the batches at the front of the queue into one group. The leader's batch is taken,
+/// not cloned, and the followers' batches are appended to it; a group of one is the leader's
+/// batch itself.
+fn build_group(writers: &VecDeque<Arc<Writer>>) -> Group {
     let Some(leader) = writers.front() else {
-        return (WriteBatch::new(), 0, false);
+        return Group {
+            batch: WriteBatch::new(),
+            len: 0,
+            sync: false,
+            parts: Vec::new(),
+        };
     };
     let mut group = std::mem::take(&mut *leader.batch.lock());
     let mut size = group.approximate_size();
@@ -1018,6 +1236,7 @@ fn build_group(writers: &VecDeque<Arc<Writer>>) -> (WriteBatch, usize, bool) {
         MAX_GROUP_BYTES
     };
     let mut n = 1;
+    let mut parts = Vec::new();
     for w in writers.iter().skip(1) {
         let batch = w.batch.lock();
         // An empty batch is a flush request: it must lead on its own.
@@ -1028,10 +1247,19 @@ fn build_group(writers: &VecDeque<Arc<Writer>>) -> (WriteBatch, usize, bool) {
         if size > max {
             break;
         }
+        parts.push(Part {
+            offset: group.approximate_size(),
+            entries_before: group.len() as u64,
+        });
         group.append(&batch);
         n += 1;
     }
-    (group, n, leader.sync)
+    Group {
+        batch: group,
+        len: n,
+        sync: leader.sync,
+        parts,
+    }
 }
 
 #[cfg(test)]
@@ -1050,9 +1278,9 @@ mod tests {
     /// (members, sync, tags of the group's keys in order).
     fn group(ws: &[Arc<Writer>]) -> (usize, bool, Vec<u8>) {
         let q: VecDeque<Arc<Writer>> = ws.iter().cloned().collect();
-        let (g, n, sync) = build_group(&q);
-        let tags = g.iter().map(|e| e.parts().1[0]).collect();
-        (n, sync, tags)
+        let g = build_group(&q);
+        let tags = g.batch.iter().map(|e| e.parts().1[0]).collect();
+        (g.len, g.sync, tags)
     }
 
     #[test]

@@ -44,14 +44,7 @@ impl MemBloom {
     /// store lets the skiplist walk start meanwhile (fillrandom with the filter 2-7% slower
     /// than without before, see bench/results/2026-11-26-memtable-bloom).
     pub(crate) fn add(&self, h: u64) {
-        let base = self.line_of(h);
-        let mut masks = [0u64; WORDS_PER_LINE];
-        let mut g = h as u32;
-        for _ in 0..PROBES {
-            let bit = g >> 23;
-            masks[(bit / 64) as usize] |= 1u64 << (bit % 64);
-            g = g.wrapping_mul(GOLDEN);
-        }
+        let (base, masks) = self.masks(h);
         for (word, mask) in self.words[base..base + WORDS_PER_LINE].iter().zip(masks) {
             let old = word.load(Ordering::Relaxed);
             // Most bits are set already after a while: the line is then only read.
@@ -59,6 +52,29 @@ impl MemBloom {
                 word.store(old | mask, Ordering::Relaxed);
             }
         }
+    }
+
+    /// [`add`](Self::add) for one of several threads adding at once: a word missing bits
+    /// gets them with an atomic OR, so no thread's bits are lost.
+    pub(crate) fn add_concurrent(&self, h: u64) {
+        let (base, masks) = self.masks(h);
+        for (word, mask) in self.words[base..base + WORDS_PER_LINE].iter().zip(masks) {
+            if word.load(Ordering::Relaxed) & mask != mask {
+                word.fetch_or(mask, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The first word of hash `h`'s line and the bits to set in each of its words.
+    fn masks(&self, h: u64) -> (usize, [u64; WORDS_PER_LINE]) {
+        let mut masks = [0u64; WORDS_PER_LINE];
+        let mut g = h as u32;
+        for _ in 0..PROBES {
+            let bit = g >> 23;
+            masks[(bit / 64) as usize] |= 1u64 << (bit % 64);
+            g = g.wrapping_mul(GOLDEN);
+        }
+        (self.line_of(h), masks)
     }
 
     /// Asks the CPU to start loading the line hash `h` falls in, so that an

@@ -159,6 +159,32 @@ impl MemTable {
     /// has one writer: the group-commit leader, or WAL replay). A concurrent `add` panics.
     /// A range deletion (`kind` `RangeDeletion`) deletes `[user_key, value)`.
     pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        self.add_entry(seq, kind, user_key, value, false);
+    }
+
+    /// [`MemTable::add`] for one of several threads inserting at once (the members of a write
+    /// group, each its own batch).
+    ///
+    /// REQUIRES: no thread is in [`MemTable::add`] meanwhile, and every entry has its own
+    /// sequence number.
+    pub(crate) fn add_concurrent(
+        &self,
+        seq: SequenceNumber,
+        kind: ValueKind,
+        user_key: &[u8],
+        value: &[u8],
+    ) {
+        self.add_entry(seq, kind, user_key, value, true);
+    }
+
+    fn add_entry(
+        &self,
+        seq: SequenceNumber,
+        kind: ValueKind,
+        user_key: &[u8],
+        value: &[u8],
+        concurrent: bool,
+    ) {
         if kind == ValueKind::RangeDeletion {
             self.add_range_deletion(seq, user_key, value);
             return;
@@ -178,10 +204,18 @@ impl MemTable {
             }
             (&b.bits, whole, prefix)
         });
-        self.list.insert(user_key, seq, kind, value, hash);
+        if concurrent {
+            self.list
+                .insert_concurrent(user_key, seq, kind, value, hash);
+        } else {
+            self.list.insert(user_key, seq, kind, value, hash);
+        }
         if let Some((bits, whole, prefix)) = hashes {
             for h in whole.into_iter().chain(prefix) {
-                bits.add(h);
+                match concurrent {
+                    true => bits.add_concurrent(h),
+                    false => bits.add(h),
+                }
             }
         }
         if kind.is_deletion() {
