@@ -265,8 +265,11 @@ pub(crate) struct DbInner {
     /// What a stalled writer waits for may have changed: a memtable was flushed, L0 or the
     /// pending compaction bytes shrank, an error or close.
     pub(crate) stall_cv: Condvar,
-    /// `DbState::inflight_groups` fell to 0.
+    /// `DbState::inflight` became empty.
     pub(crate) inflight_cv: Condvar,
+    /// Writers queued since open (changed under the state mutex): a leader compares it
+    /// before and after its WAL append to see whether one came meanwhile.
+    pub(crate) writers_enqueued: AtomicU64,
     /// The MANIFEST writer finished: the next may start.
     pub(crate) manifest_cv: Condvar,
     /// Obsolete files waiting for the purge (see version/lifecycle.rs).

@@ -916,6 +916,7 @@ impl DbInner {
                 done_cv: Condvar::new(),
                 stall_cv: Condvar::new(),
                 inflight_cv: Condvar::new(),
+                writers_enqueued: AtomicU64::new(0),
                 manifest_cv: Condvar::new(),
                 obsolete,
                 default_cf,

@@ -290,6 +290,12 @@ impl DbInner {
             );
         }
         st.writers.push_back(w.clone());
+        // Under the mutex, so a load and a store: a leader sees a writer came while it wrote
+        // its group to the WAL.
+        self.writers_enqueued.store(
+            self.writers_enqueued.load(Ordering::Relaxed) + 1,
+            Ordering::Relaxed,
+        );
         if let Some(result) = wait_for_turn(&mut st, &w) {
             return result;
         }
@@ -335,19 +341,38 @@ impl DbInner {
             .map(|(id, f)| (*id, f.mem.clone()))
             .collect();
         let disable_wal = w.disable_wal;
-        let logged = MutexGuard::unlocked(st, || self.log_group(group, seq, disable_wal, &mems));
-        let logged = match logged {
-            Ok(logged) => logged,
+        // Hand the queue on once the group is in the WAL if a writer waits for it (now, or
+        // one that comes meanwhile), or if an earlier group is inserting anyway (see
+        // "Pipelined groups" below). Else the queue stays this leader's and nobody else
+        // inserts meanwhile: it inserts alone, before it takes the mutex again.
+        let pipeline_now = concurrent && (!st.inflight.is_empty() || st.writers.len() > group_len);
+        let enqueued = self.writers_enqueued.load(Ordering::Relaxed);
+        let written = MutexGuard::unlocked(st, || {
+            let logged = self.log_group(group, seq, disable_wal, &mems)?;
+            let size = (
+                logged.batch.len() as u64,
+                logged.batch.approximate_size() as u64,
+            );
+            // Read without the mutex: a writer it misses waits for this group, as it would
+            // have without pipelining.
+            let arrived = self.writers_enqueued.load(Ordering::Relaxed) != enqueued;
+            if pipeline_now || (concurrent && arrived) {
+                return Ok((size, Some(logged)));
+            }
+            self.insert_group(logged, seq, &mems, &helpers, false);
+            Ok((size, None))
+        });
+        let ((count, wal_bytes), pending) = match written {
+            Ok(written) => written,
             Err(failure) => {
                 let result = Err(self.group_failed(st, failure));
                 acknowledge_group(st, w, group_len, &result);
                 return result;
             }
         };
-        let count = logged.batch.len() as u64;
         if !disable_wal {
             if let Some(w) = st.live_wals.last_mut() {
-                w.1 += logged.batch.approximate_size() as u64;
+                w.1 += wal_bytes;
             }
         }
         self.user_bytes_written
@@ -357,19 +382,16 @@ impl DbInner {
             s.add(Ticker::BytesWritten, user_bytes);
         }
         let last = seq + count - 1;
-        // Hand the queue on now if a writer came for it while the group was written to the
-        // WAL, or if an earlier group is inserting anyway (see "Pipelined groups" below).
-        let pipelined = concurrent && (!st.inflight.is_empty() || st.writers.len() > group_len);
-        if !pipelined {
-            // The queue stays ours: nobody else inserts meanwhile.
-            MutexGuard::unlocked(st, || {
-                self.insert_group(logged, seq, &mems, &helpers, false)
-            });
-            self.last_sequence.store(last, Ordering::Release);
-            acknowledge_group(st, w, group_len, &Ok(()));
-            return Ok(());
+        match pending {
+            None => {
+                self.last_sequence.store(last, Ordering::Release);
+                acknowledge_group(st, w, group_len, &Ok(()));
+                Ok(())
+            }
+            Some(logged) => {
+                self.insert_pipelined(st, w, group_len, logged, seq..=last, &mems, &helpers)
+            }
         }
-        self.insert_pipelined(st, w, group_len, logged, seq..=last, &mems, &helpers)
     }
 
     /// Pipelined groups: a group in the WAL leaves the queue, so the next leader appends its

@@ -47,8 +47,8 @@
 //!   group inserting their own batches, RocksDB's `allow_concurrent_memtable_write`). Each
 //!   level's link is set with a compare-and-swap; one that loses to another insert finds its
 //!   neighbours again from its predecessor at that level, which is still before it (nodes are
-//!   never removed). Nodes come from the arena under a short lock; point-index chains change
-//!   under a lock of their own. The splice is then stale: the next single-writer insert starts
+//!   never removed). Nodes come from the arena under the writer state's lock, held only for
+//!   the allocation; point-index chains change under a lock of their own. The splice is then stale: the next single-writer insert starts
 //!   from the head.
 //!
 //! Readers take no locks. A node's entry and links are fully written before the node is
@@ -270,8 +270,10 @@ impl PointIndex {
     }
 }
 
-/// What only the single writer ([`SkipList::insert`]) touches.
+/// What the single writer ([`SkipList::insert`]) holds for a whole insert, and a concurrent
+/// insert only for its node's allocation.
 struct WriterState {
+    arena: Arena,
     rng: u64,
     /// The last inserted node's predecessor at every level, that node itself at the levels
     /// it has (all the head in an empty list). A key that goes right after that node has
@@ -289,9 +291,6 @@ pub(crate) struct SkipList {
     len: AtomicUsize,
     memory: AtomicUsize,
     writer: Mutex<WriterState>,
-    /// Every node's memory. Locked for one bump allocation per insert (uncontended but for
-    /// concurrent inserts).
-    arena: Mutex<Arena>,
     /// Set by a concurrent insert: the writer's splice may have nodes between its levels.
     splice_stale: AtomicBool,
     /// User key -> newest node, if the list has one (see the module comment).
@@ -305,7 +304,7 @@ pub(crate) struct SkipList {
 // SAFETY: the list owns its arena (which owns all nodes, including `head`); the raw pointers
 // are only into that memory. Shared use from many threads is the design: entries are immutable
 // once published, links are atomics with Release/Acquire publication (compare-and-swap for
-// concurrent inserts), the arena and the single writer's state are behind mutexes, and index
+// concurrent inserts), the arena and the single writer's state are behind a mutex, and index
 // chains change under `index_lock` (concurrent inserts) or the single writer's lock.
 unsafe impl Send for SkipList {}
 // SAFETY: see `Send` above.
@@ -344,10 +343,10 @@ impl SkipList {
             len: AtomicUsize::new(0),
             memory: AtomicUsize::new(arena.memory_usage()),
             writer: Mutex::new(WriterState {
+                arena,
                 rng: 0x9E37_79B9_7F4A_7C15,
                 splice: [head; MAX_HEIGHT],
             }),
-            arena: Mutex::new(arena),
             splice_stale: AtomicBool::new(false),
             index,
             index_lock: Mutex::new(()),
@@ -646,16 +645,14 @@ impl SkipList {
             // before the new node find null head links there and drop a level: harmless.
             self.max_height.store(height, Ordering::Relaxed);
         }
-        let node = self.new_node(&t, value, height);
+        let node = self.new_node(&mut w.arena, &t, value, height);
         for (level, &p) in prev.iter().enumerate().take(height) {
             // SAFETY: `p` is the head (MAX_HEIGHT links) or was reached through a link at
             // `level`, so has height > `level`; both belong to this list, borrowed here.
             let prev_link = unsafe { slot(p, level + self.skip) };
             // SAFETY: `node` was made above with `height` > `level` links and is not
-            // published at this level yet. The Release store below publishes the link with
-            // the entry.
-            let own = unsafe { slot(node, level + self.skip) };
-            own.store(prev_link.load(Ordering::Relaxed), Ordering::Relaxed);
+            // published yet. The Release store below publishes the link with the entry.
+            unsafe { init_slot(node, level + self.skip, prev_link.load(Ordering::Relaxed)) };
             prev_link.store(node.as_ptr(), Ordering::Release);
         }
         w.splice = prev;
@@ -685,7 +682,11 @@ impl SkipList {
         // From the sequence number, not a shared generator: no state to contend for, and
         // every entry the engine writes has its own.
         let height = height_for(seq);
-        let node = self.new_node(&t, value, height);
+        let node = self.new_node(&mut self.writer.lock().arena, &t, value, height);
+        for level in 0..height {
+            // SAFETY: `node` was made with `height` > `level` links and is not published yet.
+            unsafe { init_slot(node, level + self.skip, std::ptr::null_mut()) };
+        }
         self.max_height.fetch_max(height, Ordering::Relaxed);
         let mut prev = [self.head; MAX_HEIGHT];
         let mut next = [None; MAX_HEIGHT];
@@ -737,18 +738,22 @@ impl SkipList {
         })
     }
 
-    /// A new node of `height` for the entry (`t`, `value`): entry written, links null, not
-    /// linked into the list.
-    fn new_node(&self, t: &Target<'_>, value: &[u8], height: usize) -> NonNull<u8> {
+    /// A new node of `height` from `arena` for the entry (`t`, `value`): entry written, hash
+    /// link (if any) null, links uninitialized (each path writes them before it publishes the
+    /// node), not linked into the list.
+    #[inline]
+    fn new_node(
+        &self,
+        arena: &mut Arena,
+        t: &Target<'_>,
+        value: &[u8],
+        height: usize,
+    ) -> NonNull<u8> {
         let klen = t.user_key.len() + key::TRAILER_LEN;
         let entry_len = varint_len(klen) + klen + varint_len(value.len()) + value.len();
         let tower = (height + self.skip) * LINK;
-        let base = {
-            let mut arena = self.arena.lock();
-            let base = arena.allocate(tower + entry_len);
-            self.memory.store(arena.memory_usage(), Ordering::Relaxed);
-            base
-        };
+        let base = arena.allocate(tower + entry_len);
+        self.memory.store(arena.memory_usage(), Ordering::Relaxed);
         // SAFETY: the allocation is `tower + entry_len` bytes, so the node pointer is in bounds
         // (entry_len >= 2 > 0).
         let node = unsafe { NonNull::new_unchecked(base.as_ptr().add(tower)) };
@@ -763,11 +768,10 @@ impl SkipList {
         i += key::TRAILER_LEN;
         i += put_varint(&mut e[i..], value.len());
         e[i..].copy_from_slice(value);
-        for i in 0..height + self.skip {
-            // SAFETY: the node was allocated with `height + skip` slots below it and is not
-            // published yet. Null links are set before the node is linked at each level; a
-            // null hash link is set by the index update.
-            unsafe { init_slot(node, i, std::ptr::null_mut()) };
+        if self.skip == 1 {
+            // SAFETY: the node was allocated with `height + 1` slots, the hash link first, and
+            // is not published yet. The index update sets it once the node is in the list.
+            unsafe { init_slot(node, 0, std::ptr::null_mut()) };
         }
         node
     }
