@@ -768,7 +768,10 @@ fn a_full_disk_for_the_wal_under_concurrent_writers_loses_no_acknowledged_write(
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("writer")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("writer"))
+            .collect()
     });
     let mut model = Model::new();
     let mut refused = Vec::new();
@@ -776,7 +779,11 @@ fn a_full_disk_for_the_wal_under_concurrent_writers_loses_no_acknowledged_write(
         model.extend(acked);
         refused.push(failed);
     }
-    assert!(model.len() > 100, "{} writes before the disk filled", model.len());
+    assert!(
+        model.len() > 100,
+        "{} writes before the disk filled",
+        model.len()
+    );
     let refused_none = |db: &Db| {
         for k in &refused {
             assert_eq!(db.get(k).expect("get"), None, "{}", k.escape_ascii());
