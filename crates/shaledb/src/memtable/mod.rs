@@ -19,7 +19,8 @@ use skiplist::{Cursor, SkipList, Target};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// An ordered write buffer: one writer at a time, lock-free readers.
+/// An ordered write buffer: one writer at a time ([`MemTable::add`]) or several at once
+/// (`add_concurrent`, for pipelined write groups), never both together; lock-free readers.
 pub struct MemTable {
     list: Arc<SkipList>,
     num_deletes: AtomicU64,
@@ -155,8 +156,9 @@ impl MemTable {
 
     /// Inserts one entry. Readers (`get`, iterators) may run concurrently.
     ///
-    /// REQUIRES: no other thread is calling `add` on this memtable at the same time (the engine
-    /// has one writer: the group-commit leader, or WAL replay). A concurrent `add` panics.
+    /// REQUIRES: no other thread is calling `add` or `add_concurrent` on this memtable at the
+    /// same time (the engine calls it from a write group's leader inserting alone, or WAL
+    /// replay). A concurrent `add` panics.
     /// A range deletion (`kind` `RangeDeletion`) deletes `[user_key, value)`.
     pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         self.add_entry(seq, kind, user_key, value, false);
