@@ -115,6 +115,9 @@ pub struct CommonOptions {
     /// `--memtable_hash_index` (ShaleDB only, not a db_bench flag): the memtable's hash index
     /// of newest versions; `None`: ShaleDB's default (on).
     pub memtable_hash_index: Option<bool>,
+    /// db_bench's `--allow_concurrent_memtable_write`: a write group's writers insert into
+    /// the memtable at once; `None`: the engine's default (on in ShaleDB and RocksDB).
+    pub allow_concurrent_memtable_write: Option<bool>,
     /// `--wal_preallocate_size` (ShaleDB only, not a db_bench flag): bytes a WAL's size is
     /// set ahead of its records; `None`: ShaleDB's default (256 KiB).
     pub wal_preallocate_size: Option<u64>,
@@ -216,6 +219,7 @@ impl Default for CommonOptions {
             memtable_bloom_size_ratio: None,
             memtable_whole_key_filtering: None,
             memtable_hash_index: None,
+            allow_concurrent_memtable_write: None,
             wal_preallocate_size: None,
             blob: BlobOptions::default(),
         }

@@ -336,10 +336,10 @@ pub const FLAGS: &[FlagSpec] = &[
         true,
         "removed from RocksDB; use --sync / --disable_wal",
     ),
-    ignored(
+    used(
         "allow_concurrent_memtable_write",
         true,
-        "ShaleDB's memtable always takes concurrent writes",
+        "writers of a group insert into the memtable at once (ShaleDB and RocksDB)",
     ),
     used(
         "level_compaction_dynamic_level_bytes",
@@ -876,6 +876,10 @@ impl Flags {
             memtable_hash_index: m
                 .contains_key("memtable_hash_index")
                 .then(|| get_bool(m, "memtable_hash_index", true))
+                .transpose()?,
+            allow_concurrent_memtable_write: m
+                .contains_key("allow_concurrent_memtable_write")
+                .then(|| get_bool(m, "allow_concurrent_memtable_write", true))
                 .transpose()?,
             wal_preallocate_size: m
                 .contains_key("wal_preallocate_size")

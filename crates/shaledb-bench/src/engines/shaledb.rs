@@ -70,6 +70,9 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     if let Some(whole_key) = c.memtable_whole_key_filtering {
         o.memtable_whole_key_filtering = whole_key;
     }
+    if let Some(concurrent) = c.allow_concurrent_memtable_write {
+        o.allow_concurrent_memtable_write = concurrent;
+    }
     if let Some(index) = c.memtable_hash_index {
         o.memtable_hash_index = index;
     }

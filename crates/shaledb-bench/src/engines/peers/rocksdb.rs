@@ -166,6 +166,10 @@ mod ffi {
             o: *mut rocksdb_options_t,
             v: c_uchar,
         );
+        pub fn rocksdb_options_set_allow_concurrent_memtable_write(
+            o: *mut rocksdb_options_t,
+            v: c_uchar,
+        );
         pub fn rocksdb_options_set_use_direct_io_for_flush_and_compaction(
             o: *mut rocksdb_options_t,
             v: c_uchar,
@@ -439,6 +443,9 @@ fn db_options(
             o,
             c_uchar::from(c.level_compaction_dynamic_level_bytes),
         );
+        if let Some(concurrent) = c.allow_concurrent_memtable_write {
+            ffi::rocksdb_options_set_allow_concurrent_memtable_write(o, c_uchar::from(concurrent));
+        }
         ffi::rocksdb_options_set_use_direct_io_for_flush_and_compaction(
             o,
             c_uchar::from(c.use_direct_io_for_flush_and_compaction),
