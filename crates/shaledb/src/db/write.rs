@@ -375,12 +375,7 @@ impl DbInner {
                 w.1 += wal_bytes;
             }
         }
-        self.user_bytes_written
-            .fetch_add(user_bytes, Ordering::Relaxed);
-        if let Some(s) = &self.stats {
-            s.add(Ticker::KeysWritten, count);
-            s.add(Ticker::BytesWritten, user_bytes);
-        }
+        self.count_written(count, user_bytes);
         let last = seq + count - 1;
         match pending {
             None => {
@@ -391,6 +386,17 @@ impl DbInner {
             Some(logged) => {
                 self.insert_pipelined(st, w, group_len, logged, seq..=last, &mems, &helpers)
             }
+        }
+    }
+
+    /// Counts a group's `entries` and its writers' `user_bytes` (their batches as they passed
+    /// them) in the property and the statistics.
+    fn count_written(&self, entries: u64, user_bytes: u64) {
+        self.user_bytes_written
+            .fetch_add(user_bytes, Ordering::Relaxed);
+        if let Some(s) = &self.stats {
+            s.add(Ticker::KeysWritten, entries);
+            s.add(Ticker::BytesWritten, user_bytes);
         }
     }
 
