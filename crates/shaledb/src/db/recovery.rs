@@ -386,3 +386,38 @@ impl Db {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A retry due while a write group is inflight does not start: the recovery from a failed
+    /// WAL would freeze memtables the group may still insert into. It starts once the group
+    /// is published.
+    #[test]
+    fn a_due_retry_waits_while_a_write_group_is_inflight() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = crate::Db::open(dir.path(), crate::Options::default()).expect("open");
+        let inner = &*db.inner;
+        let mut st = inner.state.lock();
+        st.bg_error = Some(Error::Closed);
+        st.flush_retry = Some(Retry {
+            failures: 1,
+            at: Instant::now(),
+            running: false,
+            error: Error::Closed,
+        });
+        st.inflight
+            .push_back(super::super::write::InflightGroup::pending(1));
+        assert!(!inner.lift_suspension_if_due(&mut st));
+        assert!(st.flush_retry.as_ref().is_some_and(|r| !r.running));
+        st.inflight.clear();
+        assert!(inner.lift_suspension_if_due(&mut st));
+        assert!(st.flush_retry.as_ref().is_some_and(|r| r.running));
+        // Back to a healthy state before the background threads look.
+        st.flush_retry = None;
+        st.bg_error = None;
+        drop(st);
+        db.close().expect("close");
+    }
+}

@@ -1223,6 +1223,19 @@ pub(crate) struct InflightGroup {
     members: Vec<Arc<Writer>>,
 }
 
+#[cfg(test)]
+impl InflightGroup {
+    /// A group of no writers, not inserted, whose last sequence number is `last`: holds off
+    /// what waits for inflight groups until a test removes it.
+    pub(super) fn pending(last: u64) -> Self {
+        InflightGroup {
+            last,
+            inserted: false,
+            members: Vec::new(),
+        }
+    }
+}
+
 /// A group in the WAL, to be inserted: its batch (with blob references if its values were
 /// separated) and its members' parts (empty if it is one part).
 struct LoggedGroup {
@@ -1293,6 +1306,68 @@ fn build_group(writers: &VecDeque<Arc<Writer>>) -> Group {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A memtable switch (here a flush's freeze) and a write barrier wait while a write group
+    /// is inflight (it may still be inserting into the memtable they would freeze or write
+    /// past), and go ahead once it is published.
+    #[test]
+    fn a_memtable_switch_and_a_write_barrier_wait_for_inflight_groups() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = crate::Db::open(dir.path(), crate::Options::default()).expect("open");
+        db.put(b"k", b"v").expect("put");
+        let inner = &*db.inner;
+        let active = |inner: &DbInner| inner.state.lock().families[&DEFAULT_FAMILY].mem.clone();
+        let before = active(inner);
+        let last = inner.last_sequence.load(Ordering::Acquire);
+        let inflight = |inner: &DbInner, on: bool| {
+            let mut st = inner.state.lock();
+            if on {
+                st.inflight.push_back(InflightGroup::pending(last + 1));
+            } else {
+                st.inflight.clear();
+                inner.inflight_cv.notify_all();
+            }
+        };
+        let done = AtomicBool::new(false);
+        inflight(inner, true);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                inner.freeze_memtable(DEFAULT_FAMILY).expect("freeze");
+                done.store(true, Ordering::Release);
+            });
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(
+                !done.load(Ordering::Acquire),
+                "froze a memtable a group inserts into"
+            );
+            assert!(Arc::ptr_eq(&before, &active(inner)));
+            inflight(inner, false);
+        });
+        assert!(done.load(Ordering::Acquire));
+        assert!(
+            !Arc::ptr_eq(&before, &active(inner)),
+            "the memtable was switched"
+        );
+
+        done.store(false, Ordering::Release);
+        inflight(inner, true);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut st = inner.state.lock();
+                let w = inner.enter_write_barrier(&mut st);
+                done.store(true, Ordering::Release);
+                inner.leave_write_barrier(&mut st, &w);
+            });
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(
+                !done.load(Ordering::Acquire),
+                "a barrier began before a group published"
+            );
+            inflight(inner, false);
+        });
+        assert!(done.load(Ordering::Acquire));
+        db.close().expect("close");
+    }
 
     /// A queued writer whose batch puts `n` keys with `value_len`-byte values.
     fn writer(tag: u8, n: usize, value_len: usize, sync: bool, disable_wal: bool) -> Arc<Writer> {
