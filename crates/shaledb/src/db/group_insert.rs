@@ -10,7 +10,7 @@
 //! sequence number: no reader sees a sequence whose entries are not all in place.
 
 use crate::memtable::MemTable;
-use crate::write_batch::{WriteBatch, BATCH_HEADER_SIZE};
+use crate::write_batch::{BatchEntry, WriteBatch, BATCH_HEADER_SIZE};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -97,15 +97,30 @@ impl GroupInserts {
             .parts
             .get(i + 1)
             .map_or(self.batch.approximate_size(), |p| p.offset);
+        let entries = self.batch.iter_cf_between(part.offset, end);
         let first = self.first_seq + part.entries_before;
-        for (j, (cf, e)) in self.batch.iter_cf_between(part.offset, end).enumerate() {
-            // A family dropped since the batch was checked has no memtable here: its entries
-            // go nowhere (the family's data is being discarded anyway).
-            let Some((_, mem)) = self.mems.iter().find(|(id, _)| *id == cf) else {
-                continue;
-            };
-            let (kind, k, v) = e.parts();
-            mem.add_concurrent(first + j as u64, kind, k, v);
+        insert_entries(entries, first, &self.mems, true);
+    }
+}
+
+/// Inserts `entries` (sequences from `first` on) into their families' memtables in `mems`,
+/// with `MemTable::add_concurrent` if `concurrent`, else `MemTable::add` (the leader alone).
+pub(super) fn insert_entries<'a>(
+    entries: impl Iterator<Item = (u32, BatchEntry<'a>)>,
+    first: u64,
+    mems: &[(u32, Arc<MemTable>)],
+    concurrent: bool,
+) {
+    for (i, (cf, e)) in entries.enumerate() {
+        // A family dropped since the batch was checked has no memtable here: its entries go
+        // nowhere (the family's data is being discarded anyway).
+        let Some((_, mem)) = mems.iter().find(|(id, _)| *id == cf) else {
+            continue;
+        };
+        let (kind, k, v) = e.parts();
+        match concurrent {
+            true => mem.add_concurrent(first + i as u64, kind, k, v),
+            false => mem.add(first + i as u64, kind, k, v),
         }
     }
 }

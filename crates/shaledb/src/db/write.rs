@@ -10,7 +10,7 @@
 //! database refuses further writes: until recovery replaces the WAL if it was full
 //! (`Error::Suspended`, recovery.rs), for good otherwise (`Error::Poisoned`).
 
-use super::group_insert::{GroupInserts, Part};
+use super::group_insert::{insert_entries, GroupInserts, Part};
 use super::{recovery, CfState, DbInner, DbState, Writer};
 use crate::column_family::DEFAULT_FAMILY;
 use crate::error::{Error, Result};
@@ -170,20 +170,6 @@ fn append_blobs<'g, 'm>(
         blobs.hand_to_os()?;
     }
     Ok(())
-}
-
-/// The leader inserts every entry of `group` (sequences from `seq` on) into its family's
-/// memtable in `mems`, alone.
-fn insert_alone(group: &WriteBatch, seq: u64, mems: &[(u32, Arc<MemTable>)]) {
-    for (i, (cf, e)) in group.iter_cf().enumerate() {
-        // A family dropped since the batch was checked has no memtable here: its entries go
-        // nowhere (the family's data is being discarded anyway).
-        let Some((_, mem)) = mems.iter().find(|(id, _)| *id == cf) else {
-            continue;
-        };
-        let (kind, k, v) = e.parts();
-        mem.add(seq + i as u64, kind, k, v);
-    }
 }
 
 /// Leader `w` hands the group's `result` to the other `group_len - 1` writers at the front of
@@ -605,7 +591,7 @@ impl DbInner {
         let LoggedGroup { batch, parts } = logged;
         let helpers = if parts.is_empty() { &[] } else { helpers };
         if helpers.is_empty() && !concurrent {
-            insert_alone(&batch, seq, mems);
+            insert_entries(batch.iter_cf(), seq, mems, false);
         } else {
             let inserts = Arc::new(GroupInserts::new(batch, seq, mems.to_vec(), &parts));
             for h in helpers {
