@@ -141,7 +141,8 @@ impl SuperVersion {
 /// A queued write (see write.rs).
 pub(crate) struct Writer {
     /// Taken (not cloned) by the leader that writes it: its own, or one it appends to its group.
-    batch: Mutex<WriteBatch>,
+    /// `None` once taken, and for a flush request or a write barrier (which lead alone).
+    batch: Mutex<Option<WriteBatch>>,
     sync: bool,
     disable_wal: bool,
     /// Set (under the state mutex) by the leader that wrote this writer's batch. "Done" and
@@ -213,6 +214,9 @@ pub(crate) struct DbState {
     /// published, oldest first (write.rs, "Pipelined groups"). No memtable is frozen, and no
     /// write barrier begins, while there is one.
     pub(crate) inflight: VecDeque<write::InflightGroup>,
+    /// An empty vector a write leader lists the active memtables in, put back after its
+    /// group (`write::active_mems`).
+    pub(crate) spare_mems: Vec<(u32, Arc<MemTable>)>,
     /// The first failure that makes writes unsafe; reads keep working. `Error::Suspended`
     /// while `flush_retry` waits to retry a failed flush.
     pub(crate) bg_error: Option<Error>,

@@ -889,6 +889,7 @@ impl DbInner {
                 families,
                 writers: VecDeque::new(),
                 inflight: VecDeque::new(),
+                spare_mems: Vec::new(),
                 bg_error: None,
                 flush_retry: None,
                 failed_wal: None,

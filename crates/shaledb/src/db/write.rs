@@ -22,16 +22,26 @@ use crate::statistics::{HistogramKind, Ticker};
 use crate::version::filename;
 use crate::write_batch::{BatchEntry, WriteBatch, BATCH_HEADER_SIZE};
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+thread_local! {
+    /// This thread's last writer, reused by its next write if nobody holds it any more.
+    static SPARE_WRITER: Cell<Option<Arc<Writer>>> = const { Cell::new(None) };
+}
+
 impl Writer {
-    /// A writer ready to be queued.
-    fn queued(batch: WriteBatch, sync: bool, disable_wal: bool) -> Arc<Writer> {
-        Arc::new(Writer {
+    /// A writer ready to be queued (`batch` `None`: a flush request or a write barrier).
+    fn queued(batch: Option<WriteBatch>, sync: bool, disable_wal: bool) -> Arc<Writer> {
+        Arc::new(Writer::fresh(batch, sync, disable_wal))
+    }
+
+    fn fresh(batch: Option<WriteBatch>, sync: bool, disable_wal: bool) -> Writer {
+        Writer {
             batch: Mutex::new(batch),
             sync,
             disable_wal,
@@ -40,7 +50,26 @@ impl Writer {
             woken: AtomicBool::new(false),
             inserts: Mutex::new(None),
             inserts_posted: AtomicBool::new(false),
-        })
+        }
+    }
+
+    /// A writer for `batch`: this thread's spare one (`recycle`) made new if no other thread
+    /// still holds it (a leader may keep a member's handle for a moment after acknowledging
+    /// it), else a new one. A lone writer so allocates nothing per write for its place in
+    /// the queue.
+    fn for_write(batch: WriteBatch, sync: bool, disable_wal: bool) -> Arc<Writer> {
+        if let Some(mut spare) = SPARE_WRITER.with(Cell::take) {
+            if let Some(w) = Arc::get_mut(&mut spare) {
+                *w = Writer::fresh(Some(batch), sync, disable_wal);
+                return spare;
+            }
+        }
+        Writer::queued(Some(batch), sync, disable_wal)
+    }
+
+    /// Keeps `w`, whose write is done, as this thread's spare writer.
+    fn recycle(w: Arc<Writer>) {
+        SPARE_WRITER.with(|spare| spare.set(Some(w)));
     }
 
     /// Wakes this writer to look at the queue again. Called with the state mutex held.
@@ -172,6 +201,14 @@ fn append_blobs<'g, 'm>(
     Ok(())
 }
 
+/// The active memtable of every family, listed in the vector the last group left
+/// (`DbState::spare_mems`): a lone writer allocates none per write.
+fn active_mems(st: &mut DbState) -> Vec<(u32, Arc<MemTable>)> {
+    let mut mems = std::mem::take(&mut st.spare_mems);
+    mems.extend(st.families.iter().map(|(id, f)| (*id, f.mem.clone())));
+    mems
+}
+
 /// Leader `w` hands the group's `result` to the other `group_len - 1` writers at the front of
 /// the queue, removes all `group_len` (itself included), and wakes the next leader.
 fn acknowledge_group(
@@ -260,7 +297,15 @@ impl DbInner {
         if wo.low_pri {
             self.pace_low_pri(batch.approximate_size() as u64);
         }
-        let w = Writer::queued(batch, wo.sync, wo.disable_wal);
+        let w = Writer::for_write(batch, wo.sync, wo.disable_wal);
+        let result = self.queue_and_write(&w, &families);
+        Writer::recycle(w);
+        result
+    }
+
+    /// Queues writer `w` and waits until its batch (writing to `families`) is written: by
+    /// a leader, or by `w` as the leader of the next group.
+    fn queue_and_write(&self, w: &Arc<Writer>, families: &BatchFamilies) -> Result<()> {
         let mut st = self.state.lock();
         if st.closed {
             return Err(Error::Closed);
@@ -270,10 +315,12 @@ impl DbInner {
             // Stamped under the mutex: a family cannot be dropped and recreated meanwhile.
             let mut b = w.batch.lock();
             let now = self.opts.clock.now_secs();
-            *b = b.with_write_times(
-                &|cf| st.family(cf).is_some_and(|f| f.data.opts.ttl.is_some()),
-                now,
-            );
+            if let Some(batch) = b.as_mut() {
+                *batch = batch.with_write_times(
+                    &|cf| st.family(cf).is_some_and(|f| f.data.opts.ttl.is_some()),
+                    now,
+                );
+            }
         }
         st.writers.push_back(w.clone());
         // Under the mutex, so a load and a store: a leader sees a writer came while it wrote
@@ -282,10 +329,10 @@ impl DbInner {
             self.writers_enqueued.load(Ordering::Relaxed) + 1,
             Ordering::Relaxed,
         );
-        if let Some(result) = wait_for_turn(&mut st, &w) {
+        if let Some(result) = wait_for_turn(&mut st, w) {
             return result;
         }
-        let result = self.lead_group(&mut st, &w);
+        let result = self.lead_group(&mut st, w);
         // A stall condition change this leader saw (not while it led: that would hold up
         // the queue).
         self.deliver_events(&mut st);
@@ -321,11 +368,7 @@ impl DbInner {
             Some(g) => g.last,
             None => self.last_sequence.load(Ordering::Acquire),
         } + 1;
-        let mems: Vec<(u32, Arc<MemTable>)> = st
-            .families
-            .iter()
-            .map(|(id, f)| (*id, f.mem.clone()))
-            .collect();
+        let mut mems = active_mems(st);
         let disable_wal = w.disable_wal;
         // Hand the queue on once the group is in the WAL if a writer waits for it (now, or
         // one that comes meanwhile), or if an earlier group is inserting anyway (see
@@ -363,7 +406,7 @@ impl DbInner {
         }
         self.count_written(count, user_bytes);
         let last = seq + count - 1;
-        match pending {
+        let result = match pending {
             None => {
                 self.last_sequence.store(last, Ordering::Release);
                 acknowledge_group(st, w, group_len, &Ok(()));
@@ -372,7 +415,10 @@ impl DbInner {
             Some(logged) => {
                 self.insert_pipelined(st, w, group_len, logged, seq..=last, &mems, &helpers)
             }
-        }
+        };
+        mems.clear();
+        st.spare_mems = mems;
+        result
     }
 
     /// Counts a group's `entries` and its writers' `user_bytes` (their batches as they passed
@@ -470,7 +516,7 @@ impl DbInner {
     /// writer with an empty batch so no leader is inserting into the memtable meanwhile.
     pub(crate) fn freeze_memtable(&self, cf: u32) -> Result<()> {
         self.check_writable("a flush or compaction")?;
-        let w = Writer::queued(WriteBatch::new(), false, false);
+        let w = Writer::queued(None, false, false);
         let mut st = self.state.lock();
         if st.closed {
             return Err(Error::Closed);
@@ -494,7 +540,7 @@ impl DbInner {
     /// [`leave_write_barrier`](Self::leave_write_barrier) no write group runs (ingestion's
     /// barrier, RocksDB's unbatched write). Returns the writer to pass back.
     pub(crate) fn enter_write_barrier(&self, st: &mut MutexGuard<'_, DbState>) -> Arc<Writer> {
-        let w = Writer::queued(WriteBatch::new(), false, false);
+        let w = Writer::queued(None, false, false);
         st.writers.push_back(w.clone());
         while !st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w)) {
             w.cv.wait(st);
@@ -1172,13 +1218,13 @@ pub(super) struct Room {
 /// holds anything).
 pub(super) fn family_room(st: &DbState, cf: &CfState, force: bool) -> Room {
     let o = &cf.data.opts;
-    let version = st.versions.current(cf.data.id);
-    let l0 = version.level_files(0).len();
+    // Borrowed, not cloned: the leader of every write group looks.
+    let version = st.versions.current_ref(cf.data.id);
+    let l0 = version.map_or(0, |v| v.level_files(0).len());
     let compactions_on = !o.disable_auto_compactions;
-    let pending = if compactions_on {
-        crate::compaction::picker::pending_compaction_bytes(&version, o)
-    } else {
-        0
+    let pending = match version {
+        Some(v) if compactions_on => crate::compaction::picker::pending_compaction_bytes(v, o),
+        _ => 0,
     };
     let slow_down = compactions_on
         && (l0 >= o.level0_slowdown_writes_trigger
@@ -1254,7 +1300,7 @@ fn build_group(writers: &VecDeque<Arc<Writer>>) -> Group {
             parts: Vec::new(),
         };
     };
-    let mut group = std::mem::take(&mut *leader.batch.lock());
+    let mut group = leader.batch.lock().take().unwrap_or_default();
     let mut size = group.approximate_size();
     // A small leader does not wait for a big group.
     let max = if size <= 128 << 10 {
@@ -1266,8 +1312,11 @@ fn build_group(writers: &VecDeque<Arc<Writer>>) -> Group {
     let mut parts = Vec::new();
     for w in writers.iter().skip(1) {
         let batch = w.batch.lock();
-        // An empty batch is a flush request: it must lead on its own.
-        if batch.is_empty() || (w.sync && !leader.sync) || w.disable_wal != leader.disable_wal {
+        // A flush request or barrier (or an empty batch) leads on its own.
+        let Some(batch) = batch.as_ref().filter(|b| !b.is_empty()) else {
+            break;
+        };
+        if (w.sync && !leader.sync) || w.disable_wal != leader.disable_wal {
             break;
         }
         size += batch.approximate_size();
@@ -1278,7 +1327,7 @@ fn build_group(writers: &VecDeque<Arc<Writer>>) -> Group {
             offset: group.approximate_size(),
             entries_before: group.len() as u64,
         });
-        group.append(&batch);
+        group.append(batch);
         n += 1;
     }
     Group {
@@ -1355,13 +1404,50 @@ mod tests {
         db.close().expect("close");
     }
 
+    /// A thread's next write reuses its last writer only when no other thread holds it, and
+    /// then as a new writer: a result, wake-up or posted inserts left from the last write
+    /// would acknowledge the next one before it is written.
+    #[test]
+    fn a_reused_writer_starts_afresh_and_only_when_nobody_else_holds_it() {
+        let batch = |tag: u8| {
+            let mut b = WriteBatch::new();
+            b.put([tag], [tag]);
+            b
+        };
+        let w = Writer::for_write(batch(1), false, false);
+        let first = Arc::as_ptr(&w);
+        *w.result.lock() = Some(Err(Error::Closed));
+        w.woken.store(true, Ordering::Relaxed);
+        w.inserts_posted.store(true, Ordering::Relaxed);
+        Writer::recycle(w);
+
+        let w = Writer::for_write(batch(2), true, false);
+        assert_eq!(Arc::as_ptr(&w), first, "the spare writer was not reused");
+        assert!(w.result.lock().is_none(), "a stale result survived");
+        assert!(!w.woken.load(Ordering::Relaxed));
+        assert!(!w.inserts_posted.load(Ordering::Relaxed));
+        assert!(w.inserts.lock().is_none());
+        assert!(w.sync && !w.disable_wal);
+        let keys: Vec<Vec<u8>> = w.batch.lock().as_ref().map_or(Vec::new(), |b| {
+            b.iter().map(|e| e.parts().1.to_vec()).collect()
+        });
+        assert_eq!(keys, vec![vec![2u8]]);
+
+        // A leader still holding it (its group's helper list): the next write gets another.
+        let held = w.clone();
+        Writer::recycle(w);
+        let w = Writer::for_write(batch(3), false, true);
+        assert_ne!(Arc::as_ptr(&w), first, "a writer another thread holds was reused");
+        assert!(held.sync && w.disable_wal);
+    }
+
     /// A queued writer whose batch puts `n` keys with `value_len`-byte values.
     fn writer(tag: u8, n: usize, value_len: usize, sync: bool, disable_wal: bool) -> Arc<Writer> {
         let mut b = WriteBatch::new();
         for i in 0..n {
             b.put(&[tag, i as u8], &vec![tag; value_len]);
         }
-        Writer::queued(b, sync, disable_wal)
+        Writer::queued(Some(b), sync, disable_wal)
     }
 
     /// (members, sync, tags of the group's keys in order).

@@ -328,6 +328,12 @@ impl VersionSet {
         self.families.get(&id)
     }
 
+    /// The family's current version, borrowed (`None` if it was dropped): for a look that
+    /// needs no handle, such as a write leader's.
+    pub(crate) fn current_ref(&self, id: u32) -> Option<&Version> {
+        self.families.get(&id).map(|f| &*f.current)
+    }
+
     /// The family's current version; an empty version if the family was dropped.
     pub(crate) fn current(&self, id: u32) -> Arc<Version> {
         self.families
