@@ -5,6 +5,7 @@
 //! the default) each is reopened and its entry count checked before the caller records it in
 //! the MANIFEST.
 
+use super::blob_tally::BlobTally;
 use crate::blob::{BlobFileBuilder, BlobRef};
 use crate::cache::TableCache;
 use crate::clock::{self, Expiry};
@@ -18,7 +19,6 @@ use crate::options::{Options, PrepopulateBlockCache};
 use crate::range_del::FragmentedRangeTombstones;
 use crate::sst::{TableBuilder, TableBuilderOptions};
 use crate::version::{filename, BlobFileAddition, BlobGarbage, FileMetaData, Version, VersionEdit};
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -155,7 +155,7 @@ struct Output {
     newest_write_time: u64,
     /// Per blob file: the references added (count, record bytes), recorded in the table's
     /// properties so a whole-file drop can count them as garbage without reading the table.
-    blob_refs: BTreeMap<u64, (u64, u64)>,
+    blob_refs: BlobTally,
 }
 
 /// What one `write_tables` call wrote: tables, the blob files their references point into
@@ -191,8 +191,8 @@ struct BlobOutputs {
     current: Option<BlobFileBuilder>,
     done: Vec<BlobFileAddition>,
     /// Per blob file: references (count, bytes) read from the inputs, and written.
-    read: BTreeMap<u64, (u64, u64)>,
-    written: BTreeMap<u64, (u64, u64)>,
+    read: BlobTally,
+    written: BlobTally,
     /// A flush's blob files written with the values that it could not finish (taken once:
     /// the flush finished the others before it started), whose values it relocates.
     relocated: Vec<Arc<crate::blob::BlobFileReader>>,
@@ -207,9 +207,10 @@ impl BlobOutputs {
     /// Garbage of each input blob file: what was read and not written again.
     fn garbage(&self) -> Vec<BlobGarbage> {
         self.read
-            .iter()
-            .filter_map(|(&number, &(count, bytes))| {
-                let (wc, wb) = self.written.get(&number).copied().unwrap_or_default();
+            .sorted()
+            .into_iter()
+            .filter_map(|(number, (count, bytes))| {
+                let (wc, wb) = self.written.get(number);
                 (count > wc).then(|| BlobGarbage {
                     number,
                     count: count - wc,
@@ -237,7 +238,7 @@ pub(crate) fn write_tables(
         Some(w) => BlobOutputs {
             // Its files may hold records of write groups that failed: no reference will
             // count them, so they are garbage from the start.
-            read: w.orphaned(),
+            read: BlobTally::from_counts(w.orphaned()),
             relocated: w.unfinished_readers(),
             ..Default::default()
         },
@@ -569,9 +570,7 @@ impl Outputs<'_, '_> {
             // Relocated, and its file never listed: no garbage to count.
             return Ok(());
         }
-        let e = self.blobs.read.entry(r.file_number).or_default();
-        e.0 += 1;
-        e.1 += r.record_bytes(user_key);
+        self.blobs.read.add(r.file_number, r.record_bytes(user_key));
         Ok(())
     }
 
@@ -652,9 +651,9 @@ impl Outputs<'_, '_> {
                 }
                 self.add_entry(ikey, value, sequence, kind)?;
                 self.note_reference(user_key, &r);
-                let e = self.blobs.written.entry(r.file_number).or_default();
-                e.0 += 1;
-                e.1 += r.record_bytes(user_key);
+                self.blobs
+                    .written
+                    .add(r.file_number, r.record_bytes(user_key));
                 Ok(())
             }
             _ => self.add_entry(ikey, value, sequence, kind),
@@ -663,13 +662,9 @@ impl Outputs<'_, '_> {
 
     /// Records that the current output references `r`'s blob file (stored under `user_key`).
     fn note_reference(&mut self, user_key: &[u8], r: &BlobRef) {
+        // The output's `meta.blob_files` are these files, listed when it is finished.
         if let Some(o) = self.current.as_mut() {
-            if let Err(i) = o.meta.blob_files.binary_search(&r.file_number) {
-                o.meta.blob_files.insert(i, r.file_number);
-            }
-            let e = o.blob_refs.entry(r.file_number).or_default();
-            e.0 += 1;
-            e.1 += r.record_bytes(user_key);
+            o.blob_refs.add(r.file_number, r.record_bytes(user_key));
         }
     }
 
@@ -1037,7 +1032,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
         },
         largest: Vec::new(),
         newest_write_time: 0,
-        blob_refs: BTreeMap::new(),
+        blob_refs: BlobTally::default(),
     })
 }
 
@@ -1064,14 +1059,13 @@ fn tombstones_to_keep(
 }
 
 /// An output's references per blob file as its table records them.
-fn blob_references(refs: &BTreeMap<u64, (u64, u64)>) -> Vec<crate::sst::BlobReferences> {
-    let reference =
-        |(&file_number, &(count, bytes)): (&u64, &(u64, u64))| crate::sst::BlobReferences {
-            file_number,
-            count,
-            bytes,
-        };
-    refs.iter().map(reference).collect()
+fn blob_references(refs: &BlobTally) -> Vec<crate::sst::BlobReferences> {
+    let reference = |(file_number, (count, bytes)): (u64, (u64, u64))| crate::sst::BlobReferences {
+        file_number,
+        count,
+        bytes,
+    };
+    refs.sorted().into_iter().map(reference).collect()
 }
 
 fn finish_output(
@@ -1085,6 +1079,7 @@ fn finish_output(
     if o.newest_write_time > 0 {
         builder.set_newest_write_time(o.newest_write_time);
     }
+    meta.blob_files = o.blob_refs.files();
     builder.set_blob_references(blob_references(&o.blob_refs));
     if let (Some(small), Some(large), Some((min_seq, max_seq))) = (
         range_dels.smallest_key(),

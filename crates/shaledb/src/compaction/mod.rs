@@ -5,6 +5,7 @@
 //! above. A compaction merges files of level n with the overlapping files of level n+1,
 //! dropping versions no snapshot can see and tombstones that hide nothing below.
 
+mod blob_tally;
 pub(crate) mod job;
 pub(crate) mod picker;
 

@@ -1437,7 +1437,11 @@ mod tests {
         let held = w.clone();
         Writer::recycle(w);
         let w = Writer::for_write(batch(3), false, true);
-        assert_ne!(Arc::as_ptr(&w), first, "a writer another thread holds was reused");
+        assert_ne!(
+            Arc::as_ptr(&w),
+            first,
+            "a writer another thread holds was reused"
+        );
         assert!(held.sync && w.disable_wal);
     }
 
