@@ -53,10 +53,8 @@ impl Writer {
         }
     }
 
-    /// A writer for `batch`: this thread's spare one (`recycle`) made new if no other thread
-    /// still holds it (a leader may keep a member's handle for a moment after acknowledging
-    /// it), else a new one. A lone writer so allocates nothing per write for its place in
-    /// the queue.
+    /// A writer for `batch`: this thread's spare one (`recycle`) made new, else a new one. A
+    /// lone writer so allocates nothing per write for its place in the queue.
     fn for_write(batch: WriteBatch, sync: bool, disable_wal: bool) -> Arc<Writer> {
         if let Some(mut spare) = SPARE_WRITER.with(Cell::take) {
             if let Some(w) = Arc::get_mut(&mut spare) {
@@ -67,9 +65,16 @@ impl Writer {
         Writer::queued(Some(batch), sync, disable_wal)
     }
 
-    /// Keeps `w`, whose write is done, as this thread's spare writer.
-    fn recycle(w: Arc<Writer>) {
-        SPARE_WRITER.with(|spare| spare.set(Some(w)));
+    /// Keeps `w`, whose write is done, as this thread's spare writer if no other thread
+    /// holds it (a leader may keep a member's handle for a moment after acknowledging it),
+    /// emptied: a member's batch (copied into its group, not taken) and inserts
+    /// posted to it (which hold memtables) must not outlive the write in an idle thread.
+    fn recycle(mut w: Arc<Writer>) {
+        if let Some(emptied) = Arc::get_mut(&mut w) {
+            *emptied.batch.get_mut() = None;
+            *emptied.inserts.get_mut() = None;
+            SPARE_WRITER.with(|spare| spare.set(Some(w)));
+        }
     }
 
     /// Wakes this writer to look at the queue again. Called with the state mutex held.
@@ -1443,6 +1448,21 @@ mod tests {
             "a writer another thread holds was reused"
         );
         assert!(held.sync && w.disable_wal);
+
+        // The spare keeps nothing of its write: not the batch (a member's stays in its
+        // writer) nor inserts posted to it, whose memtables an idle thread would pin.
+        let inserts = GroupInserts::new(WriteBatch::new(), 1, Vec::new(), &[]);
+        *w.inserts.lock() = Some(Arc::new(inserts));
+        Writer::recycle(w);
+        let emptied = SPARE_WRITER.with(|spare| {
+            let w = spare.take();
+            let emptied = w
+                .as_ref()
+                .is_some_and(|w| w.batch.lock().is_none() && w.inserts.lock().is_none());
+            spare.set(w);
+            emptied
+        });
+        assert!(emptied, "the spare writer kept its batch or inserts");
     }
 
     /// A queued writer whose batch puts `n` keys with `value_len`-byte values.
