@@ -308,6 +308,7 @@ fn write_inner(
         range_dels: tombstones_to_keep(range_dels, policy),
         lower: None,
         blobs,
+        blob_entry: Default::default(),
     };
     input.seek_to_first();
     while input.valid() {
@@ -525,6 +526,9 @@ struct Outputs<'a, 'b> {
     /// The user key the current output's range starts at (`None`: the first output).
     lower: Option<Vec<u8>>,
     blobs: &'b mut BlobOutputs,
+    /// The internal key and reference of the last value moved to a blob file, kept to be
+    /// reused: a flush of 1 KB values allocated both for every entry.
+    blob_entry: (Vec<u8>, Vec<u8>),
 }
 
 impl Outputs<'_, '_> {
@@ -599,10 +603,14 @@ impl Outputs<'_, '_> {
                     return self.add_entry(ikey, value, sequence, kind);
                 }
                 let r = self.blob_builder()?.add(user_key, user_value)?;
-                let mut reference = Vec::with_capacity(BlobRef::MAX_ENCODED_LEN + 8);
+                let (mut blob_key, mut reference) = std::mem::take(&mut self.blob_entry);
+                reference.clear();
                 r.encode_entry_to(write_time, &mut reference);
-                let blob_key = key::make_internal_key(user_key, sequence, ValueKind::BlobIndex);
-                self.add_entry(&blob_key, &reference, sequence, ValueKind::BlobIndex)?;
+                blob_key.clear();
+                key::append_internal_key(&mut blob_key, user_key, sequence, ValueKind::BlobIndex);
+                let added = self.add_entry(&blob_key, &reference, sequence, ValueKind::BlobIndex);
+                self.blob_entry = (blob_key, reference);
+                added?;
                 self.note_reference(user_key, &r);
                 if self
                     .blobs
