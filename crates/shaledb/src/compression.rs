@@ -124,7 +124,16 @@ impl Compressor {
                     .get_or_insert_with(|| Box::new(snap::raw::Encoder::new()));
                 compress_snappy(encoder, input, out)
             }
-            kind => compress_with_level(kind, self.level, input, out),
+            CompressionType::Zlib => compress_zlib(self.level, input, out),
+            CompressionType::Lz4 => {
+                *out = lz4_flex::block::compress_prepend_size(input);
+                true
+            }
+            CompressionType::None => {
+                out.clear();
+                out.extend_from_slice(input);
+                true
+            }
         }
     }
 }
@@ -142,50 +151,23 @@ fn compress_snappy(encoder: &mut snap::raw::Encoder, input: &[u8], out: &mut Vec
     }
 }
 
-/// One block with a fresh codec state (zstd goes through `Compressor`, which keeps its context).
-fn compress_with_level(
-    kind: CompressionType,
-    level: Option<i32>,
-    input: &[u8],
-    out: &mut Vec<u8>,
-) -> bool {
+/// Compresses `input` into `out` with zlib at `level` (the codec's default if `None`).
+fn compress_zlib(level: Option<i32>, input: &[u8], out: &mut Vec<u8>) -> bool {
     out.clear();
-    match kind {
-        CompressionType::None => {
-            out.extend_from_slice(input);
+    let level = match level {
+        Some(l) => flate2::Compression::new(l.clamp(0, 9) as u32),
+        None => flate2::Compression::default(),
+    };
+    let mut enc = flate2::write::ZlibEncoder::new(std::mem::take(out), level);
+    if enc.write_all(input).is_err() {
+        return false;
+    }
+    match enc.finish() {
+        Ok(v) => {
+            *out = v;
             true
         }
-        CompressionType::Snappy => compress_snappy(&mut snap::raw::Encoder::new(), input, out),
-        CompressionType::Zlib => {
-            let level = match level {
-                Some(l) => flate2::Compression::new(l.clamp(0, 9) as u32),
-                None => flate2::Compression::default(),
-            };
-            let mut enc = flate2::write::ZlibEncoder::new(std::mem::take(out), level);
-            if enc.write_all(input).is_err() {
-                return false;
-            }
-            match enc.finish() {
-                Ok(v) => {
-                    *out = v;
-                    true
-                }
-                Err(_) => false,
-            }
-        }
-        CompressionType::Lz4 => {
-            *out = lz4_flex::block::compress_prepend_size(input);
-            true
-        }
-        CompressionType::Zstd => {
-            match zstd::bulk::compress(input, level.unwrap_or(ZSTD_DEFAULT_LEVEL)) {
-                Ok(v) => {
-                    *out = v;
-                    true
-                }
-                Err(_) => false,
-            }
-        }
+        Err(_) => false,
     }
 }
 

@@ -1087,8 +1087,9 @@ fn finish_output(
     if o.newest_write_time > 0 {
         builder.set_newest_write_time(o.newest_write_time);
     }
-    meta.blob_files = o.blob_refs.files();
-    builder.set_blob_references(blob_references(&o.blob_refs));
+    let references = blob_references(&o.blob_refs);
+    meta.blob_files = references.iter().map(|r| r.file_number).collect();
+    builder.set_blob_references(references);
     if let (Some(small), Some(large), Some((min_seq, max_seq))) = (
         range_dels.smallest_key(),
         range_dels.largest_key(),
