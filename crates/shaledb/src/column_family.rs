@@ -95,6 +95,7 @@ family_options! {
     blob_file_size: u64,
     blob_compression: CompressionType,
     blob_cache: bool,
+    compress_blob_reference_blocks: bool,
     enable_blob_garbage_collection: bool,
     blob_garbage_collection_age_cutoff: f64,
     blob_garbage_collection_force_threshold: f64,

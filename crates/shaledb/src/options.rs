@@ -322,6 +322,14 @@ pub struct Options {
     /// values repeat; otherwise large values would evict data blocks. Default false (as
     /// RocksDB, which has no blob cache unless one is set).
     pub blob_cache: bool,
+    /// With [`enable_blob_files`](Options::enable_blob_files): compress the tables' data
+    /// blocks that hold blob references and no value with the family's codec too. Default
+    /// false: a get of a blob value reads its reference's block on every block-cache miss, and
+    /// decompressing it costs more than it saves, since such blocks are a few percent of the
+    /// family's bytes (1 KB values, 1 GiB of them, 8 MB cache: random reads 1.3x faster
+    /// without, for tables 2.5x larger: 27 MB beside the values' 1 GiB). Blocks holding
+    /// values are compressed either way.
+    pub compress_blob_reference_blocks: bool,
     /// Compactions move the live blobs of the oldest blob files (the first
     /// [`blob_garbage_collection_age_cutoff`](Options::blob_garbage_collection_age_cutoff)
     /// of them by file number) into new blob files, so old files empty out and are deleted
@@ -492,6 +500,7 @@ impl Default for Options {
             blob_file_size: 256 << 20,
             blob_compression: CompressionType::None,
             blob_cache: false,
+            compress_blob_reference_blocks: false,
             enable_blob_garbage_collection: false,
             blob_garbage_collection_age_cutoff: 0.25,
             blob_garbage_collection_force_threshold: 1.0,
@@ -582,6 +591,7 @@ impl std::fmt::Debug for Options {
             blob_file_size,
             blob_compression,
             blob_cache,
+            compress_blob_reference_blocks,
             enable_blob_garbage_collection,
             blob_garbage_collection_age_cutoff,
             blob_garbage_collection_force_threshold,
@@ -706,6 +716,10 @@ impl std::fmt::Debug for Options {
             .field("blob_compression", blob_compression)
             .field("blob_cache", blob_cache)
             .field(
+                "compress_blob_reference_blocks",
+                compress_blob_reference_blocks,
+            )
+            .field(
                 "enable_blob_garbage_collection",
                 enable_blob_garbage_collection,
             )
@@ -815,6 +829,7 @@ impl Options {
         with_blob_file_size => blob_file_size: u64,
         with_blob_compression => blob_compression: CompressionType,
         with_blob_cache => blob_cache: bool,
+        with_compress_blob_reference_blocks => compress_blob_reference_blocks: bool,
         with_enable_blob_garbage_collection => enable_blob_garbage_collection: bool,
         with_blob_garbage_collection_age_cutoff => blob_garbage_collection_age_cutoff: f64,
         with_blob_garbage_collection_force_threshold => blob_garbage_collection_force_threshold: f64,

@@ -90,6 +90,7 @@ impl SstFileWriter {
             // Ingested files usually land at the bottom of the tree.
             compression: opts.codec_for_output(opts.num_levels.saturating_sub(1), 1, true),
             compression_level: opts.compression_level,
+            compress_blob_reference_blocks: opts.compress_blob_reference_blocks,
             prefix_extractor: opts.prefix_extractor.clone(),
             partition_index: opts.index_type == crate::IndexType::TwoLevel,
             partition_filters: opts.partition_filters,

@@ -672,6 +672,8 @@ fn model_blob_files() {
         o.blob_compression = codec;
         // One run caches blob values in the block cache (evicted and read again).
         o.blob_cache = seed == 17;
+        // Blocks of references are stored raw by default; one run compresses them.
+        o.compress_blob_reference_blocks = seed == 16;
         run_model(seed, o, ops_count(), dir.path());
         let blobs = std::fs::read_dir(dir.path())
             .expect("list")

@@ -1007,6 +1007,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
             .opts
             .codec_for_output(spec.level, spec.base_level, spec.bottommost),
         compression_level: spec.opts.compression_level,
+        compress_blob_reference_blocks: spec.opts.compress_blob_reference_blocks,
         prefix_extractor: spec.opts.prefix_extractor.clone(),
         partition_index: spec.opts.index_type == crate::IndexType::TwoLevel,
         partition_filters: spec.opts.partition_filters,

@@ -8,7 +8,7 @@ use crate::cache::BlockCache;
 use crate::compression::{CompressionType, Compressor};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
-use crate::key::{self, KIND_FOR_SEEK, MAX_SEQUENCE};
+use crate::key::{self, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
 use crate::range_del::FragmentedRangeTombstones;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -68,6 +68,31 @@ pub(crate) struct TableBuilder {
     dict_samples: Option<DictionarySamples>,
     /// The dictionary the data blocks were compressed with, written by `finish`.
     dictionary: Option<Vec<u8>>,
+    /// What the data block being built holds, to decide whether it is compressed.
+    block_values: BlockValues,
+}
+
+/// Whether a data block's entries carry values or only blob references (and tombstones),
+/// counted as entries are added.
+#[derive(Default, Clone, Copy)]
+struct BlockValues {
+    references: bool,
+    inline_values: bool,
+}
+
+impl BlockValues {
+    fn note(&mut self, kind: ValueKind) {
+        match kind {
+            ValueKind::BlobIndex => self.references = true,
+            ValueKind::Put | ValueKind::Merge => self.inline_values = true,
+            ValueKind::Delete | ValueKind::SingleDelete | ValueKind::RangeDeletion => {}
+        }
+    }
+
+    /// Blob references and no value: what `compress_blob_reference_blocks` is about.
+    fn only_references(self) -> bool {
+        self.references && !self.inline_values
+    }
 }
 
 /// The first data blocks of a table that builds a zstd dictionary: held uncompressed (with
@@ -120,6 +145,7 @@ struct IndexPartition {
 
 struct HeldBlock {
     raw: Vec<u8>,
+    codec: CompressionType,
     /// The index separator after this block; `None` until the next block's first key is added.
     separator: Option<Vec<u8>>,
 }
@@ -168,6 +194,7 @@ impl TableBuilder {
             warm_cache: None,
             dict_samples: None,
             dictionary: None,
+            block_values: BlockValues::default(),
         }
     }
 
@@ -277,6 +304,7 @@ impl TableBuilder {
             if p.kind.is_deletion() {
                 self.props.num_deletions += 1;
             }
+            self.block_values.note(p.kind);
         }
         self.props.num_entries += 1;
         self.props.raw_key_size += ikey.len() as u64;
@@ -547,6 +575,8 @@ impl TableBuilder {
             return Ok(());
         }
         let raw = self.data_block.finish();
+        let codec = self.data_block_codec();
+        self.block_values = BlockValues::default();
         if self.opts.partition_filters {
             self.block_hash_ends.push(self.filter_hashes.len());
         }
@@ -554,6 +584,7 @@ impl TableBuilder {
             samples.bytes += raw.len();
             samples.blocks.push(HeldBlock {
                 raw: raw.clone(),
+                codec,
                 separator: None,
             });
             let full = samples.bytes >= samples.target;
@@ -563,7 +594,7 @@ impl TableBuilder {
             }
             return Ok(());
         }
-        let h = self.write_data_block(&raw);
+        let h = self.write_data_block(&raw, codec);
         // The next block grows into the same buffer instead of a fresh one.
         self.data_block.reuse_buffer(raw);
         self.pending_index = Some(h?);
@@ -581,7 +612,7 @@ impl TableBuilder {
             self.dictionary = Some(dict);
         }
         for held in samples.blocks {
-            let h = self.write_data_block(&held.raw)?;
+            let h = self.write_data_block(&held.raw, held.codec)?;
             match held.separator {
                 Some(sep) => self.add_index_entry(&sep, h),
                 None => self.pending_index = Some(h),
@@ -590,9 +621,19 @@ impl TableBuilder {
         Ok(())
     }
 
+    /// The codec of the data block just finished: none for a block of blob references unless
+    /// `compress_blob_reference_blocks` (a get of a blob value reads its reference's block on
+    /// every block-cache miss, and such blocks are a small share of the family's bytes).
+    fn data_block_codec(&self) -> CompressionType {
+        match self.block_values.only_references() && !self.opts.compress_blob_reference_blocks {
+            true => CompressionType::None,
+            false => self.opts.compression,
+        }
+    }
+
     /// Writes one data block (and puts it into the block cache if asked).
-    fn write_data_block(&mut self, raw: &[u8]) -> Result<BlockHandle> {
-        let h = self.write_block(raw, self.opts.compression)?;
+    fn write_data_block(&mut self, raw: &[u8], codec: CompressionType) -> Result<BlockHandle> {
+        let h = self.write_block(raw, codec)?;
         if let Some((cache, cache_id)) = &self.warm_cache {
             // What a read of the block would produce: its uncompressed contents, validated.
             if let Ok(block) = Block::new(raw.to_vec()) {

@@ -74,6 +74,9 @@ pub(crate) struct TableBuilderOptions {
     pub compression: CompressionType,
     /// The codec's level; `None`: its default.
     pub compression_level: Option<i32>,
+    /// Compress data blocks that hold blob references and no value too
+    /// (`Options::compress_blob_reference_blocks`).
+    pub compress_blob_reference_blocks: bool,
     /// The family's prefix extractor: the bloom filter also holds every key's prefix.
     pub prefix_extractor: Option<std::sync::Arc<dyn crate::PrefixExtractor>>,
     /// Write a two-level index: partitions of about `metadata_block_size` bytes under a

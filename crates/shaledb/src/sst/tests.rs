@@ -119,6 +119,7 @@ fn opts(compression: CompressionType) -> TableBuilderOptions {
         bloom_bits_per_key: 10,
         compression,
         compression_level: None,
+        compress_blob_reference_blocks: false,
         prefix_extractor: None,
         partition_index: false,
         partition_filters: false,
@@ -1125,4 +1126,76 @@ fn global_sequence_number_is_presented_on_every_read() {
     .with_global_seqno(Some(0));
     let mut it = Arc::new(plain).iter(ro(true, false));
     assert_eq!(collect(&mut it), entries);
+}
+
+/// The kinds of the entries of each data block of a table, and each block's stored codec.
+fn blocks_by_codec(bytes: &[u8], t: &Table) -> Vec<(CompressionType, Vec<ValueKind>)> {
+    use super::block::{Block, BlockIter};
+    let mut out = Vec::new();
+    for h in t.data_handles_for_tests() {
+        let (start, end) = (h.offset as usize, (h.offset + h.size) as usize);
+        let codec = CompressionType::from_u8(bytes[end]).expect("codec byte");
+        let raw = match codec {
+            CompressionType::None => bytes[start..end].to_vec(),
+            // A compressed block starts with its decoded length (a varint).
+            _ => {
+                let (_, n) = crate::coding::get_varint64(&bytes[start..end]).expect("length");
+                crate::compression::decompress(codec, &bytes[start + n..end], 1 << 20)
+                    .expect("decompress")
+            }
+        };
+        let mut it = BlockIter::new(Arc::new(Block::new(raw).expect("block")));
+        let mut kinds = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            kinds.push(crate::key::parse_internal_key(it.key()).expect("key").kind);
+            it.next();
+        }
+        out.push((codec, kinds));
+    }
+    out
+}
+
+#[test]
+fn blocks_of_blob_references_are_stored_uncompressed_unless_asked() {
+    // Keys 0-399 and 800-1199 are blob references (with a tombstone among the second run),
+    // 400-799 values; every value compresses.
+    let kind_of = |i: usize| match i {
+        400..800 => ValueKind::Put,
+        1000 => ValueKind::Delete,
+        _ => ValueKind::BlobIndex,
+    };
+    let e: Vec<(Vec<u8>, Vec<u8>)> = (0..1200)
+        .map(|i| (make_internal_key(&ukey(i), 1, kind_of(i)), value(i)))
+        .collect();
+    for compress_references in [false, true] {
+        let o = TableBuilderOptions {
+            compress_blob_reference_blocks: compress_references,
+            ..opts(CompressionType::Snappy)
+        };
+        let (bytes, _) = build(o, &e);
+        let t = open_bytes(bytes.clone(), None).expect("open");
+        assert_eq!(collect(&mut t.iter(ro(true, true))), e);
+        let blocks = blocks_by_codec(&bytes, &t);
+        let mut raw_blocks = 0;
+        for (codec, kinds) in &blocks {
+            let has_value = kinds.contains(&ValueKind::Put);
+            let expected = match has_value || compress_references {
+                true => CompressionType::Snappy,
+                false => CompressionType::None,
+            };
+            assert_eq!(*codec, expected, "block of {kinds:?}");
+            raw_blocks += usize::from(*codec == CompressionType::None);
+        }
+        // Most blocks are all references: the rule is not vacuous.
+        match compress_references {
+            true => assert_eq!(raw_blocks, 0),
+            false => assert!(
+                raw_blocks * 2 > blocks.len(),
+                "{raw_blocks} of {}",
+                blocks.len()
+            ),
+        }
+        assert!(blocks.len() > 10, "{} blocks", blocks.len());
+    }
 }

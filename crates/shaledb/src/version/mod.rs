@@ -795,6 +795,7 @@ mod tests {
             bloom_bits_per_key: 10,
             compression: CompressionType::None,
             compression_level: None,
+            compress_blob_reference_blocks: false,
             prefix_extractor: None,
             partition_index: false,
             partition_filters: false,
