@@ -39,6 +39,11 @@ fn options(fs: &FaultFs, mode: Mode) -> Options {
         // The WAL holds references to blobs written before it: a crash at any point leaves
         // no durable reference to a lost blob, and a lost blob never hides a synced write.
         o.separate_blobs_at_write = mode == Mode::BlobsAtWrite;
+        if o.separate_blobs_at_write {
+            // A memtable's blobs fill several files of the write buffer's size (4 KiB),
+            // closed unsynced: a crash between one's close and the flush loses none.
+            o.blob_file_size = 16 << 10;
+        }
     }
     shaledb_testkit::small_tree(&mut o);
     // Every few edits start a new MANIFEST (and switch CURRENT).

@@ -65,6 +65,11 @@ fn options(fs: &FaultFs, mode: Mode) -> Options {
         shaledb_testkit::store_values_in_blob_files(&mut o, 30, shaledb::CompressionType::None);
         // Blob appends and syncs in the write path, under the errors too.
         o.separate_blobs_at_write = mode == Mode::BlobsAtWrite;
+        if o.separate_blobs_at_write {
+            // Several files per memtable, closed as they reach the write buffer's size and
+            // synced later: their syncs and footers under the errors too.
+            o.blob_file_size = 16 << 10;
+        }
     }
     shaledb_testkit::small_tree(&mut o);
     o.max_manifest_file_size = 300;

@@ -68,6 +68,11 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
         shaledb_testkit::store_values_in_blob_files(&mut o, rng.gen_range(0..64), codec);
         // Half of those write the blobs with the values (the WAL holds references).
         o.separate_blobs_at_write = rng.gen_bool(0.5);
+        if o.separate_blobs_at_write && rng.gen_bool(0.5) {
+            // Files larger than the write buffer: a memtable's blobs roll over into several
+            // files closed unsynced, synced with the WAL or by the flush.
+            o.blob_file_size = 64 << 10;
+        }
     }
     o
 }

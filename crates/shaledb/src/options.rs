@@ -346,9 +346,10 @@ pub struct Options {
     /// `min_blob_size` bytes goes to a blob file when it is written, not when it is flushed,
     /// and the WAL and the memtable hold only its reference (WiscKey, RocksDB's legacy
     /// stackable BlobDB). A large value is then written once instead of three times (WAL,
-    /// memtable, then the flush's blob file), and flushes write only small tables. The price:
-    /// a memtable is also full once its blob file reaches
-    /// [`blob_file_size`](Options::blob_file_size), and recovery after a crash reads the
+    /// memtable, then the flush's blob file), and flushes write only small tables. A
+    /// memtable's values go into files of at most the write buffer's size, as a flush would
+    /// write them. The price: a memtable is also full once its blob files hold
+    /// [`blob_file_size`](Options::blob_file_size) bytes, and recovery after a crash reads the
     /// blobs the unflushed WALs refer to (each checked; one that did not survive a power loss
     /// ends the replay there, as a torn WAL tail does). A synced write syncs its blob file
     /// before the WAL. With a [`ttl`](Options::ttl), the write time stays beside the

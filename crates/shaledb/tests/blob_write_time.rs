@@ -474,6 +474,65 @@ fn overwritten_blobs_are_garbage_and_their_files_leave() {
     check_all(&db, &want, "after the compaction");
 }
 
+/// With files larger than the write buffer, a memtable's blobs roll over into files of the
+/// write buffer's size (closed as they fill, synced with the WAL or by the flush), as a flush
+/// would have written them; so the values of a file all overwritten leave with it.
+#[test]
+fn a_memtables_blobs_fill_files_of_the_write_buffers_size() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 16 KiB write buffer, 4 MiB blob files: 300 blobs of 400-1,200 bytes fill several files
+    // while the memtable's own bytes (references) stay below its size.
+    let opts = Options {
+        write_buffer_size: 16 << 10,
+        blob_file_size: 4 << 20,
+        ..options()
+    };
+    let db = Db::open(dir.path(), opts.clone()).expect("open");
+    let keys: Vec<u32> = (0..300).map(|i| i * 5 + 1).collect();
+    let mut want = BTreeMap::new();
+    for &i in &keys {
+        db.put(key(i), value(i, 0)).expect("put");
+        want.insert(key(i), value(i, 0));
+    }
+    let files = files_with(dir.path(), ".blob");
+    assert!(files.len() >= 4, "{files:?}");
+    assert!(files.iter().all(|(_, size)| *size < 20 << 10), "{files:?}");
+    assert!(files_with(dir.path(), ".sst").is_empty(), "flushed already");
+    check_all(&db, &want, "before the flush");
+    // A synced write syncs the closed files too; a reopen reads them back from the WAL's
+    // references.
+    let synced = WriteOptions {
+        sync: true,
+        ..Default::default()
+    };
+    db.put_opt(&synced, b"synced", b"x").expect("synced put");
+    want.insert(b"synced".to_vec(), b"x".to_vec());
+    drop(db);
+    let db = Db::open(dir.path(), opts).expect("reopen");
+    check_all(&db, &want, "after a reopen");
+    // Overwrite the keys of the first file written then: it leaves with the compaction that
+    // drops their old references, the others stay.
+    let first = files_with(dir.path(), ".blob")
+        .into_iter()
+        .next()
+        .expect("a blob file");
+    for &i in &keys[..100] {
+        db.put(key(i), value(i, 1)).expect("overwrite");
+        want.insert(key(i), value(i, 1));
+    }
+    db.flush().expect("flush");
+    let before = common::property(&db, "shaledb.num-blob-files");
+    db.compact_range(None::<&[u8]>, None::<&[u8]>)
+        .expect("compact");
+    assert!(!dir.path().join(&first.0).exists(), "{first:?} stayed");
+    let after = common::property(&db, "shaledb.num-blob-files");
+    assert!(
+        after < before && after >= 2,
+        "{before} -> {after} blob files"
+    );
+    check_all(&db, &want, "after the compaction");
+}
+
 /// A WAL kept for another family still holds references of a family that flushed them long
 /// ago; their blob file may be gone (its blobs all overwritten and compacted away). Replay
 /// skips those entries without reading their blobs, so the other family's writes after them

@@ -18,6 +18,22 @@ const COPY_LIMIT: usize = 64 << 10;
 /// Scratch buffers above this capacity are freed after the record that needed them.
 const KEEP_LIMIT: usize = 4 << 20;
 
+/// A blob file whose footer is written and handed to the OS, not yet synced.
+pub(crate) struct UnsyncedBlobFile {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+}
+
+impl UnsyncedBlobFile {
+    /// Makes the file durable (not its directory entry).
+    pub(crate) fn sync(&mut self) -> Result<()> {
+        let path = &self.path;
+        self.file
+            .sync()
+            .map_err(|e| Error::io(format!("syncing blob file {}", path.display()), e))
+    }
+}
+
 /// Writes the records of one blob file, then its footer.
 pub struct BlobFileBuilder {
     file: Box<dyn WritableFile>,
@@ -164,7 +180,15 @@ impl BlobFileBuilder {
     }
 
     /// Writes the footer and syncs the file (not its directory). The file is complete.
-    pub fn finish(mut self) -> Result<BlobFileMeta> {
+    pub fn finish(self) -> Result<BlobFileMeta> {
+        let (meta, mut file) = self.close()?;
+        file.sync()?;
+        Ok(meta)
+    }
+
+    /// Writes the footer and hands the file to the OS without syncing it: complete once
+    /// [`UnsyncedBlobFile::sync`] returns (before anything durable refers to it).
+    pub(crate) fn close(mut self) -> Result<(BlobFileMeta, UnsyncedBlobFile)> {
         self.check_ok()?;
         let footer = Footer {
             record_count: self.blob_count,
@@ -175,20 +199,22 @@ impl BlobFileBuilder {
         self.file
             .flush()
             .map_err(|e| Error::io(format!("writing blob file {}", path.display()), e))?;
-        self.file
-            .sync()
-            .map_err(|e| Error::io(format!("syncing blob file {}", path.display()), e))?;
         debug_assert_eq!(
             self.offset,
             (HEADER_LEN + FOOTER_LEN) as u64 + self.blob_bytes
         );
-        Ok(BlobFileMeta {
+        let meta = BlobFileMeta {
             number: self.number,
             blob_count: self.blob_count,
             blob_bytes: self.blob_bytes,
             file_size: self.offset,
             file_checksum: self.crc,
-        })
+        };
+        let file = UnsyncedBlobFile {
+            file: self.file,
+            path: self.path,
+        };
+        Ok((meta, file))
     }
 
     /// Compresses `value` into `self.compressed` and returns the codec to store it with:

@@ -19,6 +19,7 @@ mod write_time;
 mod tests;
 
 pub use builder::BlobFileBuilder;
+pub(crate) use builder::UnsyncedBlobFile;
 pub(crate) use readahead::BlobReadahead;
 pub use reader::BlobFileReader;
 pub(crate) use write_time::{BlobFileEnv, WalBlobFailure, WalBlobReaders, WriteTimeBlobs};

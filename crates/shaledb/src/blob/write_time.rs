@@ -14,10 +14,11 @@
 //!   and the files are deleted with the other unlisted ones.
 //!
 //! Durability: the leader hands a group's blob bytes to the OS before the WAL record that
-//! refers to them, and syncs the files before the WAL when the group or a WAL rotation syncs.
+//! refers to them, and syncs the files (and the directory entries of new ones) before the WAL
+//! when the group or a WAL rotation syncs.
 
 use super::format::{HEADER_LEN, RECORD_HEADER_LEN};
-use super::{BlobFileBuilder, BlobFileReader, BlobRef};
+use super::{BlobFileBuilder, BlobFileReader, BlobRef, UnsyncedBlobFile};
 use crate::compression::CompressionType;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -26,7 +27,7 @@ use crate::version::{filename, BlobFileAddition};
 use crate::write_batch::{BatchEntry, WriteBatch};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// What creating and filling a file needs from the database.
@@ -44,6 +45,11 @@ pub(crate) struct WriteTimeBlobs {
     ttl: bool,
     min_blob_size: u64,
     blob_file_size: u64,
+    /// A file is closed and the next one started once it holds this many bytes: the write
+    /// buffer's size (at most `blob_file_size`), so a memtable's values are spread over files
+    /// of the size a flush would have written them in, and a file all of whose blobs were
+    /// overwritten goes as a whole, as it would have.
+    file_target: u64,
     compression: CompressionType,
     compression_level: Option<i32>,
     bytes_per_sync: u64,
@@ -54,8 +60,15 @@ pub(crate) struct WriteTimeBlobs {
 struct State {
     /// The file values are appended to.
     current: Option<BlobFileBuilder>,
-    /// Files finished as they filled, or by the flush.
+    /// Files closed as they filled (synced once `closed_unsynced` is empty) or finished by
+    /// the flush.
     finished: Vec<BlobFileAddition>,
+    /// Files closed as they filled (footer written), not synced yet: `sync` and `finish`
+    /// sync them.
+    closed_unsynced: Vec<UnsyncedBlobFile>,
+    /// A file was created since the directory was last synced: the directory to sync
+    /// before anything durable refers to it.
+    dir_unsynced: Option<(Arc<dyn FileSystem>, PathBuf)>,
     /// One reader per file, by creation order.
     readers: Vec<Arc<BlobFileReader>>,
     /// Record bytes appended to every file so far.
@@ -80,6 +93,10 @@ impl WriteTimeBlobs {
             ttl: opts.ttl.is_some(),
             min_blob_size: opts.min_blob_size,
             blob_file_size: opts.blob_file_size,
+            file_target: opts
+                .blob_file_size
+                .min(opts.write_buffer_size as u64)
+                .max(1),
             compression: opts.blob_compression,
             compression_level: opts.compression_level,
             bytes_per_sync: opts.bytes_per_sync,
@@ -120,6 +137,7 @@ impl WriteTimeBlobs {
         }
         if let (None, Some(number)) = (&st.current, number) {
             let builder = self.create_file(env, number, cf_id)?;
+            st.dir_unsynced = Some((env.fs.clone(), env.dir.to_path_buf()));
             let path = filename::blob_file(env.dir, builder.number());
             let file = env.fs.open_random_access(&path).map_err(|e| {
                 Error::io(format!("opening blob file {} to read", path.display()), e)
@@ -140,18 +158,19 @@ impl WriteTimeBlobs {
             }
         };
         let grown = builder.file_size() - before;
-        let full = builder.file_size() >= self.blob_file_size;
+        let full = builder.file_size() >= self.file_target;
         st.bytes += grown;
         st.unsynced = true;
         if full {
-            finish_current(&mut st)?;
+            close_current(&mut st)?;
         }
         Ok(r)
     }
 
-    /// Creates a file and hands its header to the OS, so a reader can open it at once, and
-    /// syncs the directory, so the file's name is as durable as the references a synced WAL
-    /// record will hold to it.
+    /// Creates a file and hands its header to the OS, so a reader can open it at once. The
+    /// directory is synced by the next `sync` or `finish`, before a synced WAL record or the
+    /// MANIFEST refers to the file (a sync per file made large-value fills wait on the device
+    /// once per write buffer of values).
     fn create_file(
         &self,
         env: &BlobFileEnv<'_>,
@@ -168,9 +187,6 @@ impl WriteTimeBlobs {
         )?;
         b.set_writeback_interval(self.bytes_per_sync);
         b.hand_to_os()?;
-        env.fs
-            .sync_dir(env.dir)
-            .map_err(|e| Error::io("syncing the database directory for a blob file", e))?;
         Ok(b)
     }
 
@@ -210,9 +226,11 @@ impl WriteTimeBlobs {
     /// to do if nothing was appended since the last time.
     pub(crate) fn sync(&self) -> Result<()> {
         let mut st = self.state.lock();
-        if !st.unsynced {
+        if !st.unsynced && st.dir_unsynced.is_none() {
             return Ok(());
         }
+        sync_dir(&mut st)?;
+        sync_closed(&mut st)?;
         if let Some(b) = st.current.as_mut() {
             b.sync()?;
         }
@@ -248,6 +266,8 @@ impl WriteTimeBlobs {
         let mut st = self.state.lock();
         st.sealed = true;
         finish_current(&mut st)?;
+        sync_closed(&mut st)?;
+        sync_dir(&mut st)?;
         Ok(st.finished.clone())
     }
 
@@ -398,6 +418,47 @@ fn abandon_current(st: &mut State) {
         // Dropped: its buffer may still reach the file, past every record referred to.
         st.unfinished.push(b.number());
     }
+}
+
+/// Closes the file being appended to, full, without syncing it (a sync per write buffer of
+/// values would make large-value fills wait on the device as often as flushes do); `sync`
+/// and `finish` sync it. One that fails is remembered as unfinished, as in `finish_current`.
+fn close_current(st: &mut State) -> Result<()> {
+    let Some(b) = st.current.take() else {
+        return Ok(());
+    };
+    let number = b.number();
+    match b.close() {
+        Ok((meta, file)) => {
+            st.finished.push(BlobFileAddition::from(meta));
+            st.closed_unsynced.push(file);
+            Ok(())
+        }
+        Err(e) => {
+            st.unfinished.push(number);
+            Err(e)
+        }
+    }
+}
+
+/// Syncs the directory if a file was created in it since it was last synced.
+fn sync_dir(st: &mut State) -> Result<()> {
+    if let Some((fs, dir)) = &st.dir_unsynced {
+        fs.sync_dir(dir)
+            .map_err(|e| Error::io("syncing the database directory for a blob file", e))?;
+        st.dir_unsynced = None;
+    }
+    Ok(())
+}
+
+/// Syncs the files closed since the last sync; one that fails stays to be synced again (the
+/// error reaches the write or flush that needed it).
+fn sync_closed(st: &mut State) -> Result<()> {
+    while let Some(file) = st.closed_unsynced.last_mut() {
+        file.sync()?;
+        st.closed_unsynced.pop();
+    }
+    Ok(())
 }
 
 /// Finishes the file being appended to, if any. One that fails is remembered as unfinished
