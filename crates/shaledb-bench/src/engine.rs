@@ -52,6 +52,8 @@ pub struct CommonOptions {
     pub level0_stop_writes_trigger: u32,
     /// Background threads.
     pub max_background_jobs: u32,
+    /// Threads one compaction out of L0 may split into (db_bench's `--subcompactions`).
+    pub subcompactions: u32,
     /// Disable automatic compactions (bulk load).
     pub disable_auto_compactions: bool,
     /// Skip the WAL.
@@ -195,6 +197,7 @@ impl Default for CommonOptions {
             level0_slowdown_writes_trigger: 20,
             level0_stop_writes_trigger: 36,
             max_background_jobs: 2,
+            subcompactions: 1,
             disable_auto_compactions: false,
             disable_wal: false,
             sync: false,

@@ -44,6 +44,9 @@ fn options(fs: &FaultFs, mode: Mode) -> Options {
             // closed unsynced: a crash between one's close and the flush loses none.
             o.blob_file_size = 16 << 10;
         }
+        // Compactions out of L0 and the manual one split into two ranges written side by
+        // side: a crash while both write leaves neither's files in the tree.
+        o.max_subcompactions = 2;
     }
     shaledb_testkit::small_tree(&mut o);
     // Every few edits start a new MANIFEST (and switch CURRENT).

@@ -70,6 +70,8 @@ fn options(fs: &FaultFs, mode: Mode) -> Options {
             // synced later: their syncs and footers under the errors too.
             o.blob_file_size = 16 << 10;
         }
+        // Split compactions: an error in one range removes the other ranges' files too.
+        o.max_subcompactions = 2;
     }
     shaledb_testkit::small_tree(&mut o);
     o.max_manifest_file_size = 300;

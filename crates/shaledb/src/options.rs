@@ -283,6 +283,12 @@ pub struct Options {
     pub bgerror_resume_retry_interval: std::time::Duration,
     /// Background threads for flushes and compactions. Default: the number of cores.
     pub max_background_jobs: usize,
+    /// Threads one compaction out of L0 (or one manual compaction step) may split into, each
+    /// writing a range of keys of about equal input bytes, cut at the inputs' data-block
+    /// bounds (RocksDB's `max_subcompactions`). Leveled compaction runs one L0 compaction at a
+    /// time, so writes that outpace it wait on one thread; these threads come on top of
+    /// `max_background_jobs`. Default 1: no split, as RocksDB's.
+    pub max_subcompactions: u32,
     /// Do not compact automatically (bulk loading); `compact_range` still works. Default false.
     pub disable_auto_compactions: bool,
     /// Combines merge operands (`Db::merge`) into values. Default none: merges are refused.
@@ -491,6 +497,7 @@ impl Default for Options {
             max_background_jobs: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
+            max_subcompactions: 1,
             disable_auto_compactions: false,
             merge_operator: None,
             compaction_filter: None,
@@ -582,6 +589,7 @@ impl std::fmt::Debug for Options {
             max_bgerror_resume_count,
             bgerror_resume_retry_interval,
             max_background_jobs,
+            max_subcompactions,
             disable_auto_compactions,
             merge_operator,
             compaction_filter,
@@ -706,6 +714,7 @@ impl std::fmt::Debug for Options {
                 bgerror_resume_retry_interval,
             )
             .field("max_background_jobs", max_background_jobs)
+            .field("max_subcompactions", max_subcompactions)
             .field("disable_auto_compactions", disable_auto_compactions)
             .field("merge_operator", merge_operator)
             .field("compaction_filter", compaction_filter)
@@ -816,6 +825,7 @@ impl Options {
         with_max_bgerror_resume_count => max_bgerror_resume_count: u32,
         with_bgerror_resume_retry_interval => bgerror_resume_retry_interval: std::time::Duration,
         with_max_background_jobs => max_background_jobs: usize,
+        with_max_subcompactions => max_subcompactions: u32,
         with_disable_auto_compactions => disable_auto_compactions: bool,
         with_max_key_size => max_key_size: usize,
         with_max_value_size => max_value_size: usize,
@@ -1039,6 +1049,9 @@ impl Options {
         }
         if self.max_background_jobs == 0 {
             return bad("max_background_jobs must be at least 1");
+        }
+        if self.max_subcompactions == 0 {
+            return bad("max_subcompactions must be at least 1 (1: compactions are not split)");
         }
         if self.ttl.is_some_and(|t| t.as_secs() == 0) {
             return bad("ttl must be at least one second (None: entries never expire)");

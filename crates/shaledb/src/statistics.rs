@@ -81,6 +81,10 @@ tickers! {
     CompactionBytesRead => "shaledb.compact.read.bytes",
     /// Bytes of the table and blob files compactions wrote.
     CompactionBytesWritten => "shaledb.compact.write.bytes",
+    /// Key ranges compactions were split into and written side by side
+    /// (`Options::max_subcompactions`; a compaction not split counts none). RocksDB keeps
+    /// `num.subcompactions.scheduled` as a histogram.
+    SubcompactionsRun => "shaledb.num.subcompactions.run",
     /// Microseconds writes spent stalled or slowed down.
     StallMicros => "shaledb.stall.micros",
     /// Microseconds flush and compaction writes waited for the rate limiter.

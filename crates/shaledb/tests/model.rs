@@ -657,6 +657,25 @@ fn model_partitions_in_a_small_block_cache() {
 /// Blob files with a small `min_blob_size` (most values are blobs, the short ones stay in the
 /// tables) and small blob files (many per flush and compaction), with and without a codec:
 /// every read, across reopens, against the model.
+/// Compactions out of L0 and manual ones split into up to three subcompactions (key ranges
+/// written by threads side by side), with and without blob files (and their garbage
+/// collection), against the model.
+#[test]
+fn model_subcompactions() {
+    for (seed, blobs) in [(30, false), (31, true)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut o = small_options(CompressionType::Snappy, 10, 256);
+        o.max_subcompactions = 3;
+        if blobs {
+            o.enable_blob_files = true;
+            o.min_blob_size = 16;
+            o.blob_file_size = 8 << 10;
+            o.enable_blob_garbage_collection = true;
+        }
+        run_model(seed, o, ops_count(), dir.path());
+    }
+}
+
 #[test]
 fn model_blob_files() {
     for (seed, codec, min_blob_size) in [

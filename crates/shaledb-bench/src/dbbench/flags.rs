@@ -156,6 +156,11 @@ pub const FLAGS: &[FlagSpec] = &[
     ),
     used("max_background_jobs", false, "background threads"),
     used(
+        "subcompactions",
+        false,
+        "threads one compaction out of L0 splits into (max_subcompactions; 1: none)",
+    ),
+    used(
         "disable_auto_compactions",
         true,
         "no automatic compactions (bulk load)",
@@ -813,6 +818,7 @@ impl Flags {
                 d.level0_stop_writes_trigger,
             )?,
             max_background_jobs: mbj.max(mbc),
+            subcompactions: get(m, "subcompactions", d.subcompactions)?,
             disable_auto_compactions: get_bool(
                 m,
                 "disable_auto_compactions",

@@ -276,6 +276,116 @@ pub(crate) fn write_tables(
     new_file_number: &mut dyn FnMut() -> u64,
     shutting_down: &AtomicBool,
 ) -> Result<Written> {
+    let all = KeyRange::default();
+    write_range(
+        spec,
+        input,
+        all,
+        range_dels,
+        policy,
+        new_file_number,
+        shutting_down,
+    )
+}
+
+/// A user-key range `[lower, upper)` of a compaction (`None`: unbounded): what one
+/// subcompaction writes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct KeyRange<'k> {
+    pub lower: Option<&'k [u8]>,
+    pub upper: Option<&'k [u8]>,
+}
+
+/// `inner` limited to the user keys of `range`: `seek_to_first` seeks to `range.lower`, and
+/// it is invalid outside the range.
+struct RangeInput<'i, 'k> {
+    inner: &'i mut dyn InternalIterator,
+    range: KeyRange<'k>,
+}
+
+impl RangeInput<'_, '_> {
+    fn seek_user_key(&mut self, user_key: &[u8]) {
+        self.inner.seek(&key::make_internal_key(
+            user_key,
+            key::MAX_SEQUENCE,
+            key::KIND_FOR_SEEK,
+        ));
+    }
+}
+
+impl InternalIterator for RangeInput<'_, '_> {
+    fn valid(&self) -> bool {
+        if !self.inner.valid() {
+            return false;
+        }
+        let user_key = key::user_key(self.inner.key());
+        self.range.lower.is_none_or(|l| user_key >= l)
+            && self.range.upper.is_none_or(|u| user_key < u)
+    }
+    fn seek_to_first(&mut self) {
+        match self.range.lower {
+            Some(l) => self.seek_user_key(l),
+            None => self.inner.seek_to_first(),
+        }
+    }
+    fn seek_to_last(&mut self) {
+        let Some(u) = self.range.upper else {
+            return self.inner.seek_to_last();
+        };
+        self.seek_user_key(u);
+        match self.inner.valid() {
+            true => self.inner.prev(),
+            false => self.inner.seek_to_last(),
+        }
+    }
+    fn seek(&mut self, target: &[u8]) {
+        match self.range.lower {
+            Some(l) if key::user_key(target) < l => self.seek_user_key(l),
+            _ => self.inner.seek(target),
+        }
+    }
+    fn next(&mut self) {
+        self.inner.next();
+    }
+    fn prev(&mut self) {
+        self.inner.prev();
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    fn pinned_value(&self) -> Option<crate::Value> {
+        self.inner.pinned_value()
+    }
+    fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+}
+
+/// [`write_tables`] for the entries of `input` in `range` alone, and the range tombstones
+/// clipped to it: one subcompaction.
+pub(crate) fn write_range(
+    spec: &OutputSpec<'_>,
+    input: &mut dyn InternalIterator,
+    range: KeyRange<'_>,
+    range_dels: Option<&FragmentedRangeTombstones>,
+    policy: Option<&DropPolicy>,
+    new_file_number: &mut dyn FnMut() -> u64,
+    shutting_down: &AtomicBool,
+) -> Result<Written> {
+    let mut bounded;
+    let input: &mut dyn InternalIterator = match (range.lower, range.upper) {
+        (None, None) => input,
+        _ => {
+            bounded = RangeInput {
+                inner: input,
+                range,
+            };
+            &mut bounded
+        }
+    };
     let mut done: Vec<FileMetaData> = Vec::new();
     let mut current: Option<Output> = None;
     let mut blobs = match spec.write_time_blobs {
@@ -291,6 +401,7 @@ pub(crate) fn write_tables(
     let res = write_inner(
         spec,
         input,
+        range,
         range_dels,
         policy,
         new_file_number,
@@ -331,6 +442,7 @@ pub(crate) fn write_tables(
 fn write_inner(
     spec: &OutputSpec<'_>,
     input: &mut dyn InternalIterator,
+    range: KeyRange<'_>,
     range_dels: Option<&FragmentedRangeTombstones>,
     policy: Option<&DropPolicy>,
     new_file_number: &mut dyn FnMut() -> u64,
@@ -350,7 +462,8 @@ fn write_inner(
         done,
         current,
         range_dels: tombstones_to_keep(range_dels, policy),
-        lower: None,
+        lower: range.lower.map(<[u8]>::to_vec),
+        upper: range.upper,
         blobs,
         blob_entry: Default::default(),
     };
@@ -567,8 +680,11 @@ struct Outputs<'a, 'b> {
     current: &'b mut Option<Output>,
     /// The range tombstones the outputs keep; each output gets the part in its key range.
     range_dels: FragmentedRangeTombstones,
-    /// The user key the current output's range starts at (`None`: the first output).
+    /// The user key the current output's range starts at (`None`: the first output of an
+    /// unbounded range).
     lower: Option<Vec<u8>>,
+    /// Where the last output's range ends (`None`: unbounded).
+    upper: Option<&'a [u8]>,
     blobs: &'b mut BlobOutputs,
     /// The internal key and reference of the last value moved to a blob file, kept to be
     /// reused: a flush of 1 KB values allocated both for every entry.
@@ -598,7 +714,7 @@ impl Outputs<'_, '_> {
     /// Finishes the last output with the rest of the range tombstones, opening one for them
     /// if every entry was dropped.
     fn finish_last(&mut self) -> Result<()> {
-        let t = self.range_dels.clipped(self.lower.as_deref(), None);
+        let t = self.range_dels.clipped(self.lower.as_deref(), self.upper);
         if self.current.is_none() && !t.is_empty() {
             *self.current = Some(open_output(self.spec, (self.new_file_number)())?);
         }

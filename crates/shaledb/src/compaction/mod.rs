@@ -8,6 +8,7 @@
 mod blob_tally;
 pub(crate) mod job;
 pub(crate) mod picker;
+pub(crate) mod subcompactions;
 
 use crate::version::FileMetaData;
 use std::sync::Arc;

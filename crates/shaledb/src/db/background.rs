@@ -11,7 +11,7 @@ use super::CfState;
 use super::{DbInner, DbState};
 use crate::compaction::job::{self, DropPolicy, OutputSpec};
 use crate::compaction::LevelStats;
-use crate::compaction::{picker, Compaction};
+use crate::compaction::{picker, subcompactions, Compaction};
 use crate::error::{Error, Result};
 use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
@@ -41,6 +41,10 @@ enum Job {
     /// (recovery.rs).
     RetireWal,
 }
+
+/// Split points a subcompaction picker takes from each input table: enough to balance two to
+/// eight ranges within a few percent of the inputs' bytes.
+const SUBCOMPACTION_ANCHORS_PER_FILE: usize = 64;
 
 impl DbInner {
     /// The loop each background thread runs until shutdown.
@@ -789,33 +793,6 @@ impl DbInner {
         family_opts: &Options,
         (cf_id, cf_name): (u32, &str),
     ) -> Result<job::Written> {
-        // Compaction reads every block once: checked, and kept out of the cache.
-        let opts = BlockReadOptions {
-            verify_checksums: true,
-            fill_cache: false,
-        };
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        if c.level == 0 {
-            for f in &c.inputs[0] {
-                let t = self.tables.get(f)?;
-                children
-                    .push(Box::new(t.iter(opts).with_compaction_readahead(
-                        self.opts.compaction_readahead_size,
-                    )));
-            }
-        } else {
-            children.push(Box::new(
-                LevelIterator::new(c.inputs[0].clone(), self.tables.clone(), opts)
-                    .with_compaction_readahead(self.opts.compaction_readahead_size),
-            ));
-        }
-        if !c.inputs[1].is_empty() {
-            children.push(Box::new(
-                LevelIterator::new(c.inputs[1].clone(), self.tables.clone(), opts)
-                    .with_compaction_readahead(self.opts.compaction_readahead_size),
-            ));
-        }
-        let mut merged = MergingIterator::new(children);
         let mut range_dels = Vec::new();
         for f in c.inputs.iter().flatten() {
             if f.num_range_deletions > 0 {
@@ -859,14 +836,138 @@ impl DbInner {
             }),
             flush: false,
         };
-        job::write_tables(
-            &spec,
-            &mut merged,
-            Some(&range_dels),
-            Some(&policy),
-            &mut || self.state_new_file_number(),
-            &self.shutting_down,
-        )
+        let boundaries = self.subcompaction_boundaries(c)?;
+        let ranges = subcompactions::ranges(&boundaries);
+        let run = |range: job::KeyRange<'_>| -> Result<job::Written> {
+            let mut input = self.compaction_input(c)?;
+            job::write_range(
+                &spec,
+                &mut input,
+                range,
+                Some(&range_dels),
+                Some(&policy),
+                &mut || self.state_new_file_number(),
+                &self.shutting_down,
+            )
+        };
+        let Some((&first, rest)) = ranges.split_first() else {
+            return run(job::KeyRange::default());
+        };
+        if rest.is_empty() {
+            return run(first);
+        }
+        if let Some(s) = &self.stats {
+            s.add(
+                crate::statistics::Ticker::SubcompactionsRun,
+                ranges.len() as u64,
+            );
+        }
+        // The first range on this thread, the others on threads of their own.
+        let results: Vec<Result<job::Written>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = rest
+                .iter()
+                .map(|&r| {
+                    std::thread::Builder::new()
+                        .name("shaledb-subcompaction".to_string())
+                        .spawn_scoped(scope, move || run(r))
+                })
+                .collect();
+            let mut results = vec![run(first)];
+            for h in handles {
+                results.push(match h {
+                    // A panic goes on as it would have on the compaction's own thread.
+                    Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    Err(e) => Err(Error::io("starting a subcompaction thread", e)),
+                });
+            }
+            results
+        });
+        let mut parts = Vec::with_capacity(results.len());
+        let mut failure = None;
+        for r in results {
+            match r {
+                Ok(w) => parts.push(w),
+                Err(e) => failure = failure.or(Some(e)),
+            }
+        }
+        if let Some(e) = failure {
+            // The ranges that finished leave no files behind either.
+            for w in &parts {
+                self.discard_outputs(w);
+            }
+            return Err(e);
+        }
+        Ok(subcompactions::merge_written(parts))
+    }
+
+    /// The merged input of `c`: every input table, read with checksums verified, around the
+    /// block cache.
+    fn compaction_input(&self, c: &Compaction) -> Result<MergingIterator> {
+        let opts = BlockReadOptions {
+            verify_checksums: true,
+            fill_cache: false,
+        };
+        let readahead = self.opts.compaction_readahead_size;
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        if c.level == 0 {
+            for f in &c.inputs[0] {
+                let t = self.tables.get(f)?;
+                children.push(Box::new(t.iter(opts).with_compaction_readahead(readahead)));
+            }
+        } else {
+            children.push(Box::new(
+                LevelIterator::new(c.inputs[0].clone(), self.tables.clone(), opts)
+                    .with_compaction_readahead(readahead),
+            ));
+        }
+        if !c.inputs[1].is_empty() {
+            children.push(Box::new(
+                LevelIterator::new(c.inputs[1].clone(), self.tables.clone(), opts)
+                    .with_compaction_readahead(readahead),
+            ));
+        }
+        Ok(MergingIterator::new(children))
+    }
+
+    /// The user keys that split `c` into subcompactions of about equal input bytes
+    /// (`Options::max_subcompactions`), cut at the data-block bounds of its input tables:
+    /// none unless `c` compacts out of L0 into a deeper level or is manual (RocksDB's rule).
+    fn subcompaction_boundaries(&self, c: &Compaction) -> Result<Vec<Vec<u8>>> {
+        let n = self.opts.max_subcompactions.max(1) as usize;
+        if n < 2 || !((c.level == 0 && c.output_level > 0) || c.manual) {
+            return Ok(Vec::new());
+        }
+        let mut tables = Vec::new();
+        for f in c.inputs.iter().flatten() {
+            tables.push((f.clone(), self.tables.get(f)?));
+        }
+        let mut candidates: Vec<Vec<u8>> = tables
+            .iter()
+            .flat_map(|(_, t)| t.key_anchors(SUBCOMPACTION_ANCHORS_PER_FILE))
+            .map(|(k, _)| k)
+            .collect();
+        candidates.sort_unstable();
+        candidates.dedup();
+        let total: u64 = tables.iter().map(|(f, _)| f.file_size).sum();
+        let bytes_below = |user_key: &[u8]| -> u64 {
+            let target = key::make_internal_key(user_key, key::MAX_SEQUENCE, key::KIND_FOR_SEEK);
+            let below = |(f, t): &(Arc<FileMetaData>, Arc<crate::sst::Table>)| {
+                if user_key <= f.smallest.user_key() {
+                    0
+                } else if user_key > f.largest.user_key() {
+                    f.file_size
+                } else {
+                    t.approximate_offset_of(&target).min(f.file_size)
+                }
+            };
+            tables.iter().map(below).sum()
+        };
+        Ok(subcompactions::pick_boundaries(
+            &candidates,
+            n,
+            total,
+            &bytes_below,
+        ))
     }
 
     /// Freezes the active memtable and waits until it is flushed.

@@ -782,6 +782,34 @@ impl Table {
         self.metaindex_handle.offset
     }
 
+    /// Up to `max` user keys spread evenly over the table's data blocks (index separators,
+    /// every k-th), with the file offset of the block each bounds: where a compaction may
+    /// split its inputs (subcompactions). Empty if the index cannot be read.
+    pub(crate) fn key_anchors(&self, max: usize) -> Vec<(Vec<u8>, u64)> {
+        let Ok(mut index) = self.index_iter() else {
+            return Vec::new();
+        };
+        let blocks = self.props.num_data_blocks.max(1) as usize;
+        let step = blocks.div_ceil(max.max(1)).max(1);
+        let mut out = Vec::new();
+        index.seek_to_first(self);
+        let mut i = 0usize;
+        while index.valid() {
+            if i % step == step - 1 {
+                let separator = index.key();
+                let user_key = match self.index_form.user_keys {
+                    true => separator,
+                    false => key::user_key(separator),
+                };
+                let end = index.handle().offset + index.handle().size;
+                out.push((user_key.to_vec(), end));
+            }
+            i += 1;
+            index.next(self);
+        }
+        out
+    }
+
     /// False only if the table certainly holds no key with `prefix`, the prefix that the
     /// extractor with id `extractor_id` gives; true if the table's filter was not built with
     /// that extractor's prefixes.

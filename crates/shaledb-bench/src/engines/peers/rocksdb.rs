@@ -157,6 +157,7 @@ mod ffi {
             v: c_double,
         );
         pub fn rocksdb_options_set_max_background_jobs(o: *mut rocksdb_options_t, v: c_int);
+        pub fn rocksdb_options_set_max_subcompactions(o: *mut rocksdb_options_t, v: u32);
         pub fn rocksdb_options_set_disable_auto_compactions(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_use_direct_reads(o: *mut rocksdb_options_t, v: c_uchar);
         pub fn rocksdb_options_set_allow_mmap_reads(o: *mut rocksdb_options_t, v: c_uchar);
@@ -427,6 +428,7 @@ fn db_options(
             o,
             clamp_int(u64::from(c.max_background_jobs.max(1))),
         );
+        ffi::rocksdb_options_set_max_subcompactions(o, c.subcompactions.max(1));
         ffi::rocksdb_options_set_disable_auto_compactions(
             o,
             c_int::from(c.disable_auto_compactions),
