@@ -128,7 +128,7 @@ mod tests {
     use super::*;
     use crate::key::{InternalKey, ValueKind};
 
-    fn file(number: u64, small: &[u8], large: &[u8]) -> Arc<FileMetaData> {
+    pub(super) fn file(number: u64, small: &[u8], large: &[u8]) -> Arc<FileMetaData> {
         Arc::new(FileMetaData {
             number,
             file_size: 1000,

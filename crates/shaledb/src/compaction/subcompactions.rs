@@ -136,23 +136,9 @@ mod tests {
 
     #[test]
     fn merged_outputs_keep_range_order_and_sum_garbage_per_file() {
-        use crate::key::{InternalKey, ValueKind};
-        use crate::version::{BlobFileAddition, FileMetaData};
-        let table = |number| FileMetaData {
-            number,
-            file_size: 100,
-            smallest: InternalKey::new(b"a", 1, ValueKind::Put),
-            largest: InternalKey::new(b"b", 1, ValueKind::Put),
-            smallest_seqno: 1,
-            largest_seqno: 1,
-            num_entries: 1,
-            num_deletions: 0,
-            num_range_deletions: 0,
-            blob_files: Vec::new(),
-            global_seqno: None,
-            file_checksum: None,
-            open_table: Default::default(),
-        };
+        use crate::version::BlobFileAddition;
+        let table =
+            |number| std::sync::Arc::unwrap_or_clone(super::super::tests::file(number, b"a", b"b"));
         let blob = |n| BlobFileAddition {
             number: n,
             ..Default::default()
