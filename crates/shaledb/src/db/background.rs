@@ -793,14 +793,7 @@ impl DbInner {
         family_opts: &Options,
         (cf_id, cf_name): (u32, &str),
     ) -> Result<job::Written> {
-        let mut range_dels = Vec::new();
-        for f in c.inputs.iter().flatten() {
-            if f.num_range_deletions > 0 {
-                let t = self.tables.get(f)?;
-                range_dels.extend(t.range_tombstones().cloned());
-            }
-        }
-        let range_dels = FragmentedRangeTombstones::merge(range_dels.iter().map(|t| &**t));
+        let range_dels = self.input_range_tombstones(c)?;
         let gc_version = version.clone();
         let blob_gc = family_opts
             .enable_blob_garbage_collection
@@ -850,19 +843,30 @@ impl DbInner {
                 &self.shutting_down,
             )
         };
-        let Some((&first, rest)) = ranges.split_first() else {
-            return run(job::KeyRange::default());
-        };
-        if rest.is_empty() {
-            return run(first);
+        match ranges.as_slice() {
+            [] => run(job::KeyRange::default()),
+            [only] => run(*only),
+            _ => self.run_subcompactions(&ranges, &run),
         }
+    }
+
+    /// Runs `run` for each of `ranges` (at least two), the first on this thread and the
+    /// others on threads of their own, and joins their outputs in range order; if one fails,
+    /// the files the others wrote are removed.
+    fn run_subcompactions(
+        &self,
+        ranges: &[job::KeyRange<'_>],
+        run: &(dyn Fn(job::KeyRange<'_>) -> Result<job::Written> + Sync),
+    ) -> Result<job::Written> {
+        let Some((&first, rest)) = ranges.split_first() else {
+            return Ok(job::Written::default());
+        };
         if let Some(s) = &self.stats {
             s.add(
                 crate::statistics::Ticker::SubcompactionsRun,
                 ranges.len() as u64,
             );
         }
-        // The first range on this thread, the others on threads of their own.
         let results: Vec<Result<job::Written>> = std::thread::scope(|scope| {
             let handles: Vec<_> = rest
                 .iter()
@@ -898,6 +902,20 @@ impl DbInner {
             return Err(e);
         }
         Ok(subcompactions::merge_written(parts))
+    }
+
+    /// The range tombstones of `c`'s input tables, fragmented.
+    fn input_range_tombstones(&self, c: &Compaction) -> Result<FragmentedRangeTombstones> {
+        let mut range_dels = Vec::new();
+        for f in c.inputs.iter().flatten() {
+            if f.num_range_deletions > 0 {
+                let t = self.tables.get(f)?;
+                range_dels.extend(t.range_tombstones().cloned());
+            }
+        }
+        Ok(FragmentedRangeTombstones::merge(
+            range_dels.iter().map(|t| &**t),
+        ))
     }
 
     /// The merged input of `c`: every input table, read with checksums verified, around the
