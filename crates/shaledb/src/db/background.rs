@@ -962,7 +962,6 @@ impl DbInner {
         let mut candidates: Vec<Vec<u8>> = tables
             .iter()
             .flat_map(|(_, t)| t.key_anchors(SUBCOMPACTION_ANCHORS_PER_FILE))
-            .map(|(k, _)| k)
             .collect();
         candidates.sort_unstable();
         candidates.dedup();

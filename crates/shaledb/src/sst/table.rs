@@ -783,9 +783,9 @@ impl Table {
     }
 
     /// Up to `max` user keys spread evenly over the table's data blocks (index separators,
-    /// every k-th), with the file offset of the block each bounds: where a compaction may
-    /// split its inputs (subcompactions). Empty if the index cannot be read.
-    pub(crate) fn key_anchors(&self, max: usize) -> Vec<(Vec<u8>, u64)> {
+    /// every k-th): where a compaction may split its inputs (subcompactions). Empty if the
+    /// index cannot be read.
+    pub(crate) fn key_anchors(&self, max: usize) -> Vec<Vec<u8>> {
         let Ok(mut index) = self.index_iter() else {
             return Vec::new();
         };
@@ -801,8 +801,7 @@ impl Table {
                     true => separator,
                     false => key::user_key(separator),
                 };
-                let end = index.handle().offset + index.handle().size;
-                out.push((user_key.to_vec(), end));
+                out.push(user_key.to_vec());
             }
             i += 1;
             index.next(self);
