@@ -807,6 +807,39 @@ fn a_preallocated_wal_recovers_its_synced_writes_in_every_mode() {
     }
 }
 
+/// A WAL that holds only the marker naming its predecessor (a flush's rotation) takes no
+/// preallocated space: a database at rest is its tables and a few bytes of WAL. The first
+/// write preallocates, and a power loss after the rotation loses nothing flushed.
+#[test]
+fn a_wal_holding_only_its_marker_is_not_preallocated() {
+    let dir = Path::new("/db");
+    let fs = MemFileSystem::new();
+    let db = Db::open(dir, mem_options(&fs)).expect("open");
+    for i in 0..20 {
+        db.put_opt(&sync(), &key(i), &value(i)).expect("put");
+    }
+    db.flush().expect("flush");
+    let newest = wal_files(&fs, dir).pop().expect("a WAL");
+    let len = fs.read_file_bytes(&newest).expect("wal").len();
+    assert!(len > 0 && len < 100, "the rotated WAL has {len} bytes");
+    db.put_opt(&sync(), b"after", b"flush").expect("put");
+    let len = fs.read_file_bytes(&newest).expect("wal").len();
+    assert_eq!(len, 256 << 10, "the WAL preallocates at its first write");
+    drop(db);
+    fs.crash();
+    let db = Db::open(dir, mem_options(&fs)).expect("reopen");
+    for i in 0..20 {
+        assert_eq!(
+            db.get(&key(i)).expect("get").as_deref(),
+            Some(value(i).as_slice())
+        );
+    }
+    assert_eq!(
+        db.get(b"after").expect("get").as_deref(),
+        Some(&b"flush"[..])
+    );
+}
+
 /// Two WALs after a power loss: the older one, which the rotation cut back to its records and
 /// the first synced write in the newer one synced (recording it there in a marker), and the
 /// newer one with its preallocated zeros. The older WAL's length is exactly its records;

@@ -108,7 +108,7 @@ impl ClosedWals {
         if through == 0 {
             return Ok(());
         }
-        let appended = current.add_record(&WalMarker::Synced { through }.encode());
+        let appended = current.add_marker(&WalMarker::Synced { through }.encode());
         if appended.is_err() {
             // Owed still; the WAL's writer is given up, its successor gets the marker.
             self.unmarked.fetch_max(through, Ordering::AcqRel);

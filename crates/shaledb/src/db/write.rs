@@ -1082,7 +1082,7 @@ impl DbInner {
                 Err(e) => Err(e),
                 Ok(()) => match old
                     .finish()
-                    .and_then(|length| new_writer.add_record(&marker(length).encode()))
+                    .and_then(|length| new_writer.add_marker(&marker(length).encode()))
                 {
                     Ok(()) => Ok(()),
                     Err(e) if recovery::is_no_space(&e) => {

@@ -85,12 +85,28 @@ impl LogWriter {
     /// Appends one logical record (possibly empty), fragmenting it as needed. The bytes may
     /// stay buffered in user space until [`flush`](Self::flush) or [`sync`](Self::sync).
     pub(crate) fn add_record(&mut self, data: &[u8]) -> std::io::Result<()> {
+        self.add(data, true)
+    }
+
+    /// Appends a record the engine writes for itself (a WAL's markers), like
+    /// [`add_record`](Self::add_record) but without setting space ahead: a log holding only
+    /// markers stays the markers' size (a database at rest does not claim a step of
+    /// preallocated space per WAL); the first record with data preallocates.
+    pub(crate) fn add_marker(&mut self, data: &[u8]) -> std::io::Result<()> {
+        self.add(data, false)
+    }
+
+    fn add(&mut self, data: &[u8], preallocate: bool) -> std::io::Result<()> {
         if self.failed {
             return Err(std::io::Error::other(
                 "an earlier append to this log failed; it takes no more records",
             ));
         }
-        let appended = self.append_record(data);
+        let appended = match preallocate {
+            true => self.preallocate_for(data.len()),
+            false => Ok(()),
+        }
+        .and_then(|()| self.append_record(data));
         self.failed |= appended.is_err();
         appended
     }
@@ -101,7 +117,6 @@ impl LogWriter {
     }
 
     fn append_record(&mut self, data: &[u8]) -> std::io::Result<()> {
-        self.preallocate_for(data.len())?;
         let mut left = data;
         let mut begin = true;
         // Loop at least once so an empty record still emits a (zero-length) Full fragment.
