@@ -99,6 +99,21 @@ fn a_checkpoint_on_disk_links_tables_and_opens_with_everything() {
     assert!(err.to_string().contains("already exists"), "{err}");
 }
 
+/// A flush of one family starts a new WAL holding only its marker while the other family's
+/// writes stay in the older WAL: the checkpoint copies both WALs, the new one as far as it was
+/// written (its marker must be in the file, not in the writer's buffer).
+#[test]
+fn a_checkpoint_right_after_one_family_flushed_copies_the_new_wal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (src, copy) = (dir.path().join("db"), dir.path().join("copy"));
+    let db = Db::open_cf(&src, options(), families()).expect("open");
+    load(&db);
+    db.flush().expect("flush the default family alone");
+    db.wait_for_compactions().expect("compactions");
+    db.checkpoint(&copy).expect("checkpoint");
+    check_copy(&db, &copy, options());
+}
+
 #[test]
 fn a_checkpoint_on_the_in_memory_file_system_copies() {
     let fs = MemFileSystem::new();

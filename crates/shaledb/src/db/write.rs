@@ -1080,9 +1080,12 @@ impl DbInner {
             };
             let ended = match self.sync_write_time_blobs(st) {
                 Err(e) => Err(e),
+                // The marker reaches the OS now, not with the next write: copies of the
+                // live WAL (checkpoints, backups) and secondaries read it from there.
                 Ok(()) => match old
                     .finish()
                     .and_then(|length| new_writer.add_marker(&marker(length).encode()))
+                    .and_then(|()| new_writer.flush())
                 {
                     Ok(()) => Ok(()),
                     Err(e) if recovery::is_no_space(&e) => {
