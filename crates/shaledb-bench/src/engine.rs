@@ -54,6 +54,10 @@ pub struct CommonOptions {
     pub max_background_jobs: u32,
     /// Threads one compaction out of L0 may split into (db_bench's `--subcompactions`).
     pub subcompactions: u32,
+    /// CPU priority of the background (flush and compaction) threads: ShaleDB's
+    /// `background_cpu_priority`, RocksDB's `Env::LowerThreadPoolCPUPriority` (not a db_bench
+    /// flag).
+    pub background_cpu_priority: shaledb::CpuPriority,
     /// Disable automatic compactions (bulk load).
     pub disable_auto_compactions: bool,
     /// Skip the WAL.
@@ -198,6 +202,7 @@ impl Default for CommonOptions {
             level0_stop_writes_trigger: 36,
             max_background_jobs: 2,
             subcompactions: 1,
+            background_cpu_priority: shaledb::CpuPriority::Normal,
             disable_auto_compactions: false,
             disable_wal: false,
             sync: false,

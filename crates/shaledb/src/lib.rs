@@ -43,6 +43,7 @@ mod snapshot;
 pub(crate) mod sst;
 mod sst_file_writer;
 mod statistics;
+mod thread_priority;
 mod value;
 pub(crate) mod version;
 pub(crate) mod write_batch;
@@ -65,8 +66,8 @@ pub use listener::{
 pub use memory::{Cache, WriteBufferManager};
 pub use merge::{merge_operators, MergeOperator};
 pub use options::{
-    BottommostLevelCompaction, CompactRangeOptions, IndexType, Options, PrepopulateBlockCache,
-    ReadOptions, WalRecoveryMode, WriteOptions,
+    BottommostLevelCompaction, CompactRangeOptions, CpuPriority, IndexType, Options,
+    PrepopulateBlockCache, ReadOptions, WalRecoveryMode, WriteOptions,
 };
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use snapshot::Snapshot;

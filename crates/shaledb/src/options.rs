@@ -28,6 +28,20 @@ pub enum WalRecoveryMode {
     SkipAnyCorruptedRecords,
 }
 
+/// The CPU priority of the database's background threads ([`Options::background_cpu_priority`]),
+/// RocksDB's `CpuPriority` for `Env::LowerThreadPoolCPUPriority`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuPriority {
+    /// The scheduler's idle class (`SCHED_IDLE`): background work runs only on CPU time no
+    /// other thread wants.
+    Idle,
+    /// The lowest nice value (19): background work yields to the application's threads.
+    Low,
+    /// The default: background threads compete for CPU like any other thread.
+    #[default]
+    Normal,
+}
+
 /// Options for [`crate::Db::open`]. `Options::default()` serves well with no tuning.
 ///
 /// Set fields with a struct literal, or chain the `with_*` builder methods (one per field, each
@@ -289,6 +303,14 @@ pub struct Options {
     /// time, so writes that outpace it wait on one thread; these threads come on top of
     /// `max_background_jobs`. Default 1: no split, as RocksDB's.
     pub max_subcompactions: u32,
+    /// CPU priority of the flush and compaction threads (and their subcompaction threads)
+    /// and of the thread that deletes obsolete files (RocksDB's
+    /// `Env::LowerThreadPoolCPUPriority`). Lower than `Normal`, they take CPU time from the
+    /// application's threads only when those leave some: on a machine whose cores readers
+    /// keep busy, reads get faster and writes slow down instead (compaction debt grows until
+    /// the write slowdown and stop triggers pace the writers). Linux only: elsewhere the
+    /// threads keep their priority and the info log says so. Default `Normal`.
+    pub background_cpu_priority: CpuPriority,
     /// Do not compact automatically (bulk loading); `compact_range` still works. Default false.
     pub disable_auto_compactions: bool,
     /// Combines merge operands (`Db::merge`) into values. Default none: merges are refused.
@@ -498,6 +520,7 @@ impl Default for Options {
                 .map(|n| n.get())
                 .unwrap_or(2),
             max_subcompactions: 1,
+            background_cpu_priority: CpuPriority::Normal,
             disable_auto_compactions: false,
             merge_operator: None,
             compaction_filter: None,
@@ -590,6 +613,7 @@ impl std::fmt::Debug for Options {
             bgerror_resume_retry_interval,
             max_background_jobs,
             max_subcompactions,
+            background_cpu_priority,
             disable_auto_compactions,
             merge_operator,
             compaction_filter,
@@ -715,6 +739,7 @@ impl std::fmt::Debug for Options {
             )
             .field("max_background_jobs", max_background_jobs)
             .field("max_subcompactions", max_subcompactions)
+            .field("background_cpu_priority", background_cpu_priority)
             .field("disable_auto_compactions", disable_auto_compactions)
             .field("merge_operator", merge_operator)
             .field("compaction_filter", compaction_filter)
@@ -826,6 +851,7 @@ impl Options {
         with_bgerror_resume_retry_interval => bgerror_resume_retry_interval: std::time::Duration,
         with_max_background_jobs => max_background_jobs: usize,
         with_max_subcompactions => max_subcompactions: u32,
+        with_background_cpu_priority => background_cpu_priority: CpuPriority,
         with_disable_auto_compactions => disable_auto_compactions: bool,
         with_max_key_size => max_key_size: usize,
         with_max_value_size => max_value_size: usize,

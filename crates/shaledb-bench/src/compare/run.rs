@@ -45,7 +45,8 @@ fn flag_name(a: &str) -> Option<String> {
 /// top level as ShaleDB and the RocksDB adapter do (db_bench's flag defaults to false).
 /// `--partition_index`, `--partition_index_and_filters` and `--metadata_block_size` are
 /// db_bench's own and pass as written. `--separate_blobs_at_write` is ShaleDB's alone (the
-/// RocksDB adapter ignores it) and is dropped. A step shale-bench cannot parse passes
+/// RocksDB adapter ignores it) and is dropped, and so is `--background_cpu_priority` (the
+/// adapter's, through RocksDB's C API; db_bench has no flag for it). A step shale-bench cannot parse passes
 /// unchanged (db_bench then reports what it thinks of it).
 pub(super) fn db_bench_args(step: &[String]) -> Vec<String> {
     let Ok((map, _)) = crate::dbbench::flags::parse_args(step) else {
@@ -59,7 +60,10 @@ pub(super) fn db_bench_args(step: &[String]) -> Vec<String> {
     while i < step.len() {
         let a = &step[i];
         i += 1;
-        if flag_name(a).as_deref() == Some("separate_blobs_at_write") {
+        if matches!(
+            flag_name(a).as_deref(),
+            Some("separate_blobs_at_write" | "background_cpu_priority")
+        ) {
             if !a.contains('=') && step.get(i).is_some_and(|v| matches!(v.as_str(), "0" | "1")) {
                 i += 1;
             }
@@ -353,6 +357,11 @@ mod tests {
                 "--num=10 --separate_blobs_at_write=1 --enable_blob_files=1"
             )),
             args("--num=10 --enable_blob_files=1")
+        );
+        // Nor is the background threads' priority.
+        assert_eq!(
+            db_bench_args(&args("--num=10 --background_cpu_priority=low")),
+            args("--num=10")
         );
         // A step shale-bench refuses is left for db_bench to judge.
         let a = args("--index_type=1 --num=10");

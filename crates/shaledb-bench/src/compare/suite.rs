@@ -105,6 +105,18 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
             n / 2
         ),
     ));
+    // R5 again with the background threads at low CPU priority, where the engine can set it
+    // (bench/results/2026-11-27-background-priority): the readers then get the CPU the
+    // flushes and compactions took, and the writer is paced by the compaction debt.
+    v.push(w2(
+        "R5-low",
+        "R5 with background threads at low CPU priority (ShaleDB's background_cpu_priority, RocksDB's LowerThreadPoolCPUPriority; LevelDB, WiredTiger, fjall and RocksDB's db_bench cannot set it and run at normal priority)",
+        &format!("{base} --benchmarks=fillseq --threads=1"),
+        &format!(
+            "{base} --benchmarks=readwhilewriting --threads=2 --reads={} --background_cpu_priority=low",
+            n / 2
+        ),
+    ));
     for t in [1, 2] {
         v.push(w(
             &format!("R6-{t}t"),
@@ -374,6 +386,33 @@ pub const SUBSTITUTIONS: &[Substitution] = &[
         with: "1",
         label: "KV separation",
         why: "fjall 3's key-value separation stands in for RocksDB's blob files: --min_blob_size is its separation threshold, --blob_file_size its blob file target size; its blob garbage collection is off unless --enable_blob_garbage_collection=1",
+    },
+    Substitution {
+        engine: "leveldb",
+        flag: "--background_cpu_priority",
+        when: &["low", "idle"],
+        default: "normal",
+        with: "normal",
+        label: "normal priority",
+        why: "LevelDB 1.23 has no setting for its background threads' CPU priority: they run at normal priority",
+    },
+    Substitution {
+        engine: "wiredtiger",
+        flag: "--background_cpu_priority",
+        when: &["low", "idle"],
+        default: "normal",
+        with: "normal",
+        label: "normal priority",
+        why: "WiredTiger has no setting for its background threads' CPU priority: they run at normal priority",
+    },
+    Substitution {
+        engine: "fjall",
+        flag: "--background_cpu_priority",
+        when: &["low", "idle"],
+        default: "normal",
+        with: "normal",
+        label: "normal priority",
+        why: "fjall 3 has no setting for its background threads' CPU priority: they run at normal priority",
     },
 ];
 

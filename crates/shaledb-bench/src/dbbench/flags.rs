@@ -161,6 +161,11 @@ pub const FLAGS: &[FlagSpec] = &[
         "threads one compaction out of L0 splits into (max_subcompactions; 1: none)",
     ),
     used(
+        "background_cpu_priority",
+        false,
+        "normal|low|idle: CPU priority of flush and compaction threads (ShaleDB; RocksDB low)",
+    ),
+    used(
         "disable_auto_compactions",
         true,
         "no automatic compactions (bulk load)",
@@ -819,6 +824,16 @@ impl Flags {
             )?,
             max_background_jobs: mbj.max(mbc),
             subcompactions: get(m, "subcompactions", d.subcompactions)?,
+            background_cpu_priority: match m.get("background_cpu_priority").map(String::as_str) {
+                None | Some("normal") => shaledb::CpuPriority::Normal,
+                Some("low") => shaledb::CpuPriority::Low,
+                Some("idle") => shaledb::CpuPriority::Idle,
+                Some(other) => {
+                    return Err(format!(
+                        "flag --background_cpu_priority: {other} is not normal, low or idle"
+                    ))
+                }
+            },
             disable_auto_compactions: get_bool(
                 m,
                 "disable_auto_compactions",

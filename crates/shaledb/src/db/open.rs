@@ -976,9 +976,14 @@ fn start_background_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>>
     let jobs = inner.opts.max_background_jobs;
     let mut threads = Vec::with_capacity(jobs + 1);
     let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+        let db = inner.clone();
         std::thread::Builder::new()
             .name(name)
-            .spawn(f)
+            .spawn(move || {
+                db.lower_thread_priority();
+                drop(db);
+                f()
+            })
             .map_err(|e| Error::io("starting a background thread", e))
     };
     for i in 0..jobs {
@@ -1001,6 +1006,21 @@ fn start_background_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>>
         )?);
     }
     Ok(threads)
+}
+
+impl DbInner {
+    /// Gives the calling background thread `background_cpu_priority`; if the system refuses,
+    /// the thread keeps its priority and the info log says why.
+    fn lower_thread_priority(&self) {
+        let priority = self.opts.background_cpu_priority;
+        if let Err(e) = crate::thread_priority::set_current_thread(priority) {
+            crate::info_log::info_log!(
+                self.info_log,
+                Warn,
+                "background_cpu_priority {priority:?} not applied: {e}"
+            );
+        }
+    }
 }
 
 /// Queues and deletes files from before this open that nothing refers to: old WALs (now in

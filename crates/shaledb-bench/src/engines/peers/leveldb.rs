@@ -181,6 +181,9 @@ impl LevelEngine {
         if c.prepopulate_block_cache {
             return Err("leveldb: LevelDB cannot put flushed blocks into its cache".into());
         }
+        if c.background_cpu_priority != shaledb::CpuPriority::Normal {
+            return Err("leveldb: the benchmark does not set the priority of LevelDB's background threads (--background_cpu_priority)".into());
+        }
         if c.two_level_index || c.partition_filters {
             return Err(
                 "leveldb: LevelDB has no two-level (partitioned) index or filters (--index_type=2, \

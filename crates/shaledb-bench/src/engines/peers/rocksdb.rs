@@ -23,7 +23,8 @@ mod ffi {
         rocksdb_flushoptions_t,
         rocksdb_compactoptions_t,
         rocksdb_slicetransform_t,
-        rocksdb_column_family_handle_t
+        rocksdb_column_family_handle_t,
+        rocksdb_env_t
     );
 
     /// `BottommostLevelCompaction::kForceOptimized` (rocksdb/options.h).
@@ -158,6 +159,10 @@ mod ffi {
         );
         pub fn rocksdb_options_set_max_background_jobs(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_max_subcompactions(o: *mut rocksdb_options_t, v: u32);
+        pub fn rocksdb_create_default_env() -> *mut rocksdb_env_t;
+        pub fn rocksdb_env_lower_thread_pool_cpu_priority(env: *mut rocksdb_env_t);
+        pub fn rocksdb_env_lower_high_priority_thread_pool_cpu_priority(env: *mut rocksdb_env_t);
+        pub fn rocksdb_env_destroy(env: *mut rocksdb_env_t);
         pub fn rocksdb_options_set_disable_auto_compactions(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_use_direct_reads(o: *mut rocksdb_options_t, v: c_uchar);
         pub fn rocksdb_options_set_allow_mmap_reads(o: *mut rocksdb_options_t, v: c_uchar);
@@ -429,6 +434,26 @@ fn db_options(
             clamp_int(u64::from(c.max_background_jobs.max(1))),
         );
         ffi::rocksdb_options_set_max_subcompactions(o, c.subcompactions.max(1));
+        match c.background_cpu_priority {
+            shaledb::CpuPriority::Normal => {}
+            shaledb::CpuPriority::Low => {
+                // Both of the default environment's pools (compactions, flushes) at nice 19,
+                // as ShaleDB's `Low` puts all its background threads; the environment is the
+                // process's default one, which the handle only wraps (destroying it leaves
+                // the environment alone).
+                let env = ffi::rocksdb_create_default_env();
+                ffi::rocksdb_env_lower_thread_pool_cpu_priority(env);
+                ffi::rocksdb_env_lower_high_priority_thread_pool_cpu_priority(env);
+                ffi::rocksdb_env_destroy(env);
+            }
+            shaledb::CpuPriority::Idle => {
+                return Err(
+                    "rocksdb: RocksDB's C API lowers a pool's priority to low only, \
+                            not idle (--background_cpu_priority=idle)"
+                        .into(),
+                );
+            }
+        }
         ffi::rocksdb_options_set_disable_auto_compactions(
             o,
             c_int::from(c.disable_auto_compactions),

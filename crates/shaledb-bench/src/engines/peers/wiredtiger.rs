@@ -185,6 +185,13 @@ pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
                 .into(),
         );
     }
+    if c.background_cpu_priority != shaledb::CpuPriority::Normal {
+        return Err(
+            "wiredtiger: the benchmark does not set the priority of WiredTiger's eviction and \
+             checkpoint threads (--background_cpu_priority)"
+                .into(),
+        );
+    }
     if c.two_level_index || c.partition_filters {
         return Err(
             "wiredtiger: WiredTiger has no index or filter blocks to partition (--index_type=2, \
