@@ -71,6 +71,9 @@ pub(crate) struct ScoreTargets {
     pub max_bytes_for_level_multiplier: f64,
     /// `Options::level_compaction_dynamic_level_bytes`.
     pub dynamic_level_bytes: bool,
+    /// `Options::write_buffer_size`: the data an L0 table stands for (see
+    /// [`level0_table_weight`]).
+    pub write_buffer_size: u64,
 }
 
 impl ScoreTargets {
@@ -81,6 +84,7 @@ impl ScoreTargets {
             max_bytes_for_level_base: opts.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: opts.max_bytes_for_level_multiplier,
             dynamic_level_bytes: opts.level_compaction_dynamic_level_bytes,
+            write_buffer_size: opts.write_buffer_size as u64,
         }
     }
 
@@ -185,11 +189,37 @@ fn dynamic_level_targets(v: &Version, t: &ScoreTargets) -> LevelTargets {
     LevelTargets { base_level, bytes }
 }
 
-/// L0's score: its file count over the trigger; with dynamic level sizes also its bytes (as
-/// RocksDB: past `max_bytes_for_level_base` it qualifies, past the base level's target it
-/// scores by the ratio).
+/// How many L0 tables `f` counts as in L0's score: one, or for a table flushed from a memtable
+/// whose values went to blob files as they were written (`separate_blobs_at_write`: such a
+/// memtable holds only references, and is full only once its blob files reach
+/// `blob_file_size`), one per whole write buffer of the blob bytes it refers to.
+/// So a table standing for many memtables' worth of values triggers the compaction that
+/// drops the references it shadows (and with them whole blob files of overwritten values) as
+/// soon as that many tables would have; a table of values separated at flush counts one.
+pub(crate) fn level0_table_weight(v: &Version, f: &FileMetaData, write_buffer_size: u64) -> u64 {
+    if f.blob_files.is_empty() {
+        return 1;
+    }
+    let blob_bytes: u64 = f
+        .blob_files
+        .iter()
+        .filter_map(|&n| v.blob_file(n))
+        .map(|b| b.meta.addition.blob_bytes)
+        .sum();
+    (blob_bytes / write_buffer_size.max(1)).max(1)
+}
+
+/// L0's score: its file count (each table weighted by [`level0_table_weight`]) over the
+/// trigger; with dynamic level sizes also its bytes (as RocksDB: past
+/// `max_bytes_for_level_base` it qualifies, past the base level's target it scores by the
+/// ratio).
 fn level0_score(v: &Version, t: &ScoreTargets, targets: &LevelTargets) -> f64 {
-    let mut score = v.level_files(0).len() as f64 / t.level0_file_num_compaction_trigger as f64;
+    let tables: u64 = v
+        .level_files(0)
+        .iter()
+        .map(|f| level0_table_weight(v, f, t.write_buffer_size))
+        .sum();
+    let mut score = tables as f64 / t.level0_file_num_compaction_trigger as f64;
     if t.dynamic_level_bytes {
         let bytes = v.level_bytes(0);
         if bytes >= t.max_bytes_for_level_base {
@@ -609,6 +639,31 @@ mod tests {
         for (desc, want) in cases {
             assert_eq!(run(desc), want.trim(), "\n--- case ---\n{desc}");
         }
+    }
+
+    /// An L0 table flushed from a memtable of values written to blob files as they were put
+    /// counts one table per write buffer (64 MiB by default) of the blob bytes it refers to;
+    /// a table of values separated at flush (about one write buffer of blobs) counts one.
+    #[test]
+    fn l0_tables_referring_to_many_write_buffers_of_blobs_count_as_many() {
+        check(&[
+            // 192 MiB of blobs behind table 1: three tables' worth, plus table 2.
+            (
+                "L0: 1:a-c:1000:b7 2:b-d\nblobs: 7:0/201326592",
+                "scores: L0=1.00 L1=0.00 L2=0.00\npick: L0->L1 [2 1] + [] range a-d rewrite",
+            ),
+            // Just under two write buffers: one table.
+            (
+                "L0: 1:a-c:1000:b7 2:b-d\nblobs: 7:0/134217727",
+                "scores: L0=0.50 L1=0.00 L2=0.00\npick: none",
+            ),
+            // Blob files shared by two tables count for each (the weight is what the table
+            // refers to, not what it alone owns).
+            (
+                "L0: 1:a-c:1000:b7.8 2:b-d:1000:b8\nblobs: 7:0/67108864 8:0/67108864",
+                "scores: L0=0.75 L1=0.00 L2=0.00\npick: none",
+            ),
+        ]);
     }
 
     #[test]
