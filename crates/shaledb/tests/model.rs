@@ -676,6 +676,42 @@ fn model_subcompactions() {
     }
 }
 
+/// Counts compactions that merged L0 tables into L0 (intra-L0).
+#[derive(Default)]
+struct IntraL0Count(std::sync::atomic::AtomicU64);
+
+impl shaledb::EventListener for IntraL0Count {
+    fn on_compaction_completed(&self, info: &shaledb::CompactionJobInfo) {
+        if info.base_input_level == 0 && info.output_level == 0 {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// Write buffers far smaller than the base level: L0 compactions merge the L0 tables within
+/// L0 (intra-L0) until they hold a multiplier-th of what they overlap below, then go down;
+/// with and without blob files, against the model.
+#[test]
+fn model_intra_l0_compactions() {
+    for (seed, blobs) in [(34, false), (35, true)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut o = small_options(CompressionType::Snappy, 10, 256);
+        o.write_buffer_size = 4 << 10;
+        o.max_bytes_for_level_base = 256 << 10;
+        o.max_write_buffer_number = 4;
+        let count = Arc::new(IntraL0Count::default());
+        o.listeners.push(count.clone());
+        if blobs {
+            o.enable_blob_files = true;
+            o.min_blob_size = 16;
+            o.blob_file_size = 8 << 10;
+        }
+        run_model(seed, o, ops_count(), dir.path());
+        let intra = count.0.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(intra > 0, "seed {seed}: no intra-L0 compaction ran");
+    }
+}
+
 #[test]
 fn model_blob_files() {
     for (seed, codec, min_blob_size) in [

@@ -326,7 +326,7 @@ pub(crate) fn pick(
             break;
         }
         let c = if level == 0 {
-            pick_level0(v, base, busy)
+            pick_level0(v, base, busy).map(|c| intra_level0_if_small(c, opts))
         } else {
             pick_level(
                 v,
@@ -393,6 +393,25 @@ fn pick_level0(v: &Version, base_level: usize, busy: &Busy) -> Option<Compaction
     }
     let (s, l) = user_range(&inputs0)?;
     compaction_with_overlap(v, 0, base_level, inputs0, &s, &l, busy)
+}
+
+/// An L0 compaction whose L0 tables hold less than a `max_bytes_for_level_multiplier`-th of
+/// the bytes of the base-level tables they overlap merges the L0 tables into one L0 table
+/// instead (RocksDB's intra-L0 compaction). With a write buffer far smaller than the base
+/// level (K1's 4 MB against 256 MB), or with values in blob files (tables of references),
+/// each L0 compaction would rewrite the whole overlap for a sliver of new data; merged in L0
+/// first, the new data goes down once it is worth the multiplier, as between deeper levels.
+/// L0 keeps one table plus the newer flushes, so reads see no more L0 tables than before.
+/// Safe for the newest-first order of L0 (by largest sequence number): the inputs are every
+/// L0 table, so no L0 table is older than the merged one, and every flush after it is newer.
+fn intra_level0_if_small(c: Compaction, opts: &Options) -> Compaction {
+    let [l0_bytes, below_bytes] = c.input_bytes();
+    let multiplier = opts.max_bytes_for_level_multiplier.max(1.0);
+    if c.level != 0 || c.inputs[0].len() < 2 || l0_bytes as f64 * multiplier >= below_bytes as f64 {
+        return c;
+    }
+    let [inputs0, _] = c.inputs;
+    Compaction::new(0, 0, inputs0, Vec::new())
 }
 
 fn pick_level(
@@ -639,6 +658,27 @@ mod tests {
         for (desc, want) in cases {
             assert_eq!(run(desc), want.trim(), "\n--- case ---\n{desc}");
         }
+    }
+
+    /// L0 tables holding less than a multiplier-th (10) of the base-level bytes they overlap
+    /// merge into one L0 table; at a tenth or more they go down as before.
+    #[test]
+    fn small_l0_tables_over_a_large_overlap_merge_within_l0() {
+        check(&[
+            (
+                "L0: 1:a-c:100 2:b-d:100 3:c-e:100 4:x-y:100\nL1: 5:a-m:3000 6:n-z:3000",
+                "scores: L0=1.00 L1=0.60 L2=0.00\npick: L0->L0 [4 3 2 1] + [] range a-y rewrite",
+            ),
+            (
+                "L0: 1:a-c:150 2:b-d:150 3:c-e:150 4:x-y:150\nL1: 5:a-m:3000 6:n-z:3000",
+                "scores: L0=1.00 L1=0.60 L2=0.00\npick: L0->L1 [4 3 2 1] + [5 6] range a-z rewrite",
+            ),
+            // Only the overlapped base-level bytes count: 5 lies outside a-e.
+            (
+                "L0: 1:a-c:100 2:b-d:100 3:c-e:100 4:b-c:100\nL1: 5:m-z:6000 6:a-b:900",
+                "scores: L0=1.00 L1=0.69 L2=0.00\npick: L0->L1 [4 3 2 1] + [6] range a-e rewrite",
+            ),
+        ]);
     }
 
     /// An L0 table flushed from a memtable of values written to blob files as they were put
