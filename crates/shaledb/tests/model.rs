@@ -688,12 +688,13 @@ impl shaledb::EventListener for IntraL0Count {
     }
 }
 
-/// Write buffers far smaller than the base level: L0 compactions merge the L0 tables within
-/// L0 (intra-L0) until they hold a multiplier-th of what they overlap below, then go down;
-/// with and without blob files, against the model.
+/// Write buffers far smaller than the base level, values in blob files: L0 compactions of
+/// tables of references merge them within L0 (intra-L0) until they hold a multiplier-th of
+/// what they overlap below, then go down; blobs separated at flush and at write, against the
+/// model.
 #[test]
 fn model_intra_l0_compactions() {
-    for (seed, blobs) in [(34, false), (35, true)] {
+    for (seed, at_write) in [(34, false), (35, true)] {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut o = small_options(CompressionType::Snappy, 10, 256);
         o.write_buffer_size = 4 << 10;
@@ -701,11 +702,10 @@ fn model_intra_l0_compactions() {
         o.max_write_buffer_number = 4;
         let count = Arc::new(IntraL0Count::default());
         o.listeners.push(count.clone());
-        if blobs {
-            o.enable_blob_files = true;
-            o.min_blob_size = 16;
-            o.blob_file_size = 8 << 10;
-        }
+        o.enable_blob_files = true;
+        o.min_blob_size = 0;
+        o.blob_file_size = 8 << 10;
+        o.separate_blobs_at_write = at_write;
         run_model(seed, o, ops_count(), dir.path());
         let intra = count.0.load(std::sync::atomic::Ordering::Relaxed);
         assert!(intra > 0, "seed {seed}: no intra-L0 compaction ran");

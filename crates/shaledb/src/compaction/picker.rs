@@ -395,19 +395,28 @@ fn pick_level0(v: &Version, base_level: usize, busy: &Busy) -> Option<Compaction
     compaction_with_overlap(v, 0, base_level, inputs0, &s, &l, busy)
 }
 
-/// An L0 compaction whose L0 tables hold less than a `max_bytes_for_level_multiplier`-th of
-/// the bytes of the base-level tables they overlap merges the L0 tables into one L0 table
-/// instead (RocksDB's intra-L0 compaction). With a write buffer far smaller than the base
-/// level (K1's 4 MB against 256 MB), or with values in blob files (tables of references),
-/// each L0 compaction would rewrite the whole overlap for a sliver of new data; merged in L0
-/// first, the new data goes down once it is worth the multiplier, as between deeper levels.
-/// L0 keeps one table plus the newer flushes, so reads see no more L0 tables than before.
-/// Safe for the newest-first order of L0 (by largest sequence number): the inputs are every
-/// L0 table, so no L0 table is older than the merged one, and every flush after it is newer.
+/// An L0 compaction of tables of blob references whose L0 tables hold less than a
+/// `max_bytes_for_level_multiplier`-th of the bytes of the base-level tables they overlap
+/// merges the L0 tables into one L0 table instead (RocksDB's intra-L0 compaction). With the
+/// values in blob files the tables hold references of a few dozen bytes, the base level holds
+/// every key's, and each L0 compaction would rewrite all of them for a sliver of new ones
+/// (K1's 1 KB values: 4 MB write buffers against a 256 MB base level); merged in L0 first,
+/// the new references go down once they are worth the multiplier, as between deeper levels.
+/// L0 keeps one table plus the newer flushes. Tables of values go down as before: without
+/// filters, the merged table costs every read a block of its own (100-byte values in tables:
+/// readrandom at half the rate, bench/results/2026-11-27-intra-l0), where a table of
+/// references stays in the cache. Safe for the newest-first order of L0 (by largest sequence
+/// number): the inputs are every L0 table, so no L0 table is older than the merged one, and
+/// every flush after it is newer.
 fn intra_level0_if_small(c: Compaction, opts: &Options) -> Compaction {
     let [l0_bytes, below_bytes] = c.input_bytes();
     let multiplier = opts.max_bytes_for_level_multiplier.max(1.0);
-    if c.level != 0 || c.inputs[0].len() < 2 || l0_bytes as f64 * multiplier >= below_bytes as f64 {
+    let references = c.inputs[0].iter().all(|f| !f.blob_files.is_empty());
+    if c.level != 0
+        || c.inputs[0].len() < 2
+        || !references
+        || l0_bytes as f64 * multiplier >= below_bytes as f64
+    {
         return c;
     }
     let [inputs0, _] = c.inputs;
@@ -660,23 +669,29 @@ mod tests {
         }
     }
 
-    /// L0 tables holding less than a multiplier-th (10) of the base-level bytes they overlap
-    /// merge into one L0 table; at a tenth or more they go down as before.
+    /// L0 tables of blob references holding less than a multiplier-th (10) of the
+    /// base-level bytes they overlap merge into one L0 table; at a tenth or more they go down
+    /// as before, and so do tables of values.
     #[test]
     fn small_l0_tables_over_a_large_overlap_merge_within_l0() {
         check(&[
             (
-                "L0: 1:a-c:100 2:b-d:100 3:c-e:100 4:x-y:100\nL1: 5:a-m:3000 6:n-z:3000",
+                "L0: 1:a-c:100:b7 2:b-d:100:b8 3:c-e:100:b9 4:x-y:100:b10\nL1: 5:a-m:3000 6:n-z:3000\nblobs: 7:0/100 8:0/100 9:0/100 10:0/100",
                 "scores: L0=1.00 L1=0.60 L2=0.00\npick: L0->L0 [4 3 2 1] + [] range a-y rewrite",
             ),
             (
-                "L0: 1:a-c:150 2:b-d:150 3:c-e:150 4:x-y:150\nL1: 5:a-m:3000 6:n-z:3000",
+                "L0: 1:a-c:150:b7 2:b-d:150:b8 3:c-e:150:b9 4:x-y:150:b10\nL1: 5:a-m:3000 6:n-z:3000\nblobs: 7:0/100 8:0/100 9:0/100 10:0/100",
                 "scores: L0=1.00 L1=0.60 L2=0.00\npick: L0->L1 [4 3 2 1] + [5 6] range a-z rewrite",
             ),
             // Only the overlapped base-level bytes count: 5 lies outside a-e.
             (
-                "L0: 1:a-c:100 2:b-d:100 3:c-e:100 4:b-c:100\nL1: 5:m-z:6000 6:a-b:900",
+                "L0: 1:a-c:100:b7 2:b-d:100:b8 3:c-e:100:b9 4:b-c:100:b10\nL1: 5:m-z:6000 6:a-b:900\nblobs: 7:0/100 8:0/100 9:0/100 10:0/100",
                 "scores: L0=1.00 L1=0.69 L2=0.00\npick: L0->L1 [4 3 2 1] + [6] range a-e rewrite",
+            ),
+            // Tables of values (no blob references) go down whatever their size.
+            (
+                "L0: 1:a-c:100 2:b-d:100 3:c-e:100 4:x-y:100\nL1: 5:a-m:3000 6:n-z:3000",
+                "scores: L0=1.00 L1=0.60 L2=0.00\npick: L0->L1 [4 3 2 1] + [5 6] range a-z rewrite",
             ),
         ]);
     }
