@@ -412,11 +412,7 @@ fn intra_level0_if_small(c: Compaction, opts: &Options) -> Compaction {
     let [l0_bytes, below_bytes] = c.input_bytes();
     let multiplier = opts.max_bytes_for_level_multiplier.max(1.0);
     let references = c.inputs[0].iter().all(|f| !f.blob_files.is_empty());
-    if c.level != 0
-        || c.inputs[0].len() < 2
-        || !references
-        || l0_bytes as f64 * multiplier >= below_bytes as f64
-    {
+    if c.inputs[0].len() < 2 || !references || l0_bytes as f64 * multiplier >= below_bytes as f64 {
         return c;
     }
     let [inputs0, _] = c.inputs;

@@ -102,11 +102,12 @@ impl LogWriter {
                 "an earlier append to this log failed; it takes no more records",
             ));
         }
-        let appended = match preallocate {
-            true => self.preallocate_for(data.len()),
-            false => Ok(()),
-        }
-        .and_then(|()| self.append_record(data));
+        let room = if preallocate {
+            self.preallocate_for(data.len())
+        } else {
+            Ok(())
+        };
+        let appended = room.and_then(|()| self.append_record(data));
         self.failed |= appended.is_err();
         appended
     }
