@@ -273,6 +273,12 @@ pub trait Engine: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()>;
     /// Reads a value.
     fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>>;
+    /// Reads a value and gives only its length: what db_bench's read benchmarks keep. An
+    /// engine overrides it where it can read without copying the value out (RocksDB's
+    /// db_bench reads into a `PinnableSlice`); the default copies as `get` does.
+    fn get_len(&self, key: &[u8]) -> EngineResult<Option<usize>> {
+        Ok(self.get(key)?.map(|v| v.len()))
+    }
     /// Deletes a key.
     fn delete(&self, key: &[u8]) -> EngineResult<()>;
     /// Applies operations atomically.

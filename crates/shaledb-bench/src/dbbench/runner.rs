@@ -67,10 +67,10 @@ impl ThreadCtx<'_> {
     }
     /// Reads `self.key`, counting a hit; returns the bytes read (key and value; 0 on a miss).
     fn read_key(&mut self, e: &dyn Engine) -> Result<u64, String> {
-        Ok(match e.get(&self.key)? {
-            Some(v) => {
+        Ok(match e.get_len(&self.key)? {
+            Some(len) => {
                 self.found += 1;
-                (self.key.len() + v.len()) as u64
+                (self.key.len() + len) as u64
             }
             None => 0,
         })

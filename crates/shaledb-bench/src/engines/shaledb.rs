@@ -216,6 +216,13 @@ impl Engine for ShaleEngine {
             .map(|v| v.map(shaledb::Value::into_vec))
             .map_err(|e| e.to_string())
     }
+    fn get_len(&self, key: &[u8]) -> EngineResult<Option<usize>> {
+        // The value stays pinned in its cached block (or its own buffer) until dropped here.
+        self.db
+            .get_cf_opt(&self.ro, self.cf(key), key)
+            .map(|v| v.map(|v| v.len()))
+            .map_err(|e| e.to_string())
+    }
     fn merge(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
         self.db
             .merge_cf_opt(&self.wo, self.cf(key), key, value)

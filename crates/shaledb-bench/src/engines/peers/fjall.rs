@@ -281,6 +281,11 @@ impl Engine for FjallEngine {
         Ok(self.ks.get(key).map_err(err)?.map(|v| v.to_vec()))
     }
 
+    fn get_len(&self, key: &[u8]) -> EngineResult<Option<usize>> {
+        // fjall's value is a shared slice: no copy.
+        Ok(self.ks.get(key).map_err(err)?.map(|v| v.len()))
+    }
+
     fn delete(&self, key: &[u8]) -> EngineResult<()> {
         self.ks.remove(key).map_err(err)?;
         self.persist()

@@ -24,7 +24,8 @@ mod ffi {
         rocksdb_compactoptions_t,
         rocksdb_slicetransform_t,
         rocksdb_column_family_handle_t,
-        rocksdb_env_t
+        rocksdb_env_t,
+        rocksdb_pinnableslice_t
     );
 
     /// `BottommostLevelCompaction::kForceOptimized` (rocksdb/options.h).
@@ -66,6 +67,26 @@ mod ffi {
             klen: usize,
             errptr: *mut *mut c_char,
         );
+        pub fn rocksdb_get_pinned(
+            db: *mut rocksdb_t,
+            o: *const rocksdb_readoptions_t,
+            k: *const c_char,
+            klen: usize,
+            errptr: *mut *mut c_char,
+        ) -> *mut rocksdb_pinnableslice_t;
+        pub fn rocksdb_get_pinned_cf(
+            db: *mut rocksdb_t,
+            o: *const rocksdb_readoptions_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            k: *const c_char,
+            klen: usize,
+            errptr: *mut *mut c_char,
+        ) -> *mut rocksdb_pinnableslice_t;
+        pub fn rocksdb_pinnableslice_value(
+            v: *const rocksdb_pinnableslice_t,
+            vlen: *mut usize,
+        ) -> *const c_char;
+        pub fn rocksdb_pinnableslice_destroy(v: *mut rocksdb_pinnableslice_t);
         pub fn rocksdb_get_cf(
             db: *mut rocksdb_t,
             o: *const rocksdb_readoptions_t,
@@ -670,6 +691,27 @@ impl Engine for RocksEngine {
                 (RocksApi::FREE)(p.cast());
             }
             take_err(NAME, err, RocksApi::FREE).map(|()| v)
+        }
+    }
+
+    fn get_len(&self, key: &[u8]) -> EngineResult<Option<usize>> {
+        let mut err: *mut c_char = std::ptr::null_mut();
+        // SAFETY: open database, live read options and family handle, `key` valid during the
+        // call; a non-NULL result is a pinnable slice we own, read once and destroyed once
+        // (NULL means not found or an error); `err` is NULL or a message freed by take_err.
+        unsafe {
+            let (db, ro, k) = (self.db.raw(), self.db.read_options(), key.as_ptr().cast());
+            let pinned = match self.cfs.of(key) {
+                Some(cf) => ffi::rocksdb_get_pinned_cf(db, ro, cf, k, key.len(), &mut err),
+                None => ffi::rocksdb_get_pinned(db, ro, k, key.len(), &mut err),
+            };
+            let len = (!pinned.is_null()).then(|| {
+                let mut len = 0usize;
+                ffi::rocksdb_pinnableslice_value(pinned, &mut len);
+                ffi::rocksdb_pinnableslice_destroy(pinned);
+                len
+            });
+            take_err(NAME, err, RocksApi::FREE).map(|()| len)
         }
     }
 

@@ -334,6 +334,47 @@ impl WtEngine {
     }
 
     /// Takes a session (with its cursor) out of the pool, opening one if the pool is empty.
+    /// Looks `key` up and applies `read` to its value while the cursor still holds it (the
+    /// value lives in WiredTiger's page until the cursor is reset).
+    fn search<T>(&self, key: &[u8], read: impl Fn(&[u8]) -> T) -> EngineResult<Option<T>> {
+        let lease = self.lease()?;
+        let mut tries = 0;
+        loop {
+            let mut v: *const c_void = std::ptr::null();
+            let mut vl = 0usize;
+            // SAFETY: exclusively held cursor; `key` valid during the call; the value pointer
+            // addresses cursor-owned memory, read before the cursor is reset.
+            let (rc, out) = unsafe {
+                let rc = ffi::shwt_search(
+                    lease.cursor(),
+                    key.as_ptr().cast(),
+                    key.len(),
+                    &mut v,
+                    &mut vl,
+                );
+                let out = match rc {
+                    0 if v.is_null() => Some(read(&[])),
+                    0 => Some(read(std::slice::from_raw_parts(v.cast::<u8>(), vl))),
+                    _ => None,
+                };
+                ffi::shwt_cursor_reset(lease.cursor());
+                (rc, out)
+            };
+            if out.is_some() {
+                return Ok(out);
+            }
+            if rc == notfound() {
+                return Ok(None);
+            }
+            if rc == rollback() && tries < MAX_RETRIES {
+                tries += 1;
+                std::thread::yield_now();
+                continue;
+            }
+            return Err(wt_err("search", rc));
+        }
+    }
+
     fn lease(&self) -> EngineResult<Lease<'_>> {
         let pooled = self
             .pool
@@ -634,42 +675,11 @@ impl Engine for WtEngine {
     }
 
     fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
-        let lease = self.lease()?;
-        let mut tries = 0;
-        loop {
-            let mut v: *const c_void = std::ptr::null();
-            let mut vl = 0usize;
-            // SAFETY: exclusively held cursor; `key` valid during the call; the value pointer
-            // addresses cursor-owned memory, copied before the cursor is reset.
-            let (rc, out) = unsafe {
-                let rc = ffi::shwt_search(
-                    lease.cursor(),
-                    key.as_ptr().cast(),
-                    key.len(),
-                    &mut v,
-                    &mut vl,
-                );
-                let out = if rc == 0 && !v.is_null() {
-                    std::slice::from_raw_parts(v.cast::<u8>(), vl).to_vec()
-                } else {
-                    Vec::new()
-                };
-                ffi::shwt_cursor_reset(lease.cursor());
-                (rc, out)
-            };
-            if rc == 0 {
-                return Ok(Some(out));
-            }
-            if rc == notfound() {
-                return Ok(None);
-            }
-            if rc == rollback() && tries < MAX_RETRIES {
-                tries += 1;
-                std::thread::yield_now();
-                continue;
-            }
-            return Err(wt_err("search", rc));
-        }
+        self.search(key, <[u8]>::to_vec)
+    }
+
+    fn get_len(&self, key: &[u8]) -> EngineResult<Option<usize>> {
+        self.search(key, <[u8]>::len)
     }
 
     fn delete(&self, key: &[u8]) -> EngineResult<()> {
