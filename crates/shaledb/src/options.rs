@@ -215,7 +215,10 @@ pub struct Options {
     pub cache_index_and_filter_blocks: bool,
     /// Capacity of the shared block cache in bytes. Default 32 MiB.
     pub block_cache_size: usize,
-    /// The block cache is split into 2^bits shards. Default 4.
+    /// The block cache this database makes (private, or from `memory_budget`) is split into
+    /// 2^bits shards, each locked on its own: more shards, fewer readers waiting on one
+    /// another's inserts. Fewer are used where a shard would hold less than 512 KiB (RocksDB's
+    /// rule: a 32 MiB cache gets all 64 shards, a 4 MiB one 8). Default 6 (RocksDB's).
     pub block_cache_shard_bits: u32,
     /// Bytes of a compressed secondary tier for the block cache this database makes
     /// (private, or from `memory_budget`): data blocks kept as stored in the file, so a
@@ -496,7 +499,7 @@ impl Default for Options {
             index_block_restart_interval: 1,
             cache_index_and_filter_blocks: false,
             block_cache_size: 32 << 20,
-            block_cache_shard_bits: 4,
+            block_cache_shard_bits: 6,
             compressed_secondary_cache_size: 0,
             block_cache: None,
             write_buffer_manager: None,
@@ -923,8 +926,9 @@ impl Options {
             // The tier is now the cache's (and the size taken, as the budget is, so the
             // families derived from these options pass validation with the cache given).
             let secondary = std::mem::take(&mut self.compressed_secondary_cache_size);
-            let cache = crate::Cache::with_shard_bits(budget, self.block_cache_shard_bits)
-                .with_compressed_secondary(secondary);
+            let bits = crate::cache::shard_bits_for(budget, self.block_cache_shard_bits);
+            let cache =
+                crate::Cache::with_shard_bits(budget, bits).with_compressed_secondary(secondary);
             let wbm = crate::WriteBufferManager::with_cache(budget / 4, &cache).allow_stall(true);
             self.block_cache = Some(cache);
             self.write_buffer_manager = Some(wbm);
@@ -940,10 +944,16 @@ impl Options {
     pub(crate) fn block_cache_for_open(&self) -> Arc<crate::cache::BlockCache> {
         match &self.block_cache {
             Some(c) => c.inner.clone(),
-            None => Arc::new(
-                crate::cache::BlockCache::new(self.block_cache_size, self.block_cache_shard_bits)
-                    .with_secondary(self.compressed_secondary_cache_size),
-            ),
+            None => {
+                let bits = crate::cache::shard_bits_for(
+                    self.block_cache_size,
+                    self.block_cache_shard_bits,
+                );
+                Arc::new(
+                    crate::cache::BlockCache::new(self.block_cache_size, bits)
+                        .with_secondary(self.compressed_secondary_cache_size),
+                )
+            }
         }
     }
 

@@ -10,6 +10,17 @@ pub(crate) use clock::{Priority, ShardedCache};
 pub(crate) use compressed::{CompressedSecondaryCache, StoredBlock};
 pub(crate) use table_cache::{OpenTable, TableCache};
 
+/// The smallest shard [`shard_bits_for`] makes (RocksDB's `min_shard_size` for its default).
+const MIN_SHARD_BYTES: usize = 512 << 10;
+
+/// `wanted` shard bits, lowered until each shard of a `capacity`-byte cache holds at least
+/// [`MIN_SHARD_BYTES`]: a shard smaller than a few blocks cannot keep its share of the
+/// capacity (an insert never evicts the entry it inserts).
+pub(crate) fn shard_bits_for(capacity: usize, wanted: u32) -> u32 {
+    let shards_that_fit = (capacity / MIN_SHARD_BYTES).max(1);
+    wanted.min(shards_that_fit.ilog2())
+}
+
 /// Key of a block in the block cache: (the table's cache id, the block's offset in the file).
 pub(crate) type BlockCacheKey = (u64, u64);
 
@@ -66,3 +77,21 @@ impl std::ops::Deref for BlockCache {
 /// room), the `Arc` holding the block (64) and the allocator's headers. Without it a cache
 /// full of 4 KiB blocks held about 5% more than its capacity.
 pub(crate) const BLOCK_ENTRY_OVERHEAD: usize = 192;
+
+#[cfg(test)]
+mod tests {
+    use super::shard_bits_for;
+
+    #[test]
+    fn small_caches_get_fewer_shards_of_at_least_half_a_mebibyte() {
+        let mib = 1usize << 20;
+        assert_eq!(shard_bits_for(32 * mib, 6), 6);
+        assert_eq!(shard_bits_for(1 << 30, 6), 6);
+        assert_eq!(shard_bits_for(32 * mib - 1, 6), 5);
+        assert_eq!(shard_bits_for(4 * mib, 6), 3);
+        assert_eq!(shard_bits_for(mib, 6), 1);
+        assert_eq!(shard_bits_for(64 << 10, 6), 0);
+        assert_eq!(shard_bits_for(0, 6), 0);
+        assert_eq!(shard_bits_for(1 << 30, 2), 2);
+    }
+}
