@@ -5,8 +5,10 @@
 //! address are multiples of the device's logical block size; [`DIRECT_IO_ALIGNMENT`] (4 KiB)
 //! is a multiple of every common one. The engine reads and appends at arbitrary offsets and
 //! lengths, so two adapters turn its requests into aligned transfers on an [`AlignedFile`]:
-//! - [`DirectReader`] reads the aligned span around the requested bytes into an aligned
-//!   buffer and copies the requested bytes out;
+//! - [`DirectReader`] reads the span around the requested bytes, aligned to the file's
+//!   [`read_unit`](AlignedFile::read_unit) (the device's logical block size where the system
+//!   tells it, often 512 bytes: a 4 KiB block read from a random offset then moves about
+//!   4.5 KiB instead of 8 KiB), into a 4 KiB-aligned buffer and copies the requested bytes out;
 //! - [`DirectWriter`] gathers appends in an aligned buffer and writes it in whole aligned
 //!   chunks. `flush` and `sync` write the partial last block padded with zeros and cut the file
 //!   back to its true length; the next write rewrites that block.
@@ -41,12 +43,31 @@ pub(crate) trait AlignedFile: Send + Sync {
     fn sync_data(&self) -> io::Result<()>;
     /// The file's length in bytes.
     fn len(&self) -> io::Result<u64>;
+    /// What read offsets and lengths must be multiples of: a power of two dividing
+    /// [`DIRECT_IO_ALIGNMENT`] (buffers are always aligned to that). Writes keep to
+    /// [`DIRECT_IO_ALIGNMENT`].
+    fn read_unit(&self) -> usize {
+        DIRECT_IO_ALIGNMENT
+    }
+}
+
+/// The smallest read unit used: the smallest logical block size of a block device.
+const MIN_READ_UNIT: usize = 512;
+
+/// `unit` if it is a read unit [`DirectReader`] can use, else [`DIRECT_IO_ALIGNMENT`].
+pub(crate) fn usable_read_unit(unit: usize) -> usize {
+    if unit.is_power_of_two() && (MIN_READ_UNIT..=DIRECT_IO_ALIGNMENT).contains(&unit) {
+        unit
+    } else {
+        DIRECT_IO_ALIGNMENT
+    }
 }
 
 /// The kernel's rule for a direct transfer of `len` bytes at `offset` from or to memory at
-/// `addr`: all three multiples of [`DIRECT_IO_ALIGNMENT`]; else `EINVAL`, as `pread` gives.
-pub(crate) fn check_alignment(offset: u64, len: usize, addr: usize) -> io::Result<()> {
-    let a = DIRECT_IO_ALIGNMENT;
+/// `addr` on a device of `unit`-byte logical blocks: all three multiples of `unit`; else
+/// `EINVAL`, as `pread` gives.
+pub(crate) fn check_alignment(offset: u64, len: usize, addr: usize, unit: usize) -> io::Result<()> {
+    let a = unit;
     if offset.is_multiple_of(a as u64) && len.is_multiple_of(a) && addr.is_multiple_of(a) {
         return Ok(());
     }
@@ -57,10 +78,6 @@ pub(crate) fn check_alignment(offset: u64, len: usize, addr: usize) -> io::Resul
              (all must be multiples of {a})"
         ),
     ))
-}
-
-fn round_down(n: u64) -> u64 {
-    n - n % DIRECT_IO_ALIGNMENT as u64
 }
 
 /// A zeroed buffer whose first byte sits at an address that is a multiple of
@@ -110,11 +127,14 @@ thread_local! {
 /// Positional reads at any offset and length over an [`AlignedFile`].
 pub(crate) struct DirectReader<F> {
     file: F,
+    /// The file's read unit (checked once).
+    unit: usize,
 }
 
 impl<F: AlignedFile> DirectReader<F> {
     pub(crate) fn new(file: F) -> Self {
-        DirectReader { file }
+        let unit = usable_read_unit(file.read_unit());
+        DirectReader { file, unit }
     }
 
     /// Fills `span` (aligned, starting at the aligned `start`) until it is full or the file
@@ -127,8 +147,8 @@ impl<F: AlignedFile> DirectReader<F> {
                 .read_aligned(start + filled as u64, &mut span[filled..])
             {
                 Ok(0) => break,
-                // A transfer ending off the alignment can only be the file's end.
-                Ok(n) if n % DIRECT_IO_ALIGNMENT != 0 => return Ok(filled + n),
+                // A transfer ending off the read unit can only be the file's end.
+                Ok(n) if n % self.unit != 0 => return Ok(filled + n),
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
@@ -150,10 +170,10 @@ impl<F: AlignedFile> RandomAccessFile for DirectReader<F> {
                 format!("read of {len} bytes at offset {offset} past end of file"),
             )
         };
-        let start = round_down(offset);
+        let start = offset - offset % self.unit as u64;
         let skip = (offset - start) as usize;
         let need = skip + len;
-        let span_len = need.div_ceil(DIRECT_IO_ALIGNMENT) * DIRECT_IO_ALIGNMENT;
+        let span_len = need.div_ceil(self.unit) * self.unit;
         offset.checked_add(span_len as u64).ok_or_else(past_end)?;
         READ_BUFFER.with(|cell| {
             let mut kept = cell.borrow_mut();
@@ -292,16 +312,20 @@ mod tests {
     use super::*;
     use parking_lot::Mutex;
 
-    /// An aligned file in memory that enforces the kernel's rules and counts transfers.
+    /// An aligned file in memory that enforces the kernel's rules and counts transfers: reads
+    /// in units of `unit` (0: [`DIRECT_IO_ALIGNMENT`]), writes of whole 4 KiB blocks.
     #[derive(Default)]
     struct Strict {
         data: Mutex<Vec<u8>>,
         writes: Mutex<Vec<(u64, usize)>>,
+        reads: Mutex<Vec<(u64, usize)>>,
+        unit: std::sync::atomic::AtomicUsize,
     }
 
     impl AlignedFile for &Strict {
         fn read_aligned(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-            check_alignment(offset, buf.len(), buf.as_ptr() as usize)?;
+            check_alignment(offset, buf.len(), buf.as_ptr() as usize, self.read_unit())?;
+            self.reads.lock().push((offset, buf.len()));
             let data = self.data.lock();
             let start = (offset as usize).min(data.len());
             let n = buf.len().min(data.len() - start);
@@ -309,7 +333,8 @@ mod tests {
             Ok(n)
         }
         fn write_aligned(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-            check_alignment(offset, buf.len(), buf.as_ptr() as usize)?;
+            let a = DIRECT_IO_ALIGNMENT;
+            check_alignment(offset, buf.len(), buf.as_ptr() as usize, a)?;
             self.writes.lock().push((offset, buf.len()));
             let mut data = self.data.lock();
             let end = offset as usize + buf.len();
@@ -329,6 +354,12 @@ mod tests {
         fn len(&self) -> io::Result<u64> {
             Ok(self.data.lock().len() as u64)
         }
+        fn read_unit(&self) -> usize {
+            match self.unit.load(std::sync::atomic::Ordering::Relaxed) {
+                0 => DIRECT_IO_ALIGNMENT,
+                unit => unit,
+            }
+        }
     }
 
     fn pattern(n: usize) -> Vec<u8> {
@@ -339,11 +370,13 @@ mod tests {
     fn misaligned_transfers_are_refused() {
         let buf = AlignedBuf::new(8192).expect("buffer");
         let addr = buf.as_slice().as_ptr() as usize;
-        assert!(check_alignment(4096, 8192, addr).is_ok());
+        assert!(check_alignment(4096, 8192, addr, 4096).is_ok());
         for (offset, len, addr) in [(1, 4096, addr), (0, 4095, addr), (0, 4096, addr + 512)] {
-            let e = check_alignment(offset, len, addr).expect_err("misaligned");
+            let e = check_alignment(offset, len, addr, 4096).expect_err("misaligned");
             assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
         }
+        assert!(check_alignment(512, 1024, addr + 512, 512).is_ok());
+        assert!(check_alignment(256, 512, addr, 512).is_err());
     }
 
     #[test]
@@ -370,7 +403,14 @@ mod tests {
         );
         drop(w);
 
-        let r = DirectReader::new(&file);
+        for unit in [4096, 512] {
+            file.unit.store(unit, std::sync::atomic::Ordering::Relaxed);
+            reads_back_any_range(&file, &data);
+        }
+    }
+
+    fn reads_back_any_range(file: &Strict, data: &[u8]) {
+        let r = DirectReader::new(file);
         assert_eq!(r.len().expect("len"), data.len() as u64);
         for (offset, len) in [
             (0, 1),
@@ -401,6 +441,27 @@ mod tests {
             e.expect_err("overflow").kind(),
             io::ErrorKind::UnexpectedEof
         );
+    }
+
+    /// A 4 KiB block at an offset off every boundary: two 4 KiB pages, or nine sectors.
+    #[test]
+    fn reads_move_whole_read_units_around_the_bytes_asked() {
+        let file = Strict::default();
+        *file.data.lock() = pattern(64 << 10);
+        for (unit, transfer) in [(0, (0, 8192)), (4096, (0, 8192)), (512, (512, 4608))] {
+            file.unit.store(unit, std::sync::atomic::Ordering::Relaxed);
+            file.reads.lock().clear();
+            let mut buf = vec![0u8; 4096];
+            DirectReader::new(&file)
+                .read_exact_at(1000, &mut buf)
+                .expect("read");
+            assert_eq!(buf, pattern(64 << 10)[1000..5096]);
+            assert_eq!(*file.reads.lock(), [transfer], "unit {unit}");
+        }
+        // Units the reader cannot use fall back to 4 KiB.
+        for unit in [256, 768, 8192] {
+            assert_eq!(usable_read_unit(unit), DIRECT_IO_ALIGNMENT);
+        }
     }
 
     #[test]

@@ -576,14 +576,20 @@ impl RandomAccessFile for MemRandomAccessFile {
 }
 
 /// A file opened for direct IO: the kernel's alignment rules are enforced, so a misaligned
-/// transfer fails in tests as it would on a real device.
+/// transfer fails in tests as it would on a real device. Reads are checked in 512-byte units
+/// (the smallest logical block, which the reader then uses), writes in the 4 KiB blocks the
+/// writer promises on any device.
 struct MemDirectFile {
     h: Handle,
 }
 
+/// The read unit [`MemDirectFile`] reports and checks.
+const MEM_DIRECT_READ_UNIT: usize = 512;
+
 impl super::direct::AlignedFile for MemDirectFile {
     fn read_aligned(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        check_alignment(offset, buf.len(), buf.as_ptr() as usize)?;
+        let unit = MEM_DIRECT_READ_UNIT;
+        check_alignment(offset, buf.len(), buf.as_ptr() as usize, unit)?;
         self.h.with(|d| {
             let start = usize::try_from(offset).map_or(d.data.len(), |o| o.min(d.data.len()));
             let n = buf.len().min(d.data.len() - start);
@@ -593,7 +599,8 @@ impl super::direct::AlignedFile for MemDirectFile {
     }
 
     fn write_aligned(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        check_alignment(offset, buf.len(), buf.as_ptr() as usize)?;
+        let unit = super::DIRECT_IO_ALIGNMENT;
+        check_alignment(offset, buf.len(), buf.as_ptr() as usize, unit)?;
         let offset = usize::try_from(offset).map_err(|_| os_err_plain(libc::EFBIG))?;
         self.h.with(|d| d.write_at(offset, buf))
     }
@@ -609,6 +616,10 @@ impl super::direct::AlignedFile for MemDirectFile {
 
     fn len(&self) -> io::Result<u64> {
         self.h.with(|d| d.data.len() as u64)
+    }
+
+    fn read_unit(&self) -> usize {
+        MEM_DIRECT_READ_UNIT
     }
 }
 
