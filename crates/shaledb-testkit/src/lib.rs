@@ -87,6 +87,12 @@ impl LoggedWrites {
         }
     }
 
+    /// Draws the following operations' keys from the first `key_space` keys only (a subset
+    /// of the keys drawn before): later writes then overwrite one another often.
+    pub fn narrow_keys(&mut self, key_space: u32) {
+        self.cfg.key_space = key_space;
+    }
+
     /// Runs the next `n` operations on `db`, logging each as acknowledged or failed; returns
     /// false at the first failure (the machine halted).
     pub fn run(&mut self, db: &shaledb::Db, n: usize, log: &mut OpLog) -> bool {
