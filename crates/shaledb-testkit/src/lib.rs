@@ -109,6 +109,50 @@ impl LoggedWrites {
     }
 }
 
+/// Where and how the crash tests reopen a database: its directory on the crashed file
+/// system, the options for a file system, and the keys whose state is compared.
+pub struct Reopen<'a> {
+    /// The database's directory.
+    pub dir: &'a std::path::Path,
+    /// The test's options over a fault-injecting view of the file system.
+    pub options: &'a dyn Fn(&FaultFs) -> shaledb::Options,
+    /// The keys read and compared with the model.
+    pub probe: &'a [Vec<u8>],
+}
+
+impl Reopen<'_> {
+    /// Reopens the database in `mem`, checks its state against `log` at durability `d`, loses
+    /// power right after and checks a second reopen reads the same state (what recovery
+    /// found stays durable). Returns the state; panics naming `what` on any difference.
+    pub fn check_twice(
+        &self,
+        mem: &shaledb::fs::MemFileSystem,
+        log: &OpLog,
+        d: Durability,
+        what: &str,
+    ) -> Model {
+        let fault = FaultFs::new(std::sync::Arc::new(mem.clone()));
+        let db = shaledb::Db::open(self.dir, (self.options)(&fault))
+            .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
+        let state = model::read_all(&db, self.probe).unwrap_or_else(|e| panic!("{what}: {e}"));
+        if let Err(e) = log.check(&Model::new(), &state, d) {
+            panic!("{what}: {e}");
+        }
+        power_loss_at(&fault, mem, 0);
+        drop(db);
+        let fault = FaultFs::new(std::sync::Arc::new(mem.clone()));
+        let db = shaledb::Db::open(self.dir, (self.options)(&fault))
+            .unwrap_or_else(|e| panic!("{what}: second reopen failed: {e}"));
+        let again = model::read_all(&db, self.probe).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(
+            again == state,
+            "{what}: recovered state was not durable: {}",
+            model::first_diff(&state, &again)
+        );
+        state
+    }
+}
+
 /// The number of blob files (`*.blob`) in `fs`.
 pub fn blob_file_count(fs: &shaledb::fs::MemFileSystem) -> usize {
     fs.file_names()

@@ -8,9 +8,11 @@
 
 use shaledb::fs::MemFileSystem;
 use shaledb::{Db, Options};
-use shaledb_testkit::model::{self, read_all, Durability, GenConfig, Model, OpLog, Outcome};
+use shaledb_testkit::model::{self, Durability, GenConfig, Model, OpLog, Outcome};
 use shaledb_testkit::table_layout::{self, table_formats};
-use shaledb_testkit::{power_loss_at, with_timeout, FaultFs, LoggedWrites, StorageMode as Mode};
+use shaledb_testkit::{
+    power_loss_at, with_timeout, FaultFs, LoggedWrites, Reopen, StorageMode as Mode,
+};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,25 +99,12 @@ fn script(fs: &FaultFs, mode: Mode) -> OpLog {
 /// power loss right after the reopen changes nothing. Returns the state.
 fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str, mode: Mode) -> Model {
     let probe = model::all_keys(&cfg());
-    let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault, mode))
-        .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
-    let state = read_all(&db, &probe).unwrap_or_else(|e| panic!("{what}: {e}"));
-    if let Err(e) = log.check(&Model::new(), &state, Durability::SyncedOnly) {
-        panic!("{what}: {e}");
-    }
-    power_loss_at(&fault, mem, 0);
-    drop(db);
-    let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault, mode))
-        .unwrap_or_else(|e| panic!("{what}: second reopen failed: {e}"));
-    let again = read_all(&db, &probe).unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        again == state,
-        "{what}: recovered state was not durable: {}",
-        model::first_diff(&state, &again)
-    );
-    state
+    let reopen = Reopen {
+        dir: Path::new(DIR),
+        options: &|fs| options(fs, mode),
+        probe: &probe,
+    };
+    reopen.check_twice(mem, log, Durability::SyncedOnly, what)
 }
 
 /// Tables with index and filter partitions, and values in blob files.

@@ -11,8 +11,8 @@
 use shaledb::fs::MemFileSystem;
 use shaledb::{CompactionJobInfo, Db, EventListener, Options};
 use shaledb_testkit::fault::{Fault, OpKind, Target};
-use shaledb_testkit::model::{self, read_all, Durability, GenConfig, Model, OpLog, Outcome};
-use shaledb_testkit::{power_loss_at, with_timeout, FaultFs, LoggedWrites};
+use shaledb_testkit::model::{self, Durability, GenConfig, OpLog, Outcome};
+use shaledb_testkit::{power_loss_at, with_timeout, FaultFs, LoggedWrites, Reopen};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -127,24 +127,12 @@ fn reopen_and_check(mem: &MemFileSystem, log: &OpLog, what: &str) {
 
 fn reopen_and_check_with(mem: &MemFileSystem, log: &OpLog, what: &str, d: Durability) {
     let probe = model::all_keys(&cfg());
-    let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault))
-        .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
-    let state = read_all(&db, &probe).unwrap_or_else(|e| panic!("{what}: {e}"));
-    if let Err(e) = log.check(&Model::new(), &state, d) {
-        panic!("{what}: {e}");
-    }
-    power_loss_at(&fault, mem, 0);
-    drop(db);
-    let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault))
-        .unwrap_or_else(|e| panic!("{what}: second reopen failed: {e}"));
-    let again = read_all(&db, &probe).unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        again == state,
-        "{what}: recovered state was not durable: {}",
-        model::first_diff(&state, &again)
-    );
+    let reopen = Reopen {
+        dir: Path::new(DIR),
+        options: &options,
+        probe: &probe,
+    };
+    reopen.check_twice(mem, log, d, what);
 }
 
 #[test]
