@@ -67,15 +67,14 @@ pub(crate) fn usable_read_unit(unit: usize) -> usize {
 /// `addr` on a device of `unit`-byte logical blocks: all three multiples of `unit`; else
 /// `EINVAL`, as `pread` gives.
 pub(crate) fn check_alignment(offset: u64, len: usize, addr: usize, unit: usize) -> io::Result<()> {
-    let a = unit;
-    if offset.is_multiple_of(a as u64) && len.is_multiple_of(a) && addr.is_multiple_of(a) {
+    if offset.is_multiple_of(unit as u64) && len.is_multiple_of(unit) && addr.is_multiple_of(unit) {
         return Ok(());
     }
     Err(io::Error::new(
         io::ErrorKind::InvalidInput,
         format!(
             "misaligned direct IO: {len} bytes at offset {offset}, buffer address {addr:#x} \
-             (all must be multiples of {a})"
+             (all must be multiples of {unit})"
         ),
     ))
 }

@@ -333,7 +333,6 @@ impl WtEngine {
         Ok(engine)
     }
 
-    /// Takes a session (with its cursor) out of the pool, opening one if the pool is empty.
     /// Looks `key` up and applies `read` to its value while the cursor still holds it (the
     /// value lives in WiredTiger's page until the cursor is reset).
     fn search<T>(&self, key: &[u8], read: impl Fn(&[u8]) -> T) -> EngineResult<Option<T>> {
@@ -375,6 +374,7 @@ impl WtEngine {
         }
     }
 
+    /// Takes a session (with its cursor) out of the pool, opening one if the pool is empty.
     fn lease(&self) -> EngineResult<Lease<'_>> {
         let pooled = self
             .pool
