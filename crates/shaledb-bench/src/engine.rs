@@ -56,8 +56,8 @@ pub struct CommonOptions {
     pub subcompactions: u32,
     /// CPU priority of the background (flush and compaction) threads: ShaleDB's
     /// `background_cpu_priority`, RocksDB's `Env::LowerThreadPoolCPUPriority` (not a db_bench
-    /// flag).
-    pub background_cpu_priority: shaledb::CpuPriority,
+    /// flag). `None`: each engine's default.
+    pub background_cpu_priority: Option<shaledb::CpuPriority>,
     /// Disable automatic compactions (bulk load).
     pub disable_auto_compactions: bool,
     /// Skip the WAL.
@@ -202,7 +202,7 @@ impl Default for CommonOptions {
             level0_stop_writes_trigger: 36,
             max_background_jobs: 2,
             subcompactions: 1,
-            background_cpu_priority: shaledb::CpuPriority::Normal,
+            background_cpu_priority: None,
             disable_auto_compactions: false,
             disable_wal: false,
             sync: false,

@@ -306,13 +306,18 @@ pub struct Options {
     /// time, so writes that outpace it wait on one thread; these threads come on top of
     /// `max_background_jobs`. Default 1: no split, as RocksDB's.
     pub max_subcompactions: u32,
-    /// CPU priority of the flush and compaction threads (and their subcompaction threads)
-    /// and of the thread that deletes obsolete files (RocksDB's
-    /// `Env::LowerThreadPoolCPUPriority`). Lower than `Normal`, they take CPU time from the
-    /// application's threads only when those leave some: on a machine whose cores readers
-    /// keep busy, reads get faster and writes slow down instead (compaction debt grows until
-    /// the write slowdown and stop triggers pace the writers). Linux only: elsewhere the
-    /// threads keep their priority and the info log says so. Default `Normal`.
+    /// CPU priority of the compaction threads (and their subcompaction threads) and of the
+    /// thread that deletes obsolete files (RocksDB's `Env::LowerThreadPoolCPUPriority`).
+    /// Lower than `Normal`, compactions take CPU time from the application's threads only
+    /// when those leave some: on a machine whose cores readers keep busy, reads get faster
+    /// while compaction debt grows. Flushes keep normal priority on a thread of their own
+    /// (writers wait for the memory they free), and so do compactions once the debt is
+    /// urgent (L0 files at twice `level0_file_num_compaction_trigger` or a quarter of the way
+    /// to `level0_slowdown_writes_trigger`, pending bytes at a quarter of
+    /// `soft_pending_compaction_bytes_limit`, or writes slowed or stopped), on one more
+    /// thread beside the `max_background_jobs - 1` lowered ones; with `max_background_jobs`
+    /// 1 the one thread does everything at normal priority. Linux only: elsewhere the threads
+    /// keep their priority and the info log says so. Default `Normal`.
     pub background_cpu_priority: CpuPriority,
     /// Do not compact automatically (bulk loading); `compact_range` still works. Default false.
     pub disable_auto_compactions: bool,

@@ -105,12 +105,12 @@ pub fn suite(name: &str) -> Result<Vec<Workload>, String> {
             n / 2
         ),
     ));
-    // R5 again with the background threads at low CPU priority, where the engine can set it
+    // R5 again with the compaction threads at low CPU priority, where the engine can set it
     // (bench/results/2026-11-27-background-priority): the readers then get the CPU the
-    // flushes and compactions took, and the writer is paced by the compaction debt.
+    // compactions took until the debt is urgent; flushes keep normal priority.
     v.push(w2(
         "R5-low",
-        "R5 with background threads at low CPU priority (ShaleDB's background_cpu_priority, RocksDB's LowerThreadPoolCPUPriority; LevelDB, WiredTiger, fjall and RocksDB's db_bench cannot set it and run at normal priority)",
+        "R5 with compaction threads at low CPU priority (ShaleDB's background_cpu_priority, RocksDB's LowerThreadPoolCPUPriority; LevelDB, WiredTiger, fjall and RocksDB's db_bench cannot set it and run at normal priority)",
         &format!("{base} --benchmarks=fillseq --threads=1"),
         &format!(
             "{base} --benchmarks=readwhilewriting --threads=2 --reads={} --background_cpu_priority=low",

@@ -825,9 +825,10 @@ impl Flags {
             max_background_jobs: mbj.max(mbc),
             subcompactions: get(m, "subcompactions", d.subcompactions)?,
             background_cpu_priority: match m.get("background_cpu_priority").map(String::as_str) {
-                None | Some("normal") => shaledb::CpuPriority::Normal,
-                Some("low") => shaledb::CpuPriority::Low,
-                Some("idle") => shaledb::CpuPriority::Idle,
+                None => None,
+                Some("normal") => Some(shaledb::CpuPriority::Normal),
+                Some("low") => Some(shaledb::CpuPriority::Low),
+                Some("idle") => Some(shaledb::CpuPriority::Idle),
                 Some(other) => {
                     return Err(format!(
                         "flag --background_cpu_priority: {other} is not normal, low or idle"

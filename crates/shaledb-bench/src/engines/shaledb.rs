@@ -58,7 +58,9 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     o.level0_stop_writes_trigger = c.level0_stop_writes_trigger as usize;
     o.max_background_jobs = c.max_background_jobs.max(1) as usize;
     o.max_subcompactions = c.subcompactions.max(1);
-    o.background_cpu_priority = c.background_cpu_priority;
+    if let Some(priority) = c.background_cpu_priority {
+        o.background_cpu_priority = priority;
+    }
     o.disable_auto_compactions = c.disable_auto_compactions;
     if c.merge_operator == "uint64add" {
         o.merge_operator = Some(std::sync::Arc::new(shaledb::merge_operators::UInt64Add));

@@ -1,5 +1,6 @@
 //! Background work: flushing frozen memtables to L0 and compacting levels, on a pool of
-//! `max_background_jobs` threads. Each thread takes the state mutex only to pick a job and to
+//! `max_background_jobs` threads (split by role when their priority is lowered:
+//! `BackgroundRole`). Each thread takes the state mutex only to pick a job and to
 //! install its result; the IO runs unlocked, so readers and writers go on meanwhile. Flushes
 //! come first (they free memory that writers may be waiting for), one at a time and oldest
 //! first; compactions of disjoint key ranges run in parallel. Installing a result writes the
@@ -18,7 +19,7 @@ use crate::iter::InternalIterator;
 use crate::key;
 use crate::listener::BackgroundErrorReason;
 use crate::memtable::MemTable;
-use crate::options::{BottommostLevelCompaction, CompactRangeOptions, Options};
+use crate::options::{BottommostLevelCompaction, CompactRangeOptions, CpuPriority, Options};
 use crate::range_del::FragmentedRangeTombstones;
 use crate::sst::BlockReadOptions;
 use crate::version::filename::FileKind;
@@ -28,6 +29,58 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// What a background thread takes on. At the default priority every thread takes any job;
+/// with `background_cpu_priority` below normal, flushes and urgent compactions keep normal
+/// priority on threads of their own (RocksDB runs flushes in a separate pool too), so an
+/// application that keeps the cores busy slows compactions but cannot starve the work writers
+/// wait on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum BackgroundRole {
+    /// Flushes and compactions, at normal priority.
+    Any,
+    /// Flushes only, at normal priority.
+    Flush,
+    /// Compactions only, at the lowered priority.
+    Compaction,
+    /// At normal priority: flushes while the flush thread is busy, and compactions once they
+    /// are urgent (`compaction_is_urgent`).
+    Relief,
+}
+
+impl BackgroundRole {
+    /// The roles of the `jobs` background threads of a database whose background threads run
+    /// at `priority`: all `Any` at normal priority (or with one thread, which must flush),
+    /// else one flush thread, `jobs - 1` compaction threads and one relief thread.
+    pub(crate) fn of_threads(jobs: usize, priority: CpuPriority) -> Vec<BackgroundRole> {
+        if priority == CpuPriority::Normal || jobs < 2 {
+            return vec![BackgroundRole::Any; jobs];
+        }
+        let mut roles = vec![BackgroundRole::Flush];
+        roles.extend(std::iter::repeat_n(BackgroundRole::Compaction, jobs - 1));
+        roles.push(BackgroundRole::Relief);
+        roles
+    }
+
+    /// The name of background thread `index`, which has this role.
+    pub(crate) fn thread_name(self, index: usize) -> String {
+        match self {
+            BackgroundRole::Any => format!("shaledb-bg-{index}"),
+            BackgroundRole::Flush => "shaledb-flush".to_string(),
+            BackgroundRole::Compaction => format!("shaledb-compact-{index}"),
+            BackgroundRole::Relief => "shaledb-relief".to_string(),
+        }
+    }
+
+    /// Whether this thread runs at the lowered priority.
+    pub(crate) fn lowered(self) -> bool {
+        self == BackgroundRole::Compaction
+    }
+
+    fn flushes(self) -> bool {
+        self != BackgroundRole::Compaction
+    }
+}
 
 enum Job {
     /// Flush this frozen memtable of this family.
@@ -48,13 +101,13 @@ const SUBCOMPACTION_ANCHORS_PER_FILE: usize = 64;
 
 impl DbInner {
     /// The loop each background thread runs until shutdown.
-    pub(crate) fn background_thread(self: &Arc<Self>) {
+    pub(crate) fn background_thread(self: &Arc<Self>, role: BackgroundRole) {
         let mut st = self.state.lock();
         loop {
             if self.shutting_down.load(Ordering::Acquire) {
                 break;
             }
-            match self.pick_job(&mut st) {
+            match self.pick_job(&mut st, role) {
                 Some(Job::Flush(cf, mem)) => {
                     let res = self.run_flush(&mut st, cf, mem);
                     if let Some(f) = st.families.get_mut(&cf) {
@@ -202,26 +255,39 @@ impl DbInner {
         res
     }
 
-    /// The next job: a flush of any family first (oldest memtable first within a family),
-    /// else a compaction.
-    fn pick_job(&self, st: &mut DbState) -> Option<Job> {
+    /// The next job for a thread of `role`: a flush of any family first (oldest memtable
+    /// first within a family), else a compaction.
+    fn pick_job(&self, st: &mut DbState, role: BackgroundRole) -> Option<Job> {
         if st.closed || !self.lift_suspension_if_due(st) {
             return None;
         }
-        let flush = if self.opts.atomic_flush {
-            pick_atomic_flush(st)
-        } else {
-            pick_flush(st)
-        };
-        if flush.is_some() || st.ingesting > 0 {
-            return flush;
+        if role.flushes() {
+            let flush = if self.opts.atomic_flush {
+                pick_atomic_flush(st)
+            } else {
+                pick_flush(st)
+            };
+            if flush.is_some() {
+                return flush;
+            }
         }
-        if super::recovery::failed_wal_needs_edit(st) {
+        if st.ingesting > 0 {
+            return None;
+        }
+        if role.flushes() && super::recovery::failed_wal_needs_edit(st) {
             return Some(Job::RetireWal);
         }
         // A retried flush with nothing left to write (its family was dropped) is done.
         self.flush_retry_done(st);
         if !super::recovery::compactions_due(st) {
+            return None;
+        }
+        let compacts = match role {
+            BackgroundRole::Any | BackgroundRole::Compaction => true,
+            BackgroundRole::Flush => false,
+            BackgroundRole::Relief => compaction_is_urgent(st),
+        };
+        if !compacts {
             return None;
         }
         let job = st
@@ -1204,6 +1270,16 @@ fn adjacent_runs(
 }
 
 /// The oldest frozen memtable of the first family that has one and no flush running.
+/// Whether compaction is urgent: writes are being slowed or stopped, or some family's debt
+/// is past the speedup point (`needs_compaction_speedup`).
+fn compaction_is_urgent(st: &DbState) -> bool {
+    st.stall_condition != crate::listener::WriteStallCondition::Normal
+        || st
+            .families
+            .values()
+            .any(|cf| super::write::needs_compaction_speedup(st, cf))
+}
+
 fn pick_flush(st: &mut DbState) -> Option<Job> {
     let (&id, f) = st
         .families
@@ -1421,6 +1497,7 @@ fn finish_write_time_blobs(mem: &MemTable) -> Result<Vec<crate::version::BlobFil
 
 #[cfg(test)]
 mod tests {
+    use super::BackgroundRole;
     use crate::fs::{FsHook, HookedFileSystem, MemFileSystem, WritableFile};
     use crate::{Db, Options};
     use parking_lot::{Condvar, Mutex};
@@ -1455,6 +1532,17 @@ mod tests {
             while st.1 == 0 {
                 self.cv.wait(&mut st);
             }
+        }
+        /// Whether something waits at the gate within `limit`.
+        fn has_a_waiter_within(&self, limit: Duration) -> bool {
+            let deadline = std::time::Instant::now() + limit;
+            let mut st = self.state.lock();
+            while st.1 == 0 {
+                if self.cv.wait_until(&mut st, deadline).timed_out() {
+                    return st.1 > 0;
+                }
+            }
+            true
         }
     }
 
@@ -1536,6 +1624,159 @@ mod tests {
         assert_eq!(
             db.property("shaledb.num-files-at-level0"),
             Some("1".to_string())
+        );
+    }
+
+    /// Records which thread created each table file, and holds the compaction threads at
+    /// their first output while its gate is closed.
+    struct WatchTableCreators {
+        gate: Arc<Gate>,
+        creators: Mutex<Vec<String>>,
+    }
+
+    impl FsHook for WatchTableCreators {
+        fn writable(&self, path: &Path, file: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
+            if path.extension().is_some_and(|e| e == "sst") {
+                let name = std::thread::current().name().unwrap_or("").to_string();
+                let held = name.starts_with("shaledb-compact-");
+                self.creators.lock().push(name);
+                if held {
+                    self.gate.pass();
+                }
+            }
+            file
+        }
+    }
+
+    fn level0_files(db: &Db, cf: &crate::ColumnFamily) -> String {
+        db.property_cf(cf, "shaledb.num-files-at-level0")
+            .expect("property")
+    }
+
+    #[test]
+    fn with_lowered_priority_flushes_and_urgent_compactions_keep_their_own_threads() {
+        let fs = Arc::new(HookedFileSystem::new(
+            Arc::new(MemFileSystem::new()),
+            WatchTableCreators {
+                gate: Arc::new(Gate::default()),
+                creators: Mutex::new(Vec::new()),
+            },
+        ));
+        let watch = fs.hook();
+        // Compaction is urgent from 8 L0 files on: twice the trigger, and a quarter of the
+        // way to the slowdown trigger.
+        let opts = Options {
+            fs: fs.clone(),
+            max_background_jobs: 2,
+            background_cpu_priority: crate::CpuPriority::Low,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            ..Default::default()
+        };
+        let db = Db::open("/db", opts.clone()).expect("open");
+        let other = db.create_cf("other", opts.cf_options()).expect("create_cf");
+        let default = db.default_cf();
+        watch.gate.set_closed(true);
+        // A failed assertion must not leave the compaction thread held: closing the database
+        // waits for it. Dropped before `db`.
+        struct OpenOnDrop<'a>(&'a Gate);
+        impl Drop for OpenOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.set_closed(false);
+            }
+        }
+        let _open_on_drop = OpenOnDrop(&watch.gate);
+        // Every table holds key 1000 too, so the tables overlap and compacting them writes
+        // a new one (no trivial move).
+        for i in 0..4u32 {
+            db.put(i.to_be_bytes(), b"default").expect("put");
+            db.put(1000u32.to_be_bytes(), b"default").expect("put");
+            db.flush().expect("flush");
+        }
+        // The default family's L0 compaction is due; the compaction thread takes it and is
+        // held at its output.
+        assert!(
+            watch.gate.has_a_waiter_within(Duration::from_secs(30)),
+            "{:?}",
+            watch.creators.lock()
+        );
+        for i in 0..7u32 {
+            db.put_cf(&other, i.to_be_bytes(), b"other").expect("put");
+            db.put_cf(&other, 1000u32.to_be_bytes(), b"other")
+                .expect("put");
+            db.flush_cf(&other).expect("flush");
+        }
+        // Due but not urgent: the relief thread leaves it to the (busy) compaction thread.
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(level0_files(&db, &other), "7");
+        {
+            let creators = watch.creators.lock();
+            assert_eq!(creators.len(), 12, "{creators:?}");
+            let flushed_by: Vec<&str> = creators
+                .iter()
+                .filter(|n| !n.starts_with("shaledb-compact-"))
+                .map(|n| n.as_str())
+                .collect();
+            assert_eq!(flushed_by.len(), 11, "{creators:?}");
+            assert!(
+                flushed_by
+                    .iter()
+                    .all(|n| *n == "shaledb-flush" || *n == "shaledb-relief"),
+                "{creators:?}"
+            );
+        }
+        db.put_cf(&other, 7u32.to_be_bytes(), b"other")
+            .expect("put");
+        db.put_cf(&other, 1000u32.to_be_bytes(), b"other")
+            .expect("put");
+        db.flush_cf(&other).expect("flush");
+        // Eight L0 files: urgent, so the relief thread compacts them at normal priority.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while level0_files(&db, &other) != "0" {
+            assert!(std::time::Instant::now() < deadline, "not compacted");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(level0_files(&db, &default), "4");
+        assert_eq!(
+            watch.creators.lock().last().map(String::as_str),
+            Some("shaledb-relief")
+        );
+        watch.gate.set_closed(false);
+        db.wait_for_compactions().expect("wait");
+        assert_eq!(level0_files(&db, &default), "0");
+        for i in (0..8u32).chain([1000]) {
+            let in_default = db.get(i.to_be_bytes()).expect("get");
+            let want: Option<&[u8]> = (i < 4 || i == 1000).then_some(b"default");
+            assert_eq!(in_default.as_deref(), want, "{i}");
+            assert_eq!(
+                db.get_cf(&other, i.to_be_bytes()).expect("get").as_deref(),
+                Some(&b"other"[..]),
+                "{i}"
+            );
+        }
+    }
+
+    #[test]
+    fn thread_roles_split_only_below_normal_priority() {
+        use super::BackgroundRole::*;
+        use crate::CpuPriority;
+        assert_eq!(
+            BackgroundRole::of_threads(2, CpuPriority::Normal),
+            [Any, Any]
+        );
+        assert_eq!(BackgroundRole::of_threads(1, CpuPriority::Low), [Any]);
+        assert_eq!(
+            BackgroundRole::of_threads(3, CpuPriority::Idle),
+            [Flush, Compaction, Compaction, Relief]
+        );
+        let names: Vec<String> = BackgroundRole::of_threads(2, CpuPriority::Low)
+            .iter()
+            .enumerate()
+            .map(|(i, r)| r.thread_name(i))
+            .collect();
+        assert_eq!(
+            names,
+            ["shaledb-flush", "shaledb-compact-1", "shaledb-relief"]
         );
     }
 }

@@ -4,6 +4,7 @@
 //! Recovered WAL contents are written to L0 tables and a fresh MANIFEST and WAL are started,
 //! so after open every older WAL and MANIFEST is obsolete and is deleted.
 
+use super::background::BackgroundRole;
 use super::{CfState, Db, DbInner, DbState, SuperVersion};
 use crate::cache::BlockCache;
 use crate::cache::TableCache;
@@ -970,38 +971,45 @@ pub(super) fn new_family_data(
     })
 }
 
-/// Starts the `max_background_jobs` flush and compaction threads and the cleaner, which
+/// Starts the `max_background_jobs` flush and compaction threads (one more, for urgent
+/// compactions, when their priority is lowered: `BackgroundRole`) and the cleaner, which
 /// deletes obsolete files.
 fn start_background_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     let jobs = inner.opts.max_background_jobs;
     let mut threads = Vec::with_capacity(jobs + 1);
-    let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+    let spawn = |name: String, lowered: bool, f: Box<dyn FnOnce() + Send>| {
         let db = inner.clone();
         std::thread::Builder::new()
             .name(name)
             .spawn(move || {
-                db.lower_thread_priority();
+                if lowered {
+                    db.lower_thread_priority();
+                }
                 drop(db);
                 f()
             })
             .map_err(|e| Error::io("starting a background thread", e))
     };
-    for i in 0..jobs {
+    let roles = BackgroundRole::of_threads(jobs, inner.opts.background_cpu_priority);
+    for (i, role) in roles.into_iter().enumerate() {
         let bg = inner.clone();
         threads.push(spawn(
-            format!("shaledb-bg-{i}"),
-            Box::new(move || bg.background_thread()),
+            role.thread_name(i),
+            role.lowered(),
+            Box::new(move || bg.background_thread(role)),
         )?);
     }
     let cleaner = inner.clone();
     threads.push(spawn(
         "shaledb-cleaner".to_string(),
+        true,
         Box::new(move || cleaner.cleaner_thread()),
     )?);
     if inner.opts.stats_dump_period > 0 && inner.info_log.enabled(crate::InfoLogLevel::Info) {
         let dumper = inner.clone();
         threads.push(spawn(
             "shaledb-stats".to_string(),
+            true,
             Box::new(move || dumper.stats_dump_thread()),
         )?);
     }

@@ -1276,6 +1276,26 @@ impl InflightGroup {
     }
 }
 
+/// Whether family `cf`'s compaction debt is past RocksDB's point for speeding compaction up:
+/// L0 files at twice the compaction trigger or a quarter of the way to the slowdown trigger
+/// (whichever is fewer), or pending compaction bytes at a quarter of the soft limit. Past it,
+/// the relief thread compacts too (`BackgroundRole::Relief`).
+pub(super) fn needs_compaction_speedup(st: &DbState, cf: &CfState) -> bool {
+    let o = &cf.data.opts;
+    if o.disable_auto_compactions {
+        return false;
+    }
+    let Some(version) = st.versions.current_ref(cf.data.id) else {
+        return false;
+    };
+    let trigger = o.level0_file_num_compaction_trigger;
+    let l0_speedup =
+        (trigger * 2).min(trigger + o.level0_slowdown_writes_trigger.saturating_sub(trigger) / 4);
+    version.level_files(0).len() >= l0_speedup
+        || crate::compaction::picker::pending_compaction_bytes(version, o)
+            >= o.soft_pending_compaction_bytes_limit / 4
+}
+
 /// A group in the WAL, to be inserted: its batch (with blob references if its values were
 /// separated) and its members' parts (empty if it is one part).
 struct LoggedGroup {

@@ -126,7 +126,9 @@ impl FjallEngine {
         if c.prepopulate_block_cache {
             return Err("fjall: fjall cannot put flushed blocks into its cache".into());
         }
-        if c.background_cpu_priority != shaledb::CpuPriority::Normal {
+        if c.background_cpu_priority
+            .is_some_and(|p| p != shaledb::CpuPriority::Normal)
+        {
             return Err("fjall: the benchmark does not set the priority of fjall's background threads (--background_cpu_priority)".into());
         }
         if c.two_level_index || c.partition_filters {

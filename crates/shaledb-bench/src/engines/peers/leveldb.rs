@@ -181,7 +181,9 @@ impl LevelEngine {
         if c.prepopulate_block_cache {
             return Err("leveldb: LevelDB cannot put flushed blocks into its cache".into());
         }
-        if c.background_cpu_priority != shaledb::CpuPriority::Normal {
+        if c.background_cpu_priority
+            .is_some_and(|p| p != shaledb::CpuPriority::Normal)
+        {
             return Err("leveldb: the benchmark does not set the priority of LevelDB's background threads (--background_cpu_priority)".into());
         }
         if c.two_level_index || c.partition_filters {

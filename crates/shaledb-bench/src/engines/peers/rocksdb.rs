@@ -182,7 +182,6 @@ mod ffi {
         pub fn rocksdb_options_set_max_subcompactions(o: *mut rocksdb_options_t, v: u32);
         pub fn rocksdb_create_default_env() -> *mut rocksdb_env_t;
         pub fn rocksdb_env_lower_thread_pool_cpu_priority(env: *mut rocksdb_env_t);
-        pub fn rocksdb_env_lower_high_priority_thread_pool_cpu_priority(env: *mut rocksdb_env_t);
         pub fn rocksdb_env_destroy(env: *mut rocksdb_env_t);
         pub fn rocksdb_options_set_disable_auto_compactions(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_use_direct_reads(o: *mut rocksdb_options_t, v: c_uchar);
@@ -456,18 +455,17 @@ fn db_options(
         );
         ffi::rocksdb_options_set_max_subcompactions(o, c.subcompactions.max(1));
         match c.background_cpu_priority {
-            shaledb::CpuPriority::Normal => {}
-            shaledb::CpuPriority::Low => {
-                // Both of the default environment's pools (compactions, flushes) at nice 19,
-                // as ShaleDB's `Low` puts all its background threads; the environment is the
+            None | Some(shaledb::CpuPriority::Normal) => {}
+            Some(shaledb::CpuPriority::Low) => {
+                // The default environment's compaction pool at nice 19; its flush pool keeps
+                // normal priority, as ShaleDB's flush thread does. The environment is the
                 // process's default one, which the handle only wraps (destroying it leaves
                 // the environment alone).
                 let env = ffi::rocksdb_create_default_env();
                 ffi::rocksdb_env_lower_thread_pool_cpu_priority(env);
-                ffi::rocksdb_env_lower_high_priority_thread_pool_cpu_priority(env);
                 ffi::rocksdb_env_destroy(env);
             }
-            shaledb::CpuPriority::Idle => {
+            Some(shaledb::CpuPriority::Idle) => {
                 return Err(
                     "rocksdb: RocksDB's C API lowers a pool's priority to low only, \
                             not idle (--background_cpu_priority=idle)"

@@ -185,7 +185,9 @@ pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
                 .into(),
         );
     }
-    if c.background_cpu_priority != shaledb::CpuPriority::Normal {
+    if c.background_cpu_priority
+        .is_some_and(|p| p != shaledb::CpuPriority::Normal)
+    {
         return Err(
             "wiredtiger: the benchmark does not set the priority of WiredTiger's eviction and \
              checkpoint threads (--background_cpu_priority)"
