@@ -43,8 +43,8 @@ pub(crate) enum BackgroundRole {
     Flush,
     /// Compactions only, at the lowered priority.
     Compaction,
-    /// At normal priority: flushes while the flush thread is busy, and compactions once they
-    /// are urgent (`compaction_is_urgent`).
+    /// At normal priority: flushes as the flush thread does (another family's, or while that
+    /// one is busy), and compactions once they are urgent (`compaction_is_urgent`).
     Relief,
 }
 
@@ -1269,7 +1269,6 @@ fn adjacent_runs(
     runs
 }
 
-/// The oldest frozen memtable of the first family that has one and no flush running.
 /// Whether compaction is urgent: writes are being slowed or stopped, or some family's debt
 /// is past the speedup point (`needs_compaction_speedup`).
 fn compaction_is_urgent(st: &DbState) -> bool {
@@ -1280,6 +1279,7 @@ fn compaction_is_urgent(st: &DbState) -> bool {
             .any(|cf| super::write::needs_compaction_speedup(st, cf))
 }
 
+/// The oldest frozen memtable of the first family that has one and no flush running.
 fn pick_flush(st: &mut DbState) -> Option<Job> {
     let (&id, f) = st
         .families

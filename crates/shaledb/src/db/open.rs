@@ -976,7 +976,7 @@ pub(super) fn new_family_data(
 /// deletes obsolete files.
 fn start_background_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     let jobs = inner.opts.max_background_jobs;
-    let mut threads = Vec::with_capacity(jobs + 1);
+    let mut threads = Vec::with_capacity(jobs + 3);
     let spawn = |name: String, lowered: bool, f: Box<dyn FnOnce() + Send>| {
         let db = inner.clone();
         std::thread::Builder::new()
