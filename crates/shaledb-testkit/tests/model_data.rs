@@ -18,8 +18,8 @@ use rand::{Rng, SeedableRng};
 use shaledb::fs::MemFileSystem;
 use shaledb::merge_operators::{StringAppend, UInt64Add};
 use shaledb::{
-    CfOptions, Clock, ColumnFamily, CompactionFilter, CompressionType, Db, Decision, FixedPrefix,
-    IndexType, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions,
+    CfOptions, Clock, ColumnFamily, CompactionFilter, CompressionType, CpuPriority, Db, Decision,
+    FixedPrefix, IndexType, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions,
 };
 use shaledb_testkit::table_layout::{Region, TableLayout};
 use shaledb_testkit::FaultFs;
@@ -94,6 +94,8 @@ struct Variant {
     /// Two-level indexes with filter partitions of `metadata_block_size` 64 in every family
     /// (format version 3), through a small block cache with `cache_index_and_filter_blocks`.
     partitioned: bool,
+    /// Below normal, flushes, urgent compactions and the rest run on threads of their own.
+    background_cpu_priority: CpuPriority,
 }
 
 struct Harness {
@@ -126,6 +128,7 @@ impl Harness {
             create_missing_column_families: true,
             atomic_flush: v.atomic_flush,
             max_background_jobs: 2,
+            background_cpu_priority: v.background_cpu_priority,
             clock: self.clock.clone(),
             ..Default::default()
         };
@@ -679,6 +682,7 @@ fn model_data_small_blocks_with_memtable_blooms() {
         memtable_hash_index: true,
         atomic_flush: false,
         partitioned: false,
+        background_cpu_priority: CpuPriority::Normal,
     });
 }
 
@@ -692,6 +696,7 @@ fn model_data_lz4_atomic_flush() {
         memtable_hash_index: false,
         atomic_flush: true,
         partitioned: false,
+        background_cpu_priority: CpuPriority::Low,
     });
 }
 
@@ -705,6 +710,7 @@ fn model_data_zstd_large_blocks() {
         memtable_hash_index: true,
         atomic_flush: false,
         partitioned: false,
+        background_cpu_priority: CpuPriority::Idle,
     });
 }
 
@@ -722,5 +728,6 @@ fn model_data_partitioned_index_and_filters() {
         memtable_hash_index: true,
         atomic_flush: false,
         partitioned: true,
+        background_cpu_priority: CpuPriority::Normal,
     });
 }

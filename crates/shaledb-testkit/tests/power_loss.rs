@@ -40,6 +40,10 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
     o.target_file_size_base = 4 << 10;
     o.max_manifest_file_size = rng.gen_range(256..4096);
     o.max_background_jobs = 2;
+    // Flush, relief and lowered compaction threads for some opens.
+    if rng.gen_bool(0.5) {
+        o.background_cpu_priority = shaledb::CpuPriority::Low;
+    }
     // Compactions out of L0 split into up to three ranges for some opens.
     o.max_subcompactions = rng.gen_range(1..=3);
     o.merge_operator = Some(model::merge_operator());
