@@ -298,7 +298,8 @@ pub struct Options {
     pub max_bgerror_resume_count: u32,
     /// The pause before each automatic retry of a failed flush or compaction. Default 1 s.
     pub bgerror_resume_retry_interval: std::time::Duration,
-    /// Background threads for flushes and compactions. Default: the number of cores.
+    /// Background threads for flushes and compactions (one more, for urgent compactions,
+    /// when `background_cpu_priority` is lowered). Default: the number of cores.
     pub max_background_jobs: usize,
     /// Threads one compaction out of L0 (or one manual compaction step) may split into, each
     /// writing a range of keys of about equal input bytes, cut at the inputs' data-block
