@@ -1226,31 +1226,37 @@ pub(super) struct Room {
 /// holds anything).
 pub(super) fn family_room(st: &DbState, cf: &CfState, force: bool) -> Room {
     let o = &cf.data.opts;
-    // Borrowed, not cloned: the leader of every write group looks.
-    let version = st.versions.current_ref(cf.data.id);
-    let l0 = version.map_or(0, |v| v.level_files(0).len());
-    let compactions_on = !o.disable_auto_compactions;
-    let pending = match version {
-        Some(v) if compactions_on => crate::compaction::picker::pending_compaction_bytes(v, o),
-        _ => 0,
-    };
-    let slow_down = compactions_on
-        && (l0 >= o.level0_slowdown_writes_trigger
-            || pending >= o.soft_pending_compaction_bytes_limit);
+    let debt = compaction_debt(st, cf);
+    let slow_down = debt.is_some_and(|(l0, pending)| {
+        l0 >= o.level0_slowdown_writes_trigger || pending >= o.soft_pending_compaction_bytes_limit
+    });
     let full = cf.mem.write_buffer_usage() >= o.write_buffer_size
         || cf.mem.write_time_blobs().is_some_and(|b| b.is_full());
     let need = if !(full || force) || (force && cf.mem.is_empty()) {
         Need::Nothing
     } else if cf.imms.len() + 1 >= o.max_write_buffer_number
-        || (compactions_on
-            && (l0 >= o.level0_stop_writes_trigger
-                || pending >= o.hard_pending_compaction_bytes_limit))
+        || debt.is_some_and(|(l0, pending)| {
+            l0 >= o.level0_stop_writes_trigger || pending >= o.hard_pending_compaction_bytes_limit
+        })
     {
         Need::Stall
     } else {
         Need::Switch
     };
     Room { need, slow_down }
+}
+
+/// Family `cf`'s compaction debt: its L0 files and pending compaction bytes, or `None` when
+/// automatic compactions are off (no debt paces writes then) or it has no version yet.
+fn compaction_debt(st: &DbState, cf: &CfState) -> Option<(usize, u64)> {
+    let o = &cf.data.opts;
+    if o.disable_auto_compactions {
+        return None;
+    }
+    // Borrowed, not cloned: the leader of every write group looks.
+    let version = st.versions.current_ref(cf.data.id)?;
+    let pending = crate::compaction::picker::pending_compaction_bytes(version, o);
+    Some((version.level_files(0).len(), pending))
 }
 
 /// A write group that left the queue after its WAL append (`insert_pipelined`).
@@ -1282,18 +1288,12 @@ impl InflightGroup {
 /// the relief thread compacts too (`BackgroundRole::Relief`).
 pub(super) fn needs_compaction_speedup(st: &DbState, cf: &CfState) -> bool {
     let o = &cf.data.opts;
-    if o.disable_auto_compactions {
-        return false;
-    }
-    let Some(version) = st.versions.current_ref(cf.data.id) else {
-        return false;
-    };
     let trigger = o.level0_file_num_compaction_trigger;
     let l0_speedup =
         (trigger * 2).min(trigger + o.level0_slowdown_writes_trigger.saturating_sub(trigger) / 4);
-    version.level_files(0).len() >= l0_speedup
-        || crate::compaction::picker::pending_compaction_bytes(version, o)
-            >= o.soft_pending_compaction_bytes_limit / 4
+    compaction_debt(st, cf).is_some_and(|(l0, pending)| {
+        l0 >= l0_speedup || pending >= o.soft_pending_compaction_bytes_limit / 4
+    })
 }
 
 /// A group in the WAL, to be inserted: its batch (with blob references if its values were
