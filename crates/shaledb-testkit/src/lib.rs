@@ -45,6 +45,26 @@ pub fn store_values_in_blob_files(
     o.blob_compression = codec;
 }
 
+/// An event listener counting compactions that merged L0 tables into L0 (intra-L0), so a
+/// suite can show it reached them.
+#[derive(Default)]
+pub struct IntraL0Count(std::sync::atomic::AtomicU64);
+
+impl IntraL0Count {
+    /// Intra-L0 compactions completed so far.
+    pub fn count(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl shaledb::EventListener for IntraL0Count {
+    fn on_compaction_completed(&self, info: &shaledb::CompactionJobInfo) {
+        if info.base_input_level == 0 && info.output_level == 0 {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 /// The small tree the crash and IO-error tests write: 4 KiB memtables, 256-byte blocks, one
 /// background job, L0 compacted at 3 files, 8 KiB level base and 2 KiB tables, so a few
 /// hundred small writes flush, compact and reach several levels.

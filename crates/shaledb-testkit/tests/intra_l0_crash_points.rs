@@ -9,28 +9,15 @@
 #![allow(clippy::field_reassign_with_default)]
 
 use shaledb::fs::MemFileSystem;
-use shaledb::{CompactionJobInfo, Db, EventListener, Options};
+use shaledb::{Db, Options};
 use shaledb_testkit::fault::{Fault, OpKind, Target};
 use shaledb_testkit::model::{self, Durability, GenConfig, OpLog, Outcome};
-use shaledb_testkit::{power_loss_at, with_timeout, FaultFs, LoggedWrites, Reopen};
+use shaledb_testkit::{power_loss_at, with_timeout, FaultFs, IntraL0Count, LoggedWrites, Reopen};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 const DIR: &str = "/db";
-
-/// Counts compactions that merged L0 tables into L0.
-#[derive(Default)]
-struct IntraL0Count(AtomicU64);
-
-impl EventListener for IntraL0Count {
-    fn on_compaction_completed(&self, info: &CompactionJobInfo) {
-        if info.base_input_level == 0 && info.output_level == 0 {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
 
 fn options(fs: &FaultFs) -> Options {
     let mut o = Options::default();
@@ -147,7 +134,7 @@ fn crash_at_every_point_of_intra_l0_compactions_recovers() {
             log.ops.iter().all(|(_, o)| *o == Outcome::Acked),
             "undisturbed run failed"
         );
-        let merged = intra.0.load(Ordering::Relaxed);
+        let merged = intra.count();
         assert!(
             merged > 0,
             "the undisturbed run merged no L0 tables within L0"

@@ -20,16 +20,17 @@ use shaledb_testkit::model::{
     self, gen_op, read_all, Durability, GenConfig, Model, OpLog, Outcome,
 };
 use shaledb_testkit::table_layout::{self, format_version};
-use shaledb_testkit::{with_timeout, FaultFs, OpKind};
+use shaledb_testkit::{with_timeout, FaultFs, IntraL0Count, OpKind};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const DIR: &str = "/db";
 
-fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
+fn options(fs: &FaultFs, rng: &mut StdRng, intra: &Arc<IntraL0Count>) -> Options {
     let mut o = Options::default();
     o.fs = fs.as_dyn();
+    o.listeners.push(intra.clone());
     o.write_buffer_size = rng.gen_range(4 << 10..16 << 10);
     o.max_write_buffer_number = rng.gen_range(2..4);
     o.block_size = 256;
@@ -79,6 +80,14 @@ fn options(fs: &FaultFs, rng: &mut StdRng) -> Options {
             // files closed unsynced, synced with the WAL or by the flush.
             o.blob_file_size = 64 << 10;
         }
+        if rng.gen_bool(0.5) {
+            // Every value a blob and a base level heavy against small flushes: the L0 tables
+            // of references merge within L0 (intra-L0 compaction) before they go down.
+            o.min_blob_size = 0;
+            o.max_bytes_for_level_base = 64 << 10;
+            o.target_file_size_base = 64 << 10;
+            o.max_bytes_for_level_multiplier = 2.0;
+        }
     }
     o
 }
@@ -119,11 +128,17 @@ struct Stats {
     tables_by_kind: [u64; 3],
     /// Blob files found after power losses.
     blob_files: u64,
+    /// Compactions that merged L0 tables within L0 before a power loss.
+    intra_l0_compactions: u64,
 }
 
-fn reopen(mem: &MemFileSystem, rng: &mut StdRng) -> Result<(FaultFs, Db), String> {
+fn reopen(
+    mem: &MemFileSystem,
+    rng: &mut StdRng,
+    intra: &Arc<IntraL0Count>,
+) -> Result<(FaultFs, Db), String> {
     let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault, rng))
+    let db = Db::open(Path::new(DIR), options(&fault, rng, intra))
         .map_err(|e| format!("reopen after power loss failed: {e}"))?;
     Ok((fault, db))
 }
@@ -141,8 +156,9 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
     let mem = MemFileSystem::new();
     let mut base = Model::new();
     let mut op_id = 0u64;
+    let intra = Arc::new(IntraL0Count::default());
     for round in 0..3 {
-        let (fault, db) = reopen(&mem, &mut rng)?;
+        let (fault, db) = reopen(&mem, &mut rng, &intra)?;
         let got = read_all(&db, &probe).map_err(|e| format!("round {round}: {e}"))?;
         if got != base {
             return Err(format!(
@@ -186,7 +202,8 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
         count_table_formats(&mem, stats);
         stats.blob_files += shaledb_testkit::blob_file_count(&mem) as u64;
 
-        let (fault, db) = reopen(&mem, &mut rng).map_err(|e| format!("round {round}: {e}"))?;
+        let (fault, db) =
+            reopen(&mem, &mut rng, &intra).map_err(|e| format!("round {round}: {e}"))?;
         let state = read_all(&db, &probe).map_err(|e| format!("round {round}: {e}"))?;
         let required = log
             .required_prefix(Durability::SyncedOnly)
@@ -199,6 +216,7 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
         stats.crashes += 1;
         base = state;
     }
+    stats.intra_l0_compactions += intra.count();
     Ok(())
 }
 
@@ -245,7 +263,7 @@ fn power_loss_at_random_points_keeps_synced_writes_and_a_prefix() {
     eprintln!(
         "power loss: {cycles} cycles, {} power losses, {} acknowledged ops ({} synced), \
          {} sync_wal calls, {} files created, tables after power losses plain/dictionary/two-level: {:?}, \
-         blob files {}, in {:?}",
+         blob files {}, intra-L0 compactions {}, in {:?}",
         stats.crashes,
         stats.ops,
         stats.synced_ops,
@@ -253,6 +271,7 @@ fn power_loss_at_random_points_keeps_synced_writes_and_a_prefix() {
         stats.files_created,
         stats.tables_by_kind,
         stats.blob_files,
+        stats.intra_l0_compactions,
         start.elapsed()
     );
     assert!(stats.ops > 0);
@@ -262,6 +281,10 @@ fn power_loss_at_random_points_keeps_synced_writes_and_a_prefix() {
         assert!(
             stats.blob_files > 0,
             "no blob file survived a power loss: {stats:?}"
+        );
+        assert!(
+            stats.intra_l0_compactions > 0,
+            "no power loss came after an intra-L0 compaction: {stats:?}"
         );
     }
     // WAL rotations, flushes and compactions must have happened for the test to mean much.

@@ -298,6 +298,10 @@ impl std::fmt::Debug for WriteTimeBlobs {
 pub(crate) struct WalBlobReaders {
     /// Each file's reader and length.
     readers: BTreeMap<u64, (Arc<BlobFileReader>, u64)>,
+    /// For a reader that writes files while it reads WALs (recovery, repair): the first file
+    /// number it may hand out, above every file on disk. A reference at or above it names a
+    /// blob file the power loss took; a file of that number now is one this reader wrote.
+    first_new_number: Option<u64>,
 }
 
 /// Why the values of a WAL record's references could not be read.
@@ -311,6 +315,15 @@ pub(crate) enum WalBlobFailure {
 }
 
 impl WalBlobReaders {
+    /// Readers for a process that creates files numbered from `first_new_number` on while it
+    /// reads the WALs (every file on disk has a lower number).
+    pub(crate) fn creating_from(first_new_number: u64) -> Self {
+        WalBlobReaders {
+            readers: BTreeMap::new(),
+            first_new_number: Some(first_new_number),
+        }
+    }
+
     /// The value each blob reference of `batch` points at (by entry; `None` for the other
     /// entries; empty if there are none), read from blob files in `dir` and checked before
     /// any entry is applied, so a batch applies whole or not at all. Only entries of the
@@ -381,6 +394,13 @@ impl WalBlobReaders {
             return Ok(r.clone());
         }
         let path = filename::blob_file(dir, number);
+        if self.first_new_number.is_some_and(|first| number >= first) {
+            return Err(WalBlobFailure::Lost(format!(
+                "blob file {} was missing when the WALs were first read (its number was \
+                 handed out again)",
+                path.display()
+            )));
+        }
         let len = match fs.file_size(&path) {
             Ok(len) => len,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -130,6 +130,9 @@ pub(super) fn open_with_families(
         .with_statistics(opts.statistics.clone()),
     );
     let shutting_down = AtomicBool::new(false);
+    // Flushes during replay number their files from here; a WAL's reference to a number at
+    // or above it points at a blob file the power loss took.
+    let blob_readers = crate::blob::WalBlobReaders::creating_from(versions.next_file_number());
     let family_opts: BTreeMap<u32, Arc<Options>> = versions
         .families()
         .iter()
@@ -148,7 +151,7 @@ pub(super) fn open_with_families(
         wal_number: 0,
         keep_in_memory: false,
         resume: BTreeMap::new(),
-        blob_readers: Default::default(),
+        blob_readers,
         stopped: None,
     };
     replay.replay_all(&wals)?;

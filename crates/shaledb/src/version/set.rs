@@ -369,6 +369,11 @@ impl VersionSet {
         n
     }
 
+    /// The number [`new_file_number`](Self::new_file_number) hands out next.
+    pub(crate) fn next_file_number(&self) -> u64 {
+        self.next_file_number
+    }
+
     /// Makes sure numbers up to `n` are never handed out again (files found on disk).
     pub(crate) fn mark_file_number_used(&mut self, n: u64) {
         if self.next_file_number <= n {

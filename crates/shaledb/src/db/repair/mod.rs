@@ -272,7 +272,7 @@ impl<'a> Repairer<'a> {
             moved_aside: false,
             shutting_down: AtomicBool::new(false),
             report: RepairReport::default(),
-            wal_blobs: Default::default(),
+            wal_blobs: crate::blob::WalBlobReaders::creating_from(next_file),
         }
     }
 
