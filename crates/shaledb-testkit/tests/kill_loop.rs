@@ -12,7 +12,7 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shaledb::{Db, Options, ReadOptions};
+use shaledb::{CompressionType, Db, Options, ReadOptions};
 use shaledb_testkit::model::{
     self, gen_op, read_all, Durability, GenConfig, Model, OpLog, Outcome,
 };
@@ -24,8 +24,16 @@ use std::time::{Duration, Instant};
 const ENV_DIR: &str = "SHALEDB_KILL_CHILD_DIR";
 const ENV_SEED: &str = "SHALEDB_KILL_CHILD_SEED";
 const ENV_FIRST: &str = "SHALEDB_KILL_CHILD_FIRST_ID";
+const ENV_MODE: &str = "SHALEDB_KILL_CHILD_MODE";
 
-fn options() -> Options {
+/// How a cycle stores values: in the tables, in blob files written by flushes and
+/// compactions, or in blob files written with each write (the WAL holds references; the blob
+/// bytes must reach the OS before the write is acknowledged, as the WAL record does), with
+/// a base level heavier than the flushes (the condition for merging L0 tables of references
+/// within L0; the power-loss suite asserts it reaches such merges).
+const MODES: u64 = 3;
+
+fn options(mode: u64) -> Options {
     let mut o = Options::default();
     o.write_buffer_size = 16 << 10;
     o.block_size = 512;
@@ -35,6 +43,18 @@ fn options() -> Options {
     o.max_manifest_file_size = 4 << 10;
     o.max_background_jobs = 2;
     o.merge_operator = Some(model::merge_operator());
+    match mode {
+        1 => shaledb_testkit::store_values_in_blob_files(&mut o, 64, CompressionType::Lz4),
+        2 => {
+            shaledb_testkit::store_values_in_blob_files(&mut o, 0, CompressionType::None);
+            o.separate_blobs_at_write = true;
+            o.blob_file_size = 64 << 10;
+            o.max_bytes_for_level_base = 256 << 10;
+            o.target_file_size_base = 64 << 10;
+            o.max_bytes_for_level_multiplier = 2.0;
+        }
+        _ => {}
+    }
     o
 }
 
@@ -49,12 +69,12 @@ fn cfg() -> GenConfig {
     }
 }
 
-fn child(dir: &str, seed: u64, first_id: u64) -> ! {
+fn child(dir: &str, seed: u64, first_id: u64, mode: u64) -> ! {
     let fail = |msg: String| -> ! {
         eprintln!("kill_loop child: {msg}");
         std::process::exit(2);
     };
-    let db = Db::open(dir, options()).unwrap_or_else(|e| fail(format!("open: {e}")));
+    let db = Db::open(dir, options(mode)).unwrap_or_else(|e| fail(format!("open: {e}")));
     let cfg = cfg();
     let probe = model::all_keys(&cfg);
     let mut model = read_all(&db, &probe).unwrap_or_else(|e| fail(e));
@@ -144,7 +164,7 @@ fn main() {
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(0)
         };
-        child(&dir, num(ENV_SEED), num(ENV_FIRST));
+        child(&dir, num(ENV_SEED), num(ENV_FIRST), num(ENV_MODE));
     }
     let args = parse_args();
     if std::env::args().any(|a| a == "--list") {
@@ -161,8 +181,14 @@ fn main() {
     let mut base = Model::new();
     let mut next_id = 0u64;
     let (mut total_acked, mut in_flight_applied) = (0u64, 0u64);
+    let mut cycles_by_mode = [0u64; MODES as usize];
     for cycle in 0..args.cycles {
         let seed = rng.gen::<u64>();
+        // Each cycle writes one way and is recovered another, as a database is reopened
+        // with other options.
+        let mode = rng.gen_range(0..MODES);
+        let reopen_mode = rng.gen_range(0..MODES);
+        cycles_by_mode[mode as usize] += 1;
         let what = format!(
             "cycle {cycle} (--seed {} --cycles {})",
             args.seed,
@@ -172,6 +198,7 @@ fn main() {
             .env(ENV_DIR, &dir)
             .env(ENV_SEED, seed.to_string())
             .env(ENV_FIRST, next_id.to_string())
+            .env(ENV_MODE, mode.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -217,7 +244,7 @@ fn main() {
             };
             log.push(op, outcome);
         }
-        let db = Db::open(&dir, options())
+        let db = Db::open(&dir, options(reopen_mode))
             .unwrap_or_else(|e| panic!("{what}: reopen after SIGKILL failed: {e}"));
         let state = read_all(&db, &probe).unwrap_or_else(|e| panic!("{what}: {e}"));
         match log.check(&base, &state, Durability::AllAcked) {
@@ -230,8 +257,9 @@ fn main() {
         next_id += acked + 1;
     }
     println!(
-        "kill_loop: {} cycles, {total_acked} acknowledged writes checked, in-flight write \
-         applied in {in_flight_applied} cycles, {} keys at the end, {:?}",
+        "kill_loop: {} cycles (plain / blobs at flush / blobs at write: {cycles_by_mode:?}), \
+         {total_acked} acknowledged writes checked, in-flight write applied in \
+         {in_flight_applied} cycles, {} keys at the end, {:?}",
         args.cycles,
         base.len(),
         start.elapsed()
