@@ -229,9 +229,54 @@ struct PositionedReader {
 
 impl SequentialFile for PositionedReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = (self.end - self.pos).min(buf.len() as u64) as usize;
-        self.file.read_exact_at(self.pos, &mut buf[..n])?;
-        self.pos += n as u64;
-        Ok(n)
+        loop {
+            let n = self.end.saturating_sub(self.pos).min(buf.len() as u64) as usize;
+            match self.file.read_exact_at(self.pos, &mut buf[..n]) {
+                Ok(()) => {
+                    self.pos += n as u64;
+                    return Ok(n);
+                }
+                // The file shrank since the reader was made: a live WAL a secondary reads is
+                // cut back to its records when the primary moves to the next one. It ends
+                // where it ends now.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    let len = self.file.len()?;
+                    if len >= self.end {
+                        return Err(e);
+                    }
+                    self.end = len;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A live WAL a secondary reads on from a block may be cut back by the primary meanwhile:
+    /// the reader ends where the file ends now, without an error.
+    #[test]
+    fn a_positioned_reader_ends_where_a_file_that_shrank_ends() {
+        let fs = MemFileSystem::new();
+        let path = Path::new("/log");
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        fs.write_file_bytes(path, &bytes);
+        let mut r = sequential_from_block_of(&fs, path, 40_000).expect("open");
+        let mut buf = vec![0u8; 10_000];
+        assert_eq!(r.read(&mut buf).expect("read"), 10_000);
+        assert_eq!(buf[..], bytes[32_768..42_768]);
+        // Cut back to 50,000 bytes (preallocated space given back).
+        fs.write_file_bytes(path, &bytes[..50_000]);
+        let mut rest = Vec::new();
+        loop {
+            match r.read(&mut buf).expect("read after the cut") {
+                0 => break,
+                n => rest.extend_from_slice(&buf[..n]),
+            }
+        }
+        assert_eq!(rest[..], bytes[42_768..50_000]);
     }
 }
