@@ -97,6 +97,17 @@ struct Variant {
     partitioned: bool,
     /// Below normal, flushes, urgent compactions and the rest run on threads of their own.
     background_cpu_priority: CpuPriority,
+    /// Where every family's values of 8 bytes or more go.
+    blobs: Blobs,
+}
+
+/// Values in the tables, or in blob files (of 8 KiB, with garbage collection) written by
+/// flushes and compactions, or written with each write (the WAL holds references).
+#[derive(Clone, Copy, PartialEq)]
+enum Blobs {
+    Off,
+    AtFlush,
+    AtWrite,
 }
 
 struct Harness {
@@ -149,6 +160,13 @@ impl Harness {
         o.index_type = default_cf.index_type;
         o.partition_filters = default_cf.partition_filters;
         o.metadata_block_size = default_cf.metadata_block_size;
+        o.enable_blob_files = default_cf.enable_blob_files;
+        o.min_blob_size = default_cf.min_blob_size;
+        o.blob_file_size = default_cf.blob_file_size;
+        o.blob_compression = default_cf.blob_compression;
+        o.enable_blob_garbage_collection = default_cf.enable_blob_garbage_collection;
+        o.blob_garbage_collection_age_cutoff = default_cf.blob_garbage_collection_age_cutoff;
+        o.separate_blobs_at_write = default_cf.separate_blobs_at_write;
         if v.partitioned {
             o.cache_index_and_filter_blocks = true;
             o.block_cache_size = 32 << 10;
@@ -168,6 +186,15 @@ impl Harness {
             memtable_hash_index: v.memtable_hash_index,
             ..Default::default()
         };
+        if v.blobs != Blobs::Off {
+            c.enable_blob_files = true;
+            c.min_blob_size = 8;
+            c.blob_file_size = 8 << 10;
+            c.blob_compression = v.compression;
+            c.enable_blob_garbage_collection = true;
+            c.blob_garbage_collection_age_cutoff = 0.5;
+            c.separate_blobs_at_write = v.blobs == Blobs::AtWrite;
+        }
         if v.partitioned {
             c.index_type = IndexType::TwoLevel;
             c.partition_filters = true;
@@ -653,6 +680,13 @@ fn run(variant: Variant) {
         "no table below L0: the run is too small to test compaction"
     );
     assert!(power_losses > 0, "no power loss in the run");
+    if h.variant.blobs != Blobs::Off {
+        let files = shaledb_testkit::blob_file_count(&h.mem);
+        assert!(
+            files > 0,
+            "no blob file at the end: the values never left the tables"
+        );
+    }
     if h.variant.partitioned {
         // Closed first: a compaction still running would have a table half written.
         h.db().close().expect("close");
@@ -692,6 +726,7 @@ fn model_data_small_blocks_with_memtable_blooms() {
         atomic_flush: false,
         partitioned: false,
         background_cpu_priority: CpuPriority::Normal,
+        blobs: Blobs::Off,
     });
 }
 
@@ -706,6 +741,7 @@ fn model_data_lz4_atomic_flush() {
         atomic_flush: true,
         partitioned: false,
         background_cpu_priority: CpuPriority::Low,
+        blobs: Blobs::Off,
     });
 }
 
@@ -720,6 +756,7 @@ fn model_data_zstd_large_blocks() {
         atomic_flush: false,
         partitioned: false,
         background_cpu_priority: CpuPriority::Idle,
+        blobs: Blobs::Off,
     });
 }
 
@@ -738,5 +775,42 @@ fn model_data_partitioned_index_and_filters() {
         atomic_flush: false,
         partitioned: true,
         background_cpu_priority: CpuPriority::Normal,
+        blobs: Blobs::Off,
+    });
+}
+
+/// Every family's values in blob files written by flushes and compactions (LZ4, garbage
+/// collected): merges over blob values, range deletes, the TTL family's stamped values, the
+/// compaction filter reading blob values, snapshots and prefix seeks across blobs.
+#[test]
+fn model_data_blob_files() {
+    run(Variant {
+        seed: 5,
+        block_size: 512,
+        compression: CompressionType::Lz4,
+        memtable_bloom: 0.05,
+        memtable_hash_index: false,
+        atomic_flush: false,
+        partitioned: false,
+        background_cpu_priority: CpuPriority::Normal,
+        blobs: Blobs::AtFlush,
+    });
+}
+
+/// Every family's values in blob files written with each write (the WAL and memtables hold
+/// references), with atomic flush: the same operations, a dropped family's unflushed blob
+/// files, and power losses with references in the WAL.
+#[test]
+fn model_data_blobs_written_at_write() {
+    run(Variant {
+        seed: 6,
+        block_size: 1024,
+        compression: CompressionType::None,
+        memtable_bloom: 0.0,
+        memtable_hash_index: true,
+        atomic_flush: true,
+        partitioned: false,
+        background_cpu_priority: CpuPriority::Normal,
+        blobs: Blobs::AtWrite,
     });
 }
