@@ -780,3 +780,77 @@ fn a_secondary_follows_references_into_blob_files_still_being_written() {
     );
     assert!(files_with(dir.path(), ".blob").len() > 1);
 }
+
+/// Checkpoints and backups taken while a writer thread writes values to blob files with each
+/// write (files rolling over, memtables flushing): each copy opens with a prefix of the writes
+/// in order, at least every write acknowledged before the copy began, every value right.
+#[test]
+fn checkpoints_and_backups_taken_during_writes_hold_a_prefix_with_its_blobs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db_dir = dir.path().join("db");
+    let opts = Options {
+        write_buffer_size: 64 << 10,
+        blob_file_size: 256 << 10,
+        ..options()
+    };
+    let db = std::sync::Arc::new(Db::open(&db_dir, opts.clone()).expect("open"));
+    const WRITES: u32 = 15_000;
+    let acked = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let writer = {
+        let (db, acked) = (db.clone(), acked.clone());
+        std::thread::spawn(move || {
+            for i in 0..WRITES {
+                db.put(key(i), value(i, 2)).expect("put");
+                acked.store(i + 1, std::sync::atomic::Ordering::Release);
+            }
+        })
+    };
+    let engine = shaledb::BackupEngine::open(dir.path().join("backups")).expect("backup engine");
+    let mut copies = Vec::new();
+    for n in 0.. {
+        let before = acked.load(std::sync::atomic::Ordering::Acquire);
+        let at = dir.path().join(format!("copy{n}"));
+        if n % 2 == 0 {
+            db.checkpoint_opt(&at, &CheckpointOptions::default())
+                .expect("checkpoint");
+        } else {
+            let id = engine.create_backup(&db).expect("backup");
+            engine.restore(id, &at).expect("restore");
+        }
+        copies.push((at, before));
+        if writer.is_finished() && n >= 3 {
+            break;
+        }
+    }
+    writer.join().expect("writer");
+    for (at, before) in &copies {
+        let copy = Db::open(at, opts.clone()).unwrap_or_else(|e| panic!("{}: {e}", at.display()));
+        let mut seen = 0;
+        while seen < WRITES {
+            match copy.get(key(seen)).expect("get") {
+                Some(v) => {
+                    assert_eq!(v, value(seen, 2), "{}: write {seen}", at.display());
+                    seen += 1;
+                }
+                None => break,
+            }
+        }
+        assert!(
+            seen >= *before,
+            "{}: {seen} writes, {before} acknowledged before",
+            at.display()
+        );
+        if seen < WRITES {
+            assert_eq!(
+                copy.get(key(WRITES - 1)).expect("get"),
+                None,
+                "not a prefix"
+            );
+        }
+    }
+    let during = copies.iter().filter(|(_, before)| *before < WRITES).count();
+    assert!(
+        during >= 2,
+        "only {during} copies taken while the writer ran"
+    );
+}
