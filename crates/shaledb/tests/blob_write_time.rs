@@ -717,6 +717,30 @@ fn dropping_a_family_deletes_its_unflushed_blob_files() {
     }
 }
 
+/// How many of the `writes` puts of round `round` (keys ascending in write order) `db` holds:
+/// they must be a prefix of the writes, every value right, at least `at_least` of them.
+fn written_prefix(db: &Db, writes: u32, round: u32, at_least: u32, what: &str) -> u32 {
+    let mut seen = 0;
+    while seen < writes {
+        match db.get(key(seen)).expect("get") {
+            Some(v) => {
+                assert_eq!(v, value(seen, round), "{what}: value of write {seen}");
+                seen += 1;
+            }
+            None => break,
+        }
+    }
+    assert!(
+        seen >= at_least,
+        "{what}: {seen} writes, {at_least} acknowledged before"
+    );
+    if seen < writes {
+        let last = db.get(key(writes - 1)).expect("get");
+        assert_eq!(last, None, "{what}: not a prefix");
+    }
+    seen
+}
+
 /// A secondary instance follows a primary whose values go to blob files as they are written:
 /// its catch-ups read the WAL's references into files the primary is still appending to (no
 /// footer yet), while the primary writes, flushes and rolls over to new files. After each
@@ -747,25 +771,7 @@ fn a_secondary_follows_references_into_blob_files_still_being_written() {
     };
     let check = |at_least: u32| {
         sec.try_catch_up_with_primary().expect("catch up");
-        // Keys ascend in write order: the secondary holds a prefix of the writes.
-        let mut seen = 0;
-        while seen < WRITES {
-            match sec.get(key(seen)).expect("get") {
-                Some(v) => {
-                    assert_eq!(v, value(seen, 1), "value of write {seen}");
-                    seen += 1;
-                }
-                None => break,
-            }
-        }
-        assert!(
-            seen >= at_least,
-            "{seen} writes seen, {at_least} acknowledged before"
-        );
-        if seen < WRITES {
-            assert_eq!(sec.get(key(WRITES - 1)).expect("get"), None, "not a prefix");
-        }
-        seen
+        written_prefix(&sec, WRITES, 1, at_least, "secondary")
     };
     let mut catch_ups = 0;
     while !writer.is_finished() {
@@ -825,28 +831,7 @@ fn checkpoints_and_backups_taken_during_writes_hold_a_prefix_with_its_blobs() {
     writer.join().expect("writer");
     for (at, before) in &copies {
         let copy = Db::open(at, opts.clone()).unwrap_or_else(|e| panic!("{}: {e}", at.display()));
-        let mut seen = 0;
-        while seen < WRITES {
-            match copy.get(key(seen)).expect("get") {
-                Some(v) => {
-                    assert_eq!(v, value(seen, 2), "{}: write {seen}", at.display());
-                    seen += 1;
-                }
-                None => break,
-            }
-        }
-        assert!(
-            seen >= *before,
-            "{}: {seen} writes, {before} acknowledged before",
-            at.display()
-        );
-        if seen < WRITES {
-            assert_eq!(
-                copy.get(key(WRITES - 1)).expect("get"),
-                None,
-                "not a prefix"
-            );
-        }
+        written_prefix(&copy, WRITES, 2, *before, &at.display().to_string());
     }
     let during = copies.iter().filter(|(_, before)| *before < WRITES).count();
     assert!(
