@@ -379,6 +379,8 @@ fn a_catch_up_reads_only_the_new_part_of_the_manifest() {
 
 /// The environment variable that makes `child_primary` act as the primary process.
 const CHILD_DIR: &str = "SHALEDB_TEST_PRIMARY_DIR";
+/// "true": the primary writes values to blob files with each write (`child_options`).
+const CHILD_BLOBS_AT_WRITE: &str = "SHALEDB_TEST_PRIMARY_BLOBS_AT_WRITE";
 const CHILD_KEYS: u32 = 6000;
 
 fn child_key(i: u32) -> String {
@@ -398,7 +400,8 @@ fn child_primary() {
     let Ok(dir) = std::env::var(CHILD_DIR) else {
         return;
     };
-    let db = Db::open(&dir, options()).expect("open secondary");
+    let blobs_at_write = std::env::var(CHILD_BLOBS_AT_WRITE).is_ok_and(|v| v == "true");
+    let db = Db::open(&dir, child_options(blobs_at_write)).expect("open secondary");
     for i in 0..CHILD_KEYS {
         db.put(child_key(i), child_value(i)).expect("child value");
         if i % 1500 == 1499 {
@@ -420,8 +423,31 @@ fn check_prefix(db: &Db) -> u32 {
     n
 }
 
+/// Also with the values of 100 bytes or more written to blob files with each write: the
+/// secondary and read-only instances read the WAL's references into files the primary is
+/// still appending to.
 #[test]
 fn secondary_follows_a_primary_in_another_process() {
+    for blobs_at_write in [false, true] {
+        follow_a_primary_in_another_process(blobs_at_write);
+    }
+}
+
+/// The options of the primary process and its followers: `options()`, or with values of 100
+/// bytes or more written to blob files with each write.
+fn child_options(blobs_at_write: bool) -> Options {
+    let mut o = options();
+    if blobs_at_write {
+        o.enable_blob_files = true;
+        o.separate_blobs_at_write = true;
+        o.min_blob_size = 100;
+        o.blob_file_size = 16 << 10;
+    }
+    o
+}
+
+fn follow_a_primary_in_another_process(blobs_at_write: bool) {
+    let options = || child_options(blobs_at_write);
     let dir = tempfile::tempdir().expect("tempdir");
     drop(Db::open(dir.path(), options()).expect("open secondary"));
     let mut child = std::process::Command::new(std::env::current_exe().expect("current exe"))
@@ -432,6 +458,7 @@ fn secondary_follows_a_primary_in_another_process() {
             "--test-threads=1",
         ])
         .env(CHILD_DIR, dir.path())
+        .env(CHILD_BLOBS_AT_WRITE, blobs_at_write.to_string())
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("start the primary process");
@@ -460,4 +487,12 @@ fn secondary_follows_a_primary_in_another_process() {
         "after the primary closed, the secondary has everything"
     );
     assert!(views > 1);
+    if blobs_at_write {
+        let blobs = std::fs::read_dir(dir.path())
+            .expect("list")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".blob"))
+            .count();
+        assert!(blobs > 0, "the primary wrote no blob file");
+    }
 }
