@@ -45,6 +45,17 @@ pub fn store_values_in_blob_files(
     o.blob_compression = codec;
 }
 
+/// Makes L0 tables merge within L0 (intra-L0) reachable: every value a blob (blob files must
+/// be enabled, `store_values_in_blob_files`), so tables hold references; a base level of `base`
+/// bytes in one table, and each level twice the one above, so a few small flushes of a few keys
+/// overlap all of the base level and weigh less than half of it.
+pub fn merge_level0_within_level0(o: &mut shaledb::Options, base: u64) {
+    o.min_blob_size = 0;
+    o.max_bytes_for_level_base = base;
+    o.target_file_size_base = base;
+    o.max_bytes_for_level_multiplier = 2.0;
+}
+
 /// An event listener counting compactions that merged L0 tables into L0 (intra-L0), so a
 /// suite can show it reached them.
 #[derive(Default)]

@@ -28,11 +28,8 @@ fn options(fs: &FaultFs) -> Options {
     shaledb_testkit::store_values_in_blob_files(&mut o, 0, shaledb::CompressionType::None);
     o.separate_blobs_at_write = true;
     o.blob_file_size = 16 << 10;
-    // The base level one table holding every key, and levels twice the one above: three
-    // small L0 tables of a few keys overlap all of it and weigh less than half of it.
-    o.max_bytes_for_level_base = 64 << 10;
-    o.target_file_size_base = 64 << 10;
-    o.max_bytes_for_level_multiplier = 2.0;
+    // The base level one table holding every key: three small L0 tables overlap all of it.
+    shaledb_testkit::merge_level0_within_level0(&mut o, 64 << 10);
     o.merge_operator = Some(model::merge_operator());
     o
 }

@@ -49,9 +49,7 @@ fn options(mode: u64) -> Options {
             shaledb_testkit::store_values_in_blob_files(&mut o, 0, CompressionType::None);
             o.separate_blobs_at_write = true;
             o.blob_file_size = 64 << 10;
-            o.max_bytes_for_level_base = 256 << 10;
-            o.target_file_size_base = 64 << 10;
-            o.max_bytes_for_level_multiplier = 2.0;
+            shaledb_testkit::merge_level0_within_level0(&mut o, 256 << 10);
         }
         _ => {}
     }

@@ -81,12 +81,8 @@ fn options(fs: &FaultFs, rng: &mut StdRng, intra: &Arc<IntraL0Count>) -> Options
             o.blob_file_size = 64 << 10;
         }
         if rng.gen_bool(0.5) {
-            // Every value a blob and a base level heavy against small flushes: the L0 tables
-            // of references merge within L0 (intra-L0 compaction) before they go down.
-            o.min_blob_size = 0;
-            o.max_bytes_for_level_base = 64 << 10;
-            o.target_file_size_base = 64 << 10;
-            o.max_bytes_for_level_multiplier = 2.0;
+            // The L0 tables of references merge within L0 before they go down.
+            shaledb_testkit::merge_level0_within_level0(&mut o, 64 << 10);
         }
     }
     o

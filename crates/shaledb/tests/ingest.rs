@@ -1,6 +1,8 @@
 //! `SstFileWriter` and `Db::ingest`: exact values after ingesting over the memtable, over
 //! levels and under snapshots; refused inputs; move versus copy; families; reopen.
 
+mod common;
+
 use shaledb::merge_operators::StringAppend;
 use shaledb::{
     CfOptions, Db, Error, IngestOptions, Options, ReadOptions, SstFileWriter, WriteOptions,
@@ -610,10 +612,6 @@ fn ingesting_over_values_written_to_blob_files_at_write() {
     assert_eq!(get(&db, "a"), None);
     db.compact_range(None, None).expect("compact");
     assert_eq!(scan(&db, &ReadOptions::default()), want, "after compaction");
-    let blob_files = std::fs::read_dir(dir.path().join("db"))
-        .expect("list")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".blob"))
-        .count();
+    let blob_files = common::blob_files_in(&dir.path().join("db"));
     assert!(blob_files > 0, "no blob file after the compaction");
 }

@@ -488,11 +488,7 @@ fn follow_a_primary_in_another_process(blobs_at_write: bool) {
     );
     assert!(views > 1);
     if blobs_at_write {
-        let blobs = std::fs::read_dir(dir.path())
-            .expect("list")
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".blob"))
-            .count();
+        let blobs = common::blob_files_in(dir.path());
         assert!(blobs > 0, "the primary wrote no blob file");
     }
 }

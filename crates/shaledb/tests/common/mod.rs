@@ -206,6 +206,16 @@ pub fn default_and_blob_families(
     vec![("default", base), ("blobs", blobs)]
 }
 
+/// How many blob files `dir` holds.
+#[allow(dead_code)] // not every test file that declares `mod common` uses it
+pub fn blob_files_in(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .expect("list the database directory")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".blob"))
+        .count()
+}
+
 /// The value key `i` gets in write round `round`: 20 to 260 bytes, so some go to blob files.
 #[allow(dead_code)] // not every test file that declares `mod common` uses it
 pub fn round_value(i: u32, round: u32) -> Vec<u8> {
