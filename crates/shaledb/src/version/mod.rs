@@ -118,6 +118,9 @@ impl BlobFileMetaData {
 pub(crate) struct VersionScores {
     /// Score of each level but the last: >= 1 means the level needs compaction.
     pub level_scores: Vec<f64>,
+    /// The order in which levels that need compaction are picked: each level's score over
+    /// the score of the level it compacts into (see `picker::pick_priorities`).
+    pub pick_priorities: Vec<f64>,
     /// Bytes compaction must still rewrite to bring every level to its target.
     pub pending_compaction_bytes: u64,
     /// The level L0 compacts into (1 unless level sizes are dynamic).

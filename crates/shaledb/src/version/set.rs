@@ -1433,6 +1433,7 @@ mod tests {
             empty.scores,
             Some(crate::version::VersionScores {
                 level_scores: vec![0.0, 0.0],
+                pick_priorities: vec![0.0, 0.0],
                 pending_compaction_bytes: 0,
                 base_level: 1,
             })
@@ -1448,6 +1449,8 @@ mod tests {
             vs.current(DEFAULT_FAMILY).scores,
             Some(crate::version::VersionScores {
                 level_scores: vec![1.0, 1.5],
+                // L0 over L1's score, L1 over an empty L2's floor.
+                pick_priorities: vec![1.0 / 1.5, 1.5 / 0.01],
                 pending_compaction_bytes: 500 + 500 * 10 + 500,
                 base_level: 1,
             })
