@@ -239,13 +239,11 @@ impl View {
 /// than being copied (as [`Db::get`] does); `into_vec()` gives an owned `Vec<u8>`.
 pub struct RangeIter {
     view: View,
-    /// Front cursor, on the item last yielded from the front.
+    /// Front cursor, built on the first `next` and then on the item last yielded from the
+    /// front (the back stops before its key).
     front: Option<DbIterator>,
-    /// Back cursor, on the item last yielded from the back.
+    /// Back cursor, likewise from the back.
     back: Option<DbIterator>,
-    /// The key last yielded from the front / from the back: the ends meet there.
-    last_front: Option<Vec<u8>>,
-    last_back: Option<Vec<u8>>,
     finished: bool,
     /// The front's first positioning: a seek to this key (a prefix seek when the read options
     /// ask for one) instead of a seek to the lower bound.
@@ -260,8 +258,6 @@ impl RangeIter {
             view: View { db, sv, seq, ro },
             front: None,
             back: None,
-            last_front: None,
-            last_back: None,
             finished: false,
             front_seek: None,
         }
@@ -281,7 +277,7 @@ impl Iterator for RangeIter {
         if self.finished {
             return None;
         }
-        let fresh = self.last_front.is_none();
+        let fresh = self.front.is_none();
         let view = &self.view;
         let it = self.front.get_or_insert_with(|| view.iterator());
         if fresh {
@@ -296,8 +292,8 @@ impl Iterator for RangeIter {
             let status = it.status();
             return self.finish(status);
         }
-        if let Some(b) = &self.last_back {
-            if it.key() >= b.as_slice() {
+        if let Some(back) = &self.back {
+            if it.key() >= back.key() {
                 return self.finish(Ok(()));
             }
         }
@@ -305,9 +301,7 @@ impl Iterator for RangeIter {
             Ok(v) => v,
             Err(e) => return self.finish(Err(e)),
         };
-        let item = (it.key().to_vec(), value);
-        self.last_front = Some(item.0.clone());
-        Some(Ok(item))
+        Some(Ok((it.key().to_vec(), value)))
     }
 }
 
@@ -316,7 +310,7 @@ impl DoubleEndedIterator for RangeIter {
         if self.finished {
             return None;
         }
-        let fresh = self.last_back.is_none();
+        let fresh = self.back.is_none();
         let view = &self.view;
         let it = self.back.get_or_insert_with(|| view.iterator());
         if fresh {
@@ -328,8 +322,8 @@ impl DoubleEndedIterator for RangeIter {
             let status = it.status();
             return self.finish(status);
         }
-        if let Some(f) = &self.last_front {
-            if it.key() <= f.as_slice() {
+        if let Some(front) = &self.front {
+            if it.key() <= front.key() {
                 return self.finish(Ok(()));
             }
         }
@@ -337,9 +331,7 @@ impl DoubleEndedIterator for RangeIter {
             Ok(v) => v,
             Err(e) => return self.finish(Err(e)),
         };
-        let item = (it.key().to_vec(), value);
-        self.last_back = Some(item.0.clone());
-        Some(Ok(item))
+        Some(Ok((it.key().to_vec(), value)))
     }
 }
 
