@@ -256,9 +256,11 @@ pub(crate) fn score_version(v: &Version, t: &ScoreTargets) -> VersionScores {
         _ => v.level_bytes(n - 1) as f64 / targets.bytes[n - 1] as f64,
     };
     let mut pick_priorities = pick_priorities(&level_scores, last_score, targets.base_level);
-    if v.level_files(0).len() >= t.level0_slowdown_writes_trigger {
-        // Writes are being slowed for L0's sake: nothing else goes first.
-        pick_priorities[0] = f64::INFINITY;
+    if let Some(l0) = pick_priorities.first_mut() {
+        if v.level_files(0).len() >= t.level0_slowdown_writes_trigger {
+            // Writes are being slowed for L0's sake: nothing else goes first.
+            *l0 = f64::INFINITY;
+        }
     }
     let mut pending = 0u64;
     if v.level_files(0).len() >= t.level0_file_num_compaction_trigger {
@@ -793,19 +795,14 @@ mod tests {
             // L0 at 2.00 (eight tables) beats L1 at 1.50 by raw score; ranked, L0 is 2.00 /
             // 1.50 = 1.33 and L1 is 1.50 / 0.01 (an empty L2): L1 moves down first.
             (
-                "L0: 1:a-a 2:b-b 3:c-c 4:d-d 5:e-e 8:f-f 9:g-g 10:h-h
-L1: 6:a-m:9000 7:n-z:6000",
-                "scores: L0=2.00 L1=1.50 L2=0.00
-pick: L1->L2 [6] + [] range a-m move",
+                "L0: 1:a-a 2:b-b 3:c-c 4:d-d 5:e-e 8:f-f 9:g-g 10:h-h\nL1: 6:a-m:9000 7:n-z:6000",
+                "scores: L0=2.00 L1=1.50 L2=0.00\npick: L1->L2 [6] + [] range a-m move",
             ),
             // The same with L2 over its target too (1.50 / 1.20 = 1.25 for L1, L2 over an
             // empty L3 first): L2 goes down before L1 merges into it.
             (
-                "L0: 1:a-a 2:b-b 3:c-c 4:d-d 5:e-e 8:f-f 9:g-g 10:h-h
-L1: 6:a-m:9000 7:n-z:6000
-L2: 11:a-f:60000 12:g-z:60000",
-                "scores: L0=2.00 L1=1.50 L2=1.20
-pick: L2->L3 [11] + [] range a-f move",
+                "L0: 1:a-a 2:b-b 3:c-c 4:d-d 5:e-e 8:f-f 9:g-g 10:h-h\nL1: 6:a-m:9000 7:n-z:6000\nL2: 11:a-f:60000 12:g-z:60000",
+                "scores: L0=2.00 L1=1.50 L2=1.20\npick: L2->L3 [11] + [] range a-f move",
             ),
             // At the slowdown trigger (20 tables), L0 goes first whatever the ranks.
             (
@@ -815,11 +812,8 @@ pick: L2->L3 [11] + [] range a-f move",
             // L0 at 3.00 over an L1 at 1.10 (2.73) against L1 over an L2 at half its target
             // (2.20): L0 first.
             (
-                "L0: 1:a-a 2:b-b 3:c-c 4:d-d 5:e-e 8:f-f 9:g-g 10:h-h 13:i-i 14:j-j 15:k-k 16:l-l
-L1: 6:a-m:6000 7:n-z:5000
-L2: 11:a-f:25000 12:g-z:25000",
-                "scores: L0=3.00 L1=1.10 L2=0.50
-pick: L0->L1 [16 15 14 13 10 9 8 5 4 3 2 1] + [6] range a-m rewrite",
+                "L0: 1:a-a 2:b-b 3:c-c 4:d-d 5:e-e 8:f-f 9:g-g 10:h-h 13:i-i 14:j-j 15:k-k 16:l-l\nL1: 6:a-m:6000 7:n-z:5000\nL2: 11:a-f:25000 12:g-z:25000",
+                "scores: L0=3.00 L1=1.10 L2=0.50\npick: L0->L1 [16 15 14 13 10 9 8 5 4 3 2 1] + [6] range a-m rewrite",
             ),
         ]);
     }
