@@ -255,13 +255,13 @@ pub(crate) fn score_version(v: &Version, t: &ScoreTargets) -> VersionScores {
         0 | 1 => 0.0,
         _ => v.level_bytes(n - 1) as f64 / targets.bytes[n - 1] as f64,
     };
-    let mut pick_priorities = pick_priorities(&level_scores, last_score, targets.base_level);
-    if let Some(l0) = pick_priorities.first_mut() {
-        if v.level_files(0).len() >= t.level0_slowdown_writes_trigger {
-            // Writes are being slowed for L0's sake: nothing else goes first.
-            *l0 = f64::INFINITY;
-        }
-    }
+    let level0_slowing_writes = v.level_files(0).len() >= t.level0_slowdown_writes_trigger;
+    let pick_priorities = pick_priorities(
+        &level_scores,
+        last_score,
+        targets.base_level,
+        level0_slowing_writes,
+    );
     let mut pending = 0u64;
     if v.level_files(0).len() >= t.level0_file_num_compaction_trigger {
         pending += v.level_bytes(0);
@@ -297,18 +297,22 @@ const MIN_NEXT_LEVEL_SCORE: f64 = 0.01;
 /// has room ranks high, so the base level moves down first (cheaply: often a trivial move)
 /// and L0 compactions merge into a base level near its target; a level whose next level is
 /// over target itself waits for that one. Which levels are compacted at all still follows
-/// the raw scores (at least 1). (`score_version` puts L0 first once it reaches the slowdown
-/// trigger.)
+/// the raw scores (at least 1). With `level0_slowing_writes` (L0 at the slowdown trigger:
+/// writes are being slowed for its sake) L0 goes first whatever the ranks.
 pub(crate) fn pick_priorities(
     level_scores: &[f64],
     last_score: f64,
     base_level: usize,
+    level0_slowing_writes: bool,
 ) -> Vec<f64> {
     let score_of = |level: usize| level_scores.get(level).copied().unwrap_or(last_score);
     (0..level_scores.len())
-        .map(|level| {
-            let next = if level == 0 { base_level } else { level + 1 };
-            level_scores[level] / score_of(next).max(MIN_NEXT_LEVEL_SCORE)
+        .map(|level| match level {
+            0 if level0_slowing_writes => f64::INFINITY,
+            _ => {
+                let next = if level == 0 { base_level } else { level + 1 };
+                level_scores[level] / score_of(next).max(MIN_NEXT_LEVEL_SCORE)
+            }
         })
         .collect()
 }
