@@ -301,12 +301,77 @@ pub fn run(
             size as f64 / 1048576.0
         );
     }
-    let out = vec![w, r];
+    let reads_per_reader = match flags.reads {
+        n if n > 0 => n as u64,
+        _ => (keys.len() as u64 / 10 / readers.max(1) as u64).max(1),
+    };
+    let mut loaded = read_loaded(e, keys, readers, reads_per_reader, seed)?;
+    loaded.engine = flags.engine.clone();
+    if verbose {
+        println!("{}", loaded.line());
+    }
+    let out = vec![w, r, loaded];
 
     if let Some(p) = &flags.json {
         write_results_json(p, "shale-bench tpch", &flags.engine, &out)?;
     }
     Ok(out)
+}
+
+/// `tpch-read-loaded`: after the load (flushed, compactions finished), `readers` threads each
+/// read `reads_per_reader` rows picked uniformly among all of them. Unlike `tpch-read`, whose
+/// readers pick among the rows written so far (the first seconds read a database that fits in
+/// memory, and a faster writer grows it sooner), every engine here reads the same data set:
+/// the seed's reads under a memory cap.
+fn read_loaded(
+    e: &dyn crate::engine::Engine,
+    keys: &Keys,
+    readers: usize,
+    reads_per_reader: u64,
+    seed: u64,
+) -> Result<BenchResult, String> {
+    let n = keys.len() as u64;
+    let worker = |tid: usize, _: &Run| -> Result<(Hist, u64, u64), String> {
+        let mut rng = Mt64::new(seed + 1077 + tid as u64);
+        let mut h = Hist::new();
+        let (mut found, mut bytes) = (0, 0);
+        for _ in 0..reads_per_reader {
+            let k = keys.get(rng.uniform(n) as usize);
+            let t0 = Instant::now();
+            if let Some(v) = e.get(k)? {
+                found += 1;
+                bytes += (k.len() + v.len()) as u64;
+            }
+            h.record_nanos(t0.elapsed().as_nanos() as u64);
+        }
+        Ok((h, found, bytes))
+    };
+    let out = run_workers(readers.max(1), "tpch reader panicked", worker, |_| {});
+    let elapsed = out.elapsed_secs();
+    let (mut h, mut found, mut bytes) = (Hist::new(), 0, 0);
+    for r in out.results {
+        let (rh, f, b) = r?;
+        h.merge(&rh);
+        found += f;
+        bytes += b;
+    }
+    Ok(BenchResult {
+        benchmark: "tpch-read-loaded".into(),
+        engine: String::new(),
+        threads: readers.max(1),
+        ops: h.count(),
+        elapsed_secs: elapsed,
+        micros_per_op: elapsed * 1e6 * readers.max(1) as f64 / h.count().max(1) as f64,
+        ops_per_sec: h.count() as f64 / elapsed,
+        bytes,
+        mb_per_sec: bytes as f64 / 1048576.0 / elapsed,
+        latency: h.summary(),
+        message: format!(
+            "({found} of {} found; uniform over all {n} rows after the load)",
+            h.count()
+        ),
+        ..Default::default()
+    })
 }
 
 #[cfg(test)]
@@ -349,7 +414,7 @@ mod tests {
         let flags = Flags::from_map(&m).unwrap();
         let res = run(&flags, 3000, 2, false).unwrap();
         let names: Vec<&str> = res.iter().map(|r| r.benchmark.as_str()).collect();
-        assert_eq!(names, ["tpch-write", "tpch-read"]);
+        assert_eq!(names, ["tpch-write", "tpch-read", "tpch-read-loaded"]);
         let (w, r) = (&res[0], &res[1]);
         assert_eq!((w.ops, w.threads), (3000, 1));
         assert_eq!(r.threads, 2);
@@ -362,5 +427,15 @@ mod tests {
         );
         // Both figures share the writer's clock.
         assert_eq!(w.elapsed_secs, r.elapsed_secs);
+        // After the load, readers pick among all rows: 3000 / 10 / 2 reads each, all found.
+        let loaded = &res[2];
+        assert_eq!((loaded.ops, loaded.threads), (300, 2));
+        assert!(
+            loaded
+                .message
+                .starts_with("(300 of 300 found; uniform over all 3000 rows"),
+            "{}",
+            loaded.message
+        );
     }
 }
