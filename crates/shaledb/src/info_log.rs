@@ -70,6 +70,17 @@ pub(crate) struct InfoLogConfig {
     pub keep_file_num: usize,
 }
 
+impl InfoLogConfig {
+    /// The LOG settings of `opts` (`info_log_level`, `max_log_file_size`, `keep_log_file_num`).
+    pub(crate) fn of(opts: &crate::options::Options) -> Self {
+        InfoLogConfig {
+            level: opts.info_log_level,
+            max_file_size: opts.max_log_file_size,
+            keep_file_num: opts.keep_log_file_num,
+        }
+    }
+}
+
 /// The live info log. Shared by every thread of one database.
 pub(crate) struct InfoLog {
     level: InfoLogLevel,

@@ -85,6 +85,21 @@ impl TableCache {
         self
     }
 
+    /// The table cache of a database opened with `opts`, keeping at most `capacity` tables
+    /// open: direct or mapped reads, index and filter in the cache, statistics, as `opts` say.
+    pub(crate) fn for_database(
+        dir: PathBuf,
+        opts: &crate::options::Options,
+        capacity: usize,
+        block_cache: Arc<BlockCache>,
+    ) -> Self {
+        TableCache::new(opts.fs.clone(), dir, capacity, block_cache)
+            .with_direct_reads(opts.use_direct_reads)
+            .with_mmap_reads(opts.allow_mmap_reads)
+            .with_index_and_filter_in_cache(opts.cache_index_and_filter_blocks)
+            .with_statistics(opts.statistics.clone())
+    }
+
     /// Tables opened from now on count statistics into `stats`.
     pub(crate) fn with_statistics(
         mut self,

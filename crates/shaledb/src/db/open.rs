@@ -85,27 +85,13 @@ pub(super) fn open_with_families(
     let info_log = InfoLog::open(
         fs.clone(),
         dir,
-        InfoLogConfig {
-            level: opts.info_log_level,
-            max_file_size: opts.max_log_file_size,
-            keep_file_num: opts.keep_log_file_num,
-        },
+        InfoLogConfig::of(&opts),
         opts.statistics.clone(),
     );
-    let (opts_rate, stats) = (opts.rate_limit_bytes_per_sec, opts.statistics.clone());
     let mut versions = VersionSet::recover_with(fs.clone(), dir, &opts, &family_options)?;
     check_merge_operators(&versions, &family_options)?;
     check_write_times(&versions, &family_options)?;
-    let missing: Vec<&String> = requested
-        .keys()
-        .filter(|n| !versions.families().values().any(|f| &f.name == *n))
-        .collect();
-    if !missing.is_empty() && !opts.create_missing_column_families {
-        return Err(Error::InvalidArgument(format!(
-            "column families {missing:?} do not exist (set \
-             Options::create_missing_column_families to create them)"
-        )));
-    }
+    let missing = missing_families(&requested, &versions, &opts)?;
     let names = fs
         .list_dir(dir)
         .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
@@ -117,64 +103,43 @@ pub(super) fn open_with_families(
     }
 
     let block_cache = opts.block_cache_for_open();
-    let tables = Arc::new(
-        TableCache::new(
-            fs.clone(),
-            dir.to_path_buf(),
-            opts.max_open_files,
-            block_cache.clone(),
-        )
-        .with_direct_reads(opts.use_direct_reads)
-        .with_mmap_reads(opts.allow_mmap_reads)
-        .with_index_and_filter_in_cache(opts.cache_index_and_filter_blocks)
-        .with_statistics(opts.statistics.clone()),
-    );
+    let tables = Arc::new(TableCache::for_database(
+        dir.to_path_buf(),
+        &opts,
+        opts.max_open_files,
+        block_cache.clone(),
+    ));
     let shutting_down = AtomicBool::new(false);
-    // Flushes during replay number their files from here; a WAL's reference to a number at
-    // or above it points at a blob file the power loss took.
-    let blob_readers = crate::blob::WalBlobReaders::creating_from(versions.next_file_number());
     let family_opts: BTreeMap<u32, Arc<Options>> = versions
         .families()
         .iter()
         .map(|(&id, f)| (id, Arc::new(family_options(&f.name))))
         .collect();
-    let mut replay = WalReplay {
+    let replay = WalReplay::for_open(
         dir,
-        opts: &opts,
-        family_opts: &family_opts,
-        tables: &tables,
-        shutting_down: &shutting_down,
-        last_sequence: versions.last_sequence(),
-        versions: &mut versions,
-        edits: BTreeMap::new(),
-        mems: BTreeMap::new(),
-        wal_number: 0,
-        keep_in_memory: false,
-        resume: BTreeMap::new(),
-        blob_readers,
-        stopped: None,
-    };
-    replay.replay_all(&wals)?;
-    if let Some(why) = replay.stopped.take() {
-        crate::info_log::info_log!(info_log, Warn, "WAL recovery stopped: {why}");
-    }
-    let (mut edits, last_sequence) = replay.finish()?;
+        &opts,
+        &family_opts,
+        &tables,
+        &shutting_down,
+        &mut versions,
+    );
+    let (edits, last_sequence) = replay.recover(&wals, &info_log)?;
+    let (wal, wal_number) = start_fresh_wal(
+        dir,
+        &opts,
+        &family_opts,
+        &mut versions,
+        edits,
+        last_sequence,
+    )?;
 
-    // Start a fresh WAL and record that everything older is in tables, for every family.
-    let wal_number = versions.new_file_number();
-    let wal_path = filename::log_file(dir, wal_number);
-    let wal_file = fs
-        .create(&wal_path)
-        .map_err(|e| Error::io(format!("creating WAL {}", wal_path.display()), e))?;
-    let wal = super::new_wal_writer(wal_file, &opts);
-    for e in &mut edits {
-        e.log_number = Some(wal_number);
-        e.last_sequence = Some(last_sequence);
-        e.merge_operator = family_opts.get(&e.column_family).map(|o| operator_name(o));
-    }
-    versions.log_and_apply_all(&mut edits)?;
-
-    let inner = DbInner::recovered(Recovered {
+    let rate_limiter = (opts.rate_limit_bytes_per_sec > 0).then(|| {
+        Arc::new(RateLimiter::new(
+            opts.rate_limit_bytes_per_sec,
+            opts.statistics.clone(),
+        ))
+    });
+    let recovered = Recovered {
         dir,
         opts,
         family_opts,
@@ -188,21 +153,80 @@ pub(super) fn open_with_families(
         shutting_down,
         lock: Some(lock),
         info_log,
-        rate_limiter: (opts_rate > 0).then(|| Arc::new(RateLimiter::new(opts_rate, stats))),
-    });
+        rate_limiter,
+    };
+    start_primary(recovered, &names, missing)
+}
+
+/// Starts a recovered primary: removes the files no version refers to (`names` are the
+/// directory's entries before recovery), starts the background threads and creates the
+/// families `open_cf` asked for that did not exist.
+fn start_primary(
+    recovered: Recovered<'_>,
+    names: &[String],
+    new_families: Vec<(String, Options)>,
+) -> Result<Db> {
+    let inner = DbInner::recovered(recovered);
     inner.log_options();
-    remove_unreferenced_files(&inner, &names);
+    remove_unreferenced_files(&inner, names);
     let threads = start_background_threads(&inner)?;
     let db = Db {
         inner,
         threads: Mutex::new(threads),
     };
-    for name in missing {
-        if let Some(o) = requested.get(name) {
-            db.inner.create_family(name.clone(), o.clone())?;
-        }
+    for (name, opts) in new_families {
+        db.inner.create_family(name, opts)?;
     }
     Ok(db)
+}
+
+/// The families `open_cf` was given that the database does not have yet, with their
+/// options: refused unless `Options::create_missing_column_families` says to create them.
+fn missing_families(
+    requested: &BTreeMap<String, Options>,
+    versions: &VersionSet,
+    opts: &Options,
+) -> Result<Vec<(String, Options)>> {
+    let missing: Vec<(String, Options)> = requested
+        .iter()
+        .filter(|(n, _)| !versions.families().values().any(|f| &f.name == *n))
+        .map(|(n, o)| (n.clone(), o.clone()))
+        .collect();
+    if !missing.is_empty() && !opts.create_missing_column_families {
+        let names: Vec<&String> = missing.iter().map(|(n, _)| n).collect();
+        return Err(Error::InvalidArgument(format!(
+            "column families {names:?} do not exist (set \
+             Options::create_missing_column_families to create them)"
+        )));
+    }
+    Ok(missing)
+}
+
+/// Starts a fresh WAL and records in the MANIFEST, for every family, that everything older
+/// is in tables: `edits` (the replay's, one per family) gain the new log number and the last
+/// sequence number. Every older WAL is obsolete once this returns.
+fn start_fresh_wal(
+    dir: &Path,
+    opts: &Options,
+    family_opts: &BTreeMap<u32, Arc<Options>>,
+    versions: &mut VersionSet,
+    mut edits: Vec<VersionEdit>,
+    last_sequence: u64,
+) -> Result<(LogWriter, u64)> {
+    let wal_number = versions.new_file_number();
+    let wal_path = filename::log_file(dir, wal_number);
+    let wal_file = opts
+        .fs
+        .create(&wal_path)
+        .map_err(|e| Error::io(format!("creating WAL {}", wal_path.display()), e))?;
+    let wal = super::new_wal_writer(wal_file, opts);
+    for e in &mut edits {
+        e.log_number = Some(wal_number);
+        e.last_sequence = Some(last_sequence);
+        e.merge_operator = family_opts.get(&e.column_family).map(|o| operator_name(o));
+    }
+    versions.log_and_apply_all(&mut edits)?;
+    Ok((wal, wal_number))
 }
 
 /// The name of `opts`' merge operator, empty if none (as recorded in the MANIFEST).
@@ -449,6 +473,49 @@ pub(super) struct WalReplay<'a> {
     /// Where and why replay stopped before the last WAL's end, leaving writes that were
     /// never synced (`torn_before_later_data`), for the LOG.
     pub(super) stopped: Option<String>,
+}
+
+impl<'a> WalReplay<'a> {
+    /// The replay of a primary's open: full memtables are written to L0 tables, numbered
+    /// from the version set's next file number.
+    fn for_open(
+        dir: &'a Path,
+        opts: &'a Options,
+        family_opts: &'a BTreeMap<u32, Arc<Options>>,
+        tables: &'a Arc<TableCache>,
+        shutting_down: &'a AtomicBool,
+        versions: &'a mut VersionSet,
+    ) -> Self {
+        // Flushes during replay number their files from here; a WAL's reference to a number
+        // at or above it points at a blob file the power loss took.
+        let blob_readers = crate::blob::WalBlobReaders::creating_from(versions.next_file_number());
+        WalReplay {
+            dir,
+            opts,
+            family_opts,
+            tables,
+            shutting_down,
+            last_sequence: versions.last_sequence(),
+            versions,
+            edits: BTreeMap::new(),
+            mems: BTreeMap::new(),
+            wal_number: 0,
+            keep_in_memory: false,
+            resume: BTreeMap::new(),
+            blob_readers,
+            stopped: None,
+        }
+    }
+
+    /// Replays `wals` and writes what is left in memory to L0 tables: one edit per family
+    /// and the last sequence number. Where replay stopped early goes to the LOG.
+    fn recover(mut self, wals: &[u64], info_log: &InfoLog) -> Result<(Vec<VersionEdit>, u64)> {
+        self.replay_all(wals)?;
+        if let Some(why) = self.stopped.take() {
+            crate::info_log::info_log!(info_log, Warn, "WAL recovery stopped: {why}");
+        }
+        self.finish()
+    }
 }
 
 impl WalReplay<'_> {

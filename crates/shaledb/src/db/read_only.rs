@@ -267,17 +267,12 @@ fn open_follower(
     }
     let block_cache = opts.block_cache_for_open();
     // Never evicts: every table of the view stays open (see the module comment).
-    let tables = Arc::new(
-        TableCache::new(
-            opts.fs.clone(),
-            dir.to_path_buf(),
-            usize::MAX,
-            block_cache.clone(),
-        )
-        .with_direct_reads(opts.use_direct_reads)
-        .with_mmap_reads(opts.allow_mmap_reads)
-        .with_index_and_filter_in_cache(opts.cache_index_and_filter_blocks),
-    );
+    let tables = Arc::new(TableCache::for_database(
+        dir.to_path_buf(),
+        &opts,
+        usize::MAX,
+        block_cache.clone(),
+    ));
     let view = read_view_retrying(dir, &opts, &requested, &tables, None, || {
         Arc::new(DeletionQueue::default())
     })?;
@@ -286,11 +281,7 @@ fn open_follower(
         Some(d) => InfoLog::open(
             opts.fs.clone(),
             d,
-            InfoLogConfig {
-                level: opts.info_log_level,
-                max_file_size: opts.max_log_file_size,
-                keep_file_num: opts.keep_log_file_num,
-            },
+            InfoLogConfig::of(&opts),
             opts.statistics.clone(),
         ),
         None => InfoLog::off(),
