@@ -208,24 +208,17 @@ pub fn run(
             return res.map(|_| (h, 0, bytes));
         }
         let mut rng = Mt64::new(seed + 77 + (tid - 1) as u64);
-        let mut h = Hist::new();
-        let (mut found, mut bytes) = (0, 0);
+        let mut tally = ReadTally::new();
         while !run.is_finished() {
             let n = written.load(Ordering::Acquire);
             if n == 0 {
                 std::thread::yield_now();
                 continue;
             }
-            let k = keys.get(rng.uniform(n) as usize);
-            let t0 = Instant::now();
-            if let Some(v) = e.get(k)? {
-                found += 1;
-                bytes += (k.len() + v.len()) as u64;
-            }
-            h.record_nanos(t0.elapsed().as_nanos() as u64);
+            tally.read(e, keys.get(rng.uniform(n) as usize))?;
             reads.fetch_add(1, Ordering::Relaxed);
         }
-        Ok((h, found, bytes))
+        Ok((tally.hist, tally.found, tally.bytes))
     };
     let mut last: Option<(Instant, u64)> = None;
     let monitor = |run: &Run| {
@@ -318,6 +311,34 @@ pub fn run(
     Ok(out)
 }
 
+/// One reader's timed gets: latencies, rows found and bytes read.
+struct ReadTally {
+    hist: Hist,
+    found: u64,
+    bytes: u64,
+}
+
+impl ReadTally {
+    fn new() -> Self {
+        ReadTally {
+            hist: Hist::new(),
+            found: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Gets `k` from `e`, recording the get's latency and what it found.
+    fn read(&mut self, e: &dyn crate::engine::Engine, k: &[u8]) -> Result<(), String> {
+        let t0 = Instant::now();
+        if let Some(v) = e.get(k)? {
+            self.found += 1;
+            self.bytes += (k.len() + v.len()) as u64;
+        }
+        self.hist.record_nanos(t0.elapsed().as_nanos() as u64);
+        Ok(())
+    }
+}
+
 /// `tpch-read-loaded`: after the load (flushed, compactions finished), `readers` threads each
 /// read `reads_per_reader` rows picked uniformly among all of them. Unlike `tpch-read`, whose
 /// readers pick among the rows written so far (the first seconds read a database that fits in
@@ -333,18 +354,11 @@ fn read_loaded(
     let n = keys.len() as u64;
     let worker = |tid: usize, _: &Run| -> Result<(Hist, u64, u64), String> {
         let mut rng = Mt64::new(seed + 1077 + tid as u64);
-        let mut h = Hist::new();
-        let (mut found, mut bytes) = (0, 0);
+        let mut tally = ReadTally::new();
         for _ in 0..reads_per_reader {
-            let k = keys.get(rng.uniform(n) as usize);
-            let t0 = Instant::now();
-            if let Some(v) = e.get(k)? {
-                found += 1;
-                bytes += (k.len() + v.len()) as u64;
-            }
-            h.record_nanos(t0.elapsed().as_nanos() as u64);
+            tally.read(e, keys.get(rng.uniform(n) as usize))?;
         }
-        Ok((h, found, bytes))
+        Ok((tally.hist, tally.found, tally.bytes))
     };
     let out = run_workers(readers.max(1), "tpch reader panicked", worker, |_| {});
     let elapsed = out.elapsed_secs();
