@@ -492,3 +492,30 @@ fn follow_a_primary_in_another_process(blobs_at_write: bool) {
         assert!(blobs > 0, "the primary wrote no blob file");
     }
 }
+
+/// A read-only instance counts its block reads into `Options::statistics` like a primary.
+#[test]
+fn a_read_only_instance_counts_block_cache_statistics() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Db::open(dir.path(), options()).expect("open");
+        for i in 0..500u32 {
+            db.put(format!("key{i:05}"), value(i, 0)).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    let stats = Arc::new(shaledb::Statistics::new());
+    let mut o = options();
+    o.statistics = Some(stats.clone());
+    let ro = Db::open_read_only(dir.path(), o).expect("open read-only");
+    for i in 0..500u32 {
+        let got = ro.get(format!("key{i:05}")).expect("get");
+        assert_eq!(got.as_deref(), Some(&value(i, 0)[..]));
+    }
+    let data = stats.ticker(shaledb::Ticker::BlockCacheDataMiss)
+        + stats.ticker(shaledb::Ticker::BlockCacheDataHit);
+    assert!(
+        data >= 500,
+        "{data} data block lookups counted for 500 gets"
+    );
+}
