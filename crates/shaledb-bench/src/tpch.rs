@@ -187,10 +187,9 @@ pub fn run(
     let mut timeline: Vec<(f64, f64)> = Vec::new();
     // Worker 0 writes every row, then ends the run; workers 1..=readers read rows already
     // written until then. Each returns its latencies, rows found and bytes read or written.
-    let worker = |tid: usize, run: &Run| -> Result<(Hist, u64, u64), String> {
+    let worker = |tid: usize, run: &Run| -> Result<Tally, String> {
         if tid == 0 {
-            let mut h = Hist::new();
-            let mut bytes = 0;
+            let mut tally = Tally::new();
             let res = (|| {
                 // The same generator as `generate_keys`, so row `i` has key `keys.get(i)`.
                 for (i, li) in lineitems(sf).take(n).enumerate() {
@@ -198,17 +197,17 @@ pub fn run(
                     let v = lineitem_row(&li);
                     let t0 = Instant::now();
                     e.put(k, &v)?;
-                    h.record_nanos(t0.elapsed().as_nanos() as u64);
-                    bytes += (k.len() + v.len()) as u64;
+                    tally.hist.record_nanos(t0.elapsed().as_nanos() as u64);
+                    tally.bytes += (k.len() + v.len()) as u64;
                     written.store(i as u64 + 1, Ordering::Release);
                 }
                 Ok(())
             })();
             run.finish();
-            return res.map(|_| (h, 0, bytes));
+            return res.map(|_| tally);
         }
         let mut rng = Mt64::new(seed + 77 + (tid - 1) as u64);
-        let mut tally = ReadTally::new();
+        let mut tally = Tally::new();
         while !run.is_finished() {
             let n = written.load(Ordering::Acquire);
             if n == 0 {
@@ -218,7 +217,7 @@ pub fn run(
             tally.read(e, keys.get(rng.uniform(n) as usize))?;
             reads.fetch_add(1, Ordering::Relaxed);
         }
-        Ok((tally.hist, tally.found, tally.bytes))
+        Ok(tally)
     };
     let mut last: Option<(Instant, u64)> = None;
     let monitor = |run: &Run| {
@@ -242,43 +241,27 @@ pub fn run(
     let out = run_workers(readers + 1, "tpch thread panicked", worker, monitor);
     let elapsed = out.elapsed_secs();
     let mut results = out.results.into_iter();
-    let (wh, _, wbytes) = results
+    let wrote = results
         .next()
         .unwrap_or_else(|| Err("tpch: no writer".into()))?;
-    let mut rh = Hist::new();
-    let (mut found, mut rbytes) = (0, 0);
-    for r in results {
-        let (h, f, b) = r?;
-        rh.merge(&h);
-        found += f;
-        rbytes += b;
-    }
+    let read = Tally::merged(results)?;
     e.flush()?;
     e.wait_for_compactions()?;
     let size = size_on_disk(&path);
-    let mk = |name: &str, h: &Hist, bytes: u64, threads: usize| BenchResult {
-        benchmark: name.into(),
-        engine: flags.engine.clone(),
-        threads,
-        ops: h.count(),
-        elapsed_secs: elapsed,
-        micros_per_op: elapsed * 1e6 * threads as f64 / h.count().max(1) as f64,
-        ops_per_sec: h.count() as f64 / elapsed,
-        bytes,
-        mb_per_sec: bytes as f64 / 1048576.0 / elapsed,
-        latency: h.summary(),
+    let mk = |name: &str, tally: &Tally, threads: usize| BenchResult {
         size_on_disk: Some(size),
-        ..Default::default()
+        ..tally.result(name, &flags.engine, threads, elapsed)
     };
-    let mut w = mk("tpch-write", &wh, wbytes, 1);
+    let mut w = mk("tpch-write", &wrote, 1);
     w.message = format!(
         "(tpchgen scale factor {sf}; {} distinct keys)",
         rows - repeats
     );
-    let mut r = mk("tpch-read", &rh, rbytes, readers);
+    let mut r = mk("tpch-read", &read, readers);
     r.message = format!(
-        "({found} of {} found; read ops/sec per second: {})",
-        rh.count(),
+        "({} of {} found; read ops/sec per second: {})",
+        read.found,
+        read.hist.count(),
         timeline
             .iter()
             .map(|(_, r)| format!("{r:.0}"))
@@ -298,8 +281,7 @@ pub fn run(
         n if n > 0 => n as u64,
         _ => (keys.len() as u64 / 10 / readers.max(1) as u64).max(1),
     };
-    let mut loaded = read_loaded(e, keys, readers, reads_per_reader, seed)?;
-    loaded.engine = flags.engine.clone();
+    let loaded = read_loaded(e, &flags.engine, keys, readers, reads_per_reader, seed)?;
     if verbose {
         println!("{}", loaded.line());
     }
@@ -311,19 +293,49 @@ pub fn run(
     Ok(out)
 }
 
-/// One reader's timed gets: latencies, rows found and bytes read.
-struct ReadTally {
+/// One worker's timed operations: latencies, rows found (reads) and bytes read or written.
+struct Tally {
     hist: Hist,
     found: u64,
     bytes: u64,
 }
 
-impl ReadTally {
+impl Tally {
     fn new() -> Self {
-        ReadTally {
+        Tally {
             hist: Hist::new(),
             found: 0,
             bytes: 0,
+        }
+    }
+
+    /// The sum of the workers' tallies, or the first worker's error.
+    fn merged(tallies: impl Iterator<Item = Result<Tally, String>>) -> Result<Tally, String> {
+        let mut sum = Tally::new();
+        for t in tallies {
+            let t = t?;
+            sum.hist.merge(&t.hist);
+            sum.found += t.found;
+            sum.bytes += t.bytes;
+        }
+        Ok(sum)
+    }
+
+    /// The result line of `threads` workers whose tallies this is, over `elapsed` seconds.
+    fn result(&self, name: &str, engine: &str, threads: usize, elapsed: f64) -> BenchResult {
+        let ops = self.hist.count();
+        BenchResult {
+            benchmark: name.into(),
+            engine: engine.into(),
+            threads,
+            ops,
+            elapsed_secs: elapsed,
+            micros_per_op: elapsed * 1e6 * threads as f64 / ops.max(1) as f64,
+            ops_per_sec: ops as f64 / elapsed,
+            bytes: self.bytes,
+            mb_per_sec: self.bytes as f64 / 1048576.0 / elapsed,
+            latency: self.hist.summary(),
+            ..Default::default()
         }
     }
 
@@ -346,46 +358,31 @@ impl ReadTally {
 /// the seed's reads under a memory cap.
 fn read_loaded(
     e: &dyn crate::engine::Engine,
+    engine: &str,
     keys: &Keys,
     readers: usize,
     reads_per_reader: u64,
     seed: u64,
 ) -> Result<BenchResult, String> {
     let n = keys.len() as u64;
-    let worker = |tid: usize, _: &Run| -> Result<(Hist, u64, u64), String> {
+    let worker = |tid: usize, _: &Run| -> Result<Tally, String> {
         let mut rng = Mt64::new(seed + 1077 + tid as u64);
-        let mut tally = ReadTally::new();
+        let mut tally = Tally::new();
         for _ in 0..reads_per_reader {
             tally.read(e, keys.get(rng.uniform(n) as usize))?;
         }
-        Ok((tally.hist, tally.found, tally.bytes))
+        Ok(tally)
     };
     let out = run_workers(readers.max(1), "tpch reader panicked", worker, |_| {});
     let elapsed = out.elapsed_secs();
-    let (mut h, mut found, mut bytes) = (Hist::new(), 0, 0);
-    for r in out.results {
-        let (rh, f, b) = r?;
-        h.merge(&rh);
-        found += f;
-        bytes += b;
-    }
-    Ok(BenchResult {
-        benchmark: "tpch-read-loaded".into(),
-        engine: String::new(),
-        threads: readers.max(1),
-        ops: h.count(),
-        elapsed_secs: elapsed,
-        micros_per_op: elapsed * 1e6 * readers.max(1) as f64 / h.count().max(1) as f64,
-        ops_per_sec: h.count() as f64 / elapsed,
-        bytes,
-        mb_per_sec: bytes as f64 / 1048576.0 / elapsed,
-        latency: h.summary(),
-        message: format!(
-            "({found} of {} found; uniform over all {n} rows after the load)",
-            h.count()
-        ),
-        ..Default::default()
-    })
+    let read = Tally::merged(out.results.into_iter())?;
+    let mut result = read.result("tpch-read-loaded", engine, readers.max(1), elapsed);
+    result.message = format!(
+        "({} of {} found; uniform over all {n} rows after the load)",
+        read.found,
+        read.hist.count()
+    );
+    Ok(result)
 }
 
 #[cfg(test)]
