@@ -476,6 +476,36 @@ pub(super) struct WalReplay<'a> {
 }
 
 impl<'a> WalReplay<'a> {
+    /// A replay into empty memtables, from sequence number `last_sequence`, writing full
+    /// memtables to L0 tables (followers set `keep_in_memory`, and their memtables and resume
+    /// offsets when they catch up).
+    pub(super) fn new(
+        dir: &'a Path,
+        opts: &'a Options,
+        family_opts: &'a BTreeMap<u32, Arc<Options>>,
+        tables: &'a Arc<TableCache>,
+        shutting_down: &'a AtomicBool,
+        last_sequence: u64,
+        versions: &'a mut VersionSet,
+    ) -> Self {
+        WalReplay {
+            dir,
+            opts,
+            family_opts,
+            tables,
+            shutting_down,
+            last_sequence,
+            versions,
+            edits: BTreeMap::new(),
+            mems: BTreeMap::new(),
+            wal_number: 0,
+            keep_in_memory: false,
+            resume: BTreeMap::new(),
+            blob_readers: Default::default(),
+            stopped: None,
+        }
+    }
+
     /// The replay of a primary's open: full memtables are written to L0 tables, numbered
     /// from the version set's next file number.
     fn for_open(
@@ -489,21 +519,18 @@ impl<'a> WalReplay<'a> {
         // Flushes during replay number their files from here; a WAL's reference to a number
         // at or above it points at a blob file the power loss took.
         let blob_readers = crate::blob::WalBlobReaders::creating_from(versions.next_file_number());
+        let last_sequence = versions.last_sequence();
         WalReplay {
-            dir,
-            opts,
-            family_opts,
-            tables,
-            shutting_down,
-            last_sequence: versions.last_sequence(),
-            versions,
-            edits: BTreeMap::new(),
-            mems: BTreeMap::new(),
-            wal_number: 0,
-            keep_in_memory: false,
-            resume: BTreeMap::new(),
             blob_readers,
-            stopped: None,
+            ..WalReplay::new(
+                dir,
+                opts,
+                family_opts,
+                tables,
+                shutting_down,
+                last_sequence,
+                versions,
+            )
         }
     }
 

@@ -406,21 +406,18 @@ fn read_view(
         .map(|(&id, f)| (id, Arc::new(family_options(&f.name))))
         .collect();
     let shutting_down = AtomicBool::new(false);
+    let last_sequence = versions.last_sequence();
     let mut replay = WalReplay {
-        dir,
-        opts,
-        family_opts: &family_opts,
-        tables,
-        shutting_down: &shutting_down,
-        last_sequence: versions.last_sequence(),
-        versions: &mut versions,
-        edits: BTreeMap::new(),
-        mems: BTreeMap::new(),
-        wal_number: 0,
         keep_in_memory: true,
-        resume: BTreeMap::new(),
-        blob_readers: Default::default(),
-        stopped: None,
+        ..WalReplay::new(
+            dir,
+            opts,
+            &family_opts,
+            tables,
+            &shutting_down,
+            last_sequence,
+            &mut versions,
+        )
     };
     replay.replay_all(&wals)?;
     let resume = std::mem::take(&mut replay.resume);
@@ -615,20 +612,18 @@ fn tail_wals(
         .collect();
     let shutting_down = AtomicBool::new(false);
     let mut replay = WalReplay {
-        dir: &inner.dir,
-        opts: &inner.opts,
-        family_opts: &family_opts,
-        tables: &inner.tables,
-        shutting_down: &shutting_down,
-        last_sequence: inner.last_sequence.load(Ordering::Acquire),
-        versions: &mut st.versions,
-        edits: BTreeMap::new(),
-        mems,
-        wal_number: 0,
         keep_in_memory: true,
+        mems,
         resume,
-        blob_readers: Default::default(),
-        stopped: None,
+        ..WalReplay::new(
+            &inner.dir,
+            &inner.opts,
+            &family_opts,
+            &inner.tables,
+            &shutting_down,
+            inner.last_sequence.load(Ordering::Acquire),
+            &mut st.versions,
+        )
     };
     replay.replay_all(&wals)?;
     let resume = std::mem::take(&mut replay.resume);
