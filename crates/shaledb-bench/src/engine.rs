@@ -20,6 +20,9 @@ pub struct CommonOptions {
     pub compression: String,
     /// The codec's level (db_bench's `--compression_level`); `None`: the codec's default.
     pub compression_level: Option<i32>,
+    /// The first level `compression` applies to, the levels above it uncompressed (db_bench's
+    /// `--min_level_to_compress`); `None`: every level.
+    pub min_level_to_compress: Option<u32>,
     /// Writeback of table and blob files every this many bytes (`--bytes_per_sync`); `None`:
     /// the engine's default.
     pub bytes_per_sync: Option<u64>,
@@ -186,6 +189,7 @@ impl Default for CommonOptions {
             bloom_bits: 10,
             compression: "snappy".into(),
             compression_level: None,
+            min_level_to_compress: None,
             bytes_per_sync: None,
             wal_bytes_per_sync: None,
             max_dict_bytes: 0,

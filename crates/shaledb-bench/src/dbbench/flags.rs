@@ -98,6 +98,11 @@ pub const FLAGS: &[FlagSpec] = &[
         "codec level: zstd 1-22, zlib 0-9 (32767 or -1: the codec's default; ShaleDB and RocksDB)",
     ),
     used(
+        "min_level_to_compress",
+        false,
+        "levels above this one are not compressed, -1: every level is (ShaleDB and RocksDB)",
+    ),
+    used(
         "compression_max_dict_bytes",
         false,
         "largest zstd dictionary per table, 0: none (ShaleDB and RocksDB)",
@@ -284,11 +289,6 @@ pub const FLAGS: &[FlagSpec] = &[
         "benchmark_write_rate_limit",
         false,
         "bytes/s cap on writes (0: none)",
-    ),
-    ignored(
-        "min_level_to_compress",
-        false,
-        "ShaleDB compresses every level with one codec",
     ),
     ignored(
         "cache_numshardbits",
@@ -781,6 +781,14 @@ impl Flags {
             compression_level: match get::<i32>(m, "compression_level", 32767)? {
                 32767 | -1 => None,
                 level => Some(level),
+            },
+            min_level_to_compress: match get::<i64>(m, "min_level_to_compress", -1)? {
+                -1 => None,
+                level => Some(u32::try_from(level).map_err(|_| {
+                    format!(
+                        "--min_level_to_compress={level}: a level from 0, or -1 for every level"
+                    )
+                })?),
             },
             max_dict_bytes: get(m, "compression_max_dict_bytes", d.max_dict_bytes)?,
             zstd_max_train_bytes: get(

@@ -35,6 +35,11 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     let codec = CompressionType::from_name(&c.compression)
         .ok_or_else(|| format!("unknown compression type {:?}", c.compression))?;
     o.set_compression(codec);
+    if let Some(first) = c.min_level_to_compress {
+        // Levels past the list's end take its last entry, so one codec entry covers the rest.
+        o.compression_per_level = vec![CompressionType::None; first as usize];
+        o.compression_per_level.push(codec);
+    }
     o.compression_level = c.compression_level;
     if let Some(bytes) = c.bytes_per_sync {
         o.bytes_per_sync = bytes;
@@ -418,6 +423,34 @@ mod tests {
     fn options_of(args: &[&str]) -> Options {
         let flags = crate::dbbench::Flags::parse(args).expect("flags");
         shale_options(&flags.opts).expect("options")
+    }
+
+    #[test]
+    fn min_level_to_compress_leaves_the_levels_above_it_uncompressed() {
+        use CompressionType::{None as Plain, Snappy, Zstd};
+        let codecs = |o: &Options| {
+            (0..7)
+                .map(|l| o.compression_for_level(l))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(codecs(&options_of(&[])), [Snappy; 7]);
+        assert_eq!(
+            codecs(&options_of(&["--min_level_to_compress=-1"])),
+            [Snappy; 7]
+        );
+        assert_eq!(
+            codecs(&options_of(&[
+                "--compression_type=zstd",
+                "--min_level_to_compress=2"
+            ])),
+            [Plain, Plain, Zstd, Zstd, Zstd, Zstd, Zstd]
+        );
+        assert_eq!(
+            codecs(&options_of(&["--min_level_to_compress=0"])),
+            [Snappy; 7]
+        );
+        let refused = crate::dbbench::Flags::parse(&["--min_level_to_compress=-2"]);
+        assert!(refused.is_err_and(|e| e.contains("a level from 0, or -1")));
     }
 
     #[test]

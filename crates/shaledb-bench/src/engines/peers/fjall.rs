@@ -115,6 +115,9 @@ impl FjallEngine {
         if c.compression_level.is_some() {
             return Err("fjall: the benchmark does not set fjall compression levels".into());
         }
+        if c.min_level_to_compress.is_some() {
+            return Err("fjall: the benchmark does not set fjall per-level compression (--min_level_to_compress)".into());
+        }
         if c.max_dict_bytes > 0 {
             return Err("fjall: fjall has no compression dictionaries".into());
         }

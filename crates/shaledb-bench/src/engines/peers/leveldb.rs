@@ -170,6 +170,11 @@ impl LevelEngine {
         if c.compression_level.is_some() {
             return Err("leveldb: LevelDB has no compression levels".into());
         }
+        if c.min_level_to_compress.is_some() {
+            return Err(
+                "leveldb: LevelDB has no per-level compression (--min_level_to_compress)".into(),
+            );
+        }
         if c.max_dict_bytes > 0 {
             return Err("leveldb: LevelDB has no compression dictionaries".into());
         }

@@ -150,6 +150,11 @@ mod ffi {
         pub fn rocksdb_options_set_max_write_buffer_number(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_max_open_files(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_compression(o: *mut rocksdb_options_t, v: c_int);
+        pub fn rocksdb_options_set_compression_per_level(
+            o: *mut rocksdb_options_t,
+            levels: *const c_int,
+            num_levels: usize,
+        );
         pub fn rocksdb_options_set_compression_options(
             o: *mut rocksdb_options_t,
             w_bits: c_int,
@@ -319,6 +324,20 @@ mod ffi {
 
 const NAME: &str = "rocksdb";
 
+/// RocksDB's `compression_per_level` for `--min_level_to_compress=first`: none on the levels
+/// above `first`, `compression` from it down, one entry for each of `num_levels`.
+fn codecs_from_level(first: u32, compression: c_int, num_levels: u32) -> Vec<c_int> {
+    (0..num_levels)
+        .map(|level| {
+            if level < first {
+                ffi::NO_COMPRESSION
+            } else {
+                compression
+            }
+        })
+        .collect()
+}
+
 /// Maps a codec name onto RocksDB's compression constant.
 fn codec(name: &str) -> EngineResult<c_int> {
     Ok(match name {
@@ -427,6 +446,11 @@ fn db_options(
             );
         }
         ffi::rocksdb_options_set_num_levels(o, clamp_int(u64::from(c.num_levels.max(1))));
+        if let Some(first) = c.min_level_to_compress {
+            // db_bench's mapping: one entry per level, none above `first`.
+            let per_level = codecs_from_level(first, compression, c.num_levels.max(1));
+            ffi::rocksdb_options_set_compression_per_level(o, per_level.as_ptr(), per_level.len());
+        }
         ffi::rocksdb_options_set_level0_file_num_compaction_trigger(
             o,
             clamp_int(u64::from(c.level0_file_num_compaction_trigger)),

@@ -779,3 +779,33 @@ fn peers_blob_files_on_fjall_or_a_clear_error() {
         assert_eq!(get(db.as_ref(), name, b"k").as_deref(), Some(&b"v"[..]));
     }
 }
+
+/// db_bench's `--min_level_to_compress`: RocksDB records the per-level codecs it was given;
+/// the engines without levels of codecs refuse, naming the flag.
+#[test]
+fn peers_min_level_to_compress_on_rocksdb_or_a_clear_error() {
+    let o = CommonOptions {
+        min_level_to_compress: Some(2),
+        num_levels: 4,
+        ..small_opts("snappy")
+    };
+    let dir = TempDir::new("rocksdb-min-level-to-compress");
+    let db = open("rocksdb", dir.path(), &o).unwrap_or_else(|e| panic!("{e}"));
+    db.put(b"k", b"v").unwrap_or_else(|e| panic!("{e}"));
+    drop(db);
+    let options = rocksdb_options_file(dir.path());
+    let line = "compression_per_level=kNoCompression:kNoCompression:kSnappyCompression:\
+                kSnappyCompression";
+    assert!(
+        options.lines().any(|l| l.trim() == line),
+        "OPTIONS lacks {line}"
+    );
+    for name in ["leveldb", "wiredtiger", "fjall"] {
+        let dir = TempDir::new(name);
+        let e = open(name, dir.path(), &o).err().unwrap_or_default();
+        assert!(
+            e.starts_with(&format!("{name}: ")) && e.contains("--min_level_to_compress"),
+            "{name}: {e:?}"
+        );
+    }
+}

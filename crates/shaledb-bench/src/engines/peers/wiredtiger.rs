@@ -170,6 +170,9 @@ pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
     if c.compression_level.is_some() {
         return Err("wiredtiger: the benchmark does not set WiredTiger compression levels".into());
     }
+    if c.min_level_to_compress.is_some() {
+        return Err("wiredtiger: WiredTiger has no levels (--min_level_to_compress)".into());
+    }
     if c.max_dict_bytes > 0 {
         return Err(
             "wiredtiger: the benchmark does not set WiredTiger compression dictionaries".into(),
