@@ -65,6 +65,8 @@ fn open(dir: &std::path::Path, fill: bool) -> Db {
         block_size: BLOCK_SIZE,
         write_buffer_size: 64 << 20,
         disable_auto_compactions: true,
+        // No codec: blocks are BLOCK_SIZE on disk too, which the bounds below count on.
+        compression_per_level: vec![shaledb::CompressionType::None],
         ..Options::default()
     };
     let db = Db::open(dir, opts).expect("open");

@@ -536,8 +536,12 @@ fn model_mmap_reads_mixed_codecs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut o = small_options(CompressionType::None, 4, 512);
     o.allow_mmap_reads = true;
-    o.compression_per_level = Options::default().compression_per_level;
-    o.compression_per_level[1] = CompressionType::Snappy;
+    o.compression_per_level = vec![
+        CompressionType::None,
+        CompressionType::Snappy,
+        CompressionType::Lz4,
+        CompressionType::Zstd,
+    ];
     run_model(42, o, ops_count(), dir.path());
 }
 
