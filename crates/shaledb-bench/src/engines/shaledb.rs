@@ -36,8 +36,10 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
         .ok_or_else(|| format!("unknown compression type {:?}", c.compression))?;
     o.set_compression(codec);
     if let Some(first) = c.min_level_to_compress {
-        // Levels past the list's end take its last entry, so one codec entry covers the rest.
-        o.compression_per_level = vec![CompressionType::None; first as usize];
+        // Levels past the list's end take its last entry, so one codec entry covers the rest;
+        // a level past the last one leaves every level uncompressed (and bounds the list).
+        let uncompressed = (first as usize).min(c.num_levels as usize);
+        o.compression_per_level = vec![CompressionType::None; uncompressed];
         o.compression_per_level.push(codec);
     }
     o.compression_level = c.compression_level;
@@ -449,6 +451,9 @@ mod tests {
             codecs(&options_of(&["--min_level_to_compress=0"])),
             [Snappy; 7]
         );
+        let all_plain = options_of(&["--min_level_to_compress=4000000000"]);
+        assert_eq!(codecs(&all_plain), [Plain; 7]);
+        assert_eq!(all_plain.compression_per_level.len(), 8);
         let refused = crate::dbbench::Flags::parse(&["--min_level_to_compress=-2"]);
         assert!(refused.is_err_and(|e| e.contains("a level from 0, or -1")));
     }
