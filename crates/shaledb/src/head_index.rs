@@ -41,6 +41,11 @@ impl HeadIndex {
         self.heads.len()
     }
 
+    /// Bytes of memory held.
+    pub(crate) fn heap_size(&self) -> usize {
+        self.heads.capacity() * std::mem::size_of::<u64>() + self.prefix.capacity()
+    }
+
     /// The positions `lo..hi` whose keys may equal `key` as far as heads tell: every key before
     /// `lo` is smaller than `key` and every key from `hi` on is larger.
     #[inline]

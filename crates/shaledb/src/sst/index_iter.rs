@@ -105,12 +105,13 @@ impl IndexIter {
         }
     }
 
-    /// Positions at the first data block whose separator is at or after `target`.
+    /// Positions at the first data block whose separator is at or after `target`. The flat
+    /// index, or the top level, is the block `table` holds, so the table's heads apply.
     pub(super) fn seek(&mut self, table: &Table, target: &[u8]) {
         match self {
-            IndexIter::Flat(i) => i.seek(target),
+            IndexIter::Flat(i) => i.seek_with_heads(target, table.index_heads()),
             IndexIter::TwoLevel(i) => {
-                i.top.seek(target);
+                i.top.seek_with_heads(target, table.index_heads());
                 i.load_partition(table);
                 if let Some(p) = &mut i.partition {
                     p.seek(target);

@@ -8,7 +8,7 @@ use super::builder::{
 };
 use super::filter::{self, BloomFilter};
 use super::format::{decode_handle_value, read_at, BlockSource, Footer, TableFormat, FOOTER_LEN};
-use super::index_block::{IndexBlockIter, IndexForm};
+use super::index_block::{IndexBlockIter, IndexForm, IndexHeads};
 use super::index_iter::IndexIter;
 use super::readahead::Readahead;
 use super::{properties, BlockHandle, BlockReadOptions, TableProperties};
@@ -46,6 +46,9 @@ pub struct Table {
     /// (and the filter) live in the block cache under their offsets and are read again when
     /// evicted (`cached_index`, `cached_filter`).
     index: Option<Arc<Block>>,
+    /// Heads of the held `index` (its top level if two-level), which narrow every seek in it;
+    /// `None` for a small index, or when the index lives in the block cache.
+    index_heads: Option<IndexHeads>,
     index_handle: BlockHandle,
     /// `index` is the top level of a two-level index: its entries locate index partitions,
     /// which are read through the block cache. The top level is always held here.
@@ -254,12 +257,17 @@ impl Table {
             }
             None => None,
         };
+        let index_in_cache = block_cache.is_some() && meta_in_cache && !two_level;
+        let index_heads = match index_in_cache {
+            true => None,
+            false => IndexHeads::build(&index, index_form),
+        };
         let mut index = Some(Arc::new(index));
         let mut filter = filter;
         match &block_cache {
             // A two-level index keeps its top level (and that of its filter) here; its
             // partitions go through the cache in any case.
-            Some(cache) if meta_in_cache && !two_level => {
+            Some(cache) if index_in_cache => {
                 if let Some(b) = index.take() {
                     insert_high_priority(cache, (cache_id, footer.index.offset), b);
                 }
@@ -269,6 +277,7 @@ impl Table {
             }
             Some(cache) => {
                 let charge = index.as_ref().map_or(0, |i| i.size())
+                    + index_heads.as_ref().map_or(0, IndexHeads::heap_size)
                     + filter.as_ref().map_or(0, |f| f.size())
                     + filter_index.as_ref().map_or(0, |f| f.size());
                 cache.insert_pinned((cache_id, RESERVATION_OFFSET), Arc::new(()), charge);
@@ -285,6 +294,7 @@ impl Table {
             cache: block_cache,
             cache_id,
             index,
+            index_heads,
             index_handle: footer.index,
             two_level,
             index_form,
@@ -533,30 +543,32 @@ impl Table {
             }
         };
         let target = lookup.internal_key();
-        let found = self.seek_index_block(block, self.index_handle.offset, target, buf)?;
+        let heads = self.index_heads();
+        let found = self.seek_index_block(block, self.index_handle.offset, target, heads, buf)?;
         match (self.two_level, found) {
             (true, Some(partition)) => {
                 let block = self.index_partition(partition)?;
-                self.seek_index_block(&block, partition.offset, target, buf)
+                self.seek_index_block(&block, partition.offset, target, None, buf)
             }
             (_, found) => Ok(found),
         }
     }
 
     /// The handle in the first entry of index block `block` (at file offset `offset`) whose
-    /// key is at or after `target`; `None` if there is none.
+    /// key is at or after `target`; `None` if there is none. `heads` are `block`'s, if any.
     fn seek_index_block(
         &self,
         block: &Block,
         offset: u64,
         target: &[u8],
+        heads: Option<&IndexHeads>,
         buf: &mut Vec<u8>,
     ) -> Result<Option<BlockHandle>> {
         let mut index = IndexBlockIter::new(block, self.index_form)
             .with_block_offset(offset)
             .with_limit(self.data_end)
             .with_key_buffer(std::mem::take(buf));
-        index.seek(target);
+        index.seek_with_heads(target, heads);
         let handle = index.valid().then(|| index.handle());
         let status = index.status();
         *buf = index.into_key_buffer();
@@ -1041,6 +1053,19 @@ impl Table {
             true => IndexIter::two_level(top),
             false => IndexIter::Flat(top),
         })
+    }
+
+    /// True if the table has no filter: a get that does not find its key here has searched
+    /// a data block (a read in vain, which seek compaction counts; version/seeks.rs).
+    #[inline]
+    pub(crate) fn has_no_filter(&self) -> bool {
+        self.filter_handle.is_none() && self.filter_index_handle.is_none()
+    }
+
+    /// The heads of the index block this table holds (the top level of a two-level index),
+    /// for seeks in that block only.
+    pub(super) fn index_heads(&self) -> Option<&IndexHeads> {
+        self.index_heads.as_ref()
     }
 
     /// An iterator over index block (or partition) `block` at file offset `offset`.

@@ -226,3 +226,123 @@ fn damaged_blocks_give_errors_never_panics() {
         }
     }
 }
+
+/// Index entries whose user keys are `users` in order, each repeated `repeats(i)` times with
+/// descending sequence numbers in the internal-key forms (a user key's versions spanning
+/// data blocks); handles back to back.
+fn entries_of(
+    form: IndexForm,
+    users: &[Vec<u8>],
+    repeats: impl Fn(usize) -> usize,
+) -> Vec<(Vec<u8>, BlockHandle)> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for (i, u) in users.iter().enumerate() {
+        let copies = if form.user_keys { 1 } else { repeats(i) };
+        for c in 0..copies {
+            let key = match form.user_keys {
+                true => u.clone(),
+                false => make_internal_key(u, 1000 - c as u64, ValueKind::Put),
+            };
+            let h = BlockHandle { offset, size: 4000 };
+            offset += h.size + 5;
+            out.push((key, h));
+        }
+    }
+    out
+}
+
+/// Seeks with heads land where seeks without them do, for every entry's key, the gaps
+/// between keys, and keys before and after all of them.
+fn check_heads_agree(form: IndexForm, interval: usize, e: &[(Vec<u8>, BlockHandle)], what: &str) {
+    let block = build(form, interval, e);
+    let heads = IndexHeads::build(&block, form).expect("a large sorted block has heads");
+    let mut probes: Vec<Vec<u8>> = vec![
+        target(form, b"", crate::key::MAX_SEQUENCE),
+        target(form, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 0),
+    ];
+    for (k, _) in e {
+        for seq in [crate::key::MAX_SEQUENCE, 999, 0] {
+            probes.push(target(form, k, seq));
+        }
+        let mut user = target(form, k, 0);
+        user.truncate(user.len() - 8);
+        for tweak in [&b"\0"[..], b"\xff", b"0"] {
+            let mut u = user.clone();
+            u.extend_from_slice(tweak);
+            probes.push(make_internal_key(
+                &u,
+                crate::key::MAX_SEQUENCE,
+                ValueKind::Put,
+            ));
+        }
+        if let Some(last) = user.last_mut() {
+            *last = last.wrapping_sub(1);
+            probes.push(make_internal_key(&user, 5, ValueKind::Put));
+        }
+    }
+    let mut plain = IndexBlockIter::new(block.clone(), form);
+    let mut hinted = IndexBlockIter::new(block.clone(), form);
+    for p in &probes {
+        plain.seek(p);
+        hinted.seek_with_heads(p, Some(&heads));
+        assert_eq!(current(&hinted), current(&plain), "{what}: seek {p:?}");
+        assert!(hinted.status().is_ok(), "{what}");
+    }
+}
+
+#[test]
+fn seeks_narrowed_by_heads_land_where_plain_seeks_do() {
+    // Random short keys over a small alphabet (many shared prefixes and tied heads), and
+    // fixed-width decimal keys (db_bench's: every key starts with the same zeros).
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut random: Vec<Vec<u8>> = (0..3000)
+        .map(|_| {
+            let len = rng.gen_range(0..14);
+            (0..len).map(|_| rng.gen_range(b'a'..=b'd')).collect()
+        })
+        .collect();
+    random.sort();
+    random.dedup();
+    let decimal: Vec<Vec<u8>> = (0..2000u64)
+        .map(|i| format!("{:016}", i * 7919).into_bytes())
+        .collect();
+    for form in FORMS {
+        for interval in [1, 3, 16] {
+            for (name, users) in [("random", &random), ("decimal", &decimal)] {
+                let e = entries_of(form, users, |i| 1 + i % 3);
+                let what = format!("{form:?} interval {interval} {name} keys");
+                check_heads_agree(form, interval, &e, &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn small_blocks_have_no_heads_and_heads_of_another_shape_are_ignored() {
+    let form = IndexForm::v4(true);
+    let users: Vec<Vec<u8>> = (0..40u32).map(|i| i.to_be_bytes().to_vec()).collect();
+    let small = build(form, 1, &entries_of(form, &users, |_| 1));
+    assert!(IndexHeads::build(&small, form).is_none(), "40 restarts");
+
+    let many: Vec<Vec<u8>> = (0..500u32).map(|i| i.to_be_bytes().to_vec()).collect();
+    let large = build(form, 1, &entries_of(form, &many, |_| 1));
+    let heads = IndexHeads::build(&large, form).expect("500 restarts");
+    assert!(heads.heap_size() >= 500 / 8 * 8, "{}", heads.heap_size());
+    // Heads of the large block handed to a seek in the small one: not used.
+    let probe = make_internal_key(&30u32.to_be_bytes(), 0, ValueKind::Put);
+    let mut it = IndexBlockIter::new(small.clone(), form);
+    it.seek_with_heads(&probe, Some(&heads));
+    assert_eq!(it.key(), &30u32.to_be_bytes()[..]);
+}
+
+#[test]
+fn out_of_order_restart_keys_give_no_heads() {
+    // Two sorted runs back to back: restart keys go down once; the builder does not check.
+    let form = IndexForm::v4(true);
+    let users: Vec<Vec<u8>> = (0..200u32)
+        .map(|i| (i % 100).to_be_bytes().to_vec())
+        .collect();
+    let block = build(form, 1, &entries_of(form, &users, |_| 1));
+    assert!(IndexHeads::build(&block, form).is_none());
+}
