@@ -76,6 +76,26 @@ impl shaledb::EventListener for IntraL0Count {
     }
 }
 
+/// An event listener counting read-triggered compactions (`Options::seek_compaction`), so a
+/// suite can show it reached them.
+#[derive(Default)]
+pub struct ReadTriggeredCount(std::sync::atomic::AtomicU64);
+
+impl ReadTriggeredCount {
+    /// Read-triggered compactions completed so far.
+    pub fn count(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl shaledb::EventListener for ReadTriggeredCount {
+    fn on_compaction_completed(&self, info: &shaledb::CompactionJobInfo) {
+        if info.reason == shaledb::CompactionReason::ReadTriggered {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 /// The small tree the crash and IO-error tests write: 4 KiB memtables, 256-byte blocks, one
 /// background job, L0 compacted at 3 files, 8 KiB level base and 2 KiB tables, so a few
 /// hundred small writes flush, compact and reach several levels.

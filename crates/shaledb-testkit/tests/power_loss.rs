@@ -20,17 +20,25 @@ use shaledb_testkit::model::{
     self, gen_op, read_all, Durability, GenConfig, Model, OpLog, Outcome,
 };
 use shaledb_testkit::table_layout::{self, format_version};
-use shaledb_testkit::{with_timeout, FaultFs, IntraL0Count, OpKind};
+use shaledb_testkit::{with_timeout, FaultFs, IntraL0Count, OpKind, ReadTriggeredCount};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const DIR: &str = "/db";
 
-fn options(fs: &FaultFs, rng: &mut StdRng, intra: &Arc<IntraL0Count>) -> Options {
+/// Listeners counting the kinds of compaction a run must reach.
+#[derive(Default)]
+struct Counts {
+    intra_l0: Arc<IntraL0Count>,
+    read_triggered: Arc<ReadTriggeredCount>,
+}
+
+fn options(fs: &FaultFs, rng: &mut StdRng, counts: &Counts) -> Options {
     let mut o = Options::default();
     o.fs = fs.as_dyn();
-    o.listeners.push(intra.clone());
+    o.listeners.push(counts.intra_l0.clone());
+    o.listeners.push(counts.read_triggered.clone());
     o.write_buffer_size = rng.gen_range(4 << 10..16 << 10);
     o.max_write_buffer_number = rng.gen_range(2..4);
     o.block_size = 256;
@@ -85,6 +93,11 @@ fn options(fs: &FaultFs, rng: &mut StdRng, intra: &Arc<IntraL0Count>) -> Options
             shaledb_testkit::merge_level0_within_level0(&mut o, 64 << 10);
         }
     }
+    if rng.gen_bool(0.3) {
+        // Tables without filters: the reads after each reopen trigger seek compactions,
+        // which run beside the next writes and the power loss.
+        o.bloom_bits_per_key = 0;
+    }
     o
 }
 
@@ -126,15 +139,12 @@ struct Stats {
     blob_files: u64,
     /// Compactions that merged L0 tables within L0 before a power loss.
     intra_l0_compactions: u64,
+    read_triggered_compactions: u64,
 }
 
-fn reopen(
-    mem: &MemFileSystem,
-    rng: &mut StdRng,
-    intra: &Arc<IntraL0Count>,
-) -> Result<(FaultFs, Db), String> {
+fn reopen(mem: &MemFileSystem, rng: &mut StdRng, counts: &Counts) -> Result<(FaultFs, Db), String> {
     let fault = FaultFs::new(Arc::new(mem.clone()));
-    let db = Db::open(Path::new(DIR), options(&fault, rng, intra))
+    let db = Db::open(Path::new(DIR), options(&fault, rng, counts))
         .map_err(|e| format!("reopen after power loss failed: {e}"))?;
     Ok((fault, db))
 }
@@ -152,9 +162,9 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
     let mem = MemFileSystem::new();
     let mut base = Model::new();
     let mut op_id = 0u64;
-    let intra = Arc::new(IntraL0Count::default());
+    let counts = Counts::default();
     for round in 0..3 {
-        let (fault, db) = reopen(&mem, &mut rng, &intra)?;
+        let (fault, db) = reopen(&mem, &mut rng, &counts)?;
         let got = read_all(&db, &probe).map_err(|e| format!("round {round}: {e}"))?;
         if got != base {
             return Err(format!(
@@ -199,7 +209,7 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
         stats.blob_files += shaledb_testkit::blob_file_count(&mem) as u64;
 
         let (fault, db) =
-            reopen(&mem, &mut rng, &intra).map_err(|e| format!("round {round}: {e}"))?;
+            reopen(&mem, &mut rng, &counts).map_err(|e| format!("round {round}: {e}"))?;
         let state = read_all(&db, &probe).map_err(|e| format!("round {round}: {e}"))?;
         let required = log
             .required_prefix(Durability::SyncedOnly)
@@ -212,7 +222,8 @@ fn cycle(seed: u64, stats: &mut Stats) -> Result<(), String> {
         stats.crashes += 1;
         base = state;
     }
-    stats.intra_l0_compactions += intra.count();
+    stats.intra_l0_compactions += counts.intra_l0.count();
+    stats.read_triggered_compactions += counts.read_triggered.count();
     Ok(())
 }
 
@@ -259,7 +270,7 @@ fn power_loss_at_random_points_keeps_synced_writes_and_a_prefix() {
     eprintln!(
         "power loss: {cycles} cycles, {} power losses, {} acknowledged ops ({} synced), \
          {} sync_wal calls, {} files created, tables after power losses plain/dictionary/two-level: {:?}, \
-         blob files {}, intra-L0 compactions {}, in {:?}",
+         blob files {}, intra-L0 compactions {}, read-triggered compactions {}, in {:?}",
         stats.crashes,
         stats.ops,
         stats.synced_ops,
@@ -268,6 +279,7 @@ fn power_loss_at_random_points_keeps_synced_writes_and_a_prefix() {
         stats.tables_by_kind,
         stats.blob_files,
         stats.intra_l0_compactions,
+        stats.read_triggered_compactions,
         start.elapsed()
     );
     assert!(stats.ops > 0);
@@ -281,6 +293,10 @@ fn power_loss_at_random_points_keeps_synced_writes_and_a_prefix() {
         assert!(
             stats.intra_l0_compactions > 0,
             "no power loss came after an intra-L0 compaction: {stats:?}"
+        );
+        assert!(
+            stats.read_triggered_compactions > 0,
+            "no power loss came after a read-triggered compaction: {stats:?}"
         );
     }
     // WAL rotations, flushes and compactions must have happened for the test to mean much.

@@ -131,6 +131,8 @@ pub(crate) struct CfData {
     pub(crate) dropped: AtomicBool,
     /// The database the family belongs to (to refuse another database's handle).
     pub(crate) db: Weak<DbInner>,
+    /// The table gets found worth compacting (read-triggered compaction; version/seeks.rs).
+    pub(crate) seeks: crate::version::SeekCandidate,
 }
 
 impl CfData {

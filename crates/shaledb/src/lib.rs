@@ -60,8 +60,8 @@ pub use db::{
 pub use error::{Error, Result};
 pub use info_log::InfoLogLevel;
 pub use listener::{
-    BackgroundErrorInfo, BackgroundErrorReason, CompactionJobInfo, EventListener, FlushJobInfo,
-    TableFileDeletionInfo, WriteStallCondition, WriteStallInfo,
+    BackgroundErrorInfo, BackgroundErrorReason, CompactionJobInfo, CompactionReason, EventListener,
+    FlushJobInfo, TableFileDeletionInfo, WriteStallCondition, WriteStallInfo,
 };
 pub use memory::{Cache, WriteBufferManager};
 pub use merge::{merge_operators, MergeOperator};

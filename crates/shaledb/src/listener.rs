@@ -115,6 +115,30 @@ pub struct CompactionJobInfo {
     pub trivial_move: bool,
     /// How long the compaction took.
     pub duration: Duration,
+    /// Why it ran.
+    pub reason: CompactionReason,
+}
+
+/// Why a compaction ran ([`CompactionJobInfo::reason`]; RocksDB's `CompactionReason`, with
+/// ShaleDB's names for the ones it has).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CompactionReason {
+    /// Not recorded.
+    #[default]
+    Unknown,
+    /// L0 held enough tables (or bytes) to be compacted into the base level (RocksDB's
+    /// `kLevelL0FilesNum`).
+    Level0FilesNum,
+    /// A level below L0 was over its size target (`kLevelMaxLevelSize`).
+    LevelMaxLevelSize,
+    /// `Db::compact_range` (`kManualCompaction`).
+    Manual,
+    /// Blob garbage collection's forced compaction (`kForcedBlobGC`).
+    ForcedBlobGc,
+    /// Gets kept searching a table without a filter in vain (`Options::seek_compaction`,
+    /// LevelDB's seek compaction; RocksDB has none).
+    ReadTriggered,
 }
 
 /// Whether writes are slowed or stopped ([`WriteStallInfo`]).

@@ -323,6 +323,12 @@ pub struct Options {
     pub background_cpu_priority: CpuPriority,
     /// Do not compact automatically (bulk loading); `compact_range` still works. Default false.
     pub disable_auto_compactions: bool,
+    /// Read-triggered compaction (LevelDB's seek compaction): a table without a filter that
+    /// gets keep searching in vain before finding their keys deeper (once per 16 KiB of the
+    /// table, at least 100 times) is compacted into the next level when no level is over its
+    /// size target, so keys read often stop costing a block read per level. Tables with a
+    /// filter are never charged. Default true; off with `disable_auto_compactions`.
+    pub seek_compaction: bool,
     /// Combines merge operands (`Db::merge`) into values. Default none: merges are refused.
     pub merge_operator: Option<Arc<dyn crate::MergeOperator>>,
     /// Drops or rewrites values during compaction (see [`crate::CompactionFilter`]). Default
@@ -532,6 +538,7 @@ impl Default for Options {
             max_subcompactions: 1,
             background_cpu_priority: CpuPriority::Normal,
             disable_auto_compactions: false,
+            seek_compaction: true,
             merge_operator: None,
             compaction_filter: None,
             prefix_extractor: None,
@@ -625,6 +632,7 @@ impl std::fmt::Debug for Options {
             max_subcompactions,
             background_cpu_priority,
             disable_auto_compactions,
+            seek_compaction,
             merge_operator,
             compaction_filter,
             prefix_extractor,
@@ -751,6 +759,7 @@ impl std::fmt::Debug for Options {
             .field("max_subcompactions", max_subcompactions)
             .field("background_cpu_priority", background_cpu_priority)
             .field("disable_auto_compactions", disable_auto_compactions)
+            .field("seek_compaction", seek_compaction)
             .field("merge_operator", merge_operator)
             .field("compaction_filter", compaction_filter)
             .field("prefix_extractor", prefix_extractor)
@@ -863,6 +872,7 @@ impl Options {
         with_max_subcompactions => max_subcompactions: u32,
         with_background_cpu_priority => background_cpu_priority: CpuPriority,
         with_disable_auto_compactions => disable_auto_compactions: bool,
+        with_seek_compaction => seek_compaction: bool,
         with_max_key_size => max_key_size: usize,
         with_max_value_size => max_value_size: usize,
         with_wal_recovery_mode => wal_recovery_mode: WalRecoveryMode,

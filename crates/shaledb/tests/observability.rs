@@ -113,7 +113,7 @@ fn log_records_open_flushes_and_compactions_and_moves_aside_at_reopen() {
     let output = after.iter().next().copied().unwrap_or_default();
     assert!(
         log.contains(&format!(
-            "[default] compaction L0 -> L1: inputs {inputs:?} ("
+            "[default] compaction (Manual) L0 -> L1: inputs {inputs:?} ("
         )),
         "{log}"
     );
@@ -352,6 +352,7 @@ fn listeners_receive_exactly_the_flushes_compactions_and_deletions() {
     assert_eq!(inputs, flushed);
     assert_eq!(c[0].output_files, out.iter().copied().collect::<Vec<_>>());
     assert!(!c[0].trivial_move);
+    assert_eq!(c[0].reason, shaledb::CompactionReason::Manual);
     assert!(c[0].bytes_read > 0 && c[0].bytes_written > 0);
     let mut deleted = rec.deleted.lock().expect("lock").clone();
     deleted.sort();

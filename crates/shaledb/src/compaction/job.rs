@@ -1215,6 +1215,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
             global_seqno: None,
             file_checksum: None,
             open_table: Default::default(),
+            seeks: Default::default(),
         },
         largest: Vec::new(),
         newest_write_time: 0,
@@ -1349,6 +1350,7 @@ mod tests {
                 global_seqno: None,
                 file_checksum: None,
                 open_table: Default::default(),
+                seeks: Default::default(),
             },
         );
         Arc::new(apply_for_tests(&Version::empty(4), &e).expect("version"))

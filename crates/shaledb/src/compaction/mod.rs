@@ -36,6 +36,8 @@ pub(crate) struct Compaction {
     /// files down keeps them as that level would write them (RocksDB's
     /// `InputCompressionMatchesOutput`). True unless set.
     pub codecs_match: bool,
+    /// Why it was picked (reported to listeners). `Unknown` unless set.
+    pub reason: crate::CompactionReason,
 }
 
 impl Compaction {
@@ -67,6 +69,7 @@ impl Compaction {
             largest_user_key: largest,
             base_level: 1,
             codecs_match: true,
+            reason: crate::CompactionReason::Unknown,
         }
     }
 
@@ -143,6 +146,7 @@ mod tests {
             global_seqno: None,
             file_checksum: None,
             open_table: Default::default(),
+            seeks: Default::default(),
         })
     }
 

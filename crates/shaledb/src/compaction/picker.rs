@@ -4,6 +4,7 @@
 
 use super::Compaction;
 use crate::key;
+use crate::listener::CompactionReason;
 use crate::options::Options;
 use crate::version::{FileMetaData, Version, VersionScores};
 use std::collections::HashSet;
@@ -385,14 +386,71 @@ pub(crate) fn pick(
             )
         };
         if let Some(mut c) = c {
-            c.base_level = base;
-            let bottommost = v.nothing_below(c.output_level);
-            c.codecs_match = opts.codec_for_output(c.level, base, false)
-                == opts.codec_for_output(c.output_level, base, bottommost);
-            return Some(c);
+            c.reason = match level {
+                0 => CompactionReason::Level0FilesNum,
+                _ => CompactionReason::LevelMaxLevelSize,
+            };
+            return Some(with_output_settings(c, v, opts, base));
         }
     }
     pick_forced_blob_gc(v, opts, busy)
+}
+
+/// `c` with what depends on where it writes: the base level, and whether its inputs and its
+/// output share a codec.
+fn with_output_settings(mut c: Compaction, v: &Version, opts: &Options, base: usize) -> Compaction {
+    c.base_level = base;
+    let bottommost = v.nothing_below(c.output_level);
+    c.codecs_match = opts.codec_for_output(c.level, base, false)
+        == opts.codec_for_output(c.output_level, base, bottommost);
+    c
+}
+
+/// What [`pick_seek`] found for a seek candidate.
+#[derive(Debug)]
+pub(crate) enum SeekPick {
+    /// The candidate's compaction into the next level.
+    Compact(Compaction),
+    /// It conflicts with a running compaction: ask again after that one.
+    Later,
+    /// The table is no longer at that level, or has no level below: forget it.
+    Gone,
+}
+
+/// The read-triggered compaction of table `number` at `level` (version/seeks.rs): the table
+/// and what it overlaps in the next level, as a size-triggered compaction of it would be (all
+/// of L0 for an L0 table, into the base level).
+pub(crate) fn pick_seek(
+    v: &Version,
+    opts: &Options,
+    busy: &Busy,
+    level: usize,
+    number: u64,
+) -> SeekPick {
+    let Some(f) = v.level_files(level).iter().find(|f| f.number == number) else {
+        return SeekPick::Gone;
+    };
+    if v.nothing_below(level) {
+        return SeekPick::Gone;
+    }
+    if busy.files.contains(&number) {
+        return SeekPick::Later;
+    }
+    let base = base_level(v, opts);
+    let c = match level {
+        0 => pick_level0(v, base, busy),
+        _ => {
+            let (s, l) = (f.smallest.user_key(), f.largest.user_key());
+            compaction_with_overlap(v, level, level + 1, vec![f.clone()], s, l, busy)
+        }
+    };
+    match c {
+        Some(mut c) => {
+            c.reason = CompactionReason::ReadTriggered;
+            SeekPick::Compact(with_output_settings(c, v, opts, base))
+        }
+        None => SeekPick::Later,
+    }
 }
 
 /// Blob garbage collection's forced compaction (RocksDB's `kForcedBlobGC`): once the blob
@@ -421,6 +479,7 @@ fn pick_forced_blob_gc(v: &Version, opts: &Options, busy: &Busy) -> Option<Compa
             }
             let mut c = Compaction::new(level, level, vec![f.clone()], Vec::new());
             c.base_level = base_level(v, opts);
+            c.reason = CompactionReason::ForcedBlobGc;
             if !busy.range_busy(level, &c.smallest_user_key, &c.largest_user_key) {
                 return Some(c);
             }
@@ -559,6 +618,8 @@ mod tests {
         version: Version,
         busy: Busy,
         pointers: Vec<Vec<u8>>,
+        /// A seek candidate ("seek: L1 5"), asked of `pick_seek` after `pick`.
+        seek: Option<(usize, u64)>,
     }
 
     fn parse(desc: &str) -> Case {
@@ -566,6 +627,7 @@ mod tests {
         let mut edit = VersionEdit::default();
         let mut busy = Busy::default();
         let mut pointers = vec![Vec::new(); o.num_levels];
+        let mut seek = None;
         for line in desc.lines().map(str::trim).filter(|l| !l.is_empty()) {
             let (head, rest) = line.split_once(':').expect("`name: values`");
             let rest = rest.trim();
@@ -598,6 +660,7 @@ mod tests {
                             global_seqno: None,
                             file_checksum: None,
                             open_table: Default::default(),
+                            seeks: Default::default(),
                         },
                     );
                 }
@@ -647,6 +710,10 @@ mod tests {
                 let level = level.trim_start_matches('L').parse().expect("level");
                 busy.output_ranges
                     .push((level, a.as_bytes().to_vec(), b.as_bytes().to_vec()));
+            } else if head == "seek" {
+                let (level, number) = rest.split_once(' ').expect("L<n> <number>");
+                let level = level.trim_start_matches('L').parse().expect("level");
+                seek = Some((level, number.parse().expect("number")));
             } else if let Some(level) = head.strip_prefix("pointer L") {
                 let level: usize = level.parse().expect("level");
                 pointers[level] = crate::key::make_internal_key(rest.as_bytes(), 0, ValueKind::Put);
@@ -660,7 +727,25 @@ mod tests {
             version,
             busy,
             pointers,
+            seek,
         }
+    }
+
+    fn describe(c: &Compaction) -> String {
+        format!(
+            "L{}->L{} {} + {} range {}-{} {}",
+            c.level,
+            c.output_level,
+            numbers(&c.inputs[0]),
+            numbers(&c.inputs[1]),
+            String::from_utf8_lossy(&c.smallest_user_key),
+            String::from_utf8_lossy(&c.largest_user_key),
+            if c.is_trivial_move() {
+                "move"
+            } else {
+                "rewrite"
+            },
+        )
     }
 
     fn numbers(files: &[Arc<FileMetaData>]) -> String {
@@ -679,22 +764,16 @@ mod tests {
             .collect();
         let pick = match pick(&case.version, o, &case.busy, &case.pointers) {
             None => "none".to_string(),
-            Some(c) => format!(
-                "L{}->L{} {} + {} range {}-{} {}",
-                c.level,
-                c.output_level,
-                numbers(&c.inputs[0]),
-                numbers(&c.inputs[1]),
-                String::from_utf8_lossy(&c.smallest_user_key),
-                String::from_utf8_lossy(&c.largest_user_key),
-                if c.is_trivial_move() {
-                    "move"
-                } else {
-                    "rewrite"
-                },
-            ),
+            Some(c) => describe(&c),
         };
         let mut out = format!("scores: {}\npick: {pick}", scores.join(" "));
+        if let Some((level, number)) = case.seek {
+            out += &match pick_seek(&case.version, o, &case.busy, level, number) {
+                SeekPick::Compact(c) => format!("\nseek: {} {:?}", describe(&c), c.reason),
+                SeekPick::Later => "\nseek: later".to_string(),
+                SeekPick::Gone => "\nseek: gone".to_string(),
+            };
+        }
         if o.level_compaction_dynamic_level_bytes {
             let t = level_targets(&case.version, &ScoreTargets::from_options(o));
             let targets: Vec<String> = (1..o.num_levels)
@@ -709,6 +788,11 @@ mod tests {
     }
 
     fn check(cases: &[(&str, &str)]) {
+        if std::env::var("PRINT_GOLDEN").is_ok() {
+            for (desc, _) in cases {
+                println!("=== {desc:?}\n{}", run(desc));
+            }
+        }
         for (desc, want) in cases {
             assert_eq!(run(desc), want.trim(), "\n--- case ---\n{desc}");
         }
@@ -865,6 +949,43 @@ mod tests {
             (
                 "L1: 1:a-c:6000 2:d-f:6000 3:g-i:6000\npointer L1: i",
                 "scores: L0=0.00 L1=1.80 L2=0.00\npick: L1->L2 [1] + [] range a-c move",
+            ),
+        ]);
+    }
+
+    /// A seek candidate goes into the next level with what it overlaps there, as a
+    /// size-triggered compaction of it would (an L0 one takes all of L0); it waits while it
+    /// or its overlap is busy, and is forgotten once gone from its level or at the bottom.
+    #[test]
+    fn seek_candidates_compact_into_the_next_level() {
+        check(&[
+            (
+                "L1: 1:a-c 2:d-f\nL2: 3:a-b 4:c-e 5:x-z\nseek: L1 2",
+                "scores: L0=0.00 L1=0.20 L2=0.03\npick: none\nseek: L1->L2 [2] + [4] range c-f rewrite ReadTriggered",
+            ),
+            (
+                "L1: 1:a-c 2:d-f\nL2: 5:x-z\nseek: L1 2",
+                "scores: L0=0.00 L1=0.20 L2=0.01\npick: none\nseek: L1->L2 [2] + [] range d-f move ReadTriggered",
+            ),
+            (
+                "L0: 6:b-c 7:a-b\nL1: 1:a-c 2:d-f\nL2: 5:x-z\nseek: L0 7",
+                "scores: L0=0.50 L1=0.20 L2=0.01\npick: none\nseek: L0->L1 [7 6] + [1] range a-c rewrite ReadTriggered",
+            ),
+            (
+                "L1: 1:a-c 2:d-f\nL2: 4:c-e\nbusy: 4\nseek: L1 2",
+                "scores: L0=0.00 L1=0.20 L2=0.01\npick: none\nseek: later",
+            ),
+            (
+                "L1: 1:a-c 2:d-f\nL2: 4:c-e\nbusy: 2\nseek: L1 2",
+                "scores: L0=0.00 L1=0.20 L2=0.01\npick: none\nseek: later",
+            ),
+            (
+                "L1: 1:a-c\nL2: 4:c-e\nseek: L1 2",
+                "scores: L0=0.00 L1=0.10 L2=0.01\npick: none\nseek: gone",
+            ),
+            (
+                "L1: 1:a-c\nL2: 4:c-e\nseek: L2 4",
+                "scores: L0=0.00 L1=0.10 L2=0.01\npick: none\nseek: gone",
             ),
         ]);
     }

@@ -1238,6 +1238,7 @@ impl DbInner {
         };
         let mut c = Compaction::new(level, output, inputs0, inputs1);
         c.manual = true;
+        c.reason = crate::CompactionReason::Manual;
         if let Some(f) = st.family(cf) {
             c.base_level = picker::base_level(&v, &f.data.opts);
         }
@@ -1319,7 +1320,24 @@ fn pick_compaction(st: &DbState, f: &CfState) -> Option<Compaction> {
     }
     let id = f.data.id;
     let v = st.versions.current(id);
-    picker::pick(&v, &f.data.opts, &f.busy, st.versions.compact_pointers(id))
+    let by_size = picker::pick(&v, &f.data.opts, &f.busy, st.versions.compact_pointers(id));
+    by_size.or_else(|| pick_seek_compaction(&v, f))
+}
+
+/// The family's seek candidate's compaction (version/seeks.rs), if it has one that can run
+/// now. The candidate stays until a pick finds its table gone (compacted by this or another
+/// compaction), so that asking (as `wait_for_compactions` does) never loses it; while its
+/// compaction runs, the table is busy and the pick says later.
+fn pick_seek_compaction(v: &Version, f: &CfState) -> Option<Compaction> {
+    let (level, number) = f.data.seeks.get()?;
+    match picker::pick_seek(v, &f.data.opts, &f.busy, level, number) {
+        picker::SeekPick::Compact(c) => Some(c),
+        picker::SeekPick::Later => None,
+        picker::SeekPick::Gone => {
+            f.data.seeks.clear((level, number));
+            None
+        }
+    }
 }
 
 /// Edits moving other families' log numbers up to their oldest unflushed WAL (for families

@@ -302,8 +302,9 @@ impl DbInner {
         info_log!(
             self.info_log,
             Info,
-            "[{cf_name}] compaction{} L{} -> L{}: inputs {:?} ({} bytes), outputs {:?} ({} bytes), blob files {:?}, in {} ms",
+            "[{cf_name}] compaction{} ({:?}) L{} -> L{}: inputs {:?} ({} bytes), outputs {:?} ({} bytes), blob files {:?}, in {} ms",
             if out.is_none() { " (trivial move)" } else { "" },
+            c.reason,
             c.level,
             c.output_level,
             input_files,
@@ -326,6 +327,7 @@ impl DbInner {
                 bytes_written,
                 trivial_move: out.is_none(),
                 duration,
+                reason: c.reason,
             }),
         );
     }

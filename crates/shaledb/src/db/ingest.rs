@@ -137,6 +137,7 @@ impl IngestFile {
             global_seqno: Some(seq),
             file_checksum: Some(self.file_checksum),
             open_table: Default::default(),
+            seeks: Default::default(),
         }
     }
 

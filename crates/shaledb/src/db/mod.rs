@@ -1135,10 +1135,35 @@ impl DbInner {
             }
         };
         let lookup = LookupKey::new(user_key, seq);
-        let found = sv
-            .version
-            .get(&self.tables, block_read_options(ro), &lookup, &mut covering)?;
+        let seeks = self.counts_seeks(cf).then_some(&cf.seeks);
+        let found = sv.version.get(
+            &self.tables,
+            block_read_options(ro),
+            &lookup,
+            &mut covering,
+            seeks,
+        )?;
+        if cf.seeks.take_fresh() {
+            self.wake_for_seek_compaction();
+        }
         self.resolve_table_result(ro, cf, sv, seq, user_key, found)
+    }
+
+    /// Whether gets in family `cf` count searches in vain for read-triggered compaction: only
+    /// where automatic compactions run.
+    #[inline]
+    fn counts_seeks(&self, cf: &CfData) -> bool {
+        cf.opts.seek_compaction
+            && !cf.opts.disable_auto_compactions
+            && matches!(self.role, read_only::Role::Primary)
+    }
+
+    /// Wakes a background thread for a new seek candidate. Taking the state lock first means
+    /// the wakeup cannot fall between a thread's finding nothing to do and its waiting.
+    #[cold]
+    fn wake_for_seek_compaction(&self) {
+        drop(self.state.lock());
+        self.work_cv.notify_one();
     }
 
     /// Looks `user_key` up in the memtables of `sv`, newest first.

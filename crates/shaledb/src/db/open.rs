@@ -1065,6 +1065,7 @@ pub(super) fn new_family_data(
         }),
         dropped: AtomicBool::new(false),
         db: db.clone(),
+        seeks: Default::default(),
     })
 }
 

@@ -88,6 +88,8 @@ pub struct FileMetaData {
     pub file_checksum: Option<u32>,
     /// The file's open table once a read has opened it (not recorded in the MANIFEST).
     pub open_table: crate::cache::OpenTable,
+    /// Gets that searched the file in vain before another (not recorded; see seeks.rs).
+    pub seeks: super::seeks::SeekCount,
 }
 
 impl FileMetaData {
@@ -645,6 +647,7 @@ fn get_file_meta(d: &mut Decoder<'_>) -> Result<FileMetaData, String> {
         global_seqno: None,
         file_checksum: None,
         open_table: Default::default(),
+        seeks: Default::default(),
     })
 }
 
@@ -668,6 +671,7 @@ mod tests {
             global_seqno: None,
             file_checksum: None,
             open_table: Default::default(),
+            seeks: Default::default(),
         }
     }
 

@@ -9,12 +9,15 @@ pub(crate) mod edit;
 pub(crate) mod filename;
 mod level_iter;
 pub(crate) mod lifecycle;
+pub(crate) mod seeks;
 pub(crate) mod set;
 
 pub use edit::VersionEdit;
 pub(crate) use edit::{BlobFileAddition, BlobGarbage, FileMetaData};
 pub(crate) use level_iter::LevelIterator;
 pub(crate) use lifecycle::{DeletionQueue, FileHandle, ObsoleteFile};
+pub(crate) use seeks::SeekCandidate;
+use seeks::SeekTracker;
 pub(crate) use set::{ManifestTail, VersionSet};
 
 use crate::cache::TableCache;
@@ -234,25 +237,35 @@ impl Version {
     /// Looks `lookup`'s user key up as of its sequence number: L0 files newest first, then
     /// one file per deeper level. The first version found wins, unless a range tombstone seen
     /// on the way (`covering`: the newest so far, from newer sources too) is newer than it.
+    ///
+    /// With `seeks`, the first table searched in vain before another is charged for it, and
+    /// becomes the family's seek candidate once its allowance is used up (seeks.rs).
     pub(crate) fn get(
         &self,
         tables: &TableCache,
         opts: BlockReadOptions,
         lookup: &LookupKey,
         covering: &mut SequenceNumber,
+        seeks: Option<&SeekCandidate>,
     ) -> Result<LookupResult> {
         let user_key = lookup.user_key();
         if *covering > 0 {
             // A newer source's tombstone covers the key, and nothing newer was found there.
             return Ok(LookupResult::Deleted);
         }
+        let mut tracker = SeekTracker::default();
         for f in self.level_files(0) {
             if user_key < f.smallest.user_key() || user_key > f.largest.user_key() {
                 continue;
             }
+            tracker.next_table(seeks);
             match self.get_in_file(tables, opts, f, lookup, covering)? {
-                LookupResult::NotPresent => continue,
-                r => return Ok(r),
+                (LookupResult::NotPresent, in_vain) => {
+                    if in_vain {
+                        tracker.searched_in_vain(0, f);
+                    }
+                }
+                (r, _) => return Ok(r),
             }
         }
         for level in 1..self.num_levels() {
@@ -262,9 +275,14 @@ impl Version {
             if user_key < f.smallest.user_key() {
                 continue;
             }
+            tracker.next_table(seeks);
             match self.get_in_file(tables, opts, f, lookup, covering)? {
-                LookupResult::NotPresent => continue,
-                r => return Ok(r),
+                (LookupResult::NotPresent, in_vain) => {
+                    if in_vain {
+                        tracker.searched_in_vain(level, f);
+                    }
+                }
+                (r, _) => return Ok(r),
             }
         }
         Ok(LookupResult::NotPresent)
@@ -523,6 +541,8 @@ impl Version {
     /// it was kept there (no table-cache lock, no reference count touched); otherwise it comes
     /// from the table cache and, while every live file fits in the table cache, is kept in the
     /// metadata for the next read.
+    ///
+    /// Also says whether a miss searched a data block of the table (it has no filter).
     fn get_in_file(
         &self,
         tables: &TableCache,
@@ -530,15 +550,16 @@ impl Version {
         f: &FileMetaData,
         lookup: &LookupKey,
         covering: &mut SequenceNumber,
-    ) -> Result<LookupResult> {
+    ) -> Result<(LookupResult, bool)> {
         if let Some(t) = f.open_table.get() {
-            return get_in_table(t, lookup, opts, covering);
+            return Ok((get_in_table(t, lookup, opts, covering)?, t.has_no_filter()));
         }
         let table = tables.get(f)?;
         if self.num_files() <= tables.capacity() {
             f.open_table.keep(table.clone());
         }
-        get_in_table(&table, lookup, opts, covering)
+        let r = get_in_table(&table, lookup, opts, covering)?;
+        Ok((r, table.has_no_filter()))
     }
 
     /// The range tombstones of every table that has any (the MANIFEST says which).
@@ -827,6 +848,7 @@ mod tests {
             global_seqno: None,
             file_checksum: None,
             open_table: Default::default(),
+            seeks: Default::default(),
         }
     }
 
@@ -853,6 +875,7 @@ mod tests {
             BlockReadOptions::default(),
             &LookupKey::new(key, 10),
             &mut 0,
+            None,
         )
         .expect("get")
     }
@@ -1005,6 +1028,7 @@ mod tests {
             global_seqno: None,
             file_checksum: None,
             open_table: Default::default(),
+            seeks: Default::default(),
         };
         let mut edit = crate::version::VersionEdit::default();
         edit.add_file(2, file(1, "a", "c", 100));

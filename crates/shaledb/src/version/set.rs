@@ -1239,6 +1239,7 @@ mod apply_tests {
             global_seqno: None,
             file_checksum: None,
             open_table: Default::default(),
+            seeks: Default::default(),
         }
     }
 
@@ -1407,6 +1408,7 @@ mod tests {
             global_seqno: None,
             file_checksum: None,
             open_table: Default::default(),
+            seeks: Default::default(),
         }
     }
 

@@ -1074,6 +1074,7 @@ mod tests {
                 blob_files: Vec::new(),
                 file_checksum: None,
                 open_table: Default::default(),
+                seeks: Default::default(),
                 global_seqno: None,
             },
             family: None,

@@ -60,6 +60,7 @@ pub(super) fn scan_table(
         blob_files: Vec::new(),
         file_checksum: None,
         open_table: Default::default(),
+        seeks: Default::default(),
         global_seqno: global_seqno.filter(|&s| s > 0),
     };
     let blob_refs = scan_entries(&table, &path, &mut meta)?;
