@@ -430,7 +430,10 @@ pub(crate) fn pick_seek(
     let Some(f) = v.level_files(level).iter().find(|f| f.number == number) else {
         return SeekPick::Gone;
     };
-    if v.nothing_below(level) {
+    // An L0 table goes into the base level even when nothing is below (gets then searched
+    // other L0 tables after it); a deeper table with nothing below cannot have been charged
+    // in this version.
+    if level > 0 && v.nothing_below(level) {
         return SeekPick::Gone;
     }
     if busy.files.contains(&number) {
@@ -787,6 +790,8 @@ mod tests {
         out
     }
 
+    /// Compares each case's output with the expected text; `PRINT_GOLDEN=1` prints every
+    /// case's output first (to read over when writing a new case).
     fn check(cases: &[(&str, &str)]) {
         if std::env::var("PRINT_GOLDEN").is_ok() {
             for (desc, _) in cases {
@@ -954,8 +959,9 @@ mod tests {
     }
 
     /// A seek candidate goes into the next level with what it overlaps there, as a
-    /// size-triggered compaction of it would (an L0 one takes all of L0); it waits while it
-    /// or its overlap is busy, and is forgotten once gone from its level or at the bottom.
+    /// size-triggered compaction of it would (an L0 one takes all of L0, also with nothing
+    /// below); it waits while it or its overlap is busy, and is forgotten once gone from its
+    /// level or at the bottom.
     #[test]
     fn seek_candidates_compact_into_the_next_level() {
         check(&[
@@ -970,6 +976,10 @@ mod tests {
             (
                 "L0: 6:b-c 7:a-b\nL1: 1:a-c 2:d-f\nL2: 5:x-z\nseek: L0 7",
                 "scores: L0=0.50 L1=0.20 L2=0.01\npick: none\nseek: L0->L1 [7 6] + [1] range a-c rewrite ReadTriggered",
+            ),
+            (
+                "L0: 6:b-c 7:a-b\nseek: L0 7",
+                "scores: L0=0.50 L1=0.00 L2=0.00\npick: none\nseek: L0->L1 [7 6] + [] range a-c rewrite ReadTriggered",
             ),
             (
                 "L1: 1:a-c 2:d-f\nL2: 4:c-e\nbusy: 4\nseek: L1 2",
