@@ -51,7 +51,6 @@ const SKIP_ALLOWANCE: u64 = 4 << 10;
 /// One file's read pattern and window.
 #[derive(Debug)]
 struct Window {
-    file_number: u64,
     /// Bytes of the file from `buf_offset` (empty: no window).
     buf: Vec<u8>,
     buf_offset: u64,
@@ -66,9 +65,11 @@ struct Window {
 }
 
 impl Window {
-    fn buffered(&self, offset: u64, len: usize) -> Option<&[u8]> {
+    /// Where the `len` bytes at `offset` are in `buf`, if it holds them all.
+    fn buffered(&self, offset: u64, len: usize) -> Option<std::ops::Range<usize>> {
         let start = usize::try_from(offset.checked_sub(self.buf_offset)?).ok()?;
-        self.buf.get(start..start.checked_add(len)?)
+        let end = start.checked_add(len)?;
+        (end <= self.buf.len()).then_some(start..end)
     }
 
     fn is_sequential(&self, offset: u64, len: usize) -> bool {
@@ -82,8 +83,32 @@ impl Window {
 #[derive(Debug, Default)]
 pub(crate) struct BlobReadahead {
     windows: Vec<Window>,
+    /// The blob file number of `windows[i]` at `i`: a scan alternating between many files
+    /// looks its file up at every read, and these fit in a few cache lines where the windows
+    /// do not.
+    file_numbers: Vec<u64>,
     /// Reads so far (orders `Window::last_use`).
     reads: u64,
+}
+
+/// The bytes of one [`BlobReadahead::read`]: borrowed from a window, or read alone.
+#[derive(Debug)]
+pub(crate) enum ReadBytes<'a> {
+    /// Inside a window: the caller copies out only what it keeps (the value, not the header).
+    Window(&'a [u8]),
+    /// Read alone into a buffer of their own.
+    Alone(Vec<u8>),
+}
+
+#[cfg(test)]
+impl ReadBytes<'_> {
+    /// The bytes read.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            ReadBytes::Window(b) => b,
+            ReadBytes::Alone(v) => v,
+        }
+    }
 }
 
 impl BlobReadahead {
@@ -98,18 +123,16 @@ impl BlobReadahead {
         offset: u64,
         len: usize,
         limit: u64,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<ReadBytes<'_>> {
         self.reads += 1;
         let i = self.window_index(file_number);
-        let cap = self.window_cap(i);
         let reads = self.reads;
+        let end = offset.saturating_add(len as u64);
         let w = &mut self.windows[i];
         w.last_use = reads;
-        let end = offset.saturating_add(len as u64);
-        if let Some(bytes) = w.buffered(offset, len) {
-            let out = bytes.to_vec();
+        if let Some(range) = w.buffered(offset, len) {
             w.last_end = Some(end);
-            return Ok(out);
+            return Ok(ReadBytes::Window(&self.windows[i].buf[range]));
         }
         let sequential = w.is_sequential(offset, len);
         w.last_end = Some(end);
@@ -121,39 +144,37 @@ impl BlobReadahead {
         } else {
             w.sequential = w.sequential.saturating_add(1);
             if w.sequential >= READAHEAD_AFTER {
-                let size = w.next_size.min(cap);
+                let size = w.next_size.min(self.window_cap(i));
                 let span = offset.saturating_add(size as u64).min(limit);
                 let span = usize::try_from(span.saturating_sub(offset)).unwrap_or(0);
+                let w = &mut self.windows[i];
                 if span > len && Self::fill(w, file, offset, span) {
                     w.next_size = (size * 2).min(MAX_WINDOW);
-                    if let Some(bytes) = w.buffered(offset, len) {
-                        return Ok(bytes.to_vec());
+                    if let Some(range) = w.buffered(offset, len) {
+                        return Ok(ReadBytes::Window(&self.windows[i].buf[range]));
                     }
                 }
             }
         }
         // Alone: a record larger than any window (values of 256 KiB and more) or a scattered
         // one, read without zeroing its buffer first.
-        read_new_at(file, path, offset, len, "blob record")
+        read_new_at(file, path, offset, len, "blob record").map(ReadBytes::Alone)
     }
 
     /// The index of `file_number`'s window, added (forgetting the least recently read file
     /// if [`MAX_FILES`] are followed) if it has none.
     fn window_index(&mut self, file_number: u64) -> usize {
-        if let Some(i) = self
-            .windows
-            .iter()
-            .position(|w| w.file_number == file_number)
-        {
+        if let Some(i) = self.file_numbers.iter().position(|&n| n == file_number) {
             return i;
         }
         if self.windows.len() >= MAX_FILES {
             if let Some(lru) = (0..self.windows.len()).min_by_key(|&i| self.windows[i].last_use) {
                 self.windows.swap_remove(lru);
+                self.file_numbers.swap_remove(lru);
             }
         }
+        self.file_numbers.push(file_number);
         self.windows.push(Window {
-            file_number,
             buf: Vec::new(),
             buf_offset: 0,
             last_end: None,
@@ -273,7 +294,7 @@ mod tests {
             )
             .expect("read");
         let want: Vec<u8> = (off..off + len).map(byte).collect();
-        assert_eq!(got, want, "file {number} at {off}");
+        assert_eq!(got.bytes(), want, "file {number} at {off}");
     }
 
     #[test]

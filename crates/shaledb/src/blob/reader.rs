@@ -6,7 +6,7 @@ use super::format::{
     max_value_len, record_checksum_matches, FileHeader, Footer, RecordHeader, FOOTER_LEN,
     HEADER_LEN, RECORD_HEADER_LEN,
 };
-use super::readahead::BlobReadahead;
+use super::readahead::{BlobReadahead, ReadBytes};
 use super::BlobRef;
 use crate::compression::{decompress_with, CompressionType};
 use crate::error::{Error, Result};
@@ -171,7 +171,7 @@ impl BlobFileReader {
             // buffer (not shifted past the header afterwards).
             return self.read_split(user_key, r, verify_checksums);
         }
-        let buf = ra.read(
+        let read = ra.read(
             self.number(),
             &*self.file,
             &self.path,
@@ -179,7 +179,16 @@ impl BlobFileReader {
             len,
             self.records_end,
         )?;
-        self.check_record(user_key, r, verify_checksums, buf)
+        match read {
+            ReadBytes::Alone(buf) => self.check_record(user_key, r, verify_checksums, buf),
+            ReadBytes::Window(bytes) => {
+                // Checked in the window; only the value is copied out of it.
+                let (head, body) = bytes.split_at(RECORD_HEADER_LEN.min(bytes.len()));
+                let header = self.check_head(user_key, r, verify_checksums, head, &[body])?;
+                let stored = body.get(user_key.len()..).unwrap_or_default();
+                self.decode_stored(stored, &header, r.offset)
+            }
+        }
     }
 
     /// Checks the bytes `buf` of the record `r` points at (read for `user_key`) and returns
@@ -323,13 +332,21 @@ impl BlobFileReader {
     /// The value of the record at `offset` from its `stored` bytes, decompressed to exactly
     /// the header's length.
     fn decode_value(&self, stored: Vec<u8>, h: &RecordHeader, offset: u64) -> Result<Vec<u8>> {
+        match h.compression().unwrap_or(CompressionType::None) {
+            CompressionType::None => Ok(stored),
+            _ => self.decode_stored(&stored, h, offset),
+        }
+    }
+
+    /// [`decode_value`](Self::decode_value) from borrowed bytes: a raw value is copied.
+    fn decode_stored(&self, stored: &[u8], h: &RecordHeader, offset: u64) -> Result<Vec<u8>> {
         let codec = h.compression().unwrap_or(CompressionType::None);
         if codec == CompressionType::None {
-            return Ok(stored);
+            return Ok(stored.to_vec());
         }
         let at = offset + (RECORD_HEADER_LEN as u64) + u64::from(h.key_len);
         let want = h.value_len as usize;
-        let value = decompress_with(codec, &stored, want, None)
+        let value = decompress_with(codec, stored, want, None)
             .map_err(|e| self.corrupt(at, format!("blob value does not decompress: {e}")))?;
         if value.len() != want {
             return Err(self.corrupt(

@@ -968,3 +968,50 @@ fn large_raw_values_read_apart_from_their_header_are_checked_the_same() {
         Err(Error::Corruption { .. })
     ));
 }
+
+/// Records read in file order through an iterator's readahead come from its windows after the
+/// first two, and are checked in the window exactly as a direct read checks them: with a byte
+/// flipped anywhere in the records, every record's windowed read has the direct read's
+/// outcome (the same value, or corruption at the same offset), checksums verified or not.
+#[test]
+fn records_read_from_a_readahead_window_are_checked_as_direct_reads() {
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..12)
+        .map(|i| match i % 3 {
+            0 => entry(&format!("text{i}"), text_bytes(200 + i)),
+            1 => entry(&format!("rand{i}"), random_bytes(150, i as u64)),
+            _ => entry(&format!("e{i}"), Vec::new()),
+        })
+        .collect();
+    let b = build(CompressionType::Snappy, &entries);
+    assert!(b
+        .records
+        .iter()
+        .any(|(_, _, r)| r.compression == CompressionType::Snappy));
+    assert!(b
+        .records
+        .iter()
+        .any(|(_, _, r)| r.compression == CompressionType::None));
+    let outcome = |r: Result<Vec<u8>>| match r {
+        Ok(v) => Ok(v),
+        Err(e) => Err(corruption_at(&e)),
+    };
+    let records_end = b.bytes.len() - FOOTER_LEN;
+    for i in (HEADER_LEN..records_end).chain([0]) {
+        let mut bytes = b.bytes.clone();
+        if i != 0 {
+            bytes[i] ^= 0x04;
+        }
+        let reader = open_bytes(&b.fs, &bytes).expect("records are not read at open");
+        for verify in [true, false] {
+            let mut ra = BlobReadahead::default();
+            for (n, (k, v, r)) in b.records.iter().enumerate() {
+                let windowed = outcome(reader.read_ahead(k, r, verify, &mut ra));
+                assert_eq!(windowed, outcome(reader.read(k, r, verify)), "byte {i}");
+                if i == 0 {
+                    assert!(windowed.as_ref() == Ok(v), "record {n}");
+                }
+            }
+            assert!(ra.buffered_bytes() > 0, "the scan read through a window");
+        }
+    }
+}
