@@ -96,6 +96,13 @@ pub struct CommonOptions {
     /// Entries between restart points of index blocks (db_bench's
     /// `--index_block_restart_interval`; ShaleDB's and RocksDB's default 1).
     pub index_block_restart_interval: u64,
+    /// A hash index in every data block for gets (db_bench's `--data_block_index_type=1`,
+    /// RocksDB's `kDataBlockBinaryAndHash`); `None`: the engine's default (off in ShaleDB
+    /// and RocksDB).
+    pub data_block_hash_index: Option<bool>,
+    /// User keys per bucket of those hash indexes (db_bench's
+    /// `--data_block_hash_table_util_ratio`, default 0.75).
+    pub data_block_hash_table_util_ratio: f64,
     /// One number bounding memtables and cached blocks together (ShaleDB's
     /// `Options::memory_budget`; RocksDB: a block cache of 3/4 of it and `db_write_buffer_size`
     /// of 1/4, as its C API cannot charge memtables to the cache); 0: none.
@@ -221,6 +228,8 @@ impl Default for CommonOptions {
             partition_filters: false,
             metadata_block_size: 4096,
             index_block_restart_interval: 1,
+            data_block_hash_index: None,
+            data_block_hash_table_util_ratio: 0.75,
             memory_budget: 0,
             compressed_secondary_cache_size: 0,
             num_column_families: 1,

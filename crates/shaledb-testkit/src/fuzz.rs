@@ -44,6 +44,11 @@ pub fn block(data: &[u8]) {
     for k in keys.iter().take(64) {
         it.seek(k);
         let _ = it.status();
+        // A get's search, through the block's hash index if it has one (its buckets are
+        // fuzzed too; a damaged index may misplace a key, never panic).
+        let mut get = BlockIter::new(block.clone());
+        get.seek_for_get(k);
+        let _ = (get.valid(), get.status());
     }
     let mut bytewise = BlockIter::new_bytewise(block);
     bytewise.seek(data.get(..data.len().min(8)).unwrap_or_default());

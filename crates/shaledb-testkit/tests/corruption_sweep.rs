@@ -106,6 +106,18 @@ fn partitioned_options(fs: &MemFileSystem) -> Options {
     o
 }
 
+/// Tables whose data blocks carry hash indexes (table format 5): small blocks with restart
+/// intervals of two entries, so each block has several intervals and buckets; uncompressed.
+fn hash_index_options(fs: &MemFileSystem) -> Options {
+    let mut o = options(fs);
+    o.compression_per_level = vec![CompressionType::None];
+    o.block_size = 256;
+    o.block_restart_interval = 2;
+    o.data_block_index_type = shaledb::DataBlockIndexType::BinaryAndHash;
+    o.prefix_extractor = Some(Arc::new(FixedPrefix(4)));
+    o
+}
+
 /// Keys 0..n in tables (two flushes), then keys n..n+m as synced WAL records.
 fn build(n: usize, m: usize) -> MemFileSystem {
     build_with(n, m, options)
@@ -266,6 +278,31 @@ fn partitioned_table_damage_is_caught_and_never_a_wrong_answer() {
         }
     }
     eprintln!("partitioned table sweep (damages, refused by reads) per region: {tally:?}");
+}
+
+/// The same with data-block hash indexes (format 5): `verify_checksums` reports every damaged
+/// byte, and the damaged copies (every 8th byte's) are read every way: each answer is the
+/// intact one or `Corruption` naming the table, never a wrong value or a false "not found".
+#[test]
+fn hash_indexed_table_damage_is_caught_and_never_a_wrong_answer() {
+    let (mut read, mut refused) = (0, 0);
+    sweep_every_table_byte(
+        hash_index_options,
+        5,
+        &mut |db, t, _, offset| match offset {
+            None => assert!(!reads_are_right_or_corruption(db, t, "intact tables")),
+            Some(o) if o % 8 == 0 => {
+                read += 1;
+                let what = format!("{} byte {o}", t.display());
+                refused += usize::from(reads_are_right_or_corruption(db, t, &what));
+            }
+            Some(_) => {}
+        },
+    );
+    assert!(
+        refused > read / 2,
+        "{refused} of {read} damaged copies refused a read"
+    );
 }
 
 /// Reads keys 0..120 of [`build_with`] every way and checks each answer: the intact one, or

@@ -5,7 +5,10 @@
 
 use shaledb::fs::{FileSystem, MemFileSystem};
 use shaledb::internals::{BlobFileBuilder, BlobRef};
-use shaledb::{CompressionType, Db, FixedPrefix, IndexType, Options, WriteBatch, WriteOptions};
+use shaledb::{
+    CompressionType, DataBlockIndexType, Db, FixedPrefix, IndexType, Options, WriteBatch,
+    WriteOptions,
+};
 use shaledb_testkit::fuzz::{self, BlobSample, TARGETS};
 use shaledb_testkit::table_layout::{Region, TableLayout};
 use std::path::{Path, PathBuf};
@@ -16,6 +19,10 @@ use std::sync::Arc;
 const PARTITIONED_SEED: &str = "seed-table-partitioned";
 /// Its format-4 successor, whose index keeps internal keys (a key's versions span blocks).
 const PARTITIONED_SEED_V4: &str = "seed-table-v4-partitioned";
+
+/// A format-5 table, whose data blocks carry hash indexes, and its first data block.
+const HASH_INDEX_SEED: &str = "seed-table-v5-hash";
+const HASH_INDEX_BLOCK_SEED: &str = "seed-block-hash";
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus")
@@ -150,6 +157,41 @@ fn write_seeds(dir: &Path) {
         }
     }
     part.close().expect("close");
+    // A table whose data blocks carry hash indexes (format 5), and its first data block
+    // whole: restart intervals of two entries, a key with versions across intervals.
+    let hash_fs = MemFileSystem::new();
+    let o = Options {
+        fs: Arc::new(hash_fs.clone()),
+        block_size: 256,
+        block_restart_interval: 2,
+        data_block_index_type: DataBlockIndexType::BinaryAndHash,
+        compression_per_level: vec![CompressionType::None],
+        ..Default::default()
+    };
+    let hashed = Db::open(db_dir, o).expect("open");
+    let mut snapshots = Vec::new();
+    for i in 0..30u32 {
+        hashed
+            .put(format!("key{i:03}"), format!("value{i}"))
+            .expect("put");
+        if i % 10 == 3 {
+            snapshots.push(hashed.snapshot());
+            hashed.put(b"key002", format!("newer {i}")).expect("put");
+        }
+    }
+    hashed.flush().expect("flush");
+    drop(snapshots);
+    for p in hash_fs.file_names() {
+        if p.extension().is_some_and(|e| e == "sst") {
+            let bytes = hash_fs.read_file_bytes(&p).expect("bytes");
+            save("sst", HASH_INDEX_SEED, &bytes);
+            let layout = TableLayout::parse(&bytes).expect("layout");
+            let (_, start, end) = layout.blocks[0];
+            // Without its 5-byte trailer (codec byte and checksum): the block's contents.
+            save("block", HASH_INDEX_BLOCK_SEED, &bytes[start..end - 5]);
+        }
+    }
+    hashed.close().expect("close");
     save(
         "api",
         "seed-ops",
@@ -274,6 +316,23 @@ fn the_sst_corpus_holds_tables_with_index_and_filter_partitions() {
         );
         assert_eq!(layout.count(Region::FilterPartitionIndex), 1, "{layout:?}");
     }
+}
+
+/// The block and sst targets start from a format-5 table and one of its data blocks, whose
+/// hash index the block decoder accepts.
+#[test]
+fn the_corpus_holds_a_table_and_a_block_with_hash_indexes() {
+    let table = std::fs::read(corpus_dir().join("sst").join(HASH_INDEX_SEED)).expect("seed");
+    let layout = TableLayout::parse(&table).expect("layout");
+    assert_eq!(layout.format_version, 5);
+    let (region, start, end) = layout.blocks[0];
+    assert_eq!(region, Region::Data);
+    let block =
+        std::fs::read(corpus_dir().join("block").join(HASH_INDEX_BLOCK_SEED)).expect("block seed");
+    assert_eq!(block, table[start..end - 5]);
+    // The restart count's top bit: the block has a hash index.
+    assert_eq!(block[block.len() - 1] & 0x80, 0x80);
+    shaledb::internals::Block::new(block).expect("a valid block");
 }
 
 /// The blob targets over a valid file, each of its one-bit flips and truncations, and every

@@ -98,6 +98,10 @@ fn options(fs: &FaultFs, rng: &mut StdRng, counts: &Counts) -> Options {
         // which run beside the next writes and the power loss.
         o.bloom_bits_per_key = 0;
     }
+    if rng.gen_bool(0.3) {
+        // Format-5 tables: gets search data blocks through their hash indexes.
+        o.data_block_index_type = shaledb::DataBlockIndexType::BinaryAndHash;
+    }
     o
 }
 
@@ -132,9 +136,11 @@ struct Stats {
     /// `Db::sync_wal` calls, each making every op before it durable.
     sync_wal_calls: u64,
     files_created: u64,
-    /// Tables found after power losses (all format 4): plain, with a dictionary, with a
+    /// Tables found after power losses (format 4 or 5): plain, with a dictionary, with a
     /// two-level index.
     tables_by_kind: [u64; 3],
+    /// Of those, format 5: data blocks with hash indexes.
+    hash_index_tables: u64,
     /// Blob files found after power losses.
     blob_files: u64,
     /// Compactions that merged L0 tables within L0 before a power loss.
@@ -235,8 +241,10 @@ fn count_table_formats(mem: &MemFileSystem, stats: &mut Stats) {
             let Some(bytes) = mem.read_file_bytes(&p) else {
                 continue;
             };
-            if format_version(&bytes) != Some(4) {
-                continue;
+            match format_version(&bytes) {
+                Some(4) => {}
+                Some(5) => stats.hash_index_tables += 1,
+                _ => continue,
             }
             // The metaindex and properties blocks are stored raw: their names can be found.
             let names = |name: &[u8]| bytes.windows(name.len()).any(|w| w == name);
@@ -269,14 +277,16 @@ fn power_loss_at_random_points_keeps_synced_writes_and_a_prefix() {
     });
     eprintln!(
         "power loss: {cycles} cycles, {} power losses, {} acknowledged ops ({} synced), \
-         {} sync_wal calls, {} files created, tables after power losses plain/dictionary/two-level: {:?}, \
-         blob files {}, intra-L0 compactions {}, read-triggered compactions {}, in {:?}",
+         {} sync_wal calls, {} files created, tables after power losses plain/dictionary/two-level: {:?} \
+         ({} with data-block hash indexes), blob files {}, intra-L0 compactions {}, \
+         read-triggered compactions {}, in {:?}",
         stats.crashes,
         stats.ops,
         stats.synced_ops,
         stats.sync_wal_calls,
         stats.files_created,
         stats.tables_by_kind,
+        stats.hash_index_tables,
         stats.blob_files,
         stats.intra_l0_compactions,
         stats.read_triggered_compactions,
@@ -286,6 +296,7 @@ fn power_loss_at_random_points_keeps_synced_writes_and_a_prefix() {
     // Tables of every format were there to recover: plain, with dictionaries, partitioned.
     if cycles >= 50 {
         assert!(stats.tables_by_kind.iter().all(|&n| n > 0), "{stats:?}");
+        assert!(stats.hash_index_tables > 0, "no format-5 table: {stats:?}");
         assert!(
             stats.blob_files > 0,
             "no blob file survived a power loss: {stats:?}"

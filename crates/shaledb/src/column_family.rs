@@ -74,6 +74,8 @@ family_options! {
     partition_filters: bool,
     metadata_block_size: usize,
     index_block_restart_interval: usize,
+    data_block_index_type: crate::options::DataBlockIndexType,
+    data_block_hash_table_util_ratio: f64,
     num_levels: usize,
     level0_file_num_compaction_trigger: usize,
     level0_slowdown_writes_trigger: usize,

@@ -66,8 +66,8 @@ pub use listener::{
 pub use memory::{Cache, WriteBufferManager};
 pub use merge::{merge_operators, MergeOperator};
 pub use options::{
-    BottommostLevelCompaction, CompactRangeOptions, CpuPriority, IndexType, Options,
-    PrepopulateBlockCache, ReadOptions, WalRecoveryMode, WriteOptions,
+    BottommostLevelCompaction, CompactRangeOptions, CpuPriority, DataBlockIndexType, IndexType,
+    Options, PrepopulateBlockCache, ReadOptions, WalRecoveryMode, WriteOptions,
 };
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use snapshot::Snapshot;

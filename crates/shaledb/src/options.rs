@@ -206,6 +206,22 @@ pub struct Options {
     /// entry before), so a larger interval makes a smaller index, at the cost of scanning up
     /// to that many entries per index seek. Default 1, as in RocksDB.
     pub index_block_restart_interval: usize,
+    /// How a get finds its entry in a data block (RocksDB's `data_block_index_type`).
+    /// [`DataBlockIndexType::BinaryAndHash`] adds a hash index to each data block (about one
+    /// byte per user key at the default ratio): a get then scans the one restart interval
+    /// its user key hashes to instead of binary-searching the block's restart points, and
+    /// learns from an empty bucket that the key is not in the block. Iterators still
+    /// binary-search. Tables written with it are format 5 (docs/format/sstable.md), which
+    /// ShaleDB releases before 2026-12-07 cannot open. It pays where blocks hold many entries
+    /// per restart interval and the search's probes miss the CPU cache; on this project's
+    /// benchmark shapes (4 KiB blocks cached in memory) it measured no faster
+    /// (bench/results/2026-12-07-data-block-hash-index). Default
+    /// [`DataBlockIndexType::BinarySearch`], as in RocksDB.
+    pub data_block_index_type: DataBlockIndexType,
+    /// User keys per bucket of a data block's hash index (RocksDB's
+    /// `data_block_hash_table_util_ratio`): lower means more buckets, fewer shared ones, and
+    /// a larger index. Between 0 (exclusive) and 1. Default 0.75, as in RocksDB.
+    pub data_block_hash_table_util_ratio: f64,
     /// Keeps every table's index and bloom filter in the block cache, where they compete with
     /// data blocks and are read again when evicted, instead of in memory for as long as the
     /// table is open (RocksDB's `cache_index_and_filter_blocks`, with its high-priority
@@ -510,6 +526,8 @@ impl Default for Options {
             partition_filters: false,
             metadata_block_size: 4096,
             index_block_restart_interval: 1,
+            data_block_index_type: DataBlockIndexType::BinarySearch,
+            data_block_hash_table_util_ratio: 0.75,
             cache_index_and_filter_blocks: false,
             block_cache_size: 32 << 20,
             block_cache_shard_bits: 6,
@@ -606,6 +624,8 @@ impl std::fmt::Debug for Options {
             partition_filters,
             metadata_block_size,
             index_block_restart_interval,
+            data_block_index_type,
+            data_block_hash_table_util_ratio,
             cache_index_and_filter_blocks,
             block_cache_size,
             block_cache_shard_bits,
@@ -706,6 +726,11 @@ impl std::fmt::Debug for Options {
             .field("partition_filters", partition_filters)
             .field("metadata_block_size", metadata_block_size)
             .field("index_block_restart_interval", index_block_restart_interval)
+            .field("data_block_index_type", data_block_index_type)
+            .field(
+                "data_block_hash_table_util_ratio",
+                data_block_hash_table_util_ratio,
+            )
             .field(
                 "cache_index_and_filter_blocks",
                 cache_index_and_filter_blocks,
@@ -849,6 +874,8 @@ impl Options {
         with_partition_filters => partition_filters: bool,
         with_metadata_block_size => metadata_block_size: usize,
         with_index_block_restart_interval => index_block_restart_interval: usize,
+        with_data_block_index_type => data_block_index_type: DataBlockIndexType,
+        with_data_block_hash_table_util_ratio => data_block_hash_table_util_ratio: f64,
         with_cache_index_and_filter_blocks => cache_index_and_filter_blocks: bool,
         with_block_cache_size => block_cache_size: usize,
         with_block_cache_shard_bits => block_cache_shard_bits: u32,
@@ -1016,6 +1043,12 @@ impl Options {
         self.compression_at(index)
     }
 
+    /// The hash-index ratio of data blocks written under these options (`None`: none).
+    pub(crate) fn data_block_hash_ratio(&self) -> Option<f64> {
+        (self.data_block_index_type == DataBlockIndexType::BinaryAndHash)
+            .then_some(self.data_block_hash_table_util_ratio)
+    }
+
     /// The codec of an output at `level`, with `bottommost_compression` where nothing lies
     /// below it.
     pub(crate) fn codec_for_output(
@@ -1090,6 +1123,10 @@ impl Options {
         }
         if self.index_block_restart_interval == 0 {
             return bad("index_block_restart_interval must be at least 1 (1 puts a restart point at every index entry)");
+        }
+        let ratio = self.data_block_hash_table_util_ratio;
+        if !(ratio > 0.0 && ratio <= 1.0) {
+            return bad("data_block_hash_table_util_ratio must be above 0 and at most 1 (user keys per hash bucket of a data block)");
         }
         if self.metadata_block_size < 64 || self.metadata_block_size > (256 << 20) {
             return bad("metadata_block_size must be between 64 bytes and 256 MiB");
@@ -1394,6 +1431,18 @@ pub enum IndexType {
     /// Index partitions of about [`Options::metadata_block_size`] bytes in the block cache
     /// under a small top-level index pinned per table (RocksDB's `kTwoLevelIndexSearch`).
     TwoLevel,
+}
+
+/// How a get searches a data block ([`Options::data_block_index_type`], RocksDB's
+/// `DataBlockIndexType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DataBlockIndexType {
+    /// Binary search over the block's restart points.
+    #[default]
+    BinarySearch,
+    /// A hash index from user key to restart interval beside the restart points; gets use
+    /// it, iterators and keys whose bucket is shared binary-search.
+    BinaryAndHash,
 }
 
 /// What [`Db::compact_range_opt`](crate::Db::compact_range_opt) does with the deepest level

@@ -97,6 +97,7 @@ impl SstFileWriter {
             metadata_block_size: opts.metadata_block_size,
             index_restart_interval: opts.index_block_restart_interval,
             legacy_format: false,
+            data_block_hash_ratio: opts.data_block_hash_ratio(),
         };
         let mut builder = TableBuilder::new(table_opts, file, path.to_path_buf(), 0);
         builder.set_external_file_version(EXTERNAL_FILE_VERSION);

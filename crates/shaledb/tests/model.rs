@@ -535,6 +535,19 @@ fn model_snappy_tiny_blocks() {
     run_model(4, o, ops_count(), dir.path());
 }
 
+/// Data blocks with hash indexes (`DataBlockIndexType::BinaryAndHash`, table format 5), one
+/// key per bucket and short restart intervals so buckets collide and keys' versions span
+/// intervals; no bloom filter, so gets reach the blocks of tables without their key too.
+#[test]
+fn model_data_block_hash_index() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options(CompressionType::Lz4, 0, 512);
+    o.block_restart_interval = 2;
+    o.data_block_index_type = shaledb::DataBlockIndexType::BinaryAndHash;
+    o.data_block_hash_table_util_ratio = 1.0;
+    run_model(23, o, ops_count(), dir.path());
+}
+
 /// Table files mapped into memory (`allow_mmap_reads`): every data block of an uncompressed
 /// table is a slice of the map, outside the block cache, pinned by the values it serves
 /// while compactions delete (and unmap) its file.

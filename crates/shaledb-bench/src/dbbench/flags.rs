@@ -415,6 +415,17 @@ pub const FLAGS: &[FlagSpec] = &[
         "index entries between restart points, default 1 (ShaleDB and RocksDB)",
     ),
     used(
+        "data_block_index_type",
+        false,
+        "0: gets binary-search data blocks; 1: data blocks carry a hash index for gets \
+         (RocksDB's kDataBlockBinaryAndHash); unset: the engine's default (0 in both)",
+    ),
+    used(
+        "data_block_hash_table_util_ratio",
+        false,
+        "user keys per bucket of data-block hash indexes, default 0.75 (ShaleDB and RocksDB)",
+    ),
+    used(
         "use_direct_io_for_flush_and_compaction",
         true,
         "O_DIRECT writes of flush and compaction outputs (ShaleDB and RocksDB)",
@@ -884,6 +895,22 @@ impl Flags {
                 m,
                 "index_block_restart_interval",
                 d.index_block_restart_interval,
+            )?,
+            data_block_hash_index: match m.get("data_block_index_type").map(|v| v.trim()) {
+                None => None,
+                Some("0") => Some(false),
+                Some("1") => Some(true),
+                Some(other) => {
+                    return Err(format!(
+                        "flag --data_block_index_type: {other:?} is not 0 (binary search) or 1 \
+                         (binary search and hash)"
+                    ))
+                }
+            },
+            data_block_hash_table_util_ratio: get(
+                m,
+                "data_block_hash_table_util_ratio",
+                d.data_block_hash_table_util_ratio,
             )?,
             memory_budget: get(m, "memory_budget", d.memory_budget)?,
             compressed_secondary_cache_size: compressed_secondary_cache_size(m)?,

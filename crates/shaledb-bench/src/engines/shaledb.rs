@@ -105,6 +105,13 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     // 0 is refused by `Options::validate` with a sentence, as RocksDB's db_bench would.
     o.index_block_restart_interval =
         usize::try_from(c.index_block_restart_interval).unwrap_or(usize::MAX);
+    match c.data_block_hash_index {
+        Some(true) => o.data_block_index_type = shaledb::DataBlockIndexType::BinaryAndHash,
+        Some(false) => o.data_block_index_type = shaledb::DataBlockIndexType::BinarySearch,
+        None => {}
+    }
+    // Out of range is refused by `Options::validate` with a sentence.
+    o.data_block_hash_table_util_ratio = c.data_block_hash_table_util_ratio;
     o.use_direct_io_for_flush_and_compaction = c.use_direct_io_for_flush_and_compaction;
     set_blob_options(&mut o, &c.blob)?;
     if c.memory_budget > 0 {

@@ -1191,6 +1191,7 @@ fn open_output(spec: &OutputSpec<'_>, number: u64) -> Result<Output> {
         metadata_block_size: spec.opts.metadata_block_size,
         index_restart_interval: spec.opts.index_block_restart_interval,
         legacy_format: false,
+        data_block_hash_ratio: spec.opts.data_block_hash_ratio(),
     };
     let mut builder = TableBuilder::new(opts, file, path, number)
         .with_dictionary(spec.opts.max_dict_bytes, spec.opts.zstd_max_train_bytes);

@@ -10,6 +10,11 @@
 //!
 //! At a restart point `shared` is 0, so a key can be decoded there without context; that is
 //! what lets `seek` binary-search the restart array and `prev` step back.
+//!
+//! A data block may also carry a hash index (RocksDB's `kDataBlockBinaryAndHash`): between the
+//! restart array and the count, one byte per bucket naming the restart interval that holds
+//! the user keys hashing there, then the bucket count; the count's top bit says it is there.
+//! A get then scans one restart interval instead of binary-searching the restart array.
 
 use crate::coding::{decode_fixed32, get_varint32, put_fixed32, put_varint32};
 use crate::error::{Error, Result};
@@ -31,6 +36,33 @@ pub(crate) struct BlockBuilder {
     counter: usize,
     last_key: Vec<u8>,
     num_entries: usize,
+    /// Builds a hash index with this many user keys per bucket at most (data blocks only).
+    hash_ratio: Option<f64>,
+    /// Each user key's hash and restart interval, once per interval it has entries in.
+    key_hashes: Vec<(u64, usize)>,
+}
+
+/// The top bit of a block's restart count: the block carries a hash index.
+const HASH_INDEX_FLAG: u32 = 1 << 31;
+/// A bucket no user key of the block hashes to.
+const BUCKET_EMPTY: u8 = 255;
+/// A bucket user keys of several restart intervals hash to (or one user key whose entries
+/// span intervals): a get there binary-searches as without the index.
+const BUCKET_COLLISION: u8 = 254;
+/// Most restart points a block with a hash index may have (bucket values 0..=253).
+const MAX_HASHED_RESTARTS: usize = 254;
+
+/// What a data block's hash index says about a user key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HashLookup {
+    /// The block has no hash index.
+    NoIndex,
+    /// The user key is in no entry of the block.
+    Absent,
+    /// Its bucket is shared: search the whole block.
+    Collision,
+    /// Its entries, if any, are all in this restart interval.
+    Interval(usize),
 }
 
 impl BlockBuilder {
@@ -43,11 +75,23 @@ impl BlockBuilder {
             counter: 0,
             last_key: Vec::new(),
             num_entries: 0,
+            hash_ratio: None,
+            key_hashes: Vec::new(),
         }
+    }
+
+    /// A data block builder that also writes a hash index of about `util_ratio` user keys
+    /// per bucket (RocksDB's `data_block_hash_table_util_ratio`). Keys must be internal keys.
+    pub(crate) fn with_hash_index(mut self, util_ratio: f64) -> Self {
+        self.hash_ratio = Some(util_ratio);
+        self
     }
 
     /// Appends an entry. Keys must be added in the block's order; the builder does not check.
     pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) {
+        if self.hash_ratio.is_some() {
+            self.note_user_key(key);
+        }
         let mut shared = 0;
         if self.counter < self.restart_interval {
             let max = self.last_key.len().min(key.len());
@@ -71,6 +115,31 @@ impl BlockBuilder {
         self.num_entries += 1;
     }
 
+    /// Records the user key of internal key `key` for the hash index, once per restart
+    /// interval (before `key` is added; `last_key` is still the previous key).
+    fn note_user_key(&mut self, key: &[u8]) {
+        let user = &key[..key.len().saturating_sub(8)];
+        // `add` starts a restart point at this key when the interval is full.
+        let interval = match self.counter >= self.restart_interval {
+            true => self.restarts.len(),
+            false => self.restarts.len() - 1,
+        };
+        let last = &self.last_key[..self.last_key.len().saturating_sub(8)];
+        if self.num_entries > 0 && last == user {
+            match self.key_hashes.last() {
+                Some(&(_, i)) if i == interval => return,
+                Some(&(h, _)) => {
+                    // The same user key in a new interval: its bucket becomes a collision.
+                    self.key_hashes.push((h, interval));
+                    return;
+                }
+                None => {}
+            }
+        }
+        self.key_hashes
+            .push((super::filter::key_hash(user), interval));
+    }
+
     /// Gives the builder a buffer (typically the contents `finish` returned, once written) to
     /// build the next block in, so a table's data blocks reuse one allocation.
     pub(crate) fn reuse_buffer(&mut self, mut buf: Vec<u8>) {
@@ -82,7 +151,8 @@ impl BlockBuilder {
 
     /// Size of the block if finished now.
     pub(crate) fn size_estimate(&self) -> usize {
-        self.buf.len() + self.restarts.len() * 4 + 4
+        let index = self.hash_bucket_count().map_or(0, |n| n + 2);
+        self.buf.len() + self.restarts.len() * 4 + 4 + index
     }
 
     /// True if no entry was added.
@@ -96,7 +166,14 @@ impl BlockBuilder {
         for &r in &self.restarts {
             put_fixed32(&mut out, r);
         }
-        put_fixed32(&mut out, self.restarts.len() as u32);
+        let mut count = self.restarts.len() as u32;
+        if let Some(buckets) = self.hash_buckets() {
+            out.extend_from_slice(&buckets);
+            out.extend_from_slice(&(buckets.len() as u16).to_le_bytes());
+            count |= HASH_INDEX_FLAG;
+        }
+        put_fixed32(&mut out, count);
+        self.key_hashes.clear();
         self.restarts.clear();
         self.restarts.push(0);
         self.counter = 0;
@@ -106,14 +183,47 @@ impl BlockBuilder {
     }
 }
 
-/// A decoded (uncompressed) block. Its restart array was validated when it was built, so
-/// iterators only have to check the entries themselves.
+impl BlockBuilder {
+    /// How many buckets the hash index of the entries added has, if the block gets one.
+    fn hash_bucket_count(&self) -> Option<usize> {
+        let ratio = self.hash_ratio?;
+        if self.num_entries == 0 || self.restarts.len() > MAX_HASHED_RESTARTS {
+            return None;
+        }
+        // Odd: a modulus with no factor of two spreads hashes more evenly.
+        let n = ((self.key_hashes.len() as f64 / ratio).ceil() as usize).max(1) | 1;
+        (n <= usize::from(u16::MAX)).then_some(n)
+    }
+
+    /// The hash index's buckets for the entries added, if the builder writes one and the
+    /// block can have it (entries, at most [`MAX_HASHED_RESTARTS`] restart points, at most
+    /// 65,535 buckets).
+    fn hash_buckets(&self) -> Option<Vec<u8>> {
+        let n = self.hash_bucket_count()?;
+        let mut buckets = vec![BUCKET_EMPTY; n];
+        for &(h, interval) in &self.key_hashes {
+            let b = &mut buckets[(h % n as u64) as usize];
+            let interval = interval as u8;
+            *b = match *b {
+                BUCKET_EMPTY => interval,
+                same if same == interval => same,
+                _ => BUCKET_COLLISION,
+            };
+        }
+        Some(buckets)
+    }
+}
+
+/// A decoded (uncompressed) block. Its restart array (and hash index) was validated when it
+/// was built, so iterators only have to check the entries themselves.
 #[derive(Debug)]
 pub struct Block {
     bytes: BlockBytes,
     /// Offset of the restart array = end of the entries.
     restarts_offset: usize,
     num_restarts: usize,
+    /// Where the hash index's buckets start, and how many there are (0: no index).
+    hash_buckets: (usize, usize),
 }
 
 /// Where a block's bytes live: its own allocation (read, decompressed or built), or a range of
@@ -132,11 +242,12 @@ impl Block {
     /// Validates the block's restart array. The error is a message; the caller adds the file and
     /// offset.
     pub fn new(data: Vec<u8>) -> std::result::Result<Block, String> {
-        let (restarts_offset, num_restarts) = validate_restarts(&data)?;
+        let layout = validate_layout(&data)?;
         Ok(Block {
             bytes: BlockBytes::Owned(data),
-            restarts_offset,
-            num_restarts,
+            restarts_offset: layout.restarts_offset,
+            num_restarts: layout.num_restarts,
+            hash_buckets: layout.hash_buckets,
         })
     }
 
@@ -151,11 +262,12 @@ impl Block {
             .bytes()
             .get(start..end)
             .ok_or_else(|| format!("block at {start}..{end} is outside the mapped file"))?;
-        let (restarts_offset, num_restarts) = validate_restarts(data)?;
+        let layout = validate_layout(data)?;
         Ok(Block {
             bytes: BlockBytes::Mapped { file, start, end },
-            restarts_offset,
-            num_restarts,
+            restarts_offset: layout.restarts_offset,
+            num_restarts: layout.num_restarts,
+            hash_buckets: layout.hash_buckets,
         })
     }
 
@@ -201,6 +313,21 @@ impl Block {
         self.num_restarts
     }
 
+    /// What the hash index says about `user_key` (hashed only if the block has an index).
+    pub(crate) fn hash_lookup(&self, user_key: &[u8]) -> HashLookup {
+        let (start, n) = self.hash_buckets;
+        if n == 0 {
+            return HashLookup::NoIndex;
+        }
+        let hash = super::filter::key_hash(user_key);
+        // In range and each value valid: checked in `new`.
+        match self.data().get(start + (hash % n as u64) as usize) {
+            Some(&BUCKET_EMPTY) => HashLookup::Absent,
+            Some(&i) if usize::from(i) < self.num_restarts => HashLookup::Interval(usize::from(i)),
+            _ => HashLookup::Collision,
+        }
+    }
+
     /// The offset of restart point `i` (validated in `new`).
     pub(super) fn restart_point(&self, i: usize) -> usize {
         // In range: validated in `new`; the fallback is unreachable but keeps this panic-free.
@@ -211,23 +338,34 @@ impl Block {
     }
 }
 
-/// Checks a block's restart array (count, bounds, order); returns where the entries end and
-/// the number of restart points.
-fn validate_restarts(data: &[u8]) -> std::result::Result<(usize, usize), String> {
+/// Where a block's parts are, as [`validate_layout`] found them.
+struct Layout {
+    restarts_offset: usize,
+    num_restarts: usize,
+    hash_buckets: (usize, usize),
+}
+
+/// Checks a block's trailer: the restart array (count, bounds, order) and, if the count says
+/// so, the hash index (bucket count, bounds, every bucket naming a restart interval or
+/// empty or collision).
+fn validate_layout(data: &[u8]) -> std::result::Result<Layout, String> {
     let n = data.len();
-    let num_restarts = n
+    let count = n
         .checked_sub(4)
         .and_then(|p| data.get(p..))
         .and_then(decode_fixed32)
-        .ok_or_else(|| format!("block of {n} bytes is too short for its restart count"))?
-        as usize;
+        .ok_or_else(|| format!("block of {n} bytes is too short for its restart count"))?;
+    let num_restarts = (count & !HASH_INDEX_FLAG) as usize;
     if num_restarts == 0 {
         return Err("block has no restart points".to_string());
     }
+    let (array_end, hash_buckets) = match count & HASH_INDEX_FLAG {
+        0 => (n - 4, (0, 0)),
+        _ => hash_index_layout(data, num_restarts)?,
+    };
     let restarts_offset = num_restarts
         .checked_mul(4)
-        .and_then(|b| b.checked_add(4))
-        .and_then(|b| n.checked_sub(b))
+        .and_then(|b| array_end.checked_sub(b))
         .ok_or_else(|| format!("block of {n} bytes cannot hold {num_restarts} restart points"))?;
     let mut prev = 0usize;
     for i in 0..num_restarts {
@@ -240,7 +378,46 @@ fn validate_restarts(data: &[u8]) -> std::result::Result<(usize, usize), String>
         }
         prev = r;
     }
-    Ok((restarts_offset, num_restarts))
+    Ok(Layout {
+        restarts_offset,
+        num_restarts,
+        hash_buckets,
+    })
+}
+
+/// The hash index of a block of `num_restarts` restart points whose count has the flag set:
+/// returns where the restart array ends (the buckets start) and (that offset, bucket count).
+fn hash_index_layout(
+    data: &[u8],
+    num_restarts: usize,
+) -> std::result::Result<(usize, (usize, usize)), String> {
+    let n = data.len();
+    if num_restarts > MAX_HASHED_RESTARTS {
+        return Err(format!(
+            "block with a hash index has {num_restarts} restart points (at most {MAX_HASHED_RESTARTS})"
+        ));
+    }
+    let buckets = n
+        .checked_sub(6)
+        .and_then(|p| data.get(p..p + 2))
+        .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
+        .ok_or_else(|| format!("block of {n} bytes is too short for its hash index"))?;
+    if buckets == 0 {
+        return Err("block hash index has no buckets".to_string());
+    }
+    let start = (n - 6)
+        .checked_sub(buckets)
+        .ok_or_else(|| format!("block of {n} bytes cannot hold {buckets} hash buckets"))?;
+    let bad = data[start..n - 6].iter().position(|&b| {
+        usize::from(b) >= num_restarts && b != BUCKET_EMPTY && b != BUCKET_COLLISION
+    });
+    if let Some(i) = bad {
+        return Err(format!(
+            "hash bucket {i} names restart interval {} of {num_restarts}",
+            data[start + i]
+        ));
+    }
+    Ok((start, (start, buckets)))
 }
 
 /// The order of the keys in a block.
@@ -508,6 +685,28 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         true
     }
 
+    /// Moves to the first entry `>= target` of restart interval `index` alone (a get's search
+    /// where the block's hash index places the user key); unpositioned if the interval has
+    /// none, without looking further.
+    pub(crate) fn seek_in_interval(&mut self, index: usize, target: &[u8]) {
+        if self.error.is_some() || index >= self.block.num_restarts {
+            return;
+        }
+        let limit = match index + 1 < self.block.num_restarts {
+            true => self.block.restart_point(index + 1),
+            false => self.block.restarts_offset,
+        };
+        self.seek_to_restart(index);
+        while self.next_offset < limit && self.parse_next() {
+            if self.compare(&self.key, target) != Ordering::Less {
+                return;
+            }
+        }
+        if self.error.is_none() {
+            self.invalidate();
+        }
+    }
+
     /// The full key stored at restart point `index`, without moving the iterator.
     fn restart_key(&self, index: usize) -> std::result::Result<&[u8], usize> {
         let p = self.block.restart_point(index);
@@ -537,6 +736,25 @@ fn decode_entry_header(data: &[u8], p: usize) -> Option<(u32, u32, u32, usize)> 
     let (value_len, n) = get_varint32(data.get(pos..)?)?;
     pos += n;
     Some((shared, non_shared, value_len, pos - p))
+}
+
+impl<B: Deref<Target = Block> + Send> BlockIter<B> {
+    /// Positions for a point lookup of internal key `target` (a data block's keys): if the
+    /// block has entries of `target`'s user key at or after `target`, at the first of them, as
+    /// [`seek`](InternalIterator::seek) would be; otherwise at an entry of another user key or
+    /// unpositioned. Uses the block's hash index where it has one.
+    pub fn seek_for_get(&mut self, target: &[u8]) {
+        let user = &target[..target.len().saturating_sub(8)];
+        match self.block.hash_lookup(user) {
+            HashLookup::NoIndex | HashLookup::Collision => self.seek(target),
+            // Not in the block: left unpositioned, as a seek past its end.
+            HashLookup::Absent => self.invalidate(),
+            // The first entry >= target is in that interval if the user key is in the block
+            // (its entries are all there, and entries before the interval have smaller user
+            // keys); if the interval has none, neither has the block.
+            HashLookup::Interval(i) => self.seek_in_interval(i, target),
+        }
+    }
 }
 
 impl BlockIter<Arc<Block>> {

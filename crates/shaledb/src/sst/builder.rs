@@ -159,7 +159,12 @@ impl TableBuilder {
         path: PathBuf,
         file_number: u64,
     ) -> Self {
-        let data_block = BlockBuilder::new(opts.restart_interval);
+        let data_block = match opts.data_block_hash_ratio {
+            Some(ratio) if !opts.legacy_format => {
+                BlockBuilder::new(opts.restart_interval).with_hash_index(ratio)
+            }
+            _ => BlockBuilder::new(opts.restart_interval),
+        };
         let compressor = Compressor::new(opts.compression, opts.compression_level);
         let props = TableProperties {
             compression: opts.compression.name().to_string(),
@@ -433,6 +438,7 @@ impl TableBuilder {
                 meta.iter().any(|(k, _)| *k == COMPRESSION_DICT_META_KEY),
                 self.opts.partition_index,
                 self.opts.legacy_format,
+                self.opts.data_block_hash_ratio.is_some(),
             ),
         }
         .encode();

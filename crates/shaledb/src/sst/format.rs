@@ -37,6 +37,8 @@ pub(crate) const FORMAT_VERSION_PARTITIONED: u32 = 3;
 /// The version of tables whose index blocks have delta-encoded handles and perhaps user-key
 /// separators (`shaledb.index.user_keys`), with any of the features of versions 2 and 3.
 pub(crate) const FORMAT_VERSION_SMALL_INDEX: u32 = 4;
+/// Format 4 whose data blocks may carry a hash index (docs/format/block.md).
+pub(crate) const FORMAT_VERSION_DATA_HASH: u32 = 5;
 
 /// Upper bound on a decoded block. A block is cut once it reaches `block_size` (at most 256 MiB),
 /// so it holds at most that plus one entry: an 8 MiB key and a value under 4 GiB
@@ -466,17 +468,21 @@ pub(crate) enum TableFormat {
     /// (`shaledb.index.two_level`), perhaps a partitioned filter, a dictionary block if the
     /// metaindex lists one.
     V4SmallIndex,
+    /// Format 4, and data blocks may carry a hash index (the flag in their restart count).
+    V5DataHash,
 }
 
 impl TableFormat {
-    /// The version of a table with these features: 4, or with `legacy_index` (tests of the
-    /// older readers) the oldest of 1 to 3 that can hold it.
+    /// The version of a table with these features: 4, 5 with data-block hash indexes, or
+    /// with `legacy_index` (tests of the older readers) the oldest of 1 to 3 that can hold it.
     pub(crate) fn for_table(
         has_dictionary: bool,
         two_level_index: bool,
         legacy_index: bool,
+        data_block_hash: bool,
     ) -> TableFormat {
         match (legacy_index, two_level_index, has_dictionary) {
+            (false, ..) if data_block_hash => TableFormat::V5DataHash,
             (false, ..) => TableFormat::V4SmallIndex,
             (true, true, _) => TableFormat::V3Partitioned,
             (true, false, true) => TableFormat::V2Dictionary,
@@ -490,6 +496,7 @@ impl TableFormat {
             TableFormat::V2Dictionary => FORMAT_VERSION_DICTIONARY,
             TableFormat::V3Partitioned => FORMAT_VERSION_PARTITIONED,
             TableFormat::V4SmallIndex => FORMAT_VERSION_SMALL_INDEX,
+            TableFormat::V5DataHash => FORMAT_VERSION_DATA_HASH,
         }
     }
 
@@ -499,7 +506,7 @@ impl TableFormat {
         match self {
             TableFormat::V1 | TableFormat::V2Dictionary => false,
             TableFormat::V3Partitioned => true,
-            TableFormat::V4SmallIndex => two_level_property,
+            TableFormat::V4SmallIndex | TableFormat::V5DataHash => two_level_property,
         }
     }
 
@@ -507,7 +514,9 @@ impl TableFormat {
     /// property (which only format 4 consults).
     pub(crate) fn index_form(self, user_keys_property: bool) -> IndexForm {
         match self {
-            TableFormat::V4SmallIndex => IndexForm::v4(user_keys_property),
+            TableFormat::V4SmallIndex | TableFormat::V5DataHash => {
+                IndexForm::v4(user_keys_property)
+            }
             _ => IndexForm::LEGACY,
         }
     }
@@ -557,6 +566,7 @@ impl Footer {
             Some(FORMAT_VERSION_DICTIONARY) => TableFormat::V2Dictionary,
             Some(FORMAT_VERSION_PARTITIONED) => TableFormat::V3Partitioned,
             Some(FORMAT_VERSION_SMALL_INDEX) => TableFormat::V4SmallIndex,
+            Some(FORMAT_VERSION_DATA_HASH) => TableFormat::V5DataHash,
             _ => {
                 return Err(corrupt(
                     48,

@@ -92,6 +92,9 @@ pub(crate) struct TableBuilderOptions {
     /// Write the index of formats 1 to 3 (internal keys, whole handles) instead of format
     /// 4's, as tables before 2026-11-25 were: what tests of the older readers build.
     pub legacy_format: bool,
+    /// Give data blocks a hash index of about this many user keys per bucket (format 5;
+    /// `Options::data_block_index_type`); `None`: binary search only.
+    pub data_block_hash_ratio: Option<f64>,
 }
 
 /// Facts about a table, recorded in its properties block when it is written.

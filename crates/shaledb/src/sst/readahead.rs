@@ -358,6 +358,7 @@ mod tests {
                 metadata_block_size: 4096,
                 index_restart_interval: 1,
                 legacy_format: false,
+                data_block_hash_ratio: None,
             };
             let mut b = TableBuilder::new(opts, file, path.to_path_buf(), 7);
             let entries: Entries = (0..n)

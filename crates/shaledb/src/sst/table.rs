@@ -662,7 +662,7 @@ impl Table {
         // If the block has no key >= lookup, the next block's first key is > this block's
         // separator >= lookup and has a larger user key (a separator only shares the user key
         // of its block's last entry when it is that entry), so there is no match.
-        it.seek(target);
+        it.seek_for_get(target);
         let found = if it.valid() {
             match key::parse_internal_key(it.key()) {
                 Some(p) if p.user_key == lookup.user_key() => {
@@ -1490,11 +1490,18 @@ fn read_dictionary(
 ) -> Result<Option<ZstdDictionary>> {
     let corrupt = |offset: u64, d: &str| Error::corruption(src.path, offset, d);
     let h = match (footer.version, handle) {
-        (TableFormat::V1 | TableFormat::V3Partitioned | TableFormat::V4SmallIndex, None) => {
-            return Ok(None)
-        }
         (
-            TableFormat::V2Dictionary | TableFormat::V3Partitioned | TableFormat::V4SmallIndex,
+            TableFormat::V1
+            | TableFormat::V3Partitioned
+            | TableFormat::V4SmallIndex
+            | TableFormat::V5DataHash,
+            None,
+        ) => return Ok(None),
+        (
+            TableFormat::V2Dictionary
+            | TableFormat::V3Partitioned
+            | TableFormat::V4SmallIndex
+            | TableFormat::V5DataHash,
             Some(h),
         ) => h,
         (TableFormat::V2Dictionary, None) => {

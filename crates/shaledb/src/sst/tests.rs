@@ -126,6 +126,7 @@ fn opts(compression: CompressionType) -> TableBuilderOptions {
         metadata_block_size: 4096,
         index_restart_interval: 1,
         legacy_format: false,
+        data_block_hash_ratio: None,
     }
 }
 
@@ -913,6 +914,7 @@ fn footer_version(bytes: &[u8]) -> u32 {
 fn with_format(o: TableBuilderOptions, legacy: bool) -> TableBuilderOptions {
     TableBuilderOptions {
         legacy_format: legacy,
+        data_block_hash_ratio: None,
         ..o
     }
 }
@@ -1073,6 +1075,7 @@ fn index_and_filter_in_the_block_cache_are_charged_evicted_and_read_again() {
     );
 }
 
+mod block_hash;
 mod partitioned;
 mod secondary_cache;
 mod small_index;

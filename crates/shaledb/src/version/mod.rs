@@ -826,6 +826,7 @@ mod tests {
             metadata_block_size: 4096,
             index_restart_interval: 1,
             legacy_format: false,
+            data_block_hash_ratio: None,
         };
         let mut b = TableBuilder::new(opts, file, path, number);
         let ikey = |i: usize| InternalKey::new(format!("key{i:04}").as_bytes(), 1, ValueKind::Put);

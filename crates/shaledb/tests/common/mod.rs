@@ -102,14 +102,17 @@ pub fn table_shapes(dir: &std::path::Path) -> Vec<TableShape> {
 }
 
 /// Checks that every table in `dir` has a two-level index with filter partitions (format
-/// version 3 or 4), one filter partition per index partition, and that some table has at least
+/// version 3, 4 or 5), one filter partition per index partition, and that some table has at least
 /// `min_partitions` of them. Returns the shapes.
 #[allow(dead_code)] // not every test file that declares `mod common` uses it
 pub fn assert_partitioned_tables(dir: &std::path::Path, min_partitions: u64) -> Vec<TableShape> {
     let shapes = table_shapes(dir);
     assert!(!shapes.is_empty(), "no tables in {}", dir.display());
     for s in &shapes {
-        assert!(s.two_level && [3, 4].contains(&s.format_version), "{s:?}");
+        assert!(
+            s.two_level && [3, 4, 5].contains(&s.format_version),
+            "{s:?}"
+        );
         assert!(s.index_partitions >= 1, "{s:?}");
         assert_eq!(s.filter_partitions, s.index_partitions, "{s:?}");
     }

@@ -141,6 +141,12 @@ impl FjallEngine {
                     .into(),
             );
         }
+        if c.data_block_hash_index == Some(true) {
+            return Err(
+                "fjall: fjall has no hash index in its data blocks (--data_block_index_type=1)"
+                    .into(),
+            );
+        }
         if c.index_block_restart_interval != 1 {
             return Err(
                 "fjall: the benchmark does not set fjall's index block restart interval \

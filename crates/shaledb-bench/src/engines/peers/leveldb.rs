@@ -198,6 +198,12 @@ impl LevelEngine {
                     .into(),
             );
         }
+        if c.data_block_hash_index == Some(true) {
+            return Err(
+                "leveldb: LevelDB has no hash index in its data blocks (--data_block_index_type=1)"
+                    .into(),
+            );
+        }
         if c.index_block_restart_interval != 1 {
             return Err(
                 "leveldb: LevelDB's index blocks always have restart interval 1 \

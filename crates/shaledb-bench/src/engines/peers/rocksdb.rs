@@ -268,6 +268,14 @@ mod ffi {
             t: *mut rocksdb_block_based_table_options_t,
             v: c_int,
         );
+        pub fn rocksdb_block_based_options_set_data_block_index_type(
+            t: *mut rocksdb_block_based_table_options_t,
+            v: c_int,
+        );
+        pub fn rocksdb_block_based_options_set_data_block_hash_ratio(
+            t: *mut rocksdb_block_based_table_options_t,
+            v: f64,
+        );
         pub fn rocksdb_block_based_options_set_pin_top_level_index_and_filter(
             t: *mut rocksdb_block_based_table_options_t,
             v: c_uchar,
@@ -572,6 +580,14 @@ fn db_options(
         }
         let interval = c_int::try_from(c.index_block_restart_interval).unwrap_or(c_int::MAX);
         ffi::rocksdb_block_based_options_set_index_block_restart_interval(t, interval);
+        if c.data_block_hash_index == Some(true) {
+            // rocksdb_block_based_table_data_block_index_type_binary_search_and_hash
+            ffi::rocksdb_block_based_options_set_data_block_index_type(t, 1);
+            ffi::rocksdb_block_based_options_set_data_block_hash_ratio(
+                t,
+                c.data_block_hash_table_util_ratio,
+            );
+        }
         if c.bloom_bits > 0 {
             let policy = ffi::rocksdb_filterpolicy_create_bloom_full(f64::from(c.bloom_bits));
             ffi::rocksdb_block_based_options_set_filter_policy(t, policy);

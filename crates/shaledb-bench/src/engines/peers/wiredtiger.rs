@@ -204,6 +204,12 @@ pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
                 .into(),
         );
     }
+    if c.data_block_hash_index == Some(true) {
+        return Err(
+            "wiredtiger: WiredTiger has no hash index in its pages (--data_block_index_type=1)"
+                .into(),
+        );
+    }
     if c.index_block_restart_interval != 1 {
         return Err(
             "wiredtiger: WiredTiger has no index blocks with restart points \

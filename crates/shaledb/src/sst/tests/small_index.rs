@@ -223,6 +223,7 @@ fn user_keys_and_deltas_shrink_the_index() {
         let o = TableBuilderOptions {
             index_restart_interval: interval,
             legacy_format: legacy,
+            data_block_hash_ratio: None,
             ..opts(CompressionType::None)
         };
         build(o, &e).1.index_size
@@ -332,6 +333,7 @@ fn index_size_of_a_64mb_table() {
                     restart_interval: 16,
                     index_restart_interval: interval,
                     legacy_format: legacy,
+                    data_block_hash_ratio: None,
                     partition_index: two_level,
                     metadata_block_size: 4096,
                     ..opts(c)
