@@ -1134,6 +1134,25 @@ mod tests {
     }
 
     #[test]
+    fn data_block_index_flags_are_used() {
+        let f = Flags::parse(&[
+            "--data_block_index_type=1",
+            "--data_block_hash_table_util_ratio=0.5",
+        ])
+        .unwrap();
+        assert!(f.ignored.is_empty(), "{:?}", f.ignored);
+        assert_eq!(f.opts.data_block_hash_index, Some(true));
+        assert_eq!(f.opts.data_block_hash_table_util_ratio, 0.5);
+        let off = Flags::parse(&["--data_block_index_type=0"]).unwrap();
+        assert_eq!(off.opts.data_block_hash_index, Some(false));
+        let default = Flags::parse::<&str>(&[]).unwrap();
+        assert_eq!(default.opts.data_block_hash_index, None);
+        assert_eq!(default.opts.data_block_hash_table_util_ratio, 0.75);
+        let e = Flags::parse(&["--data_block_index_type=2"]).unwrap_err();
+        assert!(e.contains("is not 0 (binary search) or 1"), "{e}");
+    }
+
+    #[test]
     fn blob_flags_parse_with_db_bench_defaults_and_checked_ranges() {
         let blob = |args: &[&str]| Flags::parse(args).unwrap().opts.blob;
         assert_eq!(

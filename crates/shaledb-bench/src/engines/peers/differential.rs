@@ -85,6 +85,14 @@ mod ffi {
             o: *mut rocksdb_block_based_table_options_t,
             v: usize,
         );
+        pub fn rocksdb_block_based_options_set_data_block_index_type(
+            o: *mut rocksdb_block_based_table_options_t,
+            v: c_int,
+        );
+        pub fn rocksdb_block_based_options_set_data_block_hash_ratio(
+            o: *mut rocksdb_block_based_table_options_t,
+            v: f64,
+        );
         pub fn rocksdb_block_based_options_set_index_type(
             o: *mut rocksdb_block_based_table_options_t,
             v: c_int,
@@ -330,6 +338,9 @@ struct Config {
     /// ShaleDB writes blob values when they are written (`separate_blobs_at_write`; RocksDB's
     /// integrated BlobDB separates them at flush): the same reads either way.
     blobs_at_write: bool,
+    /// Data blocks with hash indexes for gets (`data_block_index_type`
+    /// kDataBlockBinaryAndHash) on both engines.
+    data_block_hash: bool,
 }
 
 /// Level and file sizes (the RocksDB options of the same names).
@@ -355,6 +366,7 @@ const DEFAULTS: Config = Config {
     ingest: false,
     mmap_reads: false,
     blobs_at_write: false,
+    data_block_hash: false,
 };
 
 /// Dynamic level sizes, LZ4 above the bottommost level and Zstd with a dictionary on it,
@@ -378,6 +390,7 @@ const DYNAMIC_LEVELS_BOTTOMMOST_CODEC: Config = Config {
     ingest: false,
     mmap_reads: false,
     blobs_at_write: false,
+    data_block_hash: false,
 };
 
 /// The previous configuration with 256-byte blocks under a two-level index with bloom filter
@@ -428,6 +441,13 @@ const DEFAULTS_MMAP_UNCOMPRESSED: Config = Config {
 const DYNAMIC_LEVELS_MMAP: Config = Config {
     mmap_reads: true,
     ..DYNAMIC_LEVELS_BOTTOMMOST_CODEC
+};
+
+/// Both engines' defaults with data-block hash indexes: gets of keys with several versions
+/// under snapshots, merges and deletions search data blocks through them.
+const DEFAULTS_DATA_BLOCK_HASH: Config = Config {
+    data_block_hash: true,
+    ..DEFAULTS
 };
 
 /// Blob file size of the blob configuration: small, so compactions meet many files.
@@ -602,6 +622,14 @@ impl Rocks {
                             t,
                             ffi::rocksdb_filterpolicy_create_bloom(10.0),
                         );
+                        ffi::rocksdb_options_set_block_based_table_factory(o, t);
+                        ffi::rocksdb_block_based_options_destroy(t);
+                    }
+                    if cfg.data_block_hash {
+                        let t = ffi::rocksdb_block_based_options_create();
+                        // rocksdb_block_based_table_data_block_index_type_binary_search_and_hash
+                        ffi::rocksdb_block_based_options_set_data_block_index_type(t, 1);
+                        ffi::rocksdb_block_based_options_set_data_block_hash_ratio(t, 0.75);
                         ffi::rocksdb_options_set_block_based_table_factory(o, t);
                         ffi::rocksdb_block_based_options_destroy(t);
                     }
@@ -954,6 +982,9 @@ fn shale_options(cfg: &Config) -> (Options, [(&'static str, CfOptions); 4]) {
             o.partition_filters = true;
             o.metadata_block_size = PARTITIONED_BLOCK;
         }
+        if cfg.data_block_hash {
+            o.data_block_index_type = shaledb::DataBlockIndexType::BinaryAndHash;
+        }
         if let Some(min) = cfg.min_blob_size {
             o.enable_blob_files = true;
             o.min_blob_size = min;
@@ -1195,6 +1226,12 @@ fn shaledb_and_rocksdb_agree_with_partitioned_index_and_filters() {
 
 /// Blob files and blob garbage collection on both engines: puts, merges onto blob bases,
 /// deletes, single deletes and range deletions read the same at every snapshot.
+/// Data-block hash indexes on both engines (ShaleDB's format-5 tables).
+#[test]
+fn shaledb_and_rocksdb_agree_with_data_block_hash_indexes() {
+    run(&DEFAULTS_DATA_BLOCK_HASH);
+}
+
 #[test]
 fn shaledb_and_rocksdb_agree_with_blob_files() {
     run(&DYNAMIC_LEVELS_BLOB_FILES);
