@@ -181,9 +181,7 @@ impl BlockBuilder {
         self.num_entries = 0;
         out
     }
-}
 
-impl BlockBuilder {
     /// How many buckets the hash index of the entries added has, if the block gets one.
     fn hash_bucket_count(&self) -> Option<usize> {
         let ratio = self.hash_ratio?;
@@ -222,7 +220,8 @@ pub struct Block {
     /// Offset of the restart array = end of the entries.
     restarts_offset: usize,
     num_restarts: usize,
-    /// Where the hash index's buckets start, and how many there are (0: no index).
+    /// Where the hash index's buckets start, and how many there are (0: no index, and the
+    /// start is where the restart count is).
     hash_buckets: (usize, usize),
 }
 
@@ -359,10 +358,12 @@ fn validate_layout(data: &[u8]) -> std::result::Result<Layout, String> {
     if num_restarts == 0 {
         return Err("block has no restart points".to_string());
     }
-    let (array_end, hash_buckets) = match count & HASH_INDEX_FLAG {
-        0 => (n - 4, (0, 0)),
+    let hash_buckets = match count & HASH_INDEX_FLAG {
+        0 => (n - 4, 0),
         _ => hash_index_layout(data, num_restarts)?,
     };
+    // The restart array ends where the buckets start (or at the count without an index).
+    let array_end = hash_buckets.0;
     let restarts_offset = num_restarts
         .checked_mul(4)
         .and_then(|b| array_end.checked_sub(b))
@@ -386,11 +387,11 @@ fn validate_layout(data: &[u8]) -> std::result::Result<Layout, String> {
 }
 
 /// The hash index of a block of `num_restarts` restart points whose count has the flag set:
-/// returns where the restart array ends (the buckets start) and (that offset, bucket count).
+/// returns where its buckets start (the restart array ends there) and how many there are.
 fn hash_index_layout(
     data: &[u8],
     num_restarts: usize,
-) -> std::result::Result<(usize, (usize, usize)), String> {
+) -> std::result::Result<(usize, usize), String> {
     let n = data.len();
     if num_restarts > MAX_HASHED_RESTARTS {
         return Err(format!(
@@ -417,7 +418,7 @@ fn hash_index_layout(
             data[start + i]
         ));
     }
-    Ok((start, (start, buckets)))
+    Ok((start, buckets))
 }
 
 /// The order of the keys in a block.
@@ -688,7 +689,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     /// Moves to the first entry `>= target` of restart interval `index` alone (a get's search
     /// where the block's hash index places the user key); unpositioned if the interval has
     /// none, without looking further.
-    pub(crate) fn seek_in_interval(&mut self, index: usize, target: &[u8]) {
+    fn seek_in_interval(&mut self, index: usize, target: &[u8]) {
         if self.error.is_some() || index >= self.block.num_restarts {
             return;
         }
