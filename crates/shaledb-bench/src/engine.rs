@@ -73,6 +73,9 @@ pub struct CommonOptions {
     pub use_direct_reads: bool,
     /// Map table files and read them in place (`--mmap_read`).
     pub mmap_read: bool,
+    /// Write WAL files through a shared memory map (`--mmap_write`, ShaleDB's and RocksDB's
+    /// `allow_mmap_writes`); `None`: the engine's default.
+    pub mmap_write: Option<bool>,
     /// Write flush and compaction outputs with O_DIRECT where the engine supports it.
     pub use_direct_io_for_flush_and_compaction: bool,
     /// Dynamic level sizes (RocksDB's `level_compaction_dynamic_level_bytes`).
@@ -220,6 +223,7 @@ impl Default for CommonOptions {
             verify_checksums: true,
             use_direct_reads: false,
             mmap_read: false,
+            mmap_write: None,
             use_direct_io_for_flush_and_compaction: false,
             level_compaction_dynamic_level_bytes: false,
             prepopulate_block_cache: false,

@@ -31,10 +31,13 @@ const ENV_MODE: &str = "SHALEDB_KILL_CHILD_MODE";
 /// bytes must reach the OS before the write is acknowledged, as the WAL record does), with
 /// a base level heavier than the flushes (the condition for merging L0 tables of references
 /// within L0; the power-loss suite asserts it reaches such merges).
+/// Each of those with the WAL written through `write(2)` (modes `0..MODES`) or through a
+/// shared mapping (`Options::allow_mmap_writes`, modes `MODES..2 * MODES`).
 const MODES: u64 = 3;
 
 fn options(mode: u64) -> Options {
     let mut o = Options::default();
+    o.allow_mmap_writes = mode >= MODES;
     o.write_buffer_size = 16 << 10;
     o.block_size = 512;
     o.level0_file_num_compaction_trigger = 2;
@@ -43,7 +46,7 @@ fn options(mode: u64) -> Options {
     o.max_manifest_file_size = 4 << 10;
     o.max_background_jobs = 2;
     o.merge_operator = Some(model::merge_operator());
-    match mode {
+    match mode % MODES {
         1 => shaledb_testkit::store_values_in_blob_files(&mut o, 64, CompressionType::Lz4),
         2 => {
             shaledb_testkit::store_values_in_blob_files(&mut o, 0, CompressionType::None);
@@ -180,13 +183,15 @@ fn main() {
     let mut next_id = 0u64;
     let (mut total_acked, mut in_flight_applied) = (0u64, 0u64);
     let mut cycles_by_mode = [0u64; MODES as usize];
+    let mut mapped_cycles = 0u64;
     for cycle in 0..args.cycles {
         let seed = rng.gen::<u64>();
         // Each cycle writes one way and is recovered another, as a database is reopened
         // with other options.
-        let mode = rng.gen_range(0..MODES);
-        let reopen_mode = rng.gen_range(0..MODES);
-        cycles_by_mode[mode as usize] += 1;
+        let mode = rng.gen_range(0..2 * MODES);
+        let reopen_mode = rng.gen_range(0..2 * MODES);
+        cycles_by_mode[(mode % MODES) as usize] += 1;
+        mapped_cycles += u64::from(mode >= MODES);
         let what = format!(
             "cycle {cycle} (--seed {} --cycles {})",
             args.seed,
@@ -255,8 +260,8 @@ fn main() {
         next_id += acked + 1;
     }
     println!(
-        "kill_loop: {} cycles (plain / blobs at flush / blobs at write: {cycles_by_mode:?}), \
-         {total_acked} acknowledged writes checked, in-flight write applied in \
+        "kill_loop: {} cycles (plain / blobs at flush / blobs at write: {cycles_by_mode:?}; \
+         WAL mapped in {mapped_cycles}), {total_acked} acknowledged writes checked, in-flight write applied in \
          {in_flight_applied} cycles, {} keys at the end, {:?}",
         args.cycles,
         base.len(),

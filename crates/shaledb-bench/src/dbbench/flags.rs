@@ -321,6 +321,13 @@ pub const FLAGS: &[FlagSpec] = &[
         "map table files and read blocks in place (ShaleDB's and RocksDB's allow_mmap_reads; \
          LevelDB always maps its tables, WiredTiger maps by default, fjall cannot: refused)",
     ),
+    used(
+        "mmap_write",
+        false,
+        "write WAL files through a shared memory map (ShaleDB's and RocksDB's \
+         allow_mmap_writes; LevelDB, WiredTiger and fjall have no such switch: 1 is refused); \
+         unset: the engine's default",
+    ),
     ignored(
         "disable_seek_compaction",
         true,
@@ -864,6 +871,10 @@ impl Flags {
             verify_checksums: get_bool(m, "verify_checksum", d.verify_checksums)?,
             use_direct_reads: get_bool(m, "use_direct_reads", d.use_direct_reads)?,
             mmap_read: get_bool(m, "mmap_read", d.mmap_read)?,
+            mmap_write: m
+                .get("mmap_write")
+                .map(|v| parse_bool("mmap_write", v))
+                .transpose()?,
             level_compaction_dynamic_level_bytes: get_bool(
                 m,
                 "level_compaction_dynamic_level_bytes",

@@ -92,6 +92,9 @@ pub fn shale_options(c: &CommonOptions) -> EngineResult<Options> {
     }
     o.use_direct_reads = c.use_direct_reads;
     o.allow_mmap_reads = c.mmap_read;
+    if let Some(mapped) = c.mmap_write {
+        o.allow_mmap_writes = mapped;
+    }
     o.level_compaction_dynamic_level_bytes = c.level_compaction_dynamic_level_bytes;
     o.cache_index_and_filter_blocks = c.cache_index_and_filter_blocks;
     if c.prepopulate_block_cache {

@@ -1691,6 +1691,20 @@ pub fn internal_entries(
     Ok((Box::new(inner.internal_iterator(&sv, &ro)), tombstones))
 }
 
+/// Creates (or truncates) the WAL file `path`, its preallocated space mapped for writing if
+/// `Options::allow_mmap_writes` is set.
+pub(super) fn create_wal_file(
+    opts: &Options,
+    path: &std::path::Path,
+) -> std::io::Result<Box<dyn crate::fs::WritableFile>> {
+    // Only preallocated space is mapped: without it there would be nothing to map.
+    if opts.allow_mmap_writes && opts.wal_preallocate_size > 0 {
+        opts.fs.create_mapped(path)
+    } else {
+        opts.fs.create(path)
+    }
+}
+
 /// The writer of a new WAL `file`: writeback every `wal_bytes_per_sync` bytes, space
 /// preallocated `wal_preallocate_size` bytes at a time.
 pub(super) fn new_wal_writer(

@@ -215,9 +215,7 @@ fn start_fresh_wal(
 ) -> Result<(LogWriter, u64)> {
     let wal_number = versions.new_file_number();
     let wal_path = filename::log_file(dir, wal_number);
-    let wal_file = opts
-        .fs
-        .create(&wal_path)
+    let wal_file = super::create_wal_file(opts, &wal_path)
         .map_err(|e| Error::io(format!("creating WAL {}", wal_path.display()), e))?;
     let wal = super::new_wal_writer(wal_file, opts);
     for e in &mut edits {

@@ -198,9 +198,7 @@ impl DbInner {
     fn replace_failed_wal(&self, st: &mut DbState) -> Result<()> {
         let number = st.versions.new_file_number();
         let path = filename::log_file(&self.dir, number);
-        let file = self
-            .fs
-            .create(&path)
+        let file = super::create_wal_file(&self.opts, &path)
             .map_err(|e| Error::io(format!("creating WAL {}", path.display()), e))?;
         if let Err(e) = self.fs.sync_dir(&self.dir) {
             let e = Error::io("syncing the directory for a new WAL", e);

@@ -1019,7 +1019,7 @@ impl DbInner {
         );
         let number = st.versions.new_file_number();
         let path = filename::log_file(&self.dir, number);
-        let file = match self.fs.create(&path) {
+        let file = match super::create_wal_file(&self.opts, &path) {
             Ok(file) => file,
             Err(e) => {
                 let no_space = recovery::is_no_space(&e);

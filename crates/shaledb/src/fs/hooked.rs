@@ -142,6 +142,11 @@ impl<H: FsHook> FileSystem for HookedFileSystem<H> {
         let f = self.inner.create(path)?;
         Ok(self.hook.writable(path, f))
     }
+    fn create_mapped(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.hook.before(FsCall::Create(path))?;
+        let f = self.inner.create_mapped(path)?;
+        Ok(self.hook.writable(path, f))
+    }
     fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         self.hook.before(FsCall::CreateDirect(path))?;
         let f = self.inner.create_direct(path)?;

@@ -16,6 +16,7 @@ mod direct;
 mod hooked;
 mod mem;
 mod mmap;
+mod mmap_write;
 mod posix;
 
 pub use direct::DIRECT_IO_ALIGNMENT;
@@ -139,6 +140,15 @@ pub trait FileSystem: Send + Sync + 'static {
     /// The default refuses with `Unsupported`.
     fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         Err(direct_io_unsupported(self.name(), path))
+    }
+
+    /// Like [`create`](Self::create), but appends inside the space
+    /// [`WritableFile::preallocate`] set ahead may be stores into a shared memory map of the
+    /// file instead of `write(2)` calls, with the same contract. Used for WAL files when
+    /// `Options::allow_mmap_writes` is set. The default creates an ordinary file, so a
+    /// filesystem that cannot map (the in-memory and fault-injecting ones) sees every append.
+    fn create_mapped(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.create(path)
     }
 
     /// Like [`open_random_access`](Self::open_random_access), but reads bypass the OS page

@@ -55,10 +55,8 @@ struct PosixWritableFile {
     buf: Vec<u8>,
     /// All bytes appended, buffered or written.
     len: u64,
-    /// Writeback was started for the bytes before this offset.
-    writeback_start: u64,
-    /// Start writeback every this many bytes handed to the OS; 0: never.
-    writeback_interval: u64,
+    /// Writeback hints for the bytes handed to the OS.
+    writeback: Writeback,
     /// The file's size as `preallocate` last set it (0: never called).
     preallocated: u64,
 }
@@ -78,24 +76,37 @@ impl PosixWritableFile {
         Ok(())
     }
 
-    /// Asks the kernel to start writing back what was written since the last call, once
-    /// that is at least `writeback_interval` bytes (RocksDB's `bytes_per_sync`). The WAL's
-    /// `fdatasync` at rotation then waits for the last stretch only, not the whole file.
     fn maybe_start_writeback(&mut self) {
         let written = self.len - self.buf.len() as u64;
+        self.writeback.after(&self.file, written);
+    }
+}
+
+/// Writeback hints (RocksDB's `bytes_per_sync`): the kernel is asked to start writing back
+/// what was written since the last hint, once that is at least `interval` bytes. The WAL's
+/// `fdatasync` at rotation then waits for the last stretch only, not the whole file.
+#[derive(Default)]
+pub(super) struct Writeback {
+    /// Writeback was started for the bytes before this offset.
+    pub(super) start: u64,
+    /// Start writeback every this many bytes written; 0: never.
+    pub(super) interval: u64,
+}
+
+impl Writeback {
+    /// Called with the offset the file's written bytes reach.
+    pub(super) fn after(&mut self, file: &File, written: u64) {
         // Whole pages only: the page still being appended to, sent now, would be dirtied again
         // by the next append and written twice (RocksDB leaves it out too).
         let end = written - written % WRITEBACK_PAGE;
-        if self.writeback_interval == 0
-            || end.saturating_sub(self.writeback_start) < self.writeback_interval
-        {
+        if self.interval == 0 || end.saturating_sub(self.start) < self.interval {
             return;
         }
-        if start_writeback(&self.file, self.writeback_start, end - self.writeback_start) {
-            self.writeback_start = end;
+        if start_writeback(file, self.start, end - self.start) {
+            self.start = end;
         } else {
             // Not supported here (or failed): it was only a hint, so stop asking.
-            self.writeback_interval = 0;
+            self.interval = 0;
         }
     }
 }
@@ -114,8 +125,7 @@ fn create_writable(path: &Path) -> io::Result<PosixWritableFile> {
         file,
         buf: Vec::with_capacity(WRITE_BUFFER_SIZE),
         len: 0,
-        writeback_start: 0,
-        writeback_interval: 0,
+        writeback: Writeback::default(),
         preallocated: 0,
     })
 }
@@ -173,7 +183,7 @@ impl WritableFile for PosixWritableFile {
     }
 
     fn set_writeback_interval(&mut self, bytes: u64) {
-        self.writeback_interval = bytes;
+        self.writeback.interval = bytes;
     }
 
     fn preallocate(&mut self, len: u64) -> io::Result<()> {
@@ -414,6 +424,19 @@ impl FileSystem for PosixFileSystem {
     fn open_random_access(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(path).map_err(|e| with_path(e, "opening", path))?;
         Ok(Arc::new(PosixRandomAccessFile { file }))
+    }
+
+    fn create_mapped(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        // Read access too: a shared writable mapping needs a descriptor open for both.
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(FILE_MODE)
+            .open(path)
+            .map_err(|e| with_path(e, "creating", path))?;
+        Ok(Box::new(super::mmap_write::MappedWritableFile::new(file)))
     }
 
     fn open_random_access_mapped(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
@@ -684,14 +707,14 @@ mod tests {
             }
         }
         f.sync().unwrap();
-        assert!(f.writeback_start > 0, "writeback was never started");
+        assert!(f.writeback.start > 0, "writeback was never started");
         assert_eq!(
-            f.writeback_start % WRITEBACK_PAGE,
+            f.writeback.start % WRITEBACK_PAGE,
             0,
             "a hint ended inside a page"
         );
         assert!(
-            f.writeback_interval > 0,
+            f.writeback.interval > 0,
             "the hint was refused on a real file"
         );
         assert_eq!(f.len(), expected.len() as u64);

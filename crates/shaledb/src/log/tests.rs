@@ -706,3 +706,34 @@ fn a_preallocating_writer_stays_inside_its_space() {
     );
     assert_eq!(resumed.read().expect("read"), LogRead::Eof);
 }
+
+/// A WAL written through a mapping (`Options::allow_mmap_writes`) reads back as one written
+/// with `write(2)`: every record in order, then the preallocated zeros read as the end, with
+/// no flush or sync (what a process crash leaves).
+#[test]
+fn a_log_written_through_a_mapping_reads_back_without_a_flush() {
+    use crate::fs::{FileSystem, PosixFileSystem};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("000001.log");
+    let fs = PosixFileSystem::new();
+    let mut w = LogWriter::preallocating(fs.create_mapped(&path).expect("create"), 40_000);
+    let records: Vec<Vec<u8>> = (0..60u8)
+        .map(|i| pattern([10, 3000, 40_000, 7, 32_760, 100][i as usize % 6], i))
+        .collect();
+    w.add_marker(b"marker").expect("marker");
+    for r in &records {
+        w.add_record(r).expect("append");
+    }
+    let data = std::fs::read(&path).expect("read");
+    assert!(data.len() as u64 > w.file_len(), "no zeros preallocated");
+    let mut r = reader(data, BLOCK_SIZE);
+    let mut got = Vec::new();
+    while let LogRead::Record { data, .. } = r.read().expect("read") {
+        got.push(data);
+    }
+    assert_eq!(got[0], b"marker");
+    assert_eq!(got[1..], records[..]);
+    assert_eq!(r.zero_tail(), Some(w.file_len()));
+    assert_eq!(w.finish().expect("finish"), w.file_len());
+    assert_eq!(std::fs::metadata(&path).expect("size").len(), w.file_len());
+}

@@ -51,6 +51,7 @@ mod ffi {
         );
         pub fn rocksdb_options_set_write_buffer_size(o: *mut rocksdb_options_t, v: usize);
         pub fn rocksdb_options_set_allow_mmap_reads(o: *mut rocksdb_options_t, v: c_uchar);
+        pub fn rocksdb_options_set_allow_mmap_writes(o: *mut rocksdb_options_t, v: c_uchar);
         pub fn rocksdb_options_set_level_compaction_dynamic_level_bytes(
             o: *mut rocksdb_options_t,
             v: c_uchar,
@@ -341,6 +342,9 @@ struct Config {
     /// Data blocks with hash indexes for gets (`data_block_index_type`
     /// kDataBlockBinaryAndHash) on both engines.
     data_block_hash: bool,
+    /// WAL files written through a shared map (`allow_mmap_writes`) on both engines, or
+    /// `None`: each engine's default (on in ShaleDB, off in RocksDB).
+    mmap_writes: Option<bool>,
 }
 
 /// Level and file sizes (the RocksDB options of the same names).
@@ -367,6 +371,7 @@ const DEFAULTS: Config = Config {
     mmap_reads: false,
     blobs_at_write: false,
     data_block_hash: false,
+    mmap_writes: None,
 };
 
 /// Dynamic level sizes, LZ4 above the bottommost level and Zstd with a dictionary on it,
@@ -391,6 +396,7 @@ const DYNAMIC_LEVELS_BOTTOMMOST_CODEC: Config = Config {
     mmap_reads: false,
     blobs_at_write: false,
     data_block_hash: false,
+    mmap_writes: None,
 };
 
 /// The previous configuration with 256-byte blocks under a two-level index with bloom filter
@@ -441,6 +447,18 @@ const DEFAULTS_MMAP_UNCOMPRESSED: Config = Config {
 const DYNAMIC_LEVELS_MMAP: Config = Config {
     mmap_reads: true,
     ..DYNAMIC_LEVELS_BOTTOMMOST_CODEC
+};
+
+/// Both engines' defaults with their WAL files written through shared maps.
+const DEFAULTS_MMAP_WRITES: Config = Config {
+    mmap_writes: Some(true),
+    ..DEFAULTS
+};
+
+/// Both engines' defaults with their WAL files written through `write(2)`.
+const DEFAULTS_UNMAPPED_WRITES: Config = Config {
+    mmap_writes: Some(false),
+    ..DEFAULTS
 };
 
 /// Both engines' defaults with data-block hash indexes: gets of keys with several versions
@@ -595,6 +613,9 @@ impl Rocks {
                     ffi::rocksdb_options_set_create_missing_column_families(o, 1);
                     ffi::rocksdb_options_set_write_buffer_size(o, WRITE_BUFFER_SIZE);
                     ffi::rocksdb_options_set_allow_mmap_reads(o, c_uchar::from(cfg.mmap_reads));
+                    if let Some(mapped) = cfg.mmap_writes {
+                        ffi::rocksdb_options_set_allow_mmap_writes(o, c_uchar::from(mapped));
+                    }
                     ffi::rocksdb_options_set_level_compaction_dynamic_level_bytes(
                         o,
                         c_uchar::from(cfg.dynamic_level_bytes),
@@ -953,11 +974,14 @@ fn shale_families(db: &Db) -> Vec<ColumnFamily> {
 
 /// The options ShaleDB is opened with under `cfg`: the database's and every family's.
 fn shale_options(cfg: &Config) -> (Options, [(&'static str, CfOptions); 4]) {
-    let opts = Options {
+    let mut opts = Options {
         create_missing_column_families: true,
         allow_mmap_reads: cfg.mmap_reads,
         ..Default::default()
     };
+    if let Some(mapped) = cfg.mmap_writes {
+        opts.allow_mmap_writes = mapped;
+    }
     let families = FAMILIES.map(|name| {
         let mut o = CfOptions {
             write_buffer_size: WRITE_BUFFER_SIZE,
@@ -1252,6 +1276,15 @@ fn shaledb_and_rocksdb_agree_on_ingested_files() {
     run(&DYNAMIC_LEVELS_WITH_INGESTION);
 }
 
+/// WAL files written through shared maps on both engines (`allow_mmap_writes`), and
+/// through `write(2)` in both: each run ends by reopening both engines, so the writes not
+/// flushed are recovered from those WALs and read the same.
+#[test]
+fn shaledb_and_rocksdb_agree_with_mapped_wal_files() {
+    run(&DEFAULTS_MMAP_WRITES);
+    run(&DEFAULTS_UNMAPPED_WRITES);
+}
+
 /// Table files mapped into memory on both engines (`allow_mmap_reads`), uncompressed and
 /// with codecs: the same reads as without.
 #[test]
@@ -1430,6 +1463,7 @@ fn run(cfg: &Config) {
         most_levels.1,
         cfg.min_levels
     );
+    let db = reopen_and_compare(rocks, db, cfs, cfg, &log, [&rocks_dir, &shale_dir]);
     if cfg.partitioned {
         // Settled first: a table a compaction is still writing has no footer to read.
         db.wait_for_compactions().expect("ShaleDB's compactions");
@@ -1446,6 +1480,31 @@ fn run(cfg: &Config) {
             assert!(blobs > 0, "{engine} has no blob file in {}", dir.display());
         }
     }
+}
+
+/// Closes and reopens both engines and compares every family's scan: what each recovers (its
+/// tables, and the writes not yet flushed from its WAL) reads the same. Returns the reopened
+/// ShaleDB.
+fn reopen_and_compare(
+    rocks: Rocks,
+    db: Db,
+    cfs: Vec<ColumnFamily>,
+    cfg: &Config,
+    log: &[Op],
+    [rocks_dir, shale_dir]: [&tempfile::TempDir; 2],
+) -> Db {
+    drop(rocks);
+    drop(cfs);
+    db.close().expect("close ShaleDB");
+    let rocks = Rocks::open(rocks_dir.path(), cfg);
+    let (db, cfs) = shale_open(shale_dir.path(), cfg);
+    for (i, cf) in cfs.iter().enumerate() {
+        let want = rocks.scan(i, false, None);
+        let got = shale_scan(&db, cf, false, None);
+        explain(&want, &got, i, log);
+        assert!(want == got, "after reopening: scan of {}", FAMILIES[i]);
+    }
+    db
 }
 
 /// The ingestion of round `round` (generated from `rng`) into one family of both engines;

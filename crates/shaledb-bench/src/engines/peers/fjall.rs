@@ -112,6 +112,9 @@ impl FjallEngine {
         if c.mmap_read {
             return Err("fjall: fjall does not map its files (--mmap_read=1)".into());
         }
+        if c.mmap_write == Some(true) {
+            return Err("fjall: fjall does not map its files (--mmap_write=1)".into());
+        }
         if c.compression_level.is_some() {
             return Err("fjall: the benchmark does not set fjall compression levels".into());
         }

@@ -167,6 +167,9 @@ impl LevelEngine {
         if c.use_direct_reads || c.use_direct_io_for_flush_and_compaction {
             return Err("leveldb: LevelDB has no direct (O_DIRECT) IO".into());
         }
+        if c.mmap_write == Some(true) {
+            return Err("leveldb: LevelDB cannot map its log for writing (--mmap_write=1)".into());
+        }
         if c.compression_level.is_some() {
             return Err("leveldb: LevelDB has no compression levels".into());
         }

@@ -191,6 +191,7 @@ mod ffi {
         pub fn rocksdb_options_set_disable_auto_compactions(o: *mut rocksdb_options_t, v: c_int);
         pub fn rocksdb_options_set_use_direct_reads(o: *mut rocksdb_options_t, v: c_uchar);
         pub fn rocksdb_options_set_allow_mmap_reads(o: *mut rocksdb_options_t, v: c_uchar);
+        pub fn rocksdb_options_set_allow_mmap_writes(o: *mut rocksdb_options_t, v: c_uchar);
         pub fn rocksdb_options_set_bytes_per_sync(o: *mut rocksdb_options_t, v: u64);
         pub fn rocksdb_options_set_wal_bytes_per_sync(o: *mut rocksdb_options_t, v: u64);
         pub fn rocksdb_options_set_level_compaction_dynamic_level_bytes(
@@ -511,6 +512,9 @@ fn db_options(
         );
         ffi::rocksdb_options_set_use_direct_reads(o, c_uchar::from(c.use_direct_reads));
         ffi::rocksdb_options_set_allow_mmap_reads(o, c_uchar::from(c.mmap_read));
+        if let Some(mapped) = c.mmap_write {
+            ffi::rocksdb_options_set_allow_mmap_writes(o, c_uchar::from(mapped));
+        }
         if let Some(bytes) = c.bytes_per_sync {
             ffi::rocksdb_options_set_bytes_per_sync(o, bytes);
         }

@@ -210,6 +210,12 @@ pub fn configs(c: &CommonOptions) -> EngineResult<(String, String)> {
                 .into(),
         );
     }
+    if c.mmap_write == Some(true) {
+        return Err(
+            "wiredtiger: the benchmark does not map WiredTiger's log for writing (--mmap_write=1)"
+                .into(),
+        );
+    }
     if c.index_block_restart_interval != 1 {
         return Err(
             "wiredtiger: WiredTiger has no index blocks with restart points \
