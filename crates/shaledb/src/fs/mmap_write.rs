@@ -25,8 +25,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::ptr::NonNull;
 
-/// Pages are mapped from a multiple of this (the common page size; a larger page size makes
-/// `mmap` refuse the offset, which fails the append with an `Error::Io`, never a wrong byte).
+/// Pages are mapped from a multiple of this (the common page size; where pages are larger,
+/// `mmap` refuses the offset, and the file goes on with `pwrite`: `MappedWritableFile::mappable`).
 const MAP_ALIGN: u64 = 4096;
 
 /// A writable shared mapping of `len` bytes of a file from `offset`; unmapped on drop.
@@ -112,6 +112,9 @@ pub(crate) struct MappedWritableFile {
     /// The file's size as `preallocate` last set it, at least `len` while space is
     /// preallocated; appends up to here are copies into the mapping.
     reserved: u64,
+    /// False once a mapping failed (an `mmap` refused: a page size above 4 KiB, no address
+    /// space): the file is then written with `pwrite` only, as a buffered file.
+    mappable: bool,
     writeback: super::posix::Writeback,
 }
 
@@ -123,6 +126,7 @@ impl MappedWritableFile {
             pending: Vec::new(),
             len: 0,
             reserved: 0,
+            mappable: true,
             writeback: super::posix::Writeback::default(),
         }
     }
@@ -162,12 +166,21 @@ impl WritableFile for MappedWritableFile {
             return Ok(());
         }
         let end = self.len + data.len() as u64;
-        if end <= self.reserved {
+        let mut copied = false;
+        if self.mappable && end <= self.reserved {
             // The pending bytes come first in the file.
             self.write_pending()?;
             let at = self.len;
-            self.mapping_for(data.len())?.write_at(at, data);
-        } else {
+            match self.mapping_for(data.len()) {
+                Ok(mapping) => {
+                    mapping.write_at(at, data);
+                    copied = true;
+                }
+                // Nothing was written: the bytes go the unmapped way, now and from now on.
+                Err(_) => self.mappable = false,
+            }
+        }
+        if !copied {
             self.pending.extend_from_slice(data);
         }
         self.len = end;
@@ -363,6 +376,33 @@ mod tests {
         let on_disk = std::fs::read(&path).unwrap();
         assert_eq!(on_disk.len(), 1 << 20);
         assert!(on_disk[..data.len()] == data[..]);
+    }
+
+    /// A file that cannot be mapped (here: opened write-only, which a shared writable map
+    /// refuses with `EACCES`) is written with `pwrite` instead, every byte in place.
+    #[test]
+    fn a_refused_mapping_falls_back_to_pwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wal");
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let mut f = MappedWritableFile::new(file);
+        f.preallocate(64 * 1024).unwrap();
+        let (first, second) = (bytes(1, 5000), bytes(2, 70_000));
+        f.append(&first).unwrap();
+        assert!(
+            !f.mappable && f.mapping.is_none(),
+            "the map was not refused"
+        );
+        f.append(&second).unwrap();
+        f.flush().unwrap();
+        let on_disk = std::fs::read(&path).unwrap();
+        assert_eq!(on_disk.len(), first.len() + second.len());
+        assert!(on_disk[..first.len()] == first[..] && on_disk[first.len()..] == second[..]);
     }
 
     /// Writeback hints are given for mapped bytes too, in whole pages.
