@@ -283,6 +283,18 @@ mod tests {
     use crate::fs::{FileSystem, PosixFileSystem};
     use rand::{Rng, SeedableRng};
 
+    /// Creates `path` for writing, and for reading too if `readable` (which a shared
+    /// writable map needs).
+    fn create(path: &std::path::Path, readable: bool) -> File {
+        std::fs::OpenOptions::new()
+            .read(readable)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .unwrap()
+    }
+
     fn bytes(seed: u64, len: usize) -> Vec<u8> {
         (0..len)
             .map(|i| (seed as usize * 131 + i * 7) as u8)
@@ -355,13 +367,7 @@ mod tests {
     fn mapped_appends_are_visible_before_any_flush() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("wal");
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
+        let file = create(&path, true);
         let mut f = MappedWritableFile::new(file);
         f.preallocate(1 << 20).unwrap();
         let data = bytes(3, 10_000);
@@ -384,12 +390,7 @@ mod tests {
     fn a_refused_mapping_falls_back_to_pwrite() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("wal");
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
+        let file = create(&path, false);
         let mut f = MappedWritableFile::new(file);
         f.preallocate(64 * 1024).unwrap();
         let (first, second) = (bytes(1, 5000), bytes(2, 70_000));
@@ -410,13 +411,7 @@ mod tests {
     fn writeback_hints_cover_mapped_appends() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("wal");
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
+        let file = create(&path, true);
         let mut f = MappedWritableFile::new(file);
         f.set_writeback_interval(8192);
         f.preallocate(1 << 20).unwrap();
