@@ -147,16 +147,18 @@ impl MappedWritableFile {
     /// from the end's page to the reserved size if the current one does not reach.
     fn mapping_for(&mut self, len: usize) -> io::Result<&mut WritableMapping> {
         let at = self.len;
-        if !self.mapping.as_ref().is_some_and(|m| m.covers(at, len)) {
-            self.mapping = None;
-            let start = at - at % MAP_ALIGN;
-            let map_len = usize::try_from(self.reserved - start)
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "mapping too large"))?;
-            self.mapping = Some(WritableMapping::map(&self.file, start, map_len)?);
-        }
-        self.mapping
-            .as_mut()
-            .ok_or_else(|| io::Error::other("no mapping after mapping"))
+        let mapping = match self.mapping.take() {
+            Some(m) if m.covers(at, len) => m,
+            // The old mapping (if any) is unmapped here, before the next one is made.
+            _ => {
+                let start = at - at % MAP_ALIGN;
+                let map_len = usize::try_from(self.reserved - start).map_err(|_| {
+                    io::Error::new(io::ErrorKind::InvalidInput, "mapping too large")
+                })?;
+                WritableMapping::map(&self.file, start, map_len)?
+            }
+        };
+        Ok(self.mapping.insert(mapping))
     }
 }
 

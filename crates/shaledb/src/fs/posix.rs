@@ -113,14 +113,7 @@ impl Writeback {
 
 /// Creates (or truncates) `path` for appending.
 fn create_writable(path: &Path) -> io::Result<PosixWritableFile> {
-    // std sets O_CLOEXEC on every open, so fds never leak into child processes.
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(FILE_MODE)
-        .open(path)
-        .map_err(|e| with_path(e, "creating", path))?;
+    let file = create_truncated(path, false)?;
     Ok(PosixWritableFile {
         file,
         buf: Vec::with_capacity(WRITE_BUFFER_SIZE),
@@ -128,6 +121,19 @@ fn create_writable(path: &Path) -> io::Result<PosixWritableFile> {
         writeback: Writeback::default(),
         preallocated: 0,
     })
+}
+
+/// Creates (or truncates) `path` open for writing, and for reading too if `readable`.
+fn create_truncated(path: &Path, readable: bool) -> io::Result<File> {
+    // std sets O_CLOEXEC on every open, so fds never leak into child processes.
+    OpenOptions::new()
+        .read(readable)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(FILE_MODE)
+        .open(path)
+        .map_err(|e| with_path(e, "creating", path))
 }
 
 /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: starts writeback of the range without waiting
@@ -428,14 +434,7 @@ impl FileSystem for PosixFileSystem {
 
     fn create_mapped(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         // Read access too: a shared writable mapping needs a descriptor open for both.
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(FILE_MODE)
-            .open(path)
-            .map_err(|e| with_path(e, "creating", path))?;
+        let file = create_truncated(path, true)?;
         Ok(Box::new(super::mmap_write::MappedWritableFile::new(file)))
     }
 
