@@ -1,8 +1,9 @@
 //! Table files mapped into memory (`Options::allow_mmap_reads`): uncompressed data blocks are
 //! read in place, never through the block cache; compressed ones are decompressed from the map
 //! into it; values pinned in a mapped block outlive the file's deletion; a damaged block is
-//! `Corruption` naming the file; the option is refused with direct reads; a filesystem that
-//! cannot map reads as usual.
+//! `Corruption` naming the file; blob files are mapped with the tables, and a damaged blob
+//! record is `Corruption` naming its file; the option is refused with direct reads; a
+//! filesystem that cannot map reads as usual.
 
 mod common;
 
@@ -89,13 +90,30 @@ fn data_block_lookups(o: &Options) -> u64 {
 }
 
 fn tables(dir: &Path) -> Vec<PathBuf> {
+    files_named(dir, "sst")
+}
+
+fn blob_files(dir: &Path) -> Vec<PathBuf> {
+    files_named(dir, "blob")
+}
+
+/// The files of `dir` whose names end in `.{extension}`, sorted.
+fn files_named(dir: &Path, extension: &str) -> Vec<PathBuf> {
     let mut t: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("list")
         .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
         .collect();
     t.sort();
     t
+}
+
+/// `options` with every value (they are 90 bytes long) in blob files.
+fn blob_options(mmap: bool) -> Options {
+    let mut o = options(mmap, CompressionType::None);
+    o.enable_blob_files = true;
+    o.min_blob_size = 64;
+    o
 }
 
 #[test]
@@ -234,4 +252,62 @@ fn flipped_bytes_in_a_mapped_table_are_never_wrong_values() {
         }
     }
     std::fs::write(&table, &pristine).expect("restore");
+}
+
+/// With the option, the blob files a get reads are mapped (listed in `/proc/self/maps`), and
+/// without it none is; either way every value reads back.
+#[test]
+fn blob_files_are_mapped_with_the_tables() {
+    for mmap in [true, false] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), blob_options(mmap)).expect("open");
+        let model = load(&db, 0);
+        check(&db, &model);
+        let blobs = blob_files(dir.path());
+        assert!(!blobs.is_empty(), "no blob file written");
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
+        let mapped = blobs
+            .iter()
+            .map(|b| std::fs::canonicalize(b).expect("canonical path"))
+            .filter(|b| maps.contains(b.to_str().expect("UTF-8 path")))
+            .count();
+        assert_eq!(mapped, if mmap { blobs.len() } else { 0 }, "mmap {mmap}");
+    }
+}
+
+/// A sweep of single flipped bytes over a mapped blob file: every key reads back its value or
+/// fails with `Corruption` naming the blob file, never a wrong value and never a false "not
+/// found".
+#[test]
+fn flipped_bytes_in_a_mapped_blob_file_are_never_wrong_values() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = {
+        let db = Db::open(dir.path(), blob_options(true)).expect("open");
+        load(&db, 0)
+    };
+    let blob = match &blob_files(dir.path())[..] {
+        [one] => one.clone(),
+        other => panic!("expected one blob file, found {other:?}"),
+    };
+    let pristine = std::fs::read(&blob).expect("read blob file");
+    let step = pristine.len() / 61;
+    let mut corruptions = 0;
+    for at in (0..pristine.len()).step_by(step) {
+        let mut damaged = pristine.clone();
+        damaged[at] ^= 0x10;
+        std::fs::write(&blob, &damaged).expect("write blob file");
+        let db = Db::open(dir.path(), blob_options(true)).expect("reopen");
+        for (k, v) in model.iter().step_by(5) {
+            match db.get(k) {
+                Ok(Some(got)) => assert_eq!(&got[..], &v[..], "byte {at}, key {k:?}"),
+                Err(Error::Corruption { file, .. }) => {
+                    assert_eq!(file, blob, "byte {at}");
+                    corruptions += 1;
+                }
+                other => panic!("byte {at}, key {k:?}: {other:?}"),
+            }
+        }
+    }
+    std::fs::write(&blob, &pristine).expect("restore");
+    assert!(corruptions > 0, "no flipped byte was found");
 }

@@ -688,9 +688,6 @@ fn model_partitions_in_a_small_block_cache() {
     common::assert_partitioned_tables(dir.path(), 5);
 }
 
-/// Blob files with a small `min_blob_size` (most values are blobs, the short ones stay in the
-/// tables) and small blob files (many per flush and compaction), with and without a codec:
-/// every read, across reopens, against the model.
 /// Compactions out of L0 and manual ones split into up to three subcompactions (key ranges
 /// written by threads side by side), with and without blob files (and their garbage
 /// collection), against the model.
@@ -746,6 +743,10 @@ fn model_intra_l0_compactions() {
     }
 }
 
+/// Blob files with a small `min_blob_size` (most values are blobs, the short ones stay in the
+/// tables) and small blob files (many per flush and compaction), with and without a codec:
+/// every read, across reopens, against the model; one run with table and blob files mapped
+/// (`allow_mmap_reads`).
 #[test]
 fn model_blob_files() {
     for (seed, codec, min_blob_size) in [
@@ -763,6 +764,7 @@ fn model_blob_files() {
         o.blob_cache = seed == 17;
         // Blocks of references are stored raw by default; one run compresses them.
         o.compress_blob_reference_blocks = seed == 16;
+        o.allow_mmap_reads = seed == 15;
         run_model(seed, o, ops_count(), dir.path());
         let blobs = std::fs::read_dir(dir.path())
             .expect("list")
@@ -797,6 +799,8 @@ fn model_blob_files_separated_at_write() {
         o.blob_compression = codec;
         o.blob_cache = seed == 23;
         o.enable_blob_garbage_collection = seed == 23;
+        // Blob files written at write time are read unmapped until a version lists them.
+        o.allow_mmap_reads = seed == 22;
         run_model(seed, o, ops_count(), dir.path());
     }
 }

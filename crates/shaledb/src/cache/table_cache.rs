@@ -158,10 +158,13 @@ impl TableCache {
             return Ok(r);
         }
         let path = filename::blob_file(&self.dir, a.number);
-        let file = self
-            .fs
-            .open_random_access(&path)
-            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        // A finished blob file is never written again, so it can be mapped as a table is.
+        let file = if self.mmap_reads && !self.direct_reads {
+            self.fs.open_random_access_mapped(&path)
+        } else {
+            self.fs.open_random_access(&path)
+        }
+        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         let reader = Arc::new(BlobFileReader::open(file, path, a.number, a.file_size)?);
         // Two reads that missed together both open it: the second insert replaces the
         // first, whose reader closes when its read is done.

@@ -1,11 +1,13 @@
 //! Read-only memory maps of whole files (`Options::allow_mmap_reads`): a table's blocks are
 //! then read as slices of the map, with no system call, no copy and no new memory (the pages
-//! are the OS page cache's), as LevelDB reads its tables.
+//! are the OS page cache's), as LevelDB reads its tables; a finished blob file's records are
+//! copied out of its map.
 //!
 //! The price, and why this is off by default (as in RocksDB): a read of a mapped page that the
 //! device cannot deliver, or past the end of a file truncated under the engine, is a `SIGBUS`
 //! that ends the process instead of an `Error::Io`. The engine never truncates or rewrites a
-//! table it has finished, and checks each table's size against the MANIFEST before it opens it.
+//! table or blob file it has finished, and checks each one's size against the MANIFEST before
+//! it opens it.
 
 use super::RandomAccessFile;
 use std::fs::File;

@@ -449,6 +449,12 @@ const DYNAMIC_LEVELS_MMAP: Config = Config {
     ..DYNAMIC_LEVELS_BOTTOMMOST_CODEC
 };
 
+/// The blob configuration with table and blob files mapped on both engines.
+const DYNAMIC_LEVELS_BLOB_FILES_MMAP: Config = Config {
+    mmap_reads: true,
+    ..DYNAMIC_LEVELS_BLOB_FILES
+};
+
 /// Both engines' defaults with their WAL files written through shared maps.
 const DEFAULTS_MMAP_WRITES: Config = Config {
     mmap_writes: Some(true),
@@ -1286,11 +1292,12 @@ fn shaledb_and_rocksdb_agree_with_mapped_wal_files() {
 }
 
 /// Table files mapped into memory on both engines (`allow_mmap_reads`), uncompressed and
-/// with codecs: the same reads as without.
+/// with codecs, and blob files mapped with them: the same reads as without.
 #[test]
 fn shaledb_and_rocksdb_agree_with_mapped_table_files() {
     run(&DEFAULTS_MMAP_UNCOMPRESSED);
     run(&DYNAMIC_LEVELS_MMAP);
+    run(&DYNAMIC_LEVELS_BLOB_FILES_MMAP);
 }
 
 /// Prints the entries of a scan of `family` only one engine returned, and the operations on
