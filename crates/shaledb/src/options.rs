@@ -103,12 +103,11 @@ pub struct Options {
     /// Off by default, as in RocksDB, because of what it trades: a page the device cannot
     /// read (a media error), or a table file truncated by someone else, stops the process
     /// with `SIGBUS` instead of returning `Error::Io`; and the mapped pages are the page
-    /// cache's, outside the block cache's (and `memory_budget`'s) bound. Blob files listed in
-    /// the version are mapped too (a value is copied out of the map, with no system call);
+    /// cache's, outside the block cache's (and `memory_budget`'s) bound. Finished blob files
+    /// are mapped too (a value is copied out of the map, with no system call);
     /// the WAL, the MANIFEST and blob files still being written are read as usual. Cannot be
-    /// combined with
-    /// [`use_direct_reads`](Self::use_direct_reads). A filesystem that cannot map files
-    /// (the in-memory one) reads as usual. Default false.
+    /// combined with [`use_direct_reads`](Self::use_direct_reads). A filesystem that cannot
+    /// map files (the in-memory one) reads as usual. Default false.
     pub allow_mmap_reads: bool,
     /// Write each WAL's preallocated space (`wal_preallocate_size`) through a shared memory
     /// map of the file (RocksDB's option): a write group's append is then a copy into the
