@@ -136,21 +136,9 @@ pub(crate) fn read_new_at(
     what: &str,
 ) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
-    read_appending(file, path, offset, len, &mut buf, what)?;
+    file.read_exact_at_into(offset, len, &mut buf)
+        .map_err(|e| read_error(e, path, offset, what))?;
     Ok(buf)
-}
-
-/// [`read_at`] of `len` bytes appended to `buf`, not zeroed first where the file allows.
-fn read_appending(
-    file: &dyn RandomAccessFile,
-    path: &Path,
-    offset: u64,
-    len: usize,
-    buf: &mut Vec<u8>,
-    what: &str,
-) -> Result<()> {
-    file.read_exact_at_into(offset, len, buf)
-        .map_err(|e| read_error(e, path, offset, what))
 }
 
 /// A failed read as the engine reports it: a file that ends early is corruption.
@@ -323,10 +311,10 @@ fn read_contents(
     }
     STORED_BLOCK.with(|cell| {
         let mut buf = cell.borrow_mut();
-        // Read into the buffer's spare room: zeroing the block first cost half as much as
-        // the kernel's copy into it (gets of blocks the cache does not hold).
-        buf.clear();
-        read_appending(file, path, handle.offset, stored_len, &mut buf, what)?;
+        if buf.len() < stored_len {
+            buf.resize(stored_len, 0);
+        }
+        read_at(file, path, handle.offset, &mut buf[..stored_len], what)?;
         let stored = &buf[..stored_len];
         match check_trailer(stored, len, handle.offset, verify_checksum, &corrupt, what)? {
             CompressionType::None => {
