@@ -311,6 +311,10 @@ fn read_contents(
     }
     STORED_BLOCK.with(|cell| {
         let mut buf = cell.borrow_mut();
+        // Zeroed only when it grows, which a block taken by the cache always leaves it to do.
+        // Reading into the spare room instead saved the memset on a churning cache but lost
+        // 3-10% on a cold one, whose fresh pages were faulted in by the kernel's copy
+        // (bench/results/2026-12-08-mapped-blob-files).
         if buf.len() < stored_len {
             buf.resize(stored_len, 0);
         }
