@@ -13,9 +13,9 @@ const MAX_BLOCK_CACHE_SHARD_BITS: u32 = 16;
 pub enum WalRecoveryMode {
     /// The default. A torn tail of the newest WAL (a write that was never acknowledged) is
     /// dropped; so is a torn tail of an older WAL that was never synced (a power loss cut it
-    /// before any synced write, flush or close synced it), with the later WALs, whose writes
-    /// were not synced either: recovery keeps the prefix before the tear. Any other damage
-    /// fails open with `Error::Corruption`.
+    /// before any synced write, close, or flush with several families synced it), with the
+    /// later WALs, whose writes were not synced either: recovery keeps the prefix before the
+    /// tear. Any other damage fails open with `Error::Corruption`.
     #[default]
     TolerateCorruptedTailRecords,
     /// Any damage, even a torn tail, fails open.
@@ -450,10 +450,11 @@ pub struct Options {
     /// Ask the OS to start writing a WAL back to disk every this many bytes (RocksDB's
     /// `wal_bytes_per_sync`; 0: never). Only a hint: it promises nothing about durability
     /// (`WriteOptions::sync` does). It shortens the sync of a full WAL, which the flush after
-    /// a memtable switch waits for (or the next synced write or close), so flushes keep pace
-    /// with a fill. Default 8 MiB: 1 MiB cost an uncompressed fill 5-10% in calls, 0 (RocksDB's
-    /// default) a compressed fill 12% in flushes waiting for 64 MiB of WAL
-    /// (bench/results/2026-11-27-deferred-wal-sync).
+    /// a memtable switch waits for when there are several column families (and the next
+    /// synced write or close), so flushes keep pace with a fill. Default 8 MiB: 1 MiB cost an
+    /// uncompressed fill 5-10% in calls, 0 (RocksDB's default) a compressed fill 12% in
+    /// flushes waiting for 64 MiB of WAL (bench/results/2026-11-27-deferred-wal-sync, when
+    /// every flush synced the WAL).
     pub wal_bytes_per_sync: u64,
     /// Set each WAL's size this many bytes (rounded up to 32 KiB) ahead of its appends, the
     /// space reading as zeros until written (0: never; RocksDB preallocates its WAL too,

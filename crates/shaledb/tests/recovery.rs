@@ -930,3 +930,110 @@ fn an_older_wal_ends_at_its_records_and_zeros_there_are_damage() {
         assert_eq!(present(&db), 29, "{zeroed} zeros");
     }
 }
+
+/// Stalls the first two tables created (flushes) until each is released: the first then
+/// goes on, the second fails.
+#[derive(Clone, Default)]
+struct StallTwoTables {
+    created: Arc<std::sync::atomic::AtomicUsize>,
+    entered: [Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>; 2],
+    released: [Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>; 2],
+}
+
+impl shaledb::fs::FsHook for StallTwoTables {
+    fn before(&self, call: shaledb::fs::FsCall<'_>) -> std::io::Result<()> {
+        let shaledb::fs::FsCall::Create(path) = call else {
+            return Ok(());
+        };
+        if path.extension().is_none_or(|e| e != "sst") {
+            return Ok(());
+        }
+        let nth = self
+            .created
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if nth > 1 {
+            return Ok(());
+        }
+        StallFirstTable::set(&self.entered[nth]);
+        StallFirstTable::wait(&self.released[nth]);
+        match nth {
+            0 => Ok(()),
+            _ => Err(std::io::Error::other("the second flush fails (test)")),
+        }
+    }
+}
+
+/// A flush of the only column family syncs no WAL (RocksDB's `SyncClosedLogs` condition):
+/// its table holds every write of the WALs it retires, and a WAL closed behind it keeps
+/// its writes unsynced, lost in a power loss as the current WAL's are (the state is still
+/// a prefix). With a second family the flush syncs every closed WAL first, so one family's
+/// newer writes never survive another's older ones: the same power loss keeps them.
+#[test]
+fn a_flush_syncs_the_closed_wals_only_when_there_are_several_families() {
+    let dir = Path::new("/db");
+    for families in [1, 2] {
+        let mem = MemFileSystem::new();
+        let hook = StallTwoTables::default();
+        let hooked = shaledb::fs::HookedFileSystem::new(Arc::new(mem.clone()), hook.clone());
+        let o = Options {
+            fs: Arc::new(hooked),
+            max_background_jobs: 1,
+            max_write_buffer_number: 4,
+            ..Options::default()
+        };
+        let db = Db::open(dir, o).expect("open");
+        if families == 2 {
+            db.create_cf("second", shaledb::CfOptions::default())
+                .expect("create family");
+        }
+        for i in 0..20 {
+            db.put(key(i), value(i)).expect("put");
+        }
+        std::thread::scope(|s| {
+            // The first flush retires WAL 1 and stalls creating its table.
+            let first = s.spawn(|| db.flush());
+            StallFirstTable::wait(&hook.entered[0]);
+            for i in 20..40 {
+                db.put(key(i), value(i)).expect("put");
+            }
+            // The second switches again and waits behind the first: WAL 2 is closed.
+            let second = s.spawn(|| db.flush());
+            while wal_files(&mem, dir).len() < 3 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            for i in 40..60 {
+                db.put(key(i), value(i)).expect("put");
+            }
+            // The first flush finishes (its MANIFEST write done); the second stalls.
+            StallFirstTable::set(&hook.released[0]);
+            StallFirstTable::wait(&hook.entered[1]);
+            mem.crash();
+            StallFirstTable::set(&hook.released[1]);
+            // The first caller waits for the memtables behind its own too: both see the
+            // failure.
+            assert!(first.join().expect("first flush thread").is_err());
+            assert!(second.join().expect("second flush thread").is_err());
+        });
+        drop(db);
+        let mut o = mem_options(&mem);
+        o.create_missing_column_families = true;
+        let db = Db::open(dir, o).expect("reopen after power loss");
+        let kept = (0..60)
+            .map(|i| db.get(key(i)).expect("get"))
+            .position(|v| v.is_none())
+            .unwrap_or(60);
+        for i in 0..60 {
+            let want = (i < kept).then(|| value(i).into());
+            assert_eq!(
+                db.get(key(i)).expect("get"),
+                want,
+                "{families} families: key {i}"
+            );
+        }
+        let want = match families {
+            1 => 20,
+            _ => 40,
+        };
+        assert_eq!(kept, want, "{families} families: writes kept");
+    }
+}

@@ -363,7 +363,7 @@ impl DbInner {
         edit.last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
         let mut edits = vec![edit];
         edits.extend(log_number_advances(st, &[cf]));
-        if !self.log_and_apply_all(st, &mut edits)? {
+        if !self.log_and_apply_all(st, &mut edits, EditKind::Flush)? {
             self.discard_outputs_of(&edits[0]);
             return Ok(());
         }
@@ -468,7 +468,7 @@ impl DbInner {
             e
         }));
         edits[0].last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
-        if !self.log_and_apply_all(st, &mut edits)? {
+        if !self.log_and_apply_all(st, &mut edits, EditKind::Flush)? {
             for e in &edits {
                 self.discard_outputs_of(e);
             }
@@ -553,11 +553,12 @@ impl DbInner {
     ///
     /// Several edits are written together, with one sync. Returns `Ok(false)`, writing
     /// nothing, if the first edit's column family was dropped meanwhile; later edits for
-    /// dropped families are left out.
+    /// dropped families are left out. `kind` says whether the closed WALs are synced first.
     pub(crate) fn log_and_apply_all(
         &self,
         st: &mut MutexGuard<'_, DbState>,
         edits: &mut Vec<VersionEdit>,
+        kind: EditKind,
     ) -> Result<bool> {
         while st.manifest_writing {
             self.manifest_cv.wait(st);
@@ -582,12 +583,19 @@ impl DbInner {
         let res = match st.versions.prepare_edits(edits) {
             Ok(mut write) => {
                 st.manifest_writing = true;
-                // The closed WALs first: no edit (a flush moving a log number, an ingestion)
-                // may become durable ahead of the writes before it (closed_wals.rs).
+                // The closed WALs first where the edit could otherwise become durable ahead
+                // of the writes before it (closed_wals.rs).
+                let sync_closed_wals = match kind {
+                    EditKind::Flush => st.families.len() > 1,
+                    EditKind::Compaction => false,
+                    EditKind::Other => true,
+                };
                 let res = MutexGuard::unlocked(st, || {
-                    if let Err(e) = self.closed_wals.sync_all(&*self.fs, &self.dir) {
-                        wal_failed = true;
-                        return Err(e);
+                    if sync_closed_wals {
+                        if let Err(e) = self.closed_wals.sync_all(&*self.fs, &self.dir) {
+                            wal_failed = true;
+                            return Err(e);
+                        }
                     }
                     write.write(&self.fs, &self.dir)
                 });
@@ -611,7 +619,7 @@ impl DbInner {
             return Err(err);
         }
         let log_number = st.versions.log_number();
-        self.closed_wals.forget_marks_below(log_number);
+        self.closed_wals.forget_below(log_number);
         st.live_wals.retain(|&(number, _)| {
             if number < log_number {
                 self.obsolete.push(ObsoleteFile {
@@ -656,7 +664,7 @@ impl DbInner {
                 edit.compact_pointers.push((c.level, last.largest.clone()));
             }
             edit.last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
-            if self.log_and_apply_all(st, &mut vec![edit])? {
+            if self.log_and_apply_all(st, &mut vec![edit], EditKind::Compaction)? {
                 st.install_super_version(cf);
                 if let Some(s) = stats_at(st, cf, c.output_level) {
                     s.bytes_moved += read0;
@@ -684,7 +692,7 @@ impl DbInner {
         }
         edit.last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
         let mut edits = vec![edit];
-        if !self.log_and_apply_all(st, &mut edits)? {
+        if !self.log_and_apply_all(st, &mut edits, EditKind::Compaction)? {
             self.discard_outputs_of(&edits[0]);
             return Ok(());
         }
@@ -797,7 +805,7 @@ impl DbInner {
             f.busy.files.extend(numbers.iter().copied());
         }
         edit.last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
-        let applied = self.log_and_apply_all(st, &mut vec![edit]);
+        let applied = self.log_and_apply_all(st, &mut vec![edit], EditKind::Other);
         if let Some(f) = st.families.get_mut(&cf) {
             for n in &numbers {
                 f.busy.files.remove(n);
@@ -1511,6 +1519,19 @@ fn finish_write_time_blobs(mem: &MemTable) -> Result<Vec<crate::version::BlobFil
         Some(b) => b.finish(),
         None => Ok(Vec::new()),
     }
+}
+
+/// What a MANIFEST write makes durable, which decides whether the closed WALs are synced
+/// before it (closed_wals.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EditKind {
+    /// Memtables written to tables: synced first only when there are several families.
+    Flush,
+    /// Files rewritten, moved or merged: no write becomes durable, nothing is synced first.
+    Compaction,
+    /// Anything else (an ingestion, files dropped, families created or dropped, log
+    /// numbers alone): synced first.
+    Other,
 }
 
 #[cfg(test)]

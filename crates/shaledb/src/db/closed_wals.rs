@@ -9,9 +9,16 @@
 //! directory the same way, by the next synced write: `need_log_dir_sync`):
 //! - by a synced write, before the current WAL's sync (its promise covers every earlier
 //!   write);
-//! - before every MANIFEST write (`DbInner::log_and_apply_all`), so no edit (a flush moving
-//!   a log number, an ingestion) becomes durable ahead of the writes before it; the flush
-//!   that follows a switch is usually the one that syncs;
+//! - before a MANIFEST write that could otherwise become durable ahead of the writes before
+//!   it (`DbInner::log_and_apply_all`, `EditKind`): a flush when there are several column
+//!   families (the flushed family's newer writes would survive another family's older
+//!   ones), an ingestion, a family created or dropped. Not before a flush of the only
+//!   family: its table holds every write of the WALs it retires, and the newer WALs' writes
+//!   all come after them (RocksDB syncs closed WALs in a flush under the same condition,
+//!   `SyncClosedLogs`); nor before a compaction, which makes no write durable. A WAL a
+//!   flush retired unsynced is closed and deleted without ever being synced
+//!   (`forget_below`): a fill that synced each one spent its flushes waiting on the disk
+//!   for data about to be deleted;
 //! - by close.
 //!
 //! After a power loss an older WAL may then be cut short, or a WAL may be missing, while a
@@ -87,9 +94,18 @@ impl ClosedWals {
         Ok(())
     }
 
-    /// Owes no marker for WALs below `log_number`: every family flushed them, so recovery
-    /// never reads them (the common case: the flush after a switch synced the old WAL).
-    pub(crate) fn forget_marks_below(&self, log_number: u64) {
+    /// Forgets the WALs below `log_number`: every family flushed them and the MANIFEST says
+    /// so, so recovery never reads them. Those still waiting are closed unsynced (the file
+    /// is deleted next, and its pages with it, never written), and no marker is owed for
+    /// them.
+    pub(crate) fn forget_below(&self, log_number: u64) {
+        // Dropped outside the lock: a writer's drop may write its last buffered bytes.
+        let obsolete: Vec<(u64, LogWriter)> = {
+            let mut waiting = self.waiting.lock();
+            let retired = waiting.partition_point(|&(n, _)| n < log_number);
+            waiting.drain(..retired).collect()
+        };
+        drop(obsolete);
         let _ = self
             .unmarked
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {

@@ -1,5 +1,6 @@
 //! Creating and dropping column families while the database is open.
 
+use super::background::EditKind;
 use super::open::new_family_data;
 use super::{CfState, DbInner};
 use crate::column_family::{check_name, CfOptions, ColumnFamily, DEFAULT_FAMILY};
@@ -56,7 +57,7 @@ impl DbInner {
             stores_write_times: opts.ttl.is_some(),
             ..Default::default()
         }];
-        self.log_and_apply_all(&mut st, &mut edits)?;
+        self.log_and_apply_all(&mut st, &mut edits, EditKind::Other)?;
         let data = new_family_data(id, name, Arc::new(opts), &self.self_weak(), wal_number);
         let cf = CfState::new(data.clone(), wal_number);
         cf.install_super_version(&st.versions);
@@ -94,7 +95,7 @@ impl DbInner {
             column_family_drop: true,
             ..Default::default()
         }];
-        if !self.log_and_apply_all(&mut st, &mut edits)? {
+        if !self.log_and_apply_all(&mut st, &mut edits, EditKind::Other)? {
             // Dropped by another caller while this one waited for the MANIFEST.
             return Err(Error::InvalidArgument(format!(
                 "column family {name:?} does not exist"

@@ -17,6 +17,7 @@
 //! (tag 18) and the table reader presents every key with it (see `sst::Table`), so neither a
 //! copy nor a link is rewritten.
 
+use super::background::EditKind;
 use super::{Db, DbInner, DbState};
 use crate::column_family::{ColumnFamily, DEFAULT_FAMILY};
 use crate::compaction::picker::{self, Busy};
@@ -318,7 +319,7 @@ impl DbInner {
         if consumed {
             edit.last_sequence = Some(next);
         }
-        match self.log_and_apply_all(st, &mut vec![edit]) {
+        match self.log_and_apply_all(st, &mut vec![edit], EditKind::Other) {
             Ok(true) => {}
             Ok(false) => return Err(Committed::No(dropped(cf))),
             Err(e) => return Err(Committed::Unknown(e)),

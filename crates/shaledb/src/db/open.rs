@@ -695,8 +695,9 @@ impl WalReplay<'_> {
     /// synced yet: nothing after the tear was synced either, and recovery keeps the prefix
     /// before it, ignoring the later WALs (`Ok(false)`), as RocksDB's point-in-time recovery
     /// does. Proof that the WAL was synced makes it lost synced data, `Corruption`: a family
-    /// whose log number passed it (a MANIFEST edit is written only after the closed WALs are
-    /// synced), or a later WAL's `WalMarker::Synced` naming it or a newer WAL.
+    /// whose log number passed it (with several families, a flush's MANIFEST edit is written
+    /// only after the closed WALs are synced; with one, no WAL its log number passed is
+    /// read), or a later WAL's `WalMarker::Synced` naming it or a newer WAL.
     fn torn_before_later_data(
         &mut self,
         path: &Path,

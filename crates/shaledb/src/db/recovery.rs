@@ -41,6 +41,7 @@
 //! unknown. A failed write(2) is different: it reports exactly that these bytes did not reach
 //! the file, so everything before them is as durable as it was, and a new WAL can take over.
 
+use super::background::EditKind;
 use super::{Db, DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::listener::BackgroundErrorReason;
@@ -233,7 +234,7 @@ impl DbInner {
             return Ok(());
         }
         edits[0].last_sequence = Some(self.last_sequence.load(Ordering::Acquire));
-        self.log_and_apply_all(st, &mut edits)?;
+        self.log_and_apply_all(st, &mut edits, EditKind::Other)?;
         for e in &edits {
             st.install_super_version(e.column_family);
         }
