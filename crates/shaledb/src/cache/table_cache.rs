@@ -6,12 +6,13 @@ use super::BlockCache;
 use super::ShardedCache;
 use crate::blob::BlobFileReader;
 use crate::error::{Error, Result};
-use crate::fs::FileSystem;
+use crate::fs::{FileSystem, RandomAccessFile};
 use crate::sst::Table;
 use crate::version::{filename, BlobFileAddition, FileMetaData};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 /// Open tables, and open blob file readers, by file number (tables and blob files share one
@@ -117,12 +118,9 @@ impl TableCache {
             return Ok(t);
         }
         let path = filename::table_file(&self.dir, number);
-        let file = match (self.direct_reads, self.mmap_reads) {
-            (true, _) => self.fs.open_random_access_direct(&path),
-            (false, true) => self.fs.open_random_access_mapped(&path),
-            (false, false) => self.fs.open_random_access(&path),
-        }
-        .map_err(|e| Error::io(format!("opening table {}", path.display()), e))?;
+        let file = self
+            .open_for_reads(&path, FileKind::Table)
+            .map_err(|e| Error::io(format!("opening table {}", path.display()), e))?;
         let cache_id = self
             .reserved_cache_ids
             .lock()
@@ -158,18 +156,25 @@ impl TableCache {
             return Ok(r);
         }
         let path = filename::blob_file(&self.dir, a.number);
-        // A finished blob file is never written again, so it can be mapped as a table is.
-        let file = if self.mmap_reads && !self.direct_reads {
-            self.fs.open_random_access_mapped(&path)
-        } else {
-            self.fs.open_random_access(&path)
-        }
-        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        let file = self
+            .open_for_reads(&path, FileKind::Blob)
+            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         let reader = Arc::new(BlobFileReader::open(file, path, a.number, a.file_size)?);
         // Two reads that missed together both open it: the second insert replaces the
         // first, whose reader closes when its read is done.
         self.blobs.insert(a.number, reader.clone(), 1);
         Ok(reader)
+    }
+
+    /// Opens a finished file of `kind` as the options ask: mapped (`allow_mmap_reads`; a
+    /// listed file is never written again), with direct IO (`use_direct_reads`: tables only,
+    /// a blob record read is not aligned for it), else through `pread`.
+    fn open_for_reads(&self, path: &Path, kind: FileKind) -> io::Result<Arc<dyn RandomAccessFile>> {
+        match (self.direct_reads, self.mmap_reads, kind) {
+            (true, _, FileKind::Table) => self.fs.open_random_access_direct(path),
+            (true, _, FileKind::Blob) | (false, false, _) => self.fs.open_random_access(path),
+            (false, true, _) => self.fs.open_random_access_mapped(path),
+        }
     }
 
     /// The database directory the files are opened in.
@@ -189,6 +194,13 @@ impl TableCache {
     pub(crate) fn capacity(&self) -> usize {
         self.tables.capacity()
     }
+}
+
+/// The kinds of file a table cache opens.
+#[derive(Clone, Copy)]
+enum FileKind {
+    Table,
+    Blob,
 }
 
 /// The blob file cache of a table cache of `capacity` tables. It keeps one reader fewer than
