@@ -41,8 +41,9 @@ fn open(fs: &FaultFs, listener: &Arc<Errors>) -> Db {
 
 #[test]
 fn each_failure_that_stops_writes_is_one_background_error_event() {
-    // The syncs of a flush: the table, the full WAL the flush switched from (before the
-    // MANIFEST edit, db/closed_wals.rs), the MANIFEST. The table's fails: the flush fails.
+    // The syncs of a flush of the only family: the table, the MANIFEST (with several
+    // families the full WAL the flush switched from comes between them, db/closed_wals.rs).
+    // The table's fails: the flush fails.
     let fs = FaultFs::new(Arc::new(MemFileSystem::new()));
     let errors = Arc::new(Errors::default());
     let db = open(&fs, &errors);
@@ -77,7 +78,7 @@ fn each_failure_that_stops_writes_is_one_background_error_event() {
     let errors = Arc::new(Errors::default());
     let db = open(&fs, &errors);
     db.put(b"k", b"v").expect("put");
-    fs.fail_nth(Target::Kind(OpKind::Sync), 3, Fault::Eio);
+    fs.fail_nth(Target::Kind(OpKind::Sync), 2, Fault::Eio);
     assert!(db.flush().is_err());
     assert_eq!(
         *errors.seen.lock().expect("lock"),
@@ -85,10 +86,13 @@ fn each_failure_that_stops_writes_is_one_background_error_event() {
     );
     drop(db);
 
-    // The sync of the WAL the flush switched from fails: a WAL error, final.
+    // With a second family, the sync of the WAL the flush switched from fails: a WAL
+    // error, final.
     let fs = FaultFs::new(Arc::new(MemFileSystem::new()));
     let errors = Arc::new(Errors::default());
     let db = open(&fs, &errors);
+    db.create_cf("second", shaledb::CfOptions::default())
+        .expect("create family");
     db.put(b"k", b"v").expect("put");
     fs.fail_nth(Target::Kind(OpKind::Sync), 2, Fault::Eio);
     assert!(db.flush().is_err());

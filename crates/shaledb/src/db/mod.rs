@@ -976,6 +976,21 @@ impl Db {
         let res = self.inner.sync_wals();
         // Delete what is obsolete now; files readers still hold stay for the next open.
         self.inner.purge_obsolete_files();
+        // And make every deletion durable: a WAL a flush retired unsynced (closed_wals.rs)
+        // must not come back empty after a power loss, where a MANIFEST that lost its last
+        // edit would replay it instead of reporting it missing.
+        let res = match self.inner.owns_files() {
+            true => res.and_then(|()| {
+                let dir = &self.inner.dir;
+                self.inner.fs.sync_dir(dir).map_err(|e| {
+                    Error::io(
+                        format!("syncing the directory {} at close", dir.display()),
+                        e,
+                    )
+                })
+            }),
+            false => res,
+        };
         {
             // Events the stopped threads queued last.
             let mut st = self.inner.state.lock();
