@@ -530,19 +530,7 @@ fn a_wal_lost_between_two_others_ends_recovery_at_the_one_before_it() {
         ..Options::default()
     });
     let held = std::thread::scope(|s| {
-        let first = s.spawn(|| db.flush());
-        StallFirstTable::wait(&hook.entered);
-        for i in 20..40 {
-            db.put(key(i), value(i)).expect("put");
-        }
-        // The second flush switches again, then waits behind the first.
-        let second = s.spawn(|| db.flush());
-        while wal_files(&mem, dir).len() < 3 {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        for i in 40..60 {
-            db.put(key(i), value(i)).expect("put");
-        }
+        let [first, second] = two_flushes_with_puts_behind(s, &db, &mem, &hook.entered);
         let held = clone_fs(&mem);
         StallFirstTable::set(&hook.released);
         assert!(first.join().expect("first flush").is_err());
@@ -580,6 +568,31 @@ fn a_wal_lost_between_two_others_ends_recovery_at_the_one_before_it() {
         Err(e) => panic!("expected corruption, got {e}"),
         Ok(_) => panic!("absolute consistency accepted a missing WAL"),
     }
+}
+
+/// On `db` (at /db on `mem`, holding puts of keys 0..20, its next flush stalled until
+/// released, `entered` set once it is): a flush, which switches to a second WAL and stalls;
+/// puts of keys 20..40; a second flush, which switches to a third WAL and waits behind the
+/// first; puts of keys 40..60. Returns the two flushes' threads.
+fn two_flushes_with_puts_behind<'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    db: &'scope Db,
+    mem: &MemFileSystem,
+    entered: &(std::sync::Mutex<bool>, std::sync::Condvar),
+) -> [std::thread::ScopedJoinHandle<'scope, shaledb::Result<()>>; 2] {
+    let first = s.spawn(|| db.flush());
+    StallFirstTable::wait(entered);
+    for i in 20..40 {
+        db.put(key(i), value(i)).expect("put");
+    }
+    let second = s.spawn(|| db.flush());
+    while wal_files(mem, Path::new("/db")).len() < 3 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    for i in 40..60 {
+        db.put(key(i), value(i)).expect("put");
+    }
+    [first, second]
 }
 
 /// The file offsets of the records (batches and markers) of the WAL at `path`.
@@ -990,20 +1003,7 @@ fn a_flush_syncs_the_closed_wals_only_when_there_are_several_families() {
             db.put(key(i), value(i)).expect("put");
         }
         std::thread::scope(|s| {
-            // The first flush retires WAL 1 and stalls creating its table.
-            let first = s.spawn(|| db.flush());
-            StallFirstTable::wait(&hook.entered[0]);
-            for i in 20..40 {
-                db.put(key(i), value(i)).expect("put");
-            }
-            // The second switches again and waits behind the first: WAL 2 is closed.
-            let second = s.spawn(|| db.flush());
-            while wal_files(&mem, dir).len() < 3 {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            for i in 40..60 {
-                db.put(key(i), value(i)).expect("put");
-            }
+            let [first, second] = two_flushes_with_puts_behind(s, &db, &mem, &hook.entered[0]);
             // The first flush finishes (its MANIFEST write done); the second stalls.
             StallFirstTable::set(&hook.released[0]);
             StallFirstTable::wait(&hook.entered[1]);
