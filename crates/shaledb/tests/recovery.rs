@@ -615,20 +615,26 @@ fn record_offsets(fs: &MemFileSystem, path: &Path) -> Vec<usize> {
 /// holding unsynced puts of keys 0..20, whose next flush stalls creating its table until
 /// released and then fails (`StallFirstTable`, armed).
 fn twenty_puts_then_a_stalling_flush(o: Options) -> (MemFileSystem, StallFirstTable, Db) {
-    let mem = MemFileSystem::new();
     let hook = StallFirstTable::default();
-    let hooked = shaledb::fs::HookedFileSystem::new(Arc::new(mem.clone()), hook.clone());
-    let o = Options {
-        fs: Arc::new(hooked),
-        max_background_jobs: 1,
-        ..o
-    };
-    let db = Db::open("/db", o).expect("open");
+    let (mem, db) = open_hooked(hook.clone(), o);
     for i in 0..20 {
         db.put(key(i), value(i)).expect("put");
     }
     hook.armed.store(true, std::sync::atomic::Ordering::SeqCst);
     (mem, hook, db)
+}
+
+/// A database at /db on a new in-memory file system seen through `hook`, opened with `o`
+/// and one background job.
+fn open_hooked(hook: impl shaledb::fs::FsHook + 'static, o: Options) -> (MemFileSystem, Db) {
+    let mem = MemFileSystem::new();
+    let hooked = shaledb::fs::HookedFileSystem::new(Arc::new(mem.clone()), hook);
+    let o = Options {
+        fs: Arc::new(hooked),
+        max_background_jobs: 1,
+        ..o
+    };
+    (mem, Db::open("/db", o).expect("open"))
 }
 
 /// `Db::sync_wal` makes every write before it durable: those in a WAL a switch left unsynced
@@ -985,16 +991,12 @@ impl shaledb::fs::FsHook for StallTwoTables {
 fn a_flush_syncs_the_closed_wals_only_when_there_are_several_families() {
     let dir = Path::new("/db");
     for families in [1, 2] {
-        let mem = MemFileSystem::new();
         let hook = StallTwoTables::default();
-        let hooked = shaledb::fs::HookedFileSystem::new(Arc::new(mem.clone()), hook.clone());
         let o = Options {
-            fs: Arc::new(hooked),
-            max_background_jobs: 1,
             max_write_buffer_number: 4,
             ..Options::default()
         };
-        let db = Db::open(dir, o).expect("open");
+        let (mem, db) = open_hooked(hook.clone(), o);
         if families == 2 {
             db.create_cf("second", shaledb::CfOptions::default())
                 .expect("create family");
